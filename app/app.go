@@ -1,0 +1,162 @@
+// Package app wires the service together from its configuration: Redis clients (starting
+// in-process ones when configured), the lock registry, the store, the service and the HTTP API.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"seckill/config"
+	"seckill/embedded"
+	"seckill/handler"
+	"seckill/lock"
+	"seckill/service"
+	"seckill/store"
+)
+
+// App is one wired service instance.
+type App struct {
+	Config   config.Config
+	Service  *service.Service
+	Handler  http.Handler
+	Log      *slog.Logger
+	Data     redis.UniversalClient
+	Masters  []redis.UniversalClient
+	embedded *embedded.Servers
+	locks    *lock.Registry
+}
+
+// NewLogger builds the service's logger at the configured level.
+func NewLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// NewClient opens a client on one Redis address with the configured credentials.
+func NewClient(cfg config.Config, addr string, db int) redis.UniversalClient {
+	return redis.NewUniversalClient(&redis.UniversalOptions{
+		Addrs: []string{addr}, Password: cfg.Redis.Password, DB: db,
+		PoolSize: cfg.Redis.PoolSize, MinIdleConns: 2,
+		DialTimeout: 500 * time.Millisecond, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
+		MaxRetries: -1,
+	})
+}
+
+// New wires an App. It starts in-process Redis servers as redis.embedded says.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
+	log = log.With("instance", cfg.Server.Instance)
+	emb, err := embedded.Start(cfg.Redis.Embedded, cfg.Addresses(), cfg.Redis.Password, log)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{Config: cfg, Log: log, embedded: emb}
+	a.Data = NewClient(cfg, cfg.Redis.Addr, cfg.Redis.DB)
+	pingers := map[string]service.Pinger{"data " + cfg.Redis.Addr: pinger{a.Data}}
+	for i, addr := range cfg.Redis.Masters {
+		m := NewClient(cfg, addr, 0)
+		a.Masters = append(a.Masters, m)
+		pingers[fmt.Sprintf("master%d %s", i+1, addr)] = pinger{m}
+	}
+	a.locks, err = lock.NewRegistry(lock.Deps{
+		Data: a.Data, Masters: a.Masters, InstanceID: uuid.NewString(), Lease: cfg.Lock.Lease, Logger: log,
+	})
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	st := store.New(a.Data)
+	if err := st.EnsureStock(ctx, cfg.Inventory.Key, cfg.Inventory.Stock); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("app: initialise %s on %s: %w", cfg.Inventory.Key, cfg.Redis.Addr, err)
+	}
+	a.Service = service.New(st, a.locks, Settings(cfg), pingers, log)
+	a.Handler = handler.New(a.Service, handler.Options{AdminToken: cfg.Server.AdminToken, Logger: log})
+	return a, nil
+}
+
+// Settings derives the service settings from the configuration.
+func Settings(cfg config.Config) service.Settings {
+	return service.Settings{
+		Instance: cfg.Server.Instance, SKU: cfg.Inventory.Key, Stock: cfg.Inventory.Stock,
+		Mode: cfg.Lock.Mode, Lease: cfg.Lock.Lease, Wait: cfg.Lock.Wait,
+		LabEnabled: cfg.Lab.Enabled, MaxWork: cfg.Lab.MaxWork, MaxFreeze: cfg.Lab.MaxFreeze,
+		MaxPause: cfg.Lab.MaxPause, MaxStock: config.MaxStock, TrackOverlap: cfg.Lab.Enabled,
+	}
+}
+
+// Close releases every client and in-process server.
+func (a *App) Close() {
+	if a.locks != nil {
+		_ = a.locks.Close()
+	}
+	if a.Data != nil {
+		_ = a.Data.Close()
+	}
+	for _, m := range a.Masters {
+		_ = m.Close()
+	}
+	if a.embedded != nil {
+		a.embedded.Close()
+	}
+}
+
+type pinger struct{ c redis.UniversalClient }
+
+func (p pinger) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return p.c.Ping(ctx).Err()
+}
+
+// Serve runs the HTTP service until ctx ends, then shuts down gracefully. It writes the address
+// it listens on to stdout once it accepts connections.
+func Serve(ctx context.Context, cfg config.Config, stdout io.Writer, log *slog.Logger) error {
+	a, err := New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	addr := net.JoinHostPort("", strconv.Itoa(cfg.Server.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("app: listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           a.Handler,
+		ReadHeaderTimeout: cfg.Server.ReadTimeout,
+		ReadTimeout:       cfg.Server.ReadTimeout,
+		WriteTimeout:      cfg.Server.WriteTimeout,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "seckill %s listening on http://127.0.0.1:%d (lock mode %s, data redis %s, masters %s)\n",
+		cfg.Server.Instance, cfg.Server.Port, cfg.Lock.Mode, cfg.Redis.Addr, strings.Join(cfg.Redis.Masters, ","))
+	fmt.Fprintf(stdout, "  try: curl -X POST http://127.0.0.1:%d/inventory/sale   swagger: http://127.0.0.1:%d/swagger/index.html\n",
+		cfg.Server.Port, cfg.Server.Port)
+	select {
+	case err := <-errc:
+		return fmt.Errorf("app: serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("app: shutdown: %w", err)
+	}
+	return nil
+}

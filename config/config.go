@@ -1,0 +1,206 @@
+// Package config reads the service configuration once, from config/application.yaml (or the file
+// named by --config) overlaid with SECKILL_<SECTION>_<KEY> environment variables, into a typed
+// struct. No other package reads viper.
+package config
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/viper"
+)
+
+// DefaultPath is where the service looks for its configuration when --config is not given.
+const DefaultPath = "config/application.yaml"
+
+//go:embed application.yaml
+var defaults []byte
+
+// Embedded Redis policies (redis.embedded).
+const (
+	EmbeddedAuto   = "auto"
+	EmbeddedAlways = "always"
+	EmbeddedNever  = "never"
+)
+
+// MaxStock bounds inventory.stock and POST /inventory/reset?stock=.
+const MaxStock = 1_000_000_000
+
+// Config is the whole configuration of one service instance.
+type Config struct {
+	Server    Server    `mapstructure:"server"`
+	Redis     Redis     `mapstructure:"redis"`
+	Inventory Inventory `mapstructure:"inventory"`
+	Lock      Lock      `mapstructure:"lock"`
+	Lab       Lab       `mapstructure:"lab"`
+	Log       Log       `mapstructure:"log"`
+}
+
+// Server configures the HTTP side.
+type Server struct {
+	Port            int           `mapstructure:"port"`
+	Instance        string        `mapstructure:"instance"`
+	AdminToken      string        `mapstructure:"admintoken"`
+	ReadTimeout     time.Duration `mapstructure:"readtimeout"`
+	WriteTimeout    time.Duration `mapstructure:"writetimeout"`
+	ShutdownTimeout time.Duration `mapstructure:"shutdowntimeout"`
+}
+
+// Redis names the data Redis and the independent lock masters.
+type Redis struct {
+	Addr     string   `mapstructure:"addr"`
+	Password string   `mapstructure:"password"`
+	DB       int      `mapstructure:"db"`
+	Masters  []string `mapstructure:"masters"`
+	Embedded string   `mapstructure:"embedded"`
+	PoolSize int      `mapstructure:"poolsize"`
+}
+
+// Inventory names the stock key and the stock a reset puts in.
+type Inventory struct {
+	Key   string `mapstructure:"key"`
+	Stock int64  `mapstructure:"stock"`
+}
+
+// Lock chooses the lock mode and its timings.
+type Lock struct {
+	Mode  string        `mapstructure:"mode"`
+	Lease time.Duration `mapstructure:"lease"`
+	Wait  time.Duration `mapstructure:"wait"`
+}
+
+// Lab enables fault injection and the scenario lab, with upper bounds on every fault.
+type Lab struct {
+	Enabled   bool          `mapstructure:"enabled"`
+	MaxWork   time.Duration `mapstructure:"maxwork"`
+	MaxFreeze time.Duration `mapstructure:"maxfreeze"`
+	MaxPause  time.Duration `mapstructure:"maxpause"`
+}
+
+// Log sets the log level.
+type Log struct {
+	Level string `mapstructure:"level"`
+}
+
+// ErrInvalid is wrapped by every validation error; the message names the offending key.
+var ErrInvalid = errors.New("invalid configuration")
+
+// Load reads the configuration. path may be empty: then DefaultPath is used when it exists and the
+// built-in defaults otherwise. getenv supplies the environment (os.Getenv in production) and
+// modes lists the valid lock modes.
+func Load(path string, getenv func(string) string, modes []string) (Config, error) {
+	v := viper.New()
+	v.SetConfigType("yaml")
+	if err := v.ReadConfig(bytes.NewReader(defaults)); err != nil {
+		return Config{}, fmt.Errorf("config: built-in defaults: %w", err)
+	}
+	file := path
+	if file == "" {
+		if _, err := os.Stat(DefaultPath); err == nil {
+			file = DefaultPath
+		}
+	}
+	if file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return Config{}, fmt.Errorf("config: file %s does not exist: %w", file, err)
+			}
+			return Config{}, fmt.Errorf("config: read %s: %w", file, err)
+		}
+		if err := v.MergeConfig(bytes.NewReader(data)); err != nil {
+			return Config{}, fmt.Errorf("config: parse %s: %w", file, err)
+		}
+	}
+	// Environment overrides: every known key, SECKILL_SECTION_KEY.
+	for _, key := range v.AllKeys() {
+		name := "SECKILL_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+		if val := getenv(name); val != "" {
+			v.Set(key, val)
+		}
+	}
+	var cfg Config
+	if err := v.Unmarshal(&cfg); err != nil {
+		return Config{}, fmt.Errorf("config: %w: %w", ErrInvalid, err)
+	}
+	if err := cfg.Validate(modes); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// Validate checks every value and fills derived defaults (the instance name).
+func (c *Config) Validate(modes []string) error {
+	bad := func(key string, format string, args ...any) error {
+		return fmt.Errorf("config: %w: %s (env SECKILL_%s): %s", ErrInvalid, key,
+			strings.ToUpper(strings.ReplaceAll(key, ".", "_")), fmt.Sprintf(format, args...))
+	}
+	if c.Server.Port < 1 || c.Server.Port > 65535 {
+		return bad("server.port", "%d is out of range 1..65535", c.Server.Port)
+	}
+	if c.Server.Instance == "" {
+		c.Server.Instance = fmt.Sprintf("seckill-%d", c.Server.Port)
+	}
+	for key, d := range map[string]time.Duration{
+		"server.readTimeout": c.Server.ReadTimeout, "server.writeTimeout": c.Server.WriteTimeout,
+		"server.shutdownTimeout": c.Server.ShutdownTimeout, "lock.lease": c.Lock.Lease,
+		"lab.maxWork": c.Lab.MaxWork, "lab.maxFreeze": c.Lab.MaxFreeze, "lab.maxPause": c.Lab.MaxPause,
+	} {
+		if d <= 0 {
+			return bad(key, "%s must be a positive duration such as 30s", d)
+		}
+	}
+	if c.Lock.Wait < 0 {
+		return bad("lock.wait", "%s must not be negative", c.Lock.Wait)
+	}
+	if c.Redis.Addr == "" {
+		return bad("redis.addr", "must not be empty")
+	}
+	if len(c.Redis.Masters) == 0 {
+		return bad("redis.masters", "at least one master address is needed")
+	}
+	for i, m := range c.Redis.Masters {
+		c.Redis.Masters[i] = strings.TrimSpace(m)
+		if c.Redis.Masters[i] == "" {
+			return bad("redis.masters", "entry %d is empty", i)
+		}
+	}
+	if c.Redis.DB < 0 || c.Redis.DB > 15 {
+		return bad("redis.db", "%d is out of range 0..15", c.Redis.DB)
+	}
+	if c.Redis.PoolSize < 1 || c.Redis.PoolSize > 10_000 {
+		return bad("redis.poolSize", "%d is out of range 1..10000", c.Redis.PoolSize)
+	}
+	switch c.Redis.Embedded {
+	case EmbeddedAuto, EmbeddedAlways, EmbeddedNever:
+	default:
+		return bad("redis.embedded", "%q is not one of auto, always, never", c.Redis.Embedded)
+	}
+	if c.Inventory.Key == "" || strings.ContainsAny(c.Inventory.Key, "{} \t\r\n") {
+		return bad("inventory.key", "%q must be non-empty without braces or spaces", c.Inventory.Key)
+	}
+	if c.Inventory.Stock < 0 || c.Inventory.Stock > MaxStock {
+		return bad("inventory.stock", "%d is out of range 0..%d", c.Inventory.Stock, MaxStock)
+	}
+	if modes != nil && !slices.Contains(modes, c.Lock.Mode) {
+		return bad("lock.mode", "unknown mode %q; valid modes: %s", c.Lock.Mode, strings.Join(modes, ", "))
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		return bad("log.level", "%q is not one of debug, info, warn, error", c.Log.Level)
+	}
+	return nil
+}
+
+// Addresses lists every configured Redis address: the data Redis first, then the masters.
+func (c Config) Addresses() []string {
+	return append([]string{c.Redis.Addr}, c.Redis.Masters...)
+}

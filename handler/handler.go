@@ -1,0 +1,126 @@
+// Package handler is the HTTP side: it binds requests, calls the service and writes JSON. The
+// rules live in service/; nothing below this package sees a *gin.Context.
+package handler
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"seckill/lock"
+	"seckill/service"
+)
+
+// Options configure the router.
+type Options struct {
+	AdminToken string
+	// MaxBody bounds request bodies; larger ones are 413.
+	MaxBody int64
+	Logger  *slog.Logger
+}
+
+// API holds the handlers' dependencies.
+type API struct {
+	svc *service.Service
+	opt Options
+	log *slog.Logger
+}
+
+// ErrorBody is every error answer: what went wrong, in words, and the status repeated.
+type ErrorBody struct {
+	Error      string   `json:"error" example:"unknown lock mode \"foo\""`
+	Status     int      `json:"status" example:"400"`
+	ValidModes []string `json:"validModes,omitempty"`
+}
+
+// SaleBody is the answer of /inventory/sale for every status: the sale result, and on failure
+// the error.
+type SaleBody struct {
+	service.SaleResult
+	Error      string   `json:"error,omitempty"`
+	ValidModes []string `json:"validModes,omitempty"`
+}
+
+// statusOf maps service errors to HTTP statuses, in one table.
+func statusOf(err error) int {
+	for _, m := range []struct {
+		err    error
+		status int
+	}{
+		{service.ErrBadRequest, http.StatusBadRequest},
+		{service.ErrNotFound, http.StatusNotFound},
+		{service.ErrLabDisabled, http.StatusForbidden},
+		{service.ErrSoldOut, http.StatusConflict},
+		{service.ErrStaleWrite, http.StatusConflict},
+		{service.ErrLockTimeout, http.StatusServiceUnavailable},
+		{service.ErrUnavailable, http.StatusServiceUnavailable},
+		{service.ErrLockLost, http.StatusServiceUnavailable},
+		{service.ErrCorrupt, http.StatusInternalServerError},
+		{service.ErrCrashed, http.StatusInternalServerError},
+	} {
+		if errors.Is(err, m.err) {
+			return m.status
+		}
+	}
+	return http.StatusInternalServerError
+}
+
+// message is what a user may read of err: internal errors are logged, not shown.
+func (a *API) message(err error, status int) string {
+	if status == http.StatusInternalServerError && !errors.Is(err, service.ErrCorrupt) && !errors.Is(err, service.ErrCrashed) {
+		a.log.Error("internal error", "err", err)
+		return "internal error"
+	}
+	return err.Error()
+}
+
+func (a *API) fail(c *gin.Context, err error) {
+	status := statusOf(err)
+	body := ErrorBody{Error: a.message(err, status), Status: status}
+	if errors.Is(err, lock.ErrUnknownMode) {
+		body.ValidModes = lock.Names()
+	}
+	if status == http.StatusServiceUnavailable {
+		c.Header("Retry-After", "1")
+	}
+	c.AbortWithStatusJSON(status, body)
+}
+
+// queryInt parses a whole-number query parameter; absent gives def.
+func queryInt(c *gin.Context, name string, def int64) (int64, error) {
+	v, ok := c.GetQuery(name)
+	if !ok {
+		return def, nil
+	}
+	return parseInt(name, v)
+}
+
+func parseInt(name, v string) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, badRequest("%s=%q is not a whole number", name, v)
+	}
+	return n, nil
+}
+
+func parseMillis(name, v string) (time.Duration, error) {
+	n, err := parseInt(name, v)
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, badRequest("%s must not be negative", name)
+	}
+	if n > int64(24*time.Hour/time.Millisecond) {
+		return 0, badRequest("%s=%d is too large", name, n)
+	}
+	return time.Duration(n) * time.Millisecond, nil
+}
+
+// ctxOf gives the service the request's context, never the gin.Context itself.
+func ctxOf(c *gin.Context) context.Context { return c.Request.Context() }

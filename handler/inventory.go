@@ -1,0 +1,216 @@
+package handler
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"seckill/lock"
+	"seckill/service"
+	"seckill/store"
+)
+
+func badRequest(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", service.ErrBadRequest, fmt.Sprintf(format, args...))
+}
+
+// saleParams are the query parameters /inventory/sale accepts.
+var saleParams = []string{"lock", "sku", "workMs", "freezeMs", "pauseBeforeDelMs", "crash"}
+
+// ParseSale turns the sale's query parameters into a request. It checks syntax only (numbers,
+// known parameters); the service checks meaning (modes, fault bounds, the lab switch).
+func ParseSale(q url.Values) (service.SaleRequest, error) {
+	var req service.SaleRequest
+	var unknown []string
+	for name := range q {
+		if !slices.Contains(saleParams, name) {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return req, badRequest("unknown parameter(s) %s; accepted: %s", strings.Join(unknown, ", "), strings.Join(saleParams, ", "))
+	}
+	for name, vals := range q {
+		if len(vals) > 1 {
+			return req, badRequest("parameter %s is given %d times", name, len(vals))
+		}
+	}
+	req.Mode = q.Get("lock")
+	req.SKU = q.Get("sku")
+	req.Crash = q.Get("crash")
+	if q.Has("lock") && req.Mode == "" {
+		return req, fmt.Errorf("%w: %w: lock= is empty", service.ErrBadRequest, lock.ErrUnknownMode)
+	}
+	for _, p := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"workMs", &req.Work}, {"freezeMs", &req.Freeze}, {"pauseBeforeDelMs", &req.PauseBeforeDel}} {
+		v, ok := q[p.name]
+		if !ok {
+			continue
+		}
+		d, err := parseMillis(p.name, v[0])
+		if err != nil {
+			return req, err
+		}
+		*p.dst = d
+	}
+	return req, nil
+}
+
+// sale godoc
+//
+//	@Summary		Sell one item
+//	@Description	Reads the stock, and if it is above 0 writes stock-1 and records an order, inside the
+//	@Description	chosen lock mode (a read-check-write on purpose: only the lock protects it). GET is
+//	@Description	accepted as in the source documents. Fault parameters need lab.enabled.
+//	@Tags			inventory
+//	@Produce		json
+//	@Param			lock				query		string	false	"lock mode for this request (default lock.mode)"
+//	@Param			sku					query		string	false	"SKU (default inventory.key)"
+//	@Param			workMs				query		int		false	"business time inside the critical section, ms (lab)"
+//	@Param			freezeMs			query		int		false	"stop-the-world pause of the holder and its watchdog before the write, ms (lab)"
+//	@Param			pauseBeforeDelMs	query		int		false	"uuid: pause between the value check and the DEL, ms (lab)"
+//	@Param			crash				query		string	false	"after-lock | before-expire: the holder dies (lab)"	Enums(after-lock, before-expire)
+//	@Success		200					{object}	SaleBody	"one sold"
+//	@Failure		400					{object}	SaleBody	"bad parameter or unknown lock mode (validModes lists the modes)"
+//	@Failure		409					{object}	SaleBody	"sold out, or a stale write rejected by the fencing token"
+//	@Failure		500					{object}	SaleBody	"stock value not an integer, or an injected crash"
+//	@Failure		503					{object}	SaleBody	"lock not obtained within the wait, or Redis unavailable (Retry-After)"
+//	@Router			/inventory/sale [get]
+//	@Router			/inventory/sale [post]
+func (a *API) sale(c *gin.Context) {
+	req, err := ParseSale(c.Request.URL.Query())
+	var res service.SaleResult
+	if err == nil {
+		res, err = a.svc.Sale(ctxOf(c), req)
+	}
+	if err == nil {
+		c.JSON(http.StatusOK, SaleBody{SaleResult: res})
+		return
+	}
+	status := statusOf(err)
+	body := SaleBody{SaleResult: res}
+	body.Instance = a.svc.Settings().Instance
+	if !errors.Is(err, service.ErrSoldOut) {
+		body.Error = a.message(err, status)
+	}
+	if errors.Is(err, lock.ErrUnknownMode) {
+		body.ValidModes = lock.Names()
+	}
+	if body.Message == "" {
+		body.Message = body.Error
+	}
+	if status == http.StatusServiceUnavailable {
+		c.Header("Retry-After", "1")
+	}
+	c.JSON(status, body)
+}
+
+// inventory godoc
+//
+//	@Summary		The audit view of the stock
+//	@Description	sold counts recorded orders, independently of the stock value;
+//	@Description	lostUpdates = sold - (initialStock - stock); oversold = max(0, sold - initialStock).
+//	@Tags			inventory
+//	@Produce		json
+//	@Param			sku	query		string	false	"SKU (default inventory.key)"
+//	@Success		200	{object}	store.Inventory
+//	@Failure		404	{object}	ErrorBody	"unknown SKU"
+//	@Failure		500	{object}	ErrorBody	"a value that is not an integer"
+//	@Failure		503	{object}	ErrorBody	"Redis unavailable"
+//	@Router			/inventory [get]
+func (a *API) inventory(c *gin.Context) {
+	inv, err := a.svc.Inventory(ctxOf(c), c.Query("sku"))
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, inv)
+}
+
+// reset godoc
+//
+//	@Summary		Reset the stock
+//	@Description	Sets the stock (0..1,000,000,000; default inventory.stock), clears the orders and every lock
+//	@Description	key of this service (on the data Redis and the masters), and records the initial stock.
+//	@Tags			inventory
+//	@Produce		json
+//	@Param			stock			query		int		false	"new stock"
+//	@Param			sku				query		string	false	"SKU (default inventory.key)"
+//	@Param			X-Admin-Token	header		string	false	"required when server.adminToken is set"
+//	@Success		200				{object}	store.Inventory
+//	@Failure		400				{object}	ErrorBody	"stock not a whole number or out of range"
+//	@Failure		401				{object}	ErrorBody	"admin token missing or wrong"
+//	@Failure		503				{object}	ErrorBody	"Redis unavailable"
+//	@Router			/inventory/reset [post]
+func (a *API) reset(c *gin.Context) {
+	for name := range c.Request.URL.Query() {
+		if name != "stock" && name != "sku" {
+			a.fail(c, badRequest("unknown parameter %s; accepted: stock, sku", name))
+			return
+		}
+	}
+	stock, err := queryInt(c, "stock", -1)
+	if err == nil && c.Query("stock") != "" && (stock < 0 || stock > a.svc.Settings().MaxStock) {
+		err = badRequest("stock=%d is out of range 0..%d", stock, a.svc.Settings().MaxStock)
+	}
+	if err == nil && c.Request.URL.Query().Has("stock") && c.Query("stock") == "" {
+		err = badRequest("stock= is empty")
+	}
+	var inv store.Inventory
+	if err == nil {
+		inv, err = a.svc.Reset(ctxOf(c), c.Query("sku"), stock)
+	}
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, inv)
+}
+
+// Health is the answer of /healthz and /readyz.
+type Health struct {
+	Status   string            `json:"status" example:"ok"`
+	Instance string            `json:"instance"`
+	Redis    map[string]string `json:"redis,omitempty"`
+}
+
+// healthz godoc
+//
+//	@Summary	Liveness: the process answers
+//	@Tags		health
+//	@Produce	json
+//	@Success	200	{object}	Health
+//	@Router		/healthz [get]
+func (a *API) healthz(c *gin.Context) {
+	c.JSON(http.StatusOK, Health{Status: "ok", Instance: a.svc.Settings().Instance})
+}
+
+// readyz godoc
+//
+//	@Summary	Readiness: every configured Redis answers PING
+//	@Tags		health
+//	@Produce	json
+//	@Success	200	{object}	Health
+//	@Failure	503	{object}	Health
+//	@Router		/readyz [get]
+func (a *API) readyz(c *gin.Context) {
+	st, err := a.svc.Ready(ctxOf(c))
+	h := Health{Status: "ok", Instance: a.svc.Settings().Instance, Redis: st}
+	if err != nil {
+		h.Status = "unavailable"
+		c.Header("Retry-After", "1")
+		c.JSON(http.StatusServiceUnavailable, h)
+		return
+	}
+	c.JSON(http.StatusOK, h)
+}

@@ -1,0 +1,69 @@
+package handler
+
+import (
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	swaggerFiles "github.com/swaggo/files"
+	ginSwagger "github.com/swaggo/gin-swagger"
+
+	"seckill/service"
+)
+
+// New builds the whole HTTP API; every route is listed here.
+func New(svc *service.Service, opt Options) http.Handler {
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.MaxBody <= 0 {
+		opt.MaxBody = 1 << 20
+	}
+	a := &API{svc: svc, opt: opt, log: opt.Logger}
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.Use(gin.Recovery(), a.limitBody)
+	r.HandleMethodNotAllowed = true
+	r.NoRoute(func(c *gin.Context) {
+		c.JSON(http.StatusNotFound, ErrorBody{Error: "no such endpoint: " + c.Request.URL.Path, Status: http.StatusNotFound})
+	})
+	r.NoMethod(func(c *gin.Context) {
+		c.JSON(http.StatusMethodNotAllowed, ErrorBody{Error: "method " + c.Request.Method + " is not allowed on " + c.Request.URL.Path, Status: http.StatusMethodNotAllowed})
+	})
+
+	r.GET("/inventory/sale", a.sale)
+	r.POST("/inventory/sale", a.sale)
+	r.GET("/inventory", a.inventory)
+	r.POST("/inventory/reset", a.admin, a.reset)
+	r.GET("/healthz", a.healthz)
+	r.GET("/readyz", a.readyz)
+	r.GET("/swagger/*any", ginSwagger.WrapHandler(swaggerFiles.Handler))
+	return r
+}
+
+// limitBody refuses bodies larger than MaxBody with 413, before any handler reads them.
+func (a *API) limitBody(c *gin.Context) {
+	if c.Request.ContentLength > a.opt.MaxBody {
+		c.AbortWithStatusJSON(http.StatusRequestEntityTooLarge,
+			ErrorBody{Error: "request body too large", Status: http.StatusRequestEntityTooLarge})
+		return
+	}
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, a.opt.MaxBody)
+	c.Next()
+}
+
+// admin requires X-Admin-Token when server.adminToken is set (compared in constant time).
+func (a *API) admin(c *gin.Context) {
+	if a.opt.AdminToken == "" {
+		c.Next()
+		return
+	}
+	got := c.GetHeader("X-Admin-Token")
+	if subtle.ConstantTimeCompare([]byte(got), []byte(a.opt.AdminToken)) != 1 {
+		c.AbortWithStatusJSON(http.StatusUnauthorized,
+			ErrorBody{Error: "this endpoint needs the X-Admin-Token header (server.adminToken)", Status: http.StatusUnauthorized})
+		return
+	}
+	c.Next()
+}

@@ -1,0 +1,113 @@
+// Package lock holds every lock mode of the seckill lab behind one small interface. The service
+// asks the Registry for a Locker by name and never touches a mode's Redis keys itself.
+//
+// A Locker is shared and stateless per acquisition: every Acquire hands out a Lease that carries
+// its own token, so many requests can use one Locker at once (as in bsm/redislock).
+package lock
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors, checked with errors.Is.
+var (
+	// ErrNotObtained: the lock was not acquired within the wait (or the context ended first; then
+	// the error also wraps ctx.Err()).
+	ErrNotObtained = errors.New("lock: not obtained")
+	// ErrNotHeld: a release (or renewal) by someone who does not hold the lock, as in Redisson's
+	// IllegalMonitorStateException.
+	ErrNotHeld = errors.New("lock: not held by this owner")
+	// ErrForeignUnlock: the release deleted a lock that another holder owned. Only the
+	// deliberately broken modes can return it; it is how the lab observes the bug.
+	ErrForeignUnlock = errors.New("lock: released a lock held by someone else")
+	// ErrUnavailable: a Redis server needed by the lock did not answer.
+	ErrUnavailable = errors.New("lock: redis unavailable")
+	// ErrLost: the lock was lost while held (renewal failed or validity ran out).
+	ErrLost = errors.New("lock: lost while held")
+	// ErrFaultNotApplicable: a fault was requested that this mode cannot simulate.
+	ErrFaultNotApplicable = errors.New("lock: fault does not apply to this mode")
+)
+
+// Locker acquires one kind of lock. Implementations must be safe for concurrent use.
+type Locker interface {
+	// Name is the mode name used in configuration and in ?lock=NAME.
+	Name() string
+	// Acquire blocks until the lock named key is held, opts.Wait has elapsed (ErrNotObtained) or
+	// ctx is done. The owner identity for reentrancy is taken from ctx (see WithOwner).
+	Acquire(ctx context.Context, key string, opts Options) (Lease, error)
+}
+
+// Options tune one acquisition.
+type Options struct {
+	// Wait bounds how long Acquire waits for the lock. Zero means one attempt.
+	Wait time.Duration
+	// Lease is how long the lock lives in Redis without renewal. Zero means the mode's default
+	// (for reentrant modes: the watchdog timeout, renewed every Lease/3 while held).
+	Lease time.Duration
+	// ExplicitLease, for modes with a watchdog, turns the watchdog off (Redisson's lock(lease)).
+	ExplicitLease bool
+}
+
+// Lease is one held lock.
+type Lease interface {
+	// Key is the lock's key (or name).
+	Key() string
+	// Token is the fencing token of this acquisition, 0 for modes without fencing.
+	Token() int64
+	// Lost is closed when the holder learns that the lock is gone (watchdog renewal failed, or
+	// redlock's validity ran out). Modes that cannot tell return a nil channel.
+	Lost() <-chan struct{}
+	// Release gives the lock back. Releasing twice, or a lock one no longer holds, is
+	// ErrNotHeld (or ErrForeignUnlock for the broken modes that delete blindly).
+	Release(ctx context.Context) error
+	// Abandon simulates the holder's process dying: renewal stops and the lock is never
+	// released; only its TTL (if any) frees it.
+	Abandon()
+	// Freeze simulates a stop-the-world pause of the holder: renewal stops for d, then resumes.
+	// It returns early if ctx ends.
+	Freeze(ctx context.Context, d time.Duration)
+	// Renewals counts successful watchdog renewals so far (0 for modes without a watchdog).
+	Renewals() int64
+}
+
+type ownerKey struct{}
+
+// WithOwner attaches an owner identity to ctx. Acquires made with the same owner re-enter a
+// reentrant lock; the service gives every request its own owner, as Redisson uses the thread id.
+func WithOwner(ctx context.Context, owner string) context.Context {
+	return context.WithValue(ctx, ownerKey{}, owner)
+}
+
+// Owner returns the owner identity attached to ctx, or "" when there is none.
+func Owner(ctx context.Context) string {
+	s, _ := ctx.Value(ownerKey{}).(string)
+	return s
+}
+
+// Faults are the injected faults that happen inside a lock mode's own steps (the others, such as
+// business time, happen in the service). Only the lab sets them.
+type Faults struct {
+	// CrashBeforeExpire: setnx-expire dies between SETNX and EXPIRE.
+	CrashBeforeExpire bool
+	// PauseBeforeDel: uuid sleeps between its value check and its DEL.
+	PauseBeforeDel time.Duration
+}
+
+type faultsKey struct{}
+
+// WithFaults attaches faults to ctx for the lock mode to act on.
+func WithFaults(ctx context.Context, f Faults) context.Context {
+	return context.WithValue(ctx, faultsKey{}, f)
+}
+
+// FaultsFrom returns the faults attached to ctx.
+func FaultsFrom(ctx context.Context) Faults {
+	f, _ := ctx.Value(faultsKey{}).(Faults)
+	return f
+}
+
+// ErrCrashed is returned by Acquire when a CrashBeforeExpire fault stopped the holder half way:
+// the lock key was written but the holder is "dead".
+var ErrCrashed = errors.New("lock: holder crashed (injected fault)")

@@ -1,0 +1,186 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Fault names, as accepted on /inventory/sale. A Mode lists the ones it can simulate.
+const (
+	FaultWork              = "workMs"
+	FaultCrashAfterLock    = "crash=after-lock"
+	FaultCrashBeforeExpire = "crash=before-expire"
+	FaultPauseBeforeDel    = "pauseBeforeDelMs"
+	FaultFreeze            = "freezeMs"
+)
+
+// lockedFaults are the faults every mode that really takes a lock can simulate.
+var lockedFaults = []string{FaultWork, FaultCrashAfterLock, FaultFreeze}
+
+// Mode describes one lock mode: the row of SCENARIOS.md it reproduces and how to build it.
+type Mode struct {
+	Name string
+	// Row is the mode's row in SCENARIOS.md; modes are listed in this order.
+	Row int
+	// Step names where in the source documents the mode comes from.
+	Step string
+	// Safe modes must never show an anomaly; unsafe ones must reliably show theirs.
+	Safe bool
+	// Summary is one line for listings: what the mode does and what goes wrong or why it holds.
+	Summary string
+	// Atomic modes take no lock: the service sells with one Lua decrement instead.
+	Atomic bool
+	// Faults lists the injectable faults that apply to this mode.
+	Faults []string
+	// New builds the mode's Locker; nil for Atomic modes.
+	New func(Deps) (Locker, error)
+}
+
+// Supports reports whether fault applies to the mode.
+func (m Mode) Supports(fault string) bool { return slices.Contains(m.Faults, fault) }
+
+// Deps are what lock modes are built from.
+type Deps struct {
+	// Data is the data Redis: single-instance modes keep their lock key there.
+	Data redis.UniversalClient
+	// Masters are the independent masters used by multilock and redlock.
+	Masters []redis.UniversalClient
+	// InstanceID identifies this process, like the UUID of a Redisson client.
+	InstanceID string
+	// Lease is the default lease (lock.lease): the watchdog timeout of reentrant modes.
+	Lease  time.Duration
+	Logger *slog.Logger
+}
+
+var (
+	modesMu sync.Mutex
+	modes   = map[string]Mode{}
+)
+
+// register adds a mode; each mode's file calls it from init.
+func register(m Mode) {
+	modesMu.Lock()
+	defer modesMu.Unlock()
+	if _, dup := modes[m.Name]; dup {
+		panic("lock: mode registered twice: " + m.Name)
+	}
+	modes[m.Name] = m
+}
+
+// Modes lists every mode in SCENARIOS.md order.
+func Modes() []Mode {
+	modesMu.Lock()
+	defer modesMu.Unlock()
+	out := make([]Mode, 0, len(modes))
+	for _, m := range modes {
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Row != out[j].Row {
+			return out[i].Row < out[j].Row
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// Names lists every mode name in SCENARIOS.md order.
+func Names() []string {
+	var names []string
+	for _, m := range Modes() {
+		names = append(names, m.Name)
+	}
+	return names
+}
+
+// ErrUnknownMode is returned for a mode name that is not registered.
+var ErrUnknownMode = errors.New("lock: unknown mode")
+
+// LookupMode returns the mode called name.
+func LookupMode(name string) (Mode, error) {
+	modesMu.Lock()
+	m, ok := modes[name]
+	modesMu.Unlock()
+	if !ok {
+		return Mode{}, fmt.Errorf("%w %q; valid modes: %s", ErrUnknownMode, name, strings.Join(Names(), ", "))
+	}
+	return m, nil
+}
+
+// Registry holds one built Locker per mode, shared by all requests.
+type Registry struct {
+	deps    Deps
+	lockers map[string]Locker
+}
+
+// NewRegistry builds every registered mode from deps.
+func NewRegistry(deps Deps) (*Registry, error) {
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.Lease <= 0 {
+		deps.Lease = 30 * time.Second
+	}
+	r := &Registry{deps: deps, lockers: map[string]Locker{}}
+	for _, m := range Modes() {
+		if m.New == nil {
+			continue
+		}
+		l, err := m.New(deps)
+		if err != nil {
+			return nil, fmt.Errorf("lock: build mode %s: %w", m.Name, err)
+		}
+		r.lockers[m.Name] = l
+	}
+	return r, nil
+}
+
+// Locker returns the Locker of mode name. Atomic modes have none: ok is false for them.
+func (r *Registry) Locker(name string) (Locker, Mode, error) {
+	m, err := LookupMode(name)
+	if err != nil {
+		return nil, Mode{}, err
+	}
+	return r.lockers[name], m, nil
+}
+
+// Close stops whatever background work the lockers run (subscriptions, watchdogs).
+func (r *Registry) Close() error {
+	var errs []error
+	for _, l := range r.lockers {
+		if c, ok := l.(interface{ Close() error }); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ClearMasters deletes every key starting with prefix on every master (reset uses it to drop
+// the multilock and redlock keys of a SKU).
+func (r *Registry) ClearMasters(ctx context.Context, prefix string) error {
+	var errs []error
+	for _, m := range r.deps.Masters {
+		iter := m.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			if err := m.Del(ctx, iter.Val()).Err(); err != nil {
+				errs = append(errs, redisErr("DEL "+iter.Val(), err))
+			}
+		}
+		if err := iter.Err(); err != nil {
+			errs = append(errs, redisErr("SCAN", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Deps returns what the registry's modes were built from (for read-only views such as /locks).
+func (r *Registry) Deps() Deps { return r.deps }

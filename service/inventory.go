@@ -1,0 +1,440 @@
+// Package service holds the rules of the seckill sale: read the stock, check it, write stock-1
+// and record the order, inside whichever lock mode the request chose. It talks to Redis only
+// through store.Store and the lock package's Locker interface.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"seckill/lock"
+	"seckill/store"
+)
+
+// Errors of the service, mapped to HTTP statuses by the handler. Check with errors.Is.
+var (
+	ErrBadRequest  = errors.New("bad request")
+	ErrNotFound    = errors.New("not found")
+	ErrLabDisabled = errors.New("the lab is disabled (lab.enabled=false)")
+	ErrSoldOut     = errors.New("sold out")
+	ErrLockTimeout = errors.New("lock not obtained within the wait")
+	ErrUnavailable = errors.New("redis unavailable")
+	ErrCorrupt     = errors.New("stock value is corrupt")
+	ErrCrashed     = errors.New("the holder crashed (injected fault)")
+	ErrLockLost    = errors.New("the lock was lost before the write")
+	ErrStaleWrite  = errors.New("stale write rejected by the fencing token")
+)
+
+// Settings are the parts of the configuration the service needs.
+type Settings struct {
+	Instance     string
+	SKU          string // the default SKU (inventory.key)
+	Stock        int64  // what a reset puts in by default
+	Mode         string // the default lock mode
+	Lease        time.Duration
+	Wait         time.Duration
+	LabEnabled   bool
+	MaxWork      time.Duration
+	MaxFreeze    time.Duration
+	MaxPause     time.Duration
+	MaxStock     int64
+	TrackOverlap bool // count buyers inside the critical section (two extra INCR/DECR per sale)
+}
+
+// Pinger is anything whose health /readyz checks.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Service sells stock under a lock.
+type Service struct {
+	store    *store.Store
+	locks    *lock.Registry
+	set      Settings
+	log      *slog.Logger
+	pingers  map[string]Pinger
+	observer Observer
+}
+
+// Observer receives what happened in each sale (metrics hook). Implementations must be cheap.
+type Observer interface {
+	ObserveSale(mode, result string, wait, hold time.Duration)
+	ObserveStaleWrite(mode string)
+	ObserveForeignUnlock(mode string)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) ObserveSale(string, string, time.Duration, time.Duration) {}
+func (nopObserver) ObserveStaleWrite(string)                                  {}
+func (nopObserver) ObserveForeignUnlock(string)                               {}
+
+// New builds a Service. pingers names every Redis the service depends on, for readiness.
+func New(st *store.Store, locks *lock.Registry, set Settings, pingers map[string]Pinger, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{store: st, locks: locks, set: set, log: log,
+		pingers: pingers, observer: nopObserver{}}
+}
+
+// SetObserver installs a metrics observer.
+func (s *Service) SetObserver(o Observer) { s.observer = o }
+
+// Settings returns the service settings.
+func (s *Service) Settings() Settings { return s.set }
+
+// Store returns the store (for the lab and read-only views).
+func (s *Service) Store() *store.Store { return s.store }
+
+// Locks returns the lock registry (for the lab and read-only views).
+func (s *Service) Locks() *lock.Registry { return s.locks }
+
+// SaleRequest is one buyer's request. Zero values mean the configured defaults and no faults.
+type SaleRequest struct {
+	SKU            string
+	Mode           string
+	Work           time.Duration // business time inside the critical section
+	Freeze         time.Duration // stop-the-world pause after the lease check, before the write
+	PauseBeforeDel time.Duration // uuid: pause between the value check and the DEL
+	Crash          string        // "", "after-lock" or "before-expire"
+}
+
+// Crash faults.
+const (
+	CrashAfterLock    = "after-lock"
+	CrashBeforeExpire = "before-expire"
+)
+
+// SaleResult is what a buyer is told.
+type SaleResult struct {
+	Sold          bool    `json:"sold"`
+	Remaining     int64   `json:"remaining"`
+	OrderID       string  `json:"orderId,omitempty"`
+	Instance      string  `json:"instance"`
+	Lock          string  `json:"lock"`
+	WaitMs        float64 `json:"waitMs"`
+	Message       string  `json:"message"`
+	Token         int64   `json:"token,omitempty"`
+	StaleWrite    bool    `json:"staleWrite,omitempty"`
+	ForeignUnlock bool    `json:"foreignUnlock,omitempty"`
+	ReleaseError  string  `json:"releaseError,omitempty"`
+}
+
+// faultCheck is one injectable fault: whether the request asks for it, and its bound.
+type faultCheck struct {
+	name  string
+	asked bool
+	value time.Duration
+	limit time.Duration
+}
+
+// validate checks the request against the configuration and returns the mode to use.
+func (s *Service) validate(req *SaleRequest) (lock.Mode, error) {
+	if req.SKU == "" {
+		req.SKU = s.set.SKU
+	}
+	if req.SKU != s.set.SKU {
+		return lock.Mode{}, fmt.Errorf("%w: unknown sku %q", ErrNotFound, req.SKU)
+	}
+	if req.Mode == "" {
+		req.Mode = s.set.Mode
+	}
+	mode, err := lock.LookupMode(req.Mode)
+	if err != nil {
+		return lock.Mode{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	checks := []faultCheck{
+		{lock.FaultWork, req.Work != 0, req.Work, s.set.MaxWork},
+		{lock.FaultFreeze, req.Freeze != 0, req.Freeze, s.set.MaxFreeze},
+		{lock.FaultPauseBeforeDel, req.PauseBeforeDel != 0, req.PauseBeforeDel, s.set.MaxPause},
+	}
+	switch req.Crash {
+	case "":
+	case CrashAfterLock:
+		checks = append(checks, faultCheck{name: lock.FaultCrashAfterLock, asked: true})
+	case CrashBeforeExpire:
+		checks = append(checks, faultCheck{name: lock.FaultCrashBeforeExpire, asked: true})
+	default:
+		return mode, fmt.Errorf("%w: crash=%q is not a fault; use crash=%s or crash=%s",
+			ErrBadRequest, req.Crash, CrashAfterLock, CrashBeforeExpire)
+	}
+	for _, c := range checks {
+		if !c.asked {
+			continue
+		}
+		if !s.set.LabEnabled {
+			return mode, fmt.Errorf("%w: fault %s: %w", ErrBadRequest, c.name, ErrLabDisabled)
+		}
+		if c.value < 0 {
+			return mode, fmt.Errorf("%w: %s must not be negative", ErrBadRequest, c.name)
+		}
+		if c.limit > 0 && c.value > c.limit {
+			return mode, fmt.Errorf("%w: %s=%d exceeds the configured maximum of %d ms",
+				ErrBadRequest, c.name, c.value.Milliseconds(), c.limit.Milliseconds())
+		}
+		if !mode.Supports(c.name) {
+			return mode, fmt.Errorf("%w: fault %s does not apply to lock mode %s; it applies to: %s",
+				ErrBadRequest, c.name, mode.Name, strings.Join(modesSupporting(c.name), ", "))
+		}
+	}
+	return mode, nil
+}
+
+func modesSupporting(fault string) []string {
+	var names []string
+	for _, m := range lock.Modes() {
+		if m.Supports(fault) {
+			names = append(names, m.Name)
+		}
+	}
+	return names
+}
+
+// Sale sells one unit of stock. On sold out it returns the result and ErrSoldOut; on a rejected
+// stale write, the result and ErrStaleWrite.
+func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error) {
+	mode, err := s.validate(&req)
+	if err != nil {
+		return SaleResult{}, err
+	}
+	res := SaleResult{Instance: s.set.Instance, Lock: mode.Name}
+	order := store.Order{ID: uuid.NewString(), Instance: s.set.Instance, Mode: mode.Name}
+	if mode.Atomic {
+		return s.atomicSale(ctx, req, res, order)
+	}
+	locker, _, err := s.locks.Locker(mode.Name)
+	if err != nil {
+		return res, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+
+	ctx = lock.WithOwner(ctx, order.ID)
+	ctx = lock.WithFaults(ctx, lock.Faults{
+		CrashBeforeExpire: req.Crash == CrashBeforeExpire,
+		PauseBeforeDel:    req.PauseBeforeDel,
+	})
+	key := store.LockKey(req.SKU, mode.Name)
+	start := time.Now()
+	lease, err := locker.Acquire(ctx, key, lock.Options{Wait: s.set.Wait, Lease: s.set.Lease})
+	res.WaitMs = ms(time.Since(start))
+	if err != nil {
+		s.observer.ObserveSale(mode.Name, "lock-error", time.Since(start), 0)
+		return res, s.lockError(err, mode.Name, key)
+	}
+	held := time.Now()
+	res.Token = lease.Token()
+	if req.Crash == CrashAfterLock {
+		lease.Abandon()
+		s.log.Warn("injected crash after acquiring", "lock", mode.Name, "key", key)
+		s.observer.ObserveSale(mode.Name, "crashed", time.Since(start), time.Since(held))
+		return res, fmt.Errorf("%w: lock %s acquired and never released", ErrCrashed, key)
+	}
+
+	result, saleErr := s.critical(ctx, req, lease, order, &res)
+	// The release must run even if the buyer went away: a lock left behind blocks everyone.
+	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := lease.Release(relCtx); err != nil {
+		switch {
+		case errors.Is(err, lock.ErrForeignUnlock):
+			res.ForeignUnlock = true
+			s.observer.ObserveForeignUnlock(mode.Name)
+			if cerr := s.store.CountForeignUnlock(relCtx, req.SKU); cerr != nil {
+				s.log.Error("count foreign unlock", "err", cerr)
+			}
+		case errors.Is(err, lock.ErrNotHeld):
+			// The lease ran out during the business time: another holder may have been inside.
+		default:
+			s.log.Error("release lock", "lock", mode.Name, "key", key, "err", err)
+		}
+		res.ReleaseError = err.Error()
+	}
+	s.observer.ObserveSale(mode.Name, result, held.Sub(start), time.Since(held))
+	s.log.Debug("sale", "lock", mode.Name, "result", result, "sold", res.Sold, "remaining", res.Remaining,
+		"waitMs", res.WaitMs, "order", res.OrderID, "token", res.Token)
+	return res, saleErr
+}
+
+// critical is the read-check-write inside the lock. It returns a short result label.
+func (s *Service) critical(ctx context.Context, req SaleRequest, lease lock.Lease, order store.Order, res *SaleResult) (string, error) {
+	if s.set.TrackOverlap {
+		if err := s.store.EnterSection(ctx, req.SKU); err != nil {
+			return "error", s.storeError(err)
+		}
+		defer func() {
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := s.store.LeaveSection(lctx, req.SKU); err != nil {
+				s.log.Error("leave section", "err", err)
+			}
+		}()
+	}
+	stock, err := s.store.Stock(ctx, req.SKU)
+	if err != nil {
+		return "error", s.storeError(err)
+	}
+	res.Remaining = stock
+	if stock <= 0 {
+		res.Message = fmt.Sprintf("sold out: %s has no stock left (served by %s)", req.SKU, s.set.Instance)
+		return "soldout", ErrSoldOut
+	}
+	if req.Work > 0 && !sleepCtx(ctx, req.Work) {
+		return "error", fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
+	}
+	if lost := lease.Lost(); lost != nil {
+		select {
+		case <-lost:
+			return "lost", fmt.Errorf("%w: %s", ErrLockLost, lease.Key())
+		default:
+		}
+	}
+	if req.Freeze > 0 {
+		// The pause sits between the holder's last check of its lease and its write, where a GC
+		// pause does the damage Kleppmann describes: the holder carries on as if nothing happened.
+		lease.Freeze(ctx, req.Freeze)
+	}
+	order.Token = lease.Token()
+	cr, err := s.store.Commit(ctx, req.SKU, stock-1, order)
+	if err != nil {
+		return "error", s.storeError(err)
+	}
+	if cr.Stale {
+		res.StaleWrite = true
+		s.observer.ObserveStaleWrite(res.Lock)
+		res.Message = fmt.Sprintf("write rejected: fencing token %d is older than token %d already written (served by %s)",
+			order.Token, cr.NewestToken, s.set.Instance)
+		return "stale", ErrStaleWrite
+	}
+	res.Sold, res.Remaining, res.OrderID = true, stock-1, order.ID
+	res.Message = fmt.Sprintf("sold one, %d left (served by %s)", stock-1, s.set.Instance)
+	return "sold", nil
+}
+
+func (s *Service) atomicSale(ctx context.Context, req SaleRequest, res SaleResult, order store.Order) (SaleResult, error) {
+	start := time.Now()
+	left, sold, err := s.store.AtomicSale(ctx, req.SKU, order)
+	if err != nil {
+		s.observer.ObserveSale(res.Lock, "error", 0, time.Since(start))
+		return res, s.storeError(err)
+	}
+	res.Remaining = left
+	if !sold {
+		s.observer.ObserveSale(res.Lock, "soldout", 0, time.Since(start))
+		res.Message = fmt.Sprintf("sold out: %s has no stock left (served by %s)", req.SKU, s.set.Instance)
+		return res, ErrSoldOut
+	}
+	s.observer.ObserveSale(res.Lock, "sold", 0, time.Since(start))
+	res.Sold, res.OrderID = true, order.ID
+	res.Message = fmt.Sprintf("sold one, %d left (served by %s)", left, s.set.Instance)
+	s.log.Debug("sale", "lock", res.Lock, "result", "sold", "remaining", left, "order", order.ID)
+	return res, nil
+}
+
+func (s *Service) lockError(err error, mode, key string) error {
+	switch {
+	case errors.Is(err, lock.ErrNotObtained):
+		return fmt.Errorf("%w: %s (mode %s, waited %s): %w", ErrLockTimeout, key, mode, s.set.Wait, err)
+	case errors.Is(err, lock.ErrCrashed):
+		return fmt.Errorf("%w: %w", ErrCrashed, err)
+	case errors.Is(err, lock.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		s.log.Error("acquire lock", "lock", mode, "key", key, "err", err)
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	default:
+		s.log.Error("acquire lock", "lock", mode, "key", key, "err", err)
+		return fmt.Errorf("acquire %s: %w", key, err)
+	}
+}
+
+func (s *Service) storeError(err error) error {
+	switch {
+	case errors.Is(err, store.ErrUnavailable):
+		s.log.Error("data redis", "err", err)
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	case errors.Is(err, store.ErrCorrupt):
+		s.log.Error("corrupt stock", "err", err)
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	default:
+		s.log.Error("data redis", "err", err)
+		return err
+	}
+}
+
+// Inventory returns the audit view of sku ("" = the default SKU).
+func (s *Service) Inventory(ctx context.Context, sku string) (store.Inventory, error) {
+	if sku == "" {
+		sku = s.set.SKU
+	}
+	if sku != s.set.SKU {
+		return store.Inventory{}, fmt.Errorf("%w: unknown sku %q", ErrNotFound, sku)
+	}
+	inv, err := s.store.Snapshot(ctx, sku)
+	if err != nil {
+		return inv, s.storeError(err)
+	}
+	return inv, nil
+}
+
+// Reset puts stock into sku, clears its orders, counters and lock keys (on the data Redis and on
+// every master), and returns the new state. stock < 0 means the configured default.
+func (s *Service) Reset(ctx context.Context, sku string, stock int64) (store.Inventory, error) {
+	if sku == "" {
+		sku = s.set.SKU
+	}
+	if sku != s.set.SKU {
+		return store.Inventory{}, fmt.Errorf("%w: unknown sku %q", ErrNotFound, sku)
+	}
+	if stock < 0 {
+		stock = s.set.Stock
+	}
+	if stock > s.set.MaxStock {
+		return store.Inventory{}, fmt.Errorf("%w: stock %d is out of range 0..%d", ErrBadRequest, stock, s.set.MaxStock)
+	}
+	if err := s.store.Reset(ctx, sku, stock); err != nil {
+		return store.Inventory{}, s.storeError(err)
+	}
+	if err := s.locks.ClearMasters(ctx, store.KeysFor(sku).LockPrefix); err != nil {
+		return store.Inventory{}, fmt.Errorf("%w: clear lock keys on the masters: %w", ErrUnavailable, err)
+	}
+	s.log.Info("inventory reset", "sku", sku, "stock", stock)
+	return s.Inventory(ctx, sku)
+}
+
+// Ready pings every Redis the service depends on and names the ones that do not answer.
+func (s *Service) Ready(ctx context.Context) (map[string]string, error) {
+	status := map[string]string{}
+	var down []string
+	for name, p := range s.pingers {
+		if err := p.Ping(ctx); err != nil {
+			status[name] = "down: " + err.Error()
+			down = append(down, name)
+			continue
+		}
+		status[name] = "ok"
+	}
+	if len(down) > 0 {
+		return status, fmt.Errorf("%w: %s", ErrUnavailable, strings.Join(down, ", "))
+	}
+	return status, nil
+}
+
+func ms(d time.Duration) float64 {
+	return math.Round(float64(d.Microseconds())) / 1000
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,273 @@
+// Package store is the one type that reads and writes the inventory data in Redis: the stock key
+// (inventory001, a plain string as in the documents) and its companions, which all share the
+// stock key's hash slot through the {inventory001} hash tag so every script stays single-slot.
+package store
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Errors, checked with errors.Is.
+var (
+	// ErrUnavailable: the data Redis did not answer.
+	ErrUnavailable = errors.New("store: redis unavailable")
+	// ErrCorrupt: the stock key holds something that is not an integer (or is missing).
+	ErrCorrupt = errors.New("store: stock value is not an integer")
+)
+
+// Keys names every key of one SKU.
+type Keys struct {
+	Stock      string // the stock itself: "inventory001"
+	Orders     string // list of recorded orders; its length is "sold"
+	Initial    string // the stock put in by the last reset
+	ByInstance string // hash: instance -> orders it recorded
+	Fence      string // newest fencing token whose write was accepted
+	Stale      string // count of stale writes rejected by the fence
+	Foreign    string // count of foreign unlocks observed
+	InSection  string // buyers inside the critical section right now
+	Overlaps   string // times a buyer entered while another was inside
+	LockPrefix string // every single-instance lock key of this SKU starts with it
+}
+
+// KeysFor returns the keys of sku.
+func KeysFor(sku string) Keys {
+	tag := "{" + sku + "}:"
+	return Keys{
+		Stock: sku, Orders: tag + "orders", Initial: tag + "initial", ByInstance: tag + "byInstance",
+		Fence: tag + "fence", Stale: tag + "stale", Foreign: tag + "foreignUnlocks",
+		InSection: tag + "inSection", Overlaps: tag + "overlaps", LockPrefix: tag + "lock:",
+	}
+}
+
+// LockKey is the lock key that mode uses for sku.
+func LockKey(sku, mode string) string { return KeysFor(sku).LockPrefix + mode }
+
+var (
+	//go:embed lua/commit.lua
+	commitLua string
+	//go:embed lua/atomic_sale.lua
+	atomicSaleLua string
+	//go:embed lua/reset.lua
+	resetLua string
+
+	commitScript     = redis.NewScript(commitLua)
+	atomicSaleScript = redis.NewScript(atomicSaleLua)
+	resetScript      = redis.NewScript(resetLua)
+)
+
+// Store reads and writes the inventory on the data Redis.
+type Store struct {
+	rdb redis.UniversalClient
+}
+
+// New returns a Store on rdb.
+func New(rdb redis.UniversalClient) *Store { return &Store{rdb: rdb} }
+
+// Client is the data Redis client (for readiness checks).
+func (s *Store) Client() redis.UniversalClient { return s.rdb }
+
+// wrap classifies a Redis error: reply errors stay internal, everything else is ErrUnavailable.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var reply redis.Error
+	if errors.As(err, &reply) && !errors.Is(err, redis.ErrClosed) {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("store: %s: %w: %w", op, ErrUnavailable, err)
+	}
+	return fmt.Errorf("store: %s: %w: %w", op, ErrUnavailable, err)
+}
+
+// Stock reads the stock of sku. A missing or non-integer value is ErrCorrupt naming the key.
+func (s *Store) Stock(ctx context.Context, sku string) (int64, error) {
+	v, err := s.rdb.Get(ctx, sku).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("%w: key %s does not exist (POST /inventory/reset to create it)", ErrCorrupt, sku)
+	}
+	if err != nil {
+		return 0, wrap("GET "+sku, err)
+	}
+	n, perr := strconv.ParseInt(v, 10, 64)
+	if perr != nil {
+		return 0, fmt.Errorf("%w: key %s holds %q", ErrCorrupt, sku, truncate(v, 40))
+	}
+	return n, nil
+}
+
+// Order is one sale to record.
+type Order struct {
+	ID       string
+	Instance string
+	Mode     string
+	// Token is the fencing token the write carries; 0 writes unconditionally.
+	Token int64
+}
+
+// CommitResult tells what Commit did.
+type CommitResult struct {
+	// Stale: the write carried a token older than one already written, and was rejected.
+	Stale bool
+	// NewestToken is the newest token accepted so far (when Stale, the one that beat ours).
+	NewestToken int64
+}
+
+// Commit writes newStock and records o in one script, so a sale is never half-written. It does
+// not compare the stock with what was read: the read-check-write race is the lab's point, and
+// only the lock protects it. With o.Token > 0 the write is accepted only if no newer token has
+// been written (fencing).
+func (s *Store) Commit(ctx context.Context, sku string, newStock int64, o Order) (CommitResult, error) {
+	k := KeysFor(sku)
+	res, err := commitScript.Run(ctx, s.rdb,
+		[]string{k.Stock, k.Orders, k.ByInstance, k.Fence, k.Stale},
+		newStock, orderRecord(o), o.Instance, o.Token).Int64Slice()
+	if err != nil {
+		return CommitResult{}, wrap("commit", err)
+	}
+	return CommitResult{Stale: res[0] == 0, NewestToken: res[1]}, nil
+}
+
+// AtomicSale decrements the stock only while it is above 0 and records the order, in one script.
+// It returns the remaining stock and whether a unit was sold.
+func (s *Store) AtomicSale(ctx context.Context, sku string, o Order) (remaining int64, sold bool, err error) {
+	k := KeysFor(sku)
+	res, err := atomicSaleScript.Run(ctx, s.rdb, []string{k.Stock, k.Orders, k.ByInstance},
+		orderRecord(o), o.Instance).Int64Slice()
+	if err != nil {
+		var reply redis.Error
+		if errors.As(err, &reply) && !errors.Is(err, redis.ErrClosed) {
+			return 0, false, fmt.Errorf("%w: key %s: %w", ErrCorrupt, sku, err)
+		}
+		return 0, false, wrap("atomic sale", err)
+	}
+	return res[1], res[0] == 1, nil
+}
+
+func orderRecord(o Order) string {
+	return fmt.Sprintf(`{"id":%q,"instance":%q,"lock":%q,"token":%d,"at":%d}`,
+		o.ID, o.Instance, o.Mode, o.Token, time.Now().UnixMilli())
+}
+
+// Reset sets the stock of sku, records it as the initial stock and clears the orders, counters
+// and every single-instance lock key of the SKU.
+func (s *Store) Reset(ctx context.Context, sku string, stock int64) error {
+	k := KeysFor(sku)
+	err := resetScript.Run(ctx, s.rdb,
+		[]string{k.Stock, k.Orders, k.Initial, k.ByInstance, k.Fence, k.Stale, k.Foreign, k.InSection, k.Overlaps},
+		stock, k.LockPrefix).Err()
+	return wrap("reset", err)
+}
+
+// EnsureStock creates the stock key with stock when it does not exist yet.
+func (s *Store) EnsureStock(ctx context.Context, sku string, stock int64) error {
+	k := KeysFor(sku)
+	created, err := s.rdb.SetNX(ctx, k.Stock, stock, 0).Result()
+	if err != nil {
+		return wrap("SETNX "+k.Stock, err)
+	}
+	if created {
+		return wrap("SET "+k.Initial, s.rdb.Set(ctx, k.Initial, stock, 0).Err())
+	}
+	return wrap("SETNX "+k.Initial, s.rdb.SetNX(ctx, k.Initial, stock, 0).Err())
+}
+
+// Inventory is the audit view of one SKU.
+type Inventory struct {
+	SKU            string           `json:"sku"`
+	Stock          int64            `json:"stock"`
+	InitialStock   int64            `json:"initialStock"`
+	Sold           int64            `json:"sold"`
+	LostUpdates    int64            `json:"lostUpdates"`
+	Oversold       int64            `json:"oversold"`
+	StaleRejected  int64            `json:"staleWritesRejected"`
+	ForeignUnlocks int64            `json:"foreignUnlocks"`
+	Overlaps       int64            `json:"overlaps"`
+	ByInstance     map[string]int64 `json:"soldByInstance"`
+}
+
+// Snapshot reads the audit view of sku in one transaction.
+func (s *Store) Snapshot(ctx context.Context, sku string) (Inventory, error) {
+	k := KeysFor(sku)
+	var (
+		stock, initial, stale, foreign, overlaps *redis.StringCmd
+		sold                                     *redis.IntCmd
+		by                                       *redis.MapStringStringCmd
+	)
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		stock = p.Get(ctx, k.Stock)
+		initial = p.Get(ctx, k.Initial)
+		sold = p.LLen(ctx, k.Orders)
+		stale = p.Get(ctx, k.Stale)
+		foreign = p.Get(ctx, k.Foreign)
+		overlaps = p.Get(ctx, k.Overlaps)
+		by = p.HGetAll(ctx, k.ByInstance)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return Inventory{}, wrap("snapshot", err)
+	}
+	inv := Inventory{SKU: sku, Sold: sold.Val(), ByInstance: map[string]int64{}}
+	for _, f := range []struct {
+		cmd *redis.StringCmd
+		dst *int64
+		key string
+	}{{stock, &inv.Stock, k.Stock}, {initial, &inv.InitialStock, k.Initial}, {stale, &inv.StaleRejected, k.Stale},
+		{foreign, &inv.ForeignUnlocks, k.Foreign}, {overlaps, &inv.Overlaps, k.Overlaps}} {
+		v, err := f.cmd.Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		n, perr := strconv.ParseInt(v, 10, 64)
+		if perr != nil {
+			return Inventory{}, fmt.Errorf("%w: key %s holds %q", ErrCorrupt, f.key, truncate(v, 40))
+		}
+		*f.dst = n
+	}
+	for inst, v := range by.Val() {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		inv.ByInstance[inst] = n
+	}
+	inv.LostUpdates = inv.Sold - (inv.InitialStock - inv.Stock)
+	inv.Oversold = max(0, inv.Sold-inv.InitialStock)
+	return inv, nil
+}
+
+// Observe counts a lab observation (foreign unlocks) for sku.
+func (s *Store) CountForeignUnlock(ctx context.Context, sku string) error {
+	return wrap("INCR foreign", s.rdb.Incr(ctx, KeysFor(sku).Foreign).Err())
+}
+
+// EnterSection marks a buyer entering the critical section and counts an overlap when another
+// buyer is already inside: the lab's direct observation of mutual exclusion.
+func (s *Store) EnterSection(ctx context.Context, sku string) error {
+	k := KeysFor(sku)
+	n, err := s.rdb.Incr(ctx, k.InSection).Result()
+	if err != nil {
+		return wrap("INCR inSection", err)
+	}
+	if n > 1 {
+		return wrap("INCR overlaps", s.rdb.Incr(ctx, k.Overlaps).Err())
+	}
+	return nil
+}
+
+// LeaveSection marks a buyer leaving the critical section.
+func (s *Store) LeaveSection(ctx context.Context, sku string) error {
+	return wrap("DECR inSection", s.rdb.Decr(ctx, KeysFor(sku).InSection).Err())
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
