@@ -73,8 +73,8 @@ type Observer interface {
 type nopObserver struct{}
 
 func (nopObserver) ObserveSale(string, string, time.Duration, time.Duration) {}
-func (nopObserver) ObserveStaleWrite(string)                                  {}
-func (nopObserver) ObserveForeignUnlock(string)                               {}
+func (nopObserver) ObserveStaleWrite(string)                                 {}
+func (nopObserver) ObserveForeignUnlock(string)                              {}
 
 // New builds a Service. pingers names every Redis the service depends on, for readiness.
 func New(st *store.Store, locks *lock.Registry, set Settings, pingers map[string]Pinger, log *slog.Logger) *Service {
