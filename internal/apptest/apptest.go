@@ -5,6 +5,7 @@ package apptest
 import (
 	"context"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,7 +59,7 @@ func New(t testing.TB, edit func(*config.Config)) *Fixture {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	a, err := app.New(ctx, cfg, app.NewLogger(testWriter{t}, "warn"))
+	a, err := app.New(ctx, cfg, app.NewLogger(newTestWriter(t), "warn"))
 	if err != nil {
 		t.Fatalf("app: %v", err)
 	}
@@ -67,9 +68,22 @@ func New(t testing.TB, edit func(*config.Config)) *Fixture {
 	return &Fixture{Cfg: cfg, App: a, HTTP: srv, Data: data, Masters: ms, RDB: testredis.Client(t, data)}
 }
 
-type testWriter struct{ t testing.TB }
+// testWriter sends log lines to t.Log until the test ends, then drops them (background
+// goroutines may log after the test has finished, which t.Log does not allow).
+type testWriter struct {
+	t    testing.TB
+	done *atomic.Bool
+}
+
+func newTestWriter(t testing.TB) testWriter {
+	w := testWriter{t: t, done: new(atomic.Bool)}
+	t.Cleanup(func() { w.done.Store(true) })
+	return w
+}
 
 func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Logf("%s", p)
+	if !w.done.Load() {
+		w.t.Logf("%s", p)
+	}
 	return len(p), nil
 }
