@@ -1,0 +1,99 @@
+package lock
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// watchdog keeps a lease alive by calling renew every interval while the lock is held, like
+// Redisson's renewExpiration (lease/3). It stops for good when renew reports the lock is no
+// longer ours or fails, and then closes Lost so the holder learns the lock is gone. Freeze stops
+// it for a while (a stop-the-world pause); Abandon stops it without telling anyone (a crash).
+type watchdog struct {
+	interval time.Duration
+	renew    func(ctx context.Context) (bool, error)
+	onFail   func(error)
+
+	lost     chan struct{}
+	lostOnce sync.Once
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+	frozen   chan time.Duration
+	renewals atomic.Int64
+}
+
+// startWatchdog starts renewing every interval. onFail (may be nil) is told why renewal ended
+// when it ends by failure.
+func startWatchdog(interval time.Duration, renew func(ctx context.Context) (bool, error), onFail func(error)) *watchdog {
+	w := &watchdog{
+		interval: interval, renew: renew, onFail: onFail,
+		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
+		frozen: make(chan time.Duration),
+	}
+	go w.run()
+	return w
+}
+
+func (w *watchdog) run() {
+	defer close(w.done)
+	t := time.NewTimer(w.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case d := <-w.frozen:
+			// Frozen with its holder: no renewal until the pause is over.
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(d):
+			}
+			t.Reset(0)
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), w.interval)
+			ok, err := w.renew(ctx)
+			cancel()
+			if err != nil || !ok {
+				if err == nil {
+					err = ErrLost
+				}
+				if w.onFail != nil {
+					w.onFail(err)
+				}
+				w.markLost()
+				return
+			}
+			w.renewals.Add(1)
+			t.Reset(w.interval)
+		}
+	}
+}
+
+func (w *watchdog) markLost() { w.lostOnce.Do(func() { close(w.lost) }) }
+
+// Lost is closed when renewal failed: the lock may now be someone else's.
+func (w *watchdog) Lost() <-chan struct{} { return w.lost }
+
+// Renewals counts successful renewals.
+func (w *watchdog) Renewals() int64 { return w.renewals.Load() }
+
+// Stop ends renewal (on release, or on a simulated crash) and waits for the goroutine to exit.
+func (w *watchdog) Stop() {
+	w.stopOnce.Do(func() { close(w.stop) })
+	<-w.done
+}
+
+// Freeze pauses renewal for d and blocks the caller for d too (the whole process is paused).
+func (w *watchdog) Freeze(ctx context.Context, d time.Duration) {
+	select {
+	case w.frozen <- d:
+	case <-w.done:
+	case <-ctx.Done():
+		return
+	}
+	sleep(ctx, d)
+}
