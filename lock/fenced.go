@@ -1,0 +1,153 @@
+package lock
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/fenced_acquire.lua
+	fencedAcquireLua string
+	//go:embed lua/fenced_renew.lua
+	fencedRenewLua string
+
+	fencedAcquire = redis.NewScript(fencedAcquireLua)
+	fencedRenew   = redis.NewScript(fencedRenewLua)
+)
+
+// fencedLocker is mode fenced (Redisson RFencedLock; Kleppmann's fencing tokens): SET NX PX and
+// INCR of a token counter in one script, so every acquisition carries a strictly increasing
+// token; a watchdog renews the lease every lease/3 while held. A lease alone cannot stop a holder
+// that was paused past its expiry from writing afterwards; the token can: the store accepts a
+// write only if no newer token has been written (store/lua/commit.lua), so a stale holder's write
+// is rejected instead of overwriting a newer holder's.
+type fencedLocker struct {
+	rdb   redis.UniversalClient
+	lease time.Duration
+	retry func() time.Duration
+	log   *slog.Logger
+}
+
+func newFenced(d Deps) (Locker, error) {
+	return &fencedLocker{rdb: d.Data, lease: d.Lease, retry: jitter(2*time.Millisecond, 10*time.Millisecond),
+		log: d.Logger}, nil
+}
+
+func (l *fencedLocker) Name() string { return "fenced" }
+
+// fencedTokenKey is the token counter of a fenced lock key; it shares the key's hash tag, so the
+// acquire script stays in one slot. It has no TTL: tokens must keep increasing across holders.
+func fencedTokenKey(key string) string { return key + ":token" }
+
+// Acquire retries the acquire script until the wait runs out, like the lua mode. An explicit
+// lease turns the watchdog off, as Redisson's lock(lease) does.
+func (l *fencedLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
+	lease := leaseOrDefault(opts, l.lease)
+	leaseMs := max(lease.Milliseconds(), 1)
+	value := uuid.NewString()
+	var token int64
+	err := retryUntil(ctx, key, opts.Wait, l.retry, func(ctx context.Context) (bool, error) {
+		n, err := fencedAcquire.Run(ctx, l.rdb, []string{key, fencedTokenKey(key)}, value, leaseMs).Int64()
+		if err != nil {
+			return false, redisErr("fenced acquire "+key, err)
+		}
+		token = n
+		return n > 0, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	fl := &fencedLease{key: key, value: value, token: token, rdb: l.rdb}
+	if !opts.ExplicitLease {
+		fl.wd = startWatchdog(max(lease/3, time.Millisecond), func(ctx context.Context) (bool, error) {
+			n, err := fencedRenew.Run(ctx, l.rdb, []string{key}, value, leaseMs).Int()
+			if err != nil {
+				return false, redisErr("fenced renew "+key, err)
+			}
+			return n == 1, nil
+		}, func(err error) {
+			l.log.Warn("fenced lock lost: renewal failed", "key", key, "token", token, "err", err)
+		})
+	}
+	return fl, nil
+}
+
+// fencedLease is one held fenced lock.
+type fencedLease struct {
+	key, value string
+	token      int64
+	rdb        redis.Scripter
+	wd         *watchdog // nil with an explicit lease
+	done       atomic.Bool
+}
+
+func (l *fencedLease) Key() string  { return l.key }
+func (l *fencedLease) Token() int64 { return l.token }
+
+func (l *fencedLease) Lost() <-chan struct{} {
+	if l.wd == nil {
+		return nil
+	}
+	return l.wd.Lost()
+}
+
+func (l *fencedLease) Renewals() int64 {
+	if l.wd == nil {
+		return 0
+	}
+	return l.wd.Renewals()
+}
+
+// Abandon is the holder's death: renewal stops and the key is left to expire one lease later.
+func (l *fencedLease) Abandon() {
+	l.done.Store(true)
+	if l.wd != nil {
+		l.wd.Stop()
+	}
+}
+
+// Freeze pauses the holder and its watchdog together, so the lease can run out meanwhile.
+func (l *fencedLease) Freeze(ctx context.Context, d time.Duration) {
+	if l.wd == nil {
+		sleep(ctx, d)
+		return
+	}
+	l.wd.Freeze(ctx, d)
+}
+
+// Release stops the watchdog and deletes the key only while it still holds our value.
+func (l *fencedLease) Release(ctx context.Context) error {
+	if !l.done.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: %s (token %d) was already released or abandoned", ErrNotHeld, l.key, l.token)
+	}
+	if l.wd != nil {
+		l.wd.Stop()
+	}
+	n, err := compareAndDelete.Run(ctx, l.rdb, []string{l.key}, l.value).Int()
+	if err != nil {
+		return redisErr("compare-and-delete "+l.key, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %s (token %d) had expired or passed to a newer holder", ErrNotHeld, l.key, l.token)
+	}
+	return nil
+}
+
+func init() {
+	register(Mode{
+		Name: "fenced", Row: 10, Step: "beyond the seeds (Redisson RFencedLock; Kleppmann's fencing tokens)",
+		Safe: true,
+		Summary: "SET NX PX + INCR token in one script, watchdog every lease/3, compare-and-delete release; " +
+			"the stock write is accepted only with a token not older than the newest written, so a frozen " +
+			"holder's stale write is rejected (no lost update)",
+		Faults: []string{FaultWork, FaultCrashAfterLock, FaultFreeze},
+		New:    newFenced,
+	})
+}

@@ -1,0 +1,181 @@
+package lock
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+// This file holds the first three broken steps of document 003 (cases 2, 3 and 4). Each is as
+// broken as the document describes; the lab drives each one into its bug and the tests prove
+// the bug happens.
+
+//go:embed lua/delete_observed.lua
+var deleteObservedLua string
+
+var deleteObserved = redis.NewScript(deleteObservedLua)
+
+// blindRelease is the release of the broken modes: DEL the key whoever holds it. The DEL runs
+// inside a script that also returns the value it removed, only so the lab can report a foreign
+// unlock (ErrForeignUnlock) when that value was not ours; the other holder's lock is gone all the
+// same, which is the bug. Nothing there to delete is ErrNotHeld.
+func blindRelease(ctx context.Context, rdb redis.Scripter, key, value string) error {
+	got, err := deleteObserved.Run(ctx, rdb, []string{key}).Text()
+	if errors.Is(err, redis.Nil) {
+		return fmt.Errorf("%w: %s was already gone (expired) when DEL ran", ErrNotHeld, key)
+	}
+	if err != nil {
+		return redisErr("DEL "+key, err)
+	}
+	if got != value {
+		return fmt.Errorf("%w: the DEL of %s removed another holder's lock", ErrForeignUnlock, key)
+	}
+	return nil
+}
+
+// leaseOrDefault is the lease an acquisition asks for, or the mode's default.
+func leaseOrDefault(opts Options, def time.Duration) time.Duration {
+	if opts.Lease > 0 {
+		return opts.Lease
+	}
+	return def
+}
+
+// setNXPX is one attempt of the atomic SET key value NX PX lease (document 003 case 4, 004's
+// jedis.set(key, value, "NX", "EX", ...)). PX rather than EX so the lab can use sub-second
+// leases; the semantics are the document's.
+func setNXPX(ctx context.Context, rdb redis.UniversalClient, key, value string, lease time.Duration) (bool, error) {
+	err := rdb.Do(ctx, "set", key, value, "nx", "px", max(lease.Milliseconds(), 1)).Err()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, redisErr("SET NX PX "+key, err)
+	}
+	return true, nil
+}
+
+// spinInterval is how the broken modes spin between attempts (the documents' "自旋重试"), with
+// jitter so that waiters do not move in lockstep.
+func spinInterval() func() time.Duration { return jitter(2*time.Millisecond, 10*time.Millisecond) }
+
+// setnxLocker is mode setnx, DELIBERATELY BROKEN: SETNX with no expiry, so a holder that crashes
+// before its DEL leaves the key forever and every later buyer spins until its wait runs out
+// (deadlock, document 003 case 2). Waiters poll with SETNX; release is a blind DEL.
+type setnxLocker struct {
+	rdb   redis.UniversalClient
+	retry func() time.Duration
+}
+
+func (l *setnxLocker) Name() string { return "setnx" }
+
+func (l *setnxLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
+	// A unique value is not part of the document's step; it only lets the lab tell whose key a
+	// blind DEL removed.
+	value := uuid.NewString()
+	err := retryUntil(ctx, key, opts.Wait, l.retry, func(ctx context.Context) (bool, error) {
+		n, err := l.rdb.Do(ctx, "setnx", key, value).Int()
+		return n == 1, redisErr("SETNX "+key, err)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &plainLease{key: key, release: func(ctx context.Context) error {
+		return blindRelease(ctx, l.rdb, key, value)
+	}}, nil
+}
+
+// setnxExpireLocker is mode setnx-expire, DELIBERATELY BROKEN: SETNX, then EXPIRE as a second
+// command, so a holder that dies between the two leaves a key with no TTL (deadlock, document
+// 003 case 3). The expiry is sent as PEXPIRE so the lab can use sub-second leases.
+type setnxExpireLocker struct {
+	rdb   redis.UniversalClient
+	lease time.Duration
+	retry func() time.Duration
+}
+
+func (l *setnxExpireLocker) Name() string { return "setnx-expire" }
+
+func (l *setnxExpireLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
+	lease := leaseOrDefault(opts, l.lease)
+	value := uuid.NewString()
+	err := retryUntil(ctx, key, opts.Wait, l.retry, func(ctx context.Context) (bool, error) {
+		n, err := l.rdb.Do(ctx, "setnx", key, value).Int()
+		return n == 1, redisErr("SETNX "+key, err)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if FaultsFrom(ctx).CrashBeforeExpire {
+		// The injected crash: the process "dies" here, so the EXPIRE below is never sent.
+		return nil, fmt.Errorf("%w: SETNX %s done, EXPIRE never sent: the key has no TTL", ErrCrashed, key)
+	}
+	// A failure here (Redis unreachable, a timeout) has the same effect as the crash: the key
+	// stays with no TTL. The document's step does nothing about it, and neither does this mode.
+	if err := l.rdb.PExpire(ctx, key, lease).Err(); err != nil {
+		return nil, redisErr("PEXPIRE "+key+" (the key is left with no TTL)", err)
+	}
+	return &plainLease{key: key, release: func(ctx context.Context) error {
+		return blindRelease(ctx, l.rdb, key, value)
+	}}, nil
+}
+
+// setnxExLocker is mode setnx-ex, DELIBERATELY BROKEN: atomic SET NX PX, released by a blind DEL,
+// so when the business time outlasts the lease, B acquires the expired lock and A's DEL removes
+// B's lock (foreign unlock, then overlap and lost updates; document 003 case 4).
+type setnxExLocker struct {
+	rdb   redis.UniversalClient
+	lease time.Duration
+	retry func() time.Duration
+}
+
+func (l *setnxExLocker) Name() string { return "setnx-ex" }
+
+func (l *setnxExLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
+	lease := leaseOrDefault(opts, l.lease)
+	value := uuid.NewString()
+	err := retryUntil(ctx, key, opts.Wait, l.retry, func(ctx context.Context) (bool, error) {
+		return setNXPX(ctx, l.rdb, key, value, lease)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &plainLease{key: key, release: func(ctx context.Context) error {
+		return blindRelease(ctx, l.rdb, key, value)
+	}}, nil
+}
+
+func init() {
+	register(Mode{
+		Name: "setnx", Row: 2, Step: "003 case 2",
+		Summary: "BROKEN: SETNX with no expiry, blind DEL; a holder that crashes before its DEL leaves " +
+			"the key with no TTL and every later sale times out (deadlock)",
+		Faults: []string{FaultWork, FaultCrashAfterLock, FaultFreeze},
+		New: func(d Deps) (Locker, error) {
+			return &setnxLocker{rdb: d.Data, retry: spinInterval()}, nil
+		},
+	})
+	register(Mode{
+		Name: "setnx-expire", Row: 3, Step: "003 case 3",
+		Summary: "BROKEN: SETNX, then EXPIRE as a second command; a holder that dies between the two " +
+			"leaves the key with no TTL (deadlock)",
+		Faults: []string{FaultWork, FaultCrashAfterLock, FaultCrashBeforeExpire, FaultFreeze},
+		New: func(d Deps) (Locker, error) {
+			return &setnxExpireLocker{rdb: d.Data, lease: d.Lease, retry: spinInterval()}, nil
+		},
+	})
+	register(Mode{
+		Name: "setnx-ex", Row: 4, Step: "003 case 4",
+		Summary: "BROKEN: atomic SET NX PX, blind DEL; with business time > lease the lock expires, " +
+			"B acquires and A's DEL removes B's lock (foreign unlock, overlap, lost updates)",
+		Faults: []string{FaultWork, FaultCrashAfterLock, FaultFreeze},
+		New: func(d Deps) (Locker, error) {
+			return &setnxExLocker{rdb: d.Data, lease: d.Lease, retry: spinInterval()}, nil
+		},
+	})
+}

@@ -1,0 +1,69 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+// uuidLocker is mode uuid, DELIBERATELY BROKEN: a UUID value with SET NX PX, released by GET,
+// compare, then DEL as separate commands, so when the lock expires between the compare and the
+// DEL and B acquires, A's DEL removes B's lock (foreign unlock; document 003 case 5, 004). The
+// value check does stop the simple case of 003 case 4 (the key is already B's when A checks).
+type uuidLocker struct {
+	rdb   redis.UniversalClient
+	lease time.Duration
+	retry func() time.Duration
+}
+
+func (l *uuidLocker) Name() string { return "uuid" }
+
+func (l *uuidLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
+	lease := leaseOrDefault(opts, l.lease)
+	value := uuid.NewString()
+	err := retryUntil(ctx, key, opts.Wait, l.retry, func(ctx context.Context) (bool, error) {
+		return setNXPX(ctx, l.rdb, key, value, lease)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &plainLease{key: key, release: func(ctx context.Context) error {
+		return l.release(ctx, key, value)
+	}}, nil
+}
+
+// release is the document's unlock: GET, compare in the client, then DEL. The window between
+// the compare and the DEL is the bug; PauseBeforeDel widens it on demand.
+func (l *uuidLocker) release(ctx context.Context, key, value string) error {
+	got, err := l.rdb.Get(ctx, key).Result()
+	if errors.Is(err, redis.Nil) {
+		return fmt.Errorf("%w: %s had expired before the check", ErrNotHeld, key)
+	}
+	if err != nil {
+		return redisErr("GET "+key, err)
+	}
+	if got != value {
+		return fmt.Errorf("%w: %s holds another holder's value; not deleted", ErrNotHeld, key)
+	}
+	if p := FaultsFrom(ctx).PauseBeforeDel; p > 0 && !sleep(ctx, p) {
+		return fmt.Errorf("lock: pause before DEL of %s: %w", key, ctx.Err())
+	}
+	// The check above is already stale here: the DEL removes whatever holds the key now.
+	return blindRelease(ctx, l.rdb, key, value)
+}
+
+func init() {
+	register(Mode{
+		Name: "uuid", Row: 5, Step: "003 case 5, 004",
+		Summary: "BROKEN: UUID value, SET NX PX; release = GET, compare, then DEL as separate commands; " +
+			"if the lock expires between compare and DEL and B acquires, A deletes B's lock (foreign unlock)",
+		Faults: []string{FaultWork, FaultCrashAfterLock, FaultFreeze, FaultPauseBeforeDel},
+		New: func(d Deps) (Locker, error) {
+			return &uuidLocker{rdb: d.Data, lease: d.Lease, retry: spinInterval()}, nil
+		},
+	})
+}
