@@ -126,6 +126,8 @@ type SaleResult struct {
 	StaleWrite    bool    `json:"staleWrite,omitempty"`
 	ForeignUnlock bool    `json:"foreignUnlock,omitempty"`
 	ReleaseError  string  `json:"releaseError,omitempty"`
+	// Renewals counts the watchdog's renewals of this sale's lease (the lab shows them).
+	Renewals int64 `json:"renewals,omitempty"`
 }
 
 // faultCheck is one injectable fault: whether the request asks for it, and its bound.
@@ -256,6 +258,7 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 		}
 		res.ReleaseError = err.Error()
 	}
+	res.Renewals = lease.Renewals()
 	s.observer.ObserveSale(mode.Name, result, held.Sub(start), time.Since(held))
 	s.log.Debug("sale", "lock", mode.Name, "result", result, "sold", res.Sold, "remaining", res.Remaining,
 		"waitMs", res.WaitMs, "order", res.OrderID, "token", res.Token)
