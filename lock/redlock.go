@@ -1,0 +1,290 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+)
+
+// redlockLocker is mode redlock (document 002; 003 section 7.2; 004 RedissonRedLock): the Redlock
+// algorithm over the independent masters (3 or 5, as configured) through redsync v4. One attempt
+// SETs key <random> NX PX ttl on every master at once; it wins only with a majority of the
+// masters AND a validity left, validity = ttl - time the attempt took - drift (1% of ttl,
+// redsync's default); a failed attempt deletes its value on every master (compare-and-delete) so
+// that a partial win blocks no one. While held, a watchdog extends the lock on the masters every
+// ttl/3 (compare-and-PEXPIRE); a failed extension, or the validity running out before one
+// succeeds, closes Lost so the holder knows it must not write.
+//
+// Retry: redsync's own loop (LockContext; defaults 32 tries, 50-250 ms apart) is not used, for
+// three reasons. It bounds the number of tries, not the time, so it cannot honour Options.Wait;
+// a context that ends during an attempt also cuts short that attempt's clean-up release (it runs
+// on the same context), leaving the partial win on the masters for a whole ttl; and a context
+// that ends between tries comes back as ErrFailed, losing ctx.Err(). So Acquire runs one
+// TryLockContext per attempt on a context that the caller cannot cancel (each attempt is bounded
+// by redsync's per-node timeout, 5% of ttl, and by the client's read timeout), and sleeps a
+// random 1-10 ms between attempts (redsync's default, 50-250 ms, leaves the lock idle for most of
+// each handoff: issue 6 measured 0.3-1.1 k sales/s with it), bounded by Options.Wait and ctx.
+type redlockLocker struct {
+	rs     *redsync.Redsync // shared: it only holds the pools; every acquisition has its own Mutex
+	nodes  int
+	quorum int
+	lease  time.Duration
+	retry  func() time.Duration
+	log    *slog.Logger
+}
+
+func newRedlock(d Deps) (Locker, error) {
+	pools := make([]redsyncredis.Pool, len(d.Masters))
+	for i, m := range d.Masters {
+		pools[i] = goredis.NewPool(m)
+	}
+	log := d.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	// No masters is not an error here: the registry builds every mode, also for callers that
+	// never use redlock; Acquire reports it instead.
+	return &redlockLocker{
+		rs: redsync.New(pools...), nodes: len(pools), quorum: len(pools)/2 + 1,
+		lease: d.Lease, retry: jitter(time.Millisecond, 10*time.Millisecond), log: log,
+	}, nil
+}
+
+func (l *redlockLocker) Name() string { return "redlock" }
+
+func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
+	if l.nodes == 0 {
+		return nil, fmt.Errorf("%w: %s: redlock has no masters configured: %w", ErrNotObtained, key, ErrUnavailable)
+	}
+	ttl := opts.Lease
+	if ttl <= 0 {
+		ttl = l.lease
+	}
+	// One Mutex per acquisition: it keeps the value and validity of this acquisition, so it is
+	// never shared (redsync's Mutex is not safe to reuse across holders).
+	m := l.rs.NewMutex(key, redsync.WithExpiry(ttl))
+	deadline := time.Now().Add(opts.Wait)
+	attempts := 0
+	for {
+		if ctx.Err() != nil {
+			return nil, l.notObtained(ctx, key, attempts, nil)
+		}
+		attempts++
+		// The attempt and its clean-up release run to the end even if the caller goes away,
+		// so a partial win is always removed from the masters.
+		err := m.TryLockContext(context.WithoutCancel(ctx))
+		if err == nil {
+			if ctx.Err() != nil {
+				// Won for a caller that has gone: give it back at once.
+				if _, uerr := m.UnlockContext(context.WithoutCancel(ctx)); uerr != nil {
+					l.log.Warn("redlock: release after cancelled acquire", "key", key, "err", uerr)
+				}
+				return nil, l.notObtained(ctx, key, attempts, nil)
+			}
+			return newRedlockLease(m, key, ttl, !opts.ExplicitLease, l.log), nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 || !sleep(ctx, min(l.retry(), left)) {
+			return nil, l.notObtained(ctx, key, attempts, err)
+		}
+	}
+}
+
+// notObtained is the error of an acquisition that ran out of time: it names the last attempt's
+// failure, joins ctx.Err() when the caller ended the wait, and also wraps ErrUnavailable when so
+// many masters did not answer that no quorum could have been reached.
+func (l *redlockLocker) notObtained(ctx context.Context, key string, attempts int, last error) error {
+	err := fmt.Errorf("%w: %s: redlock, %d attempt(s) on %d masters (quorum %d)", ErrNotObtained, key, attempts, l.nodes, l.quorum)
+	if down := len(failedNodes(last)); down > 0 && l.nodes-down < l.quorum {
+		err = fmt.Errorf("%w: %d of %d masters did not answer: %w", err, down, l.nodes, ErrUnavailable)
+	}
+	if last != nil {
+		err = fmt.Errorf("%w: %w", err, last)
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		err = fmt.Errorf("%w: %w", err, cerr)
+	}
+	return err
+}
+
+// failedNodes lists the masters that failed to answer in a redsync error (its errors are
+// errors.Join trees of *RedisError, *ErrNodeTaken and ErrLockAlreadyExpired).
+func failedNodes(err error) map[int]bool {
+	nodes := map[int]bool{}
+	walkErrors(err, func(e error) {
+		var re *redsync.RedisError
+		if errors.As(e, &re) {
+			nodes[re.Node] = true
+		}
+	})
+	return nodes
+}
+
+// walkErrors calls fn for err and every error it wraps, following joined errors.
+func walkErrors(err error, fn func(error)) {
+	if err == nil {
+		return
+	}
+	fn(err)
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			walkErrors(e, fn)
+		}
+	case interface{ Unwrap() error }:
+		walkErrors(u.Unwrap(), fn)
+	}
+}
+
+// redlockLease is one held Redlock. Lost is closed by the watchdog when an extension fails, or by
+// the validity timer when the validity computed at the last successful acquire/extend runs out.
+type redlockLease struct {
+	key string
+	m   *redsync.Mutex
+	wd  *watchdog // nil with an explicit lease: no renewal
+	log *slog.Logger
+
+	until     atomic.Int64 // validity end (unix ns), written by the watchdog goroutine
+	lost      chan struct{}
+	lostOnce  sync.Once
+	abandoned atomic.Bool
+	released  atomic.Bool
+
+	vmu      sync.Mutex // guards validity and stopped
+	validity *time.Timer
+	stopped  bool
+}
+
+func newRedlockLease(m *redsync.Mutex, key string, ttl time.Duration, renew bool, log *slog.Logger) *redlockLease {
+	l := &redlockLease{key: key, m: m, log: log, lost: make(chan struct{})}
+	l.until.Store(m.Until().UnixNano())
+	l.vmu.Lock()
+	l.validity = time.AfterFunc(time.Until(m.Until()), l.checkValidity)
+	l.vmu.Unlock()
+	if renew {
+		// Extend at a third of the ttl, as Redisson's watchdog does: two more chances before the
+		// validity (ttl - elapsed - drift) runs out.
+		l.wd = startWatchdog(max(ttl/3, time.Millisecond), l.extend, func(err error) {
+			l.markLost(fmt.Errorf("%w: %w", ErrLost, err))
+		})
+	}
+	return l
+}
+
+// extend runs on the watchdog goroutine, the only one that touches the Mutex while held.
+func (l *redlockLease) extend(ctx context.Context) (bool, error) {
+	ok, err := l.m.ExtendContext(ctx)
+	if err != nil || !ok {
+		return false, fmt.Errorf("redlock: extend %s on a quorum of masters: %w", l.key, errors.Join(err, ErrLost))
+	}
+	l.until.Store(l.m.Until().UnixNano())
+	return true, nil
+}
+
+// checkValidity fires when the last known validity ends; if an extension moved it meanwhile, it
+// re-arms itself, else the lock may already be someone else's.
+func (l *redlockLease) checkValidity() {
+	l.vmu.Lock()
+	defer l.vmu.Unlock()
+	if l.stopped {
+		return
+	}
+	if left := time.Until(time.Unix(0, l.until.Load())); left > 0 {
+		l.validity.Reset(left)
+		return
+	}
+	l.stopped = true
+	l.markLost(fmt.Errorf("%w: %s: validity ran out before an extension succeeded", ErrLost, l.key))
+}
+
+func (l *redlockLease) markLost(why error) {
+	l.lostOnce.Do(func() {
+		l.log.Warn("redlock lost while held", "key", l.key, "err", why)
+		close(l.lost)
+	})
+}
+
+// stop ends renewal and validity tracking (release or crash).
+func (l *redlockLease) stop() {
+	if l.wd != nil {
+		l.wd.Stop()
+	}
+	l.vmu.Lock()
+	l.stopped = true
+	l.validity.Stop()
+	l.vmu.Unlock()
+}
+
+func (l *redlockLease) Key() string           { return l.key }
+func (l *redlockLease) Token() int64          { return 0 }
+func (l *redlockLease) Lost() <-chan struct{} { return l.lost }
+
+func (l *redlockLease) Renewals() int64 {
+	if l.wd == nil {
+		return 0
+	}
+	return l.wd.Renewals()
+}
+
+// Abandon is the holder's crash: renewal stops and nothing is deleted, so the keys on the masters
+// live out their ttl.
+func (l *redlockLease) Abandon() {
+	l.abandoned.Store(true)
+	l.stop()
+}
+
+// Freeze pauses the holder and its renewal for d. The validity keeps running, as the clock does
+// for a paused process: a pause longer than it closes Lost, though a frozen holder that does not
+// look carries on regardless (the weakness fencing tokens address).
+func (l *redlockLease) Freeze(ctx context.Context, d time.Duration) {
+	if l.wd == nil {
+		sleep(ctx, d)
+		return
+	}
+	l.wd.Freeze(ctx, d)
+}
+
+// Release deletes the lock on every master where it still carries this acquisition's value.
+// It succeeds when a quorum did; when the lock had already expired or was taken by another
+// holder on some master it is ErrNotHeld, when the masters did not answer, ErrUnavailable.
+func (l *redlockLease) Release(ctx context.Context) error {
+	if l.abandoned.Load() || !l.released.CompareAndSwap(false, true) {
+		return ErrNotHeld
+	}
+	l.stop()
+	ok, err := l.m.UnlockContext(ctx)
+	if ok {
+		return nil
+	}
+	notOurs := false
+	walkErrors(err, func(e error) {
+		var taken *redsync.ErrTaken
+		var nodeTaken *redsync.ErrNodeTaken
+		if errors.Is(e, redsync.ErrLockAlreadyExpired) || errors.As(e, &taken) || errors.As(e, &nodeTaken) {
+			notOurs = true
+		}
+	})
+	if notOurs {
+		return fmt.Errorf("%w: redlock %s: no longer ours on a quorum of masters: %w", ErrNotHeld, l.key, err)
+	}
+	return fmt.Errorf("lock: redlock release %s: %w: %w", l.key, ErrUnavailable, err)
+}
+
+func init() {
+	register(Mode{
+		Name: "redlock", Row: 9, Step: "002, 003 7.2, 004 RedissonRedLock", Safe: true,
+		Summary: "Redlock via redsync over the independent masters: majority quorum, validity = ttl - elapsed - drift, " +
+			"release everywhere after a failed attempt, 1-10 ms random retry; extended every ttl/3 while held, " +
+			"a failed extension tells the holder the lock is lost",
+		Faults: lockedFaults,
+		New:    newRedlock,
+	})
+}
