@@ -1,0 +1,378 @@
+#!/usr/bin/env bash
+# cluster.sh: the seeds' demo topology from installed binaries, without Docker.
+#
+#   scripts/cluster.sh up [PART...]      start what is not running yet (idempotent), wait until it answers
+#   scripts/cluster.sh down [PART...]    stop what `up` started (by pid, verified), in reverse order
+#   scripts/cluster.sh status [PART...]  list every part, its pid and whether it answers (exit 1 if one does not)
+#   scripts/cluster.sh parts             list the part names of the topology
+#
+# Topology "standalone" (the default, TOPOLOGY=standalone):
+#   redis-data      redis-server on DATA_PORT (6379): inventory001, orders, single-instance lock keys
+#   redis-1..3      redis-server on MASTER_PORTS (6381 6382 6383): independent masters for multilock/redlock
+#   seckill-1..N    the service, INSTANCES (3) of them on consecutive ports from SERVICE_PORT (9090)
+#   nginx           round-robin in front of the instances on 127.0.0.1:NGINX_PORT (8000)
+# Every process keeps its pid file, stamp and log in RUN_DIR (default ./run/cluster of the repository).
+#
+# Environment (defaults in brackets):
+#   RUN_DIR [$ROOT/run/cluster]  TOPOLOGY [standalone]  DATA_PORT [6379]  MASTER_PORTS ["6381 6382 6383"]
+#   INSTANCES [3]  SERVICE_PORT [9090]  NGINX_PORT [8000]  READY_TIMEOUT [30] seconds per part
+#   LOCK_MODE [lua]  LOCK_WAIT, LOCK_LEASE (e.g. 5s, 30s; service defaults when empty)  LOG_LEVEL [info]
+#   CONFIG (a config file for the instances; built-in defaults when empty)
+#   SECKILL_BIN (a prebuilt binary; else `go build` into RUN_DIR/seckill)
+#   Any other SECKILL_* variable reaches the instances unchanged (see config/application.yaml).
+# Requires: redis-server + redis-cli (apt: redis-server), nginx (apt: nginx), curl (apt: curl), go (or SECKILL_BIN).
+#
+# Adding a topology: write topology_NAME (fills PARTS, KIND, PORT and SVC_ENV, the addresses the instances get) and,
+# for a new kind of part, start_KIND and ready_KIND. up/down/status work on any topology unchanged.
+set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+RUN_DIR="${RUN_DIR:-$ROOT/run/cluster}"
+TOPOLOGY="${TOPOLOGY:-standalone}"
+DATA_PORT="${DATA_PORT:-6379}"
+MASTER_PORTS="${MASTER_PORTS:-6381 6382 6383}"
+INSTANCES="${INSTANCES:-3}"
+SERVICE_PORT="${SERVICE_PORT:-9090}"
+NGINX_PORT="${NGINX_PORT:-8000}"
+READY_TIMEOUT="${READY_TIMEOUT:-30}"
+LOCK_MODE="${LOCK_MODE:-lua}"
+LOCK_WAIT="${LOCK_WAIT:-}"
+LOCK_LEASE="${LOCK_LEASE:-}"
+LOG_LEVEL="${LOG_LEVEL:-info}"
+CONFIG="${CONFIG:-}"
+SECKILL_BIN="${SECKILL_BIN:-}"
+
+for v in DATA_PORT SERVICE_PORT NGINX_PORT INSTANCES READY_TIMEOUT; do
+	[[ "${!v}" =~ ^[0-9]+$ ]] || die "$v=${!v} is not a number"
+done
+for p in $MASTER_PORTS; do [[ "$p" =~ ^[0-9]+$ ]] || die "MASTER_PORTS has a non-number: $p"; done
+((INSTANCES >= 1 && INSTANCES <= 32)) || die "INSTANCES=$INSTANCES is out of range 1..32"
+[[ -z "$CONFIG" || -f "$CONFIG" ]] || die "CONFIG=$CONFIG does not exist"
+[[ -z "$CONFIG" ]] || CONFIG="$(cd "$(dirname "$CONFIG")" && pwd)/$(basename "$CONFIG")"
+
+# The topology: ordered part names (start order; down goes in reverse), and per part its kind,
+# its port and extra arguments. SVC_ENV is what every service instance gets besides its port.
+PARTS=()
+declare -A KIND=() PORT=()
+SVC_ENV=()
+
+topology_standalone() {
+	local p i masters=()
+	PARTS+=(redis-data)
+	KIND[redis-data]=redis PORT[redis-data]=$DATA_PORT
+	i=1
+	for p in $MASTER_PORTS; do
+		PARTS+=("redis-$i")
+		KIND[redis-$i]=redis PORT[redis-$i]=$p
+		masters+=("127.0.0.1:$p")
+		i=$((i + 1))
+	done
+	for ((i = 1; i <= INSTANCES; i++)); do
+		PARTS+=("seckill-$i")
+		KIND[seckill-$i]=seckill PORT[seckill-$i]=$((SERVICE_PORT + i - 1))
+	done
+	PARTS+=(nginx)
+	KIND[nginx]=nginx PORT[nginx]=$NGINX_PORT
+	local IFS=,
+	SVC_ENV=("SECKILL_REDIS_ADDR=127.0.0.1:$DATA_PORT" "SECKILL_REDIS_MASTERS=${masters[*]}")
+}
+
+declare -F "topology_$TOPOLOGY" >/dev/null || die "unknown TOPOLOGY=$TOPOLOGY (known: standalone)"
+"topology_$TOPOLOGY"
+
+# settings is what makes two `up`s the same cluster; it is recorded in RUN_DIR/cluster.env.
+settings() {
+	local p
+	printf 'TOPOLOGY=%s\n' "$TOPOLOGY"
+	for p in "${PARTS[@]}"; do printf 'PART=%s %s %s\n' "$p" "${KIND[$p]}" "${PORT[$p]}"; done
+	printf 'LOCK_MODE=%s\nLOCK_WAIT=%s\nLOCK_LEASE=%s\nLOG_LEVEL=%s\nCONFIG=%s\n' \
+		"$LOCK_MODE" "$LOCK_WAIT" "$LOCK_LEASE" "$LOG_LEVEL" "$CONFIG"
+}
+
+# ---- redis -----------------------------------------------------------------------------------
+start_redis() {
+	local name="$1" port="${PORT[$1]}"
+	# No persistence: each part starts empty, as the lab's scenarios expect.
+	proc_start "$RUN_DIR" "$name" "$RUN_DIR/$name" redis-server --bind 127.0.0.1 --port "$port" \
+		--daemonize no --save '' --appendonly no --dir "$RUN_DIR/$name" --logfile '' \
+		--protected-mode yes --maxclients 4000
+}
+ready_redis() { [[ "$(redis-cli -h 127.0.0.1 -p "${PORT[$1]}" ping 2>/dev/null)" == PONG ]]; }
+
+# ---- seckill ---------------------------------------------------------------------------------
+build_seckill() {
+	if [[ -n "$SECKILL_BIN" ]]; then
+		[[ -x "$SECKILL_BIN" ]] || die "SECKILL_BIN=$SECKILL_BIN is not an executable"
+		cp -f "$SECKILL_BIN" "$RUN_DIR/seckill.new" && mv -f "$RUN_DIR/seckill.new" "$RUN_DIR/seckill"
+		return
+	fi
+	need_cmd go golang "Go >= 1.26 from https://go.dev/dl, or set SECKILL_BIN to a prebuilt binary"
+	log "building the service: go build -o $RUN_DIR/seckill ."
+	(cd "$ROOT" && CGO_ENABLED=0 go build -o "$RUN_DIR/seckill.new" .) || die "go build failed"
+	mv -f "$RUN_DIR/seckill.new" "$RUN_DIR/seckill"
+}
+
+start_seckill() {
+	local name="$1" port="${PORT[$1]}" args=(serve)
+	[[ -z "$CONFIG" ]] || args+=(--config "$CONFIG")
+	local envs=("${SVC_ENV[@]}" "SECKILL_SERVER_PORT=$port" "SECKILL_SERVER_INSTANCE=$name"
+		"SECKILL_REDIS_EMBEDDED=never" "SECKILL_LOCK_MODE=$LOCK_MODE" "SECKILL_LOG_LEVEL=$LOG_LEVEL")
+	[[ -z "$LOCK_WAIT" ]] || envs+=("SECKILL_LOCK_WAIT=$LOCK_WAIT")
+	[[ -z "$LOCK_LEASE" ]] || envs+=("SECKILL_LOCK_LEASE=$LOCK_LEASE")
+	# Its working directory has no config/application.yaml, so the built-in defaults apply
+	# unless CONFIG names a file.
+	proc_start "$RUN_DIR" "$name" "$RUN_DIR/$name" env "${envs[@]}" "$RUN_DIR/seckill" "${args[@]}"
+}
+ready_seckill() { [[ "$(http_status "http://127.0.0.1:${PORT[$1]}/readyz")" == 200 ]]; }
+
+# ---- nginx -----------------------------------------------------------------------------------
+nginx_conf() {
+	local dir="$RUN_DIR/nginx" p user=""
+	# A master started by root hands the workers to "nobody" unless told otherwise; keep the
+	# current user so the workers can use the temp dirs below.
+	if [[ "$(id -u)" == 0 ]]; then user="user $(id -un) $(id -gn);"; fi
+	cat <<EOF
+# Generated by scripts/cluster.sh for RUN_DIR=$RUN_DIR; regenerated on every up.
+$user
+worker_processes auto;
+daemon off;
+pid $dir/logs/nginx.pid;
+error_log $dir/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+    log_format upstream '\$remote_addr [\$time_local] "\$request" \$status \$body_bytes_sent '
+                        'upstream=\$upstream_addr rt=\$request_time urt=\$upstream_response_time';
+    access_log $dir/logs/access.log upstream buffer=64k flush=1s;
+    client_body_temp_path $dir/temp/client_body;
+    proxy_temp_path $dir/temp/proxy;
+    fastcgi_temp_path $dir/temp/fastcgi;
+    uwsgi_temp_path $dir/temp/uwsgi;
+    scgi_temp_path $dir/temp/scgi;
+
+    # Round robin over the instances (nginx's default balancing).
+    upstream seckill {
+EOF
+	for p in "${PARTS[@]}"; do
+		[[ "${KIND[$p]}" == seckill ]] || continue
+		printf '        server 127.0.0.1:%s;\n' "${PORT[$p]}"
+	done
+	cat <<EOF
+        keepalive 64;
+    }
+    server {
+        listen 127.0.0.1:${PORT[nginx]};
+        location = /nginx-health { access_log off; default_type text/plain; return 200 "ok\n"; }
+        location / {
+            proxy_pass http://seckill;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host \$host;
+            proxy_set_header X-Real-IP \$remote_addr;
+            proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+            # A sale is not idempotent: nginx retries on the next instance only when the request
+            # could not be sent (a POST is never replayed once sent).
+            proxy_next_upstream error timeout;
+            proxy_next_upstream_tries 2;
+            proxy_connect_timeout 2s;
+            # Long enough for the lab's bounded faults (business time, freezes) plus the lock wait.
+            proxy_read_timeout 150s;
+            add_header X-Upstream \$upstream_addr always;
+        }
+    }
+}
+EOF
+}
+
+start_nginx() {
+	local dir="$RUN_DIR/nginx"
+	mkdir -p "$dir/conf" "$dir/logs" "$dir/temp"
+	nginx_conf >"$dir/conf/nginx.conf"
+	# -e: the error log before the config is read (else nginx tries /var/log/nginx/error.log).
+	nginx -t -q -p "$dir/" -e "$dir/logs/error.log" -c "$dir/conf/nginx.conf" >>"$RUN_DIR/nginx.log" 2>&1 ||
+		{
+			tail -n 20 "$RUN_DIR/nginx.log" >&2
+			die "nginx rejected $dir/conf/nginx.conf"
+		}
+	proc_start "$RUN_DIR" nginx "$dir" nginx -p "$dir/" -e "$dir/logs/error.log" -c "$dir/conf/nginx.conf"
+}
+ready_nginx() {
+	[[ "$(http_status "http://127.0.0.1:${PORT[nginx]}/nginx-health")" == 200 ]] &&
+		[[ "$(http_status "http://127.0.0.1:${PORT[nginx]}/readyz")" == 200 ]]
+}
+
+# ---- commands --------------------------------------------------------------------------------
+# select_parts NAME...: the parts named (all when none), in topology order; unknown names fail.
+select_parts() {
+	local want=("$@") p w found
+	SELECTED=()
+	if ((${#want[@]} == 0)); then
+		SELECTED=("${PARTS[@]}")
+		return
+	fi
+	for w in "${want[@]}"; do
+		found=""
+		for p in "${PARTS[@]}"; do [[ "$p" == "$w" ]] && found=1; done
+		[[ -n "$found" ]] || die "unknown part $w (parts: ${PARTS[*]})"
+	done
+	for p in "${PARTS[@]}"; do
+		for w in "${want[@]}"; do [[ "$p" == "$w" ]] && SELECTED+=("$p"); done
+	done
+}
+
+any_running() {
+	local f
+	for f in "$RUN_DIR"/*.pid; do
+		[[ -e "$f" ]] || continue
+		proc_pid "$RUN_DIR" "$(basename "$f" .pid)" >/dev/null && return 0
+	done
+	return 1
+}
+
+check_binaries() {
+	local p k
+	for p in "${SELECTED[@]}"; do
+		k="${KIND[$p]}"
+		case "$k" in
+		redis)
+			need_cmd redis-server redis-server
+			need_cmd redis-cli redis-tools
+			;;
+		nginx) need_cmd nginx nginx ;;
+		esac
+	done
+	need_cmd curl curl
+	need_cmd setsid util-linux
+}
+
+cmd_up() {
+	select_parts "$@"
+	check_binaries
+	mkdir -p "$RUN_DIR"
+	if [[ -f "$RUN_DIR/cluster.env" ]] && any_running; then
+		if ! diff -q <(settings) "$RUN_DIR/cluster.env" >/dev/null; then
+			diff <(settings) "$RUN_DIR/cluster.env" | sed 's/^/  /' >&2 || true
+			die "a cluster with other settings (< asked, > running) runs in $RUN_DIR: run '$0 down' first, or use another RUN_DIR"
+		fi
+	fi
+	settings >"$RUN_DIR/cluster.env"
+
+	local p pid started=() need_build=""
+	for p in "${SELECTED[@]}"; do
+		if [[ "${KIND[$p]}" == seckill ]] && ! proc_pid "$RUN_DIR" "$p" >/dev/null; then need_build=1; fi
+	done
+	# Build only when no instance runs the current binary (a running one keeps it).
+	if [[ -n "$need_build" ]]; then
+		local running=""
+		for p in "${PARTS[@]}"; do
+			[[ "${KIND[$p]}" == seckill ]] && proc_pid "$RUN_DIR" "$p" >/dev/null && running=1
+		done
+		if [[ -z "$running" || ! -x "$RUN_DIR/seckill" ]]; then build_seckill; fi
+	fi
+
+	for p in "${SELECTED[@]}"; do
+		if pid="$(proc_pid "$RUN_DIR" "$p")"; then
+			log "$p: already running (pid $pid)"
+			continue
+		fi
+		rm -f "$RUN_DIR/$p.pid" "$RUN_DIR/$p.stamp"
+		if port_in_use "${PORT[$p]}"; then
+			die "$p: port ${PORT[$p]} is already in use by another program: choose other ports (DATA_PORT, MASTER_PORTS, SERVICE_PORT, NGINX_PORT)"
+		fi
+		"start_${KIND[$p]}" "$p" || die "$p did not start; see $RUN_DIR/$p.log"
+		log "$p: started (pid $(cat "$RUN_DIR/$p.pid"), port ${PORT[$p]}, log $RUN_DIR/$p.log)"
+		started+=("$p")
+		# Each part waits for the ones before it: instances need Redis (embedded=never fails fast),
+		# nginx needs instances to answer its readiness probe.
+		wait_for "$READY_TIMEOUT" "$p" "ready_${KIND[$p]}" "$p" || {
+			tail -n 20 "$RUN_DIR/$p.log" >&2 || true
+			die "$p is not ready after ${READY_TIMEOUT}s; see $RUN_DIR/$p.log"
+		}
+	done
+	log "up: ${#started[@]} started, $((${#SELECTED[@]} - ${#started[@]})) already running; run dir $RUN_DIR"
+	if [[ " ${SELECTED[*]} " == *" nginx "* ]]; then
+		log "sales through nginx: curl -X POST 'http://127.0.0.1:${PORT[nginx]}/inventory/sale?lock=$LOCK_MODE'"
+	fi
+}
+
+cmd_down() {
+	local p f name rc=0 order=()
+	if (($# > 0)); then
+		select_parts "$@"
+		order=("${SELECTED[@]}")
+	else
+		# Everything up started: the recorded parts, plus any pid file in RUN_DIR (a part of an
+		# earlier topology), so down never leaves one of ours behind.
+		if [[ -f "$RUN_DIR/cluster.env" ]]; then
+			while read -r name _; do order+=("$name"); done < <(sed -n 's/^PART=//p' "$RUN_DIR/cluster.env")
+		fi
+		for f in "$RUN_DIR"/*.pid; do
+			[[ -e "$f" ]] || continue
+			name="$(basename "$f" .pid)"
+			[[ " ${order[*]} " == *" $name "* ]] || order+=("$name")
+		done
+	fi
+	for ((i = ${#order[@]} - 1; i >= 0; i--)); do
+		proc_stop "$RUN_DIR" "${order[$i]}" || rc=1
+	done
+	((rc == 0)) || die "some parts could not be stopped"
+	log "down: nothing of $RUN_DIR runs any more"
+}
+
+cmd_status() {
+	select_parts "$@"
+	local p pid state rc=0
+	printf '%-12s %-8s %-7s %-8s %s\n' PART KIND PORT PID STATE
+	for p in "${SELECTED[@]}"; do
+		if pid="$(proc_pid "$RUN_DIR" "$p")"; then
+			if "ready_${KIND[$p]}" "$p" >/dev/null 2>&1; then state=answers; else
+				state="running, not answering"
+				rc=1
+			fi
+		else
+			pid=-
+			if port_in_use "${PORT[$p]}"; then state="stopped (port used by another program)"; else state=stopped; fi
+			rc=1
+		fi
+		printf '%-12s %-8s %-7s %-8s %s\n' "$p" "${KIND[$p]}" "${PORT[$p]}" "$pid" "$state"
+	done
+	return "$rc"
+}
+
+# status and down describe the cluster as it was started: read the recorded settings back.
+load_recorded() {
+	[[ -f "$RUN_DIR/cluster.env" ]] || return 0
+	local k v name kind port
+	PARTS=()
+	KIND=() PORT=()
+	while IFS='=' read -r k v; do
+		case "$k" in
+		PART)
+			read -r name kind port <<<"$v"
+			PARTS+=("$name")
+			KIND[$name]=$kind PORT[$name]=$port
+			;;
+		TOPOLOGY) TOPOLOGY=$v ;;
+		esac
+	done <"$RUN_DIR/cluster.env"
+}
+
+cmd="${1:-}"
+[[ -n "$cmd" ]] && shift
+case "$cmd" in
+up) cmd_up "$@" ;;
+down)
+	load_recorded
+	cmd_down "$@"
+	;;
+status)
+	load_recorded
+	cmd_status "$@"
+	;;
+parts) printf '%s\n' "${PARTS[@]}" ;;
+*)
+	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+	exit 2
+	;;
+esac
