@@ -1,0 +1,217 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+// MultiLease is a lease made of one lease per master (multilock). Parts lists them in master
+// order, for views that show what happened on each master.
+type MultiLease interface {
+	Lease
+	Parts() []Lease
+}
+
+// multiLocker is mode multilock (document 000's getMultiLock, Redisson's RedissonMultiLock): one
+// reentrant lock, same layout and scripts, on every independent master, all of them required.
+// They are taken in master order (so two buyers never hold halves of each other's set); a buyer
+// that cannot get one of them gives back those it got before it retries or gives up, so a
+// master that is down makes acquisition fail cleanly with nothing left locked elsewhere. Each
+// part is renewed by its own watchdog; losing any part loses the whole lock.
+type multiLocker struct {
+	parts []*reentrantLocker
+	addrs []string
+	retry func() time.Duration
+}
+
+func newMultilock(d Deps) (Locker, error) {
+	m := &multiLocker{retry: jitter(50*time.Millisecond, 150*time.Millisecond)}
+	for _, c := range d.Masters {
+		m.parts = append(m.parts, newReentrantOn("multilock", c, d))
+		m.addrs = append(m.addrs, ClientAddr(c))
+	}
+	return m, nil
+}
+
+func (m *multiLocker) Name() string { return "multilock" }
+
+// Acquire takes key on every master in order, waiting at most opts.Wait in all.
+func (m *multiLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
+	if len(m.parts) == 0 {
+		return nil, fmt.Errorf("lock: multilock: %w: no masters configured (redis.masters)", ErrUnavailable)
+	}
+	// One owner for every part and every retry, or the parts would not re-enter each other.
+	if Owner(ctx) == "" {
+		ctx = WithOwner(ctx, uuid.NewString())
+	}
+	deadline := time.Now().Add(opts.Wait)
+	for {
+		held := make([]*reentrantLease, 0, len(m.parts))
+		var failed error
+		for i, p := range m.parts {
+			o := opts
+			o.Wait = max(time.Until(deadline), 0)
+			le, err := p.acquire(ctx, key, o)
+			if err != nil {
+				failed = fmt.Errorf("master %d of %d (%s): %w", i+1, len(m.parts), m.addrs[i], err)
+				break
+			}
+			held = append(held, le)
+		}
+		if failed == nil {
+			return newMultiLease(key, held), nil
+		}
+		// Give back what we got before anything else, so no half-taken set blocks other buyers.
+		if err := releaseParts(context.WithoutCancel(ctx), held); err != nil {
+			failed = errors.Join(failed, fmt.Errorf("release the masters already taken: %w", err))
+		}
+		left := time.Until(deadline)
+		if errors.Is(failed, ErrNotObtained) || ctx.Err() != nil || left <= 0 {
+			if errors.Is(failed, ErrNotObtained) {
+				return nil, failed
+			}
+			return nil, fmt.Errorf("%w: %s: %w", ErrNotObtained, key, failed)
+		}
+		// A master is unavailable: try the whole set again after a short random pause, as
+		// Redisson's MultiLock retries until its wait runs out.
+		if !sleep(ctx, min(m.retry(), left)) {
+			return nil, fmt.Errorf("%w: %s: %w", ErrNotObtained, key, errors.Join(failed, ctx.Err()))
+		}
+	}
+}
+
+// releaseParts releases every part at once (a slow master does not hold up the others).
+func releaseParts(ctx context.Context, parts []*reentrantLease) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Go(func() {
+			if err := p.Release(ctx); err != nil {
+				errs[i] = fmt.Errorf("master %d: %w", i+1, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Close ends every master's watchdogs and pub/sub connection.
+func (m *multiLocker) Close() error {
+	var errs []error
+	for _, p := range m.parts {
+		errs = append(errs, p.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// multiLease holds one reentrant lease per master.
+type multiLease struct {
+	key   string
+	parts []*reentrantLease
+	lost  chan struct{} // nil when the parts have no watchdog
+	stop  chan struct{}
+	once  sync.Once
+	over  atomic.Bool
+}
+
+func newMultiLease(key string, parts []*reentrantLease) *multiLease {
+	ml := &multiLease{key: key, parts: parts, stop: make(chan struct{})}
+	if len(parts) == 0 || parts[0].Lost() == nil {
+		return ml
+	}
+	ml.lost = make(chan struct{})
+	var lostOnce sync.Once
+	for _, p := range parts {
+		go func() {
+			select {
+			case <-p.Lost():
+				lostOnce.Do(func() { close(ml.lost) })
+			case <-ml.stop:
+			}
+		}()
+	}
+	return ml
+}
+
+func (ml *multiLease) Key() string  { return ml.key }
+func (ml *multiLease) Token() int64 { return 0 }
+
+// Lost is closed as soon as any master's renewal fails.
+func (ml *multiLease) Lost() <-chan struct{} { return ml.lost }
+
+// Renewals counts the renewal rounds that reached every master (the smallest count of a part).
+func (ml *multiLease) Renewals() int64 {
+	var n int64 = -1
+	for _, p := range ml.parts {
+		if r := p.Renewals(); n < 0 || r < n {
+			n = r
+		}
+	}
+	return max(n, 0)
+}
+
+// Parts lists the lease on each master, in master order.
+func (ml *multiLease) Parts() []Lease {
+	out := make([]Lease, len(ml.parts))
+	for i, p := range ml.parts {
+		out[i] = p
+	}
+	return out
+}
+
+// Release gives the lock back on every master; any master where it was no longer held makes
+// the whole release ErrNotHeld.
+func (ml *multiLease) Release(ctx context.Context) error {
+	if !ml.over.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: %s: this lease was already released or abandoned", ErrNotHeld, ml.key)
+	}
+	ml.once.Do(func() { close(ml.stop) })
+	return releaseParts(ctx, ml.parts)
+}
+
+// Abandon simulates the holder dying: every master's watchdog stops, nothing is released.
+func (ml *multiLease) Abandon() {
+	if !ml.over.CompareAndSwap(false, true) {
+		return
+	}
+	ml.once.Do(func() { close(ml.stop) })
+	for _, p := range ml.parts {
+		p.Abandon()
+	}
+}
+
+// Freeze pauses the holder and every master's watchdog together for d.
+func (ml *multiLease) Freeze(ctx context.Context, d time.Duration) {
+	var wg sync.WaitGroup
+	for _, p := range ml.parts {
+		wg.Go(func() { p.Freeze(ctx, d) })
+	}
+	wg.Wait()
+}
+
+// ClientAddr names the server a client talks to ("host:port"), for messages and views.
+func ClientAddr(c redis.UniversalClient) string {
+	if o, ok := c.(interface{ Options() *redis.Options }); ok {
+		return o.Options().Addr
+	}
+	return fmt.Sprintf("%v", c)
+}
+
+func init() {
+	register(Mode{
+		Name: "multilock", Row: 8, Step: "000 getMultiLock, Redisson MultiLock", Safe: true,
+		Summary: "Redisson MultiLock: one reentrant lock on every master, all required, taken in order and " +
+			"given back on any failure; renewed on every master; with a master down it fails cleanly",
+		Faults: lockedFaults,
+		New:    newMultilock,
+	})
+}

@@ -1,0 +1,191 @@
+package lock
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// unlockMessage is what a release publishes on the lock's channel (Redisson's
+// LockPubSub.UNLOCK_MESSAGE, written by its LongCodec as "0").
+const unlockMessage = "0"
+
+// unlockChannel is the channel Redisson waiters listen on for lock name. It follows Redisson's
+// RedissonObject.prefixName: a name that already carries a hash tag keeps it, any other name is
+// wrapped in braces, so the channel always hashes like the lock key.
+func unlockChannel(name string) string {
+	if strings.Contains(name, "{") {
+		return "redisson_lock__channel:" + name
+	}
+	return "redisson_lock__channel:{" + name + "}"
+}
+
+// subscriber is one Locker's pub/sub connection, shared by all its waiters (Redisson keeps one
+// per client too). A channel is subscribed while at least one local waiter needs it; every
+// unlock message wakes one waiter of that channel, like a semaphore permit in Redisson's
+// LockPubSub, so a release does not stampede every waiter at the lock at once. Waiters never rely
+// on the message alone: they also wake after the holder's PTTL.
+type subscriber struct {
+	rdb redis.UniversalClient
+	log *slog.Logger
+
+	mu     sync.Mutex
+	ps     *redis.PubSub
+	done   chan struct{} // closed when the receive loop has ended
+	closed bool
+	chans  map[string]*chanState
+}
+
+// chanState is one subscribed channel. Fields are guarded by subscriber.mu.
+type chanState struct {
+	refs      int    // local waiters on the channel
+	sent      uint64 // SUBSCRIBE commands sent for it
+	confirmed uint64 // subscribe confirmations received
+	need      uint64 // confirmations needed before ready (the SUBSCRIBE of this round)
+	ready     chan struct{}
+	readyDone bool
+	wake      chan struct{} // capacity 1: one pending wake-up
+}
+
+// waitHandle is what a waiter selects on; copied out under the lock.
+type waitHandle struct {
+	ch    string
+	st    *chanState
+	ready <-chan struct{}
+	wake  chan struct{}
+}
+
+// signal passes a wake-up on to another waiter (used by a waiter that took one and left).
+func (h waitHandle) signal() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+func newSubscriber(rdb redis.UniversalClient, log *slog.Logger) *subscriber {
+	return &subscriber{rdb: rdb, log: log, chans: map[string]*chanState{}}
+}
+
+// join registers a waiter on channel ch, subscribing when it is the first. The returned ready
+// channel closes once Redis has confirmed the subscription: a release published after that is
+// sure to reach the waiter. join never fails: without a subscription a waiter still wakes on its
+// PTTL timer.
+func (s *subscriber) join(ctx context.Context, ch string) waitHandle {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.chans[ch]
+	if st == nil {
+		st = &chanState{}
+		s.chans[ch] = st
+	}
+	st.refs++
+	if st.refs == 1 {
+		st.ready = make(chan struct{})
+		st.readyDone = false
+		st.wake = make(chan struct{}, 1)
+		if s.closed {
+			close(st.ready)
+			st.readyDone = true
+			return waitHandle{ch: ch, st: st, ready: st.ready, wake: st.wake}
+		}
+		if s.ps == nil {
+			s.start()
+		}
+		// Sent while holding mu, so SUBSCRIBE and UNSUBSCRIBE of a channel reach Redis in the
+		// order this map saw them.
+		st.sent++
+		st.need = st.sent
+		if err := s.ps.Subscribe(ctx, ch); err != nil {
+			// go-redis keeps the channel and subscribes it again when it reconnects.
+			s.log.Debug("subscribe to unlock channel", "channel", ch, "err", err)
+		}
+	}
+	return waitHandle{ch: ch, st: st, ready: st.ready, wake: st.wake}
+}
+
+// leave unregisters a waiter; the last one unsubscribes the channel.
+func (s *subscriber) leave(h waitHandle) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := h.st
+	st.refs--
+	if st.refs > 0 {
+		return
+	}
+	if s.ps != nil && !s.closed {
+		if err := s.ps.Unsubscribe(context.Background(), h.ch); err != nil {
+			s.log.Debug("unsubscribe from unlock channel", "channel", h.ch, "err", err)
+		}
+	}
+	if st.confirmed >= st.sent && s.chans[h.ch] == st {
+		delete(s.chans, h.ch)
+	}
+}
+
+// start opens the pub/sub connection and its receive loop. Called with mu held.
+func (s *subscriber) start() {
+	s.ps = s.rdb.Subscribe(context.Background())
+	s.done = make(chan struct{})
+	msgs := s.ps.ChannelWithSubscriptions(redis.WithChannelSize(256))
+	go func() {
+		defer close(s.done)
+		for m := range msgs {
+			s.dispatch(m)
+		}
+	}()
+}
+
+func (s *subscriber) dispatch(m any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch m := m.(type) {
+	case *redis.Subscription:
+		if m.Kind != "subscribe" {
+			return
+		}
+		st := s.chans[m.Channel]
+		if st == nil {
+			return
+		}
+		// A reconnect resubscribes every channel at once; never count past what was sent.
+		st.confirmed = min(st.confirmed+1, st.sent)
+		if st.confirmed >= st.need && !st.readyDone && st.ready != nil {
+			close(st.ready)
+			st.readyDone = true
+		}
+		if st.refs == 0 && st.confirmed >= st.sent {
+			delete(s.chans, m.Channel)
+		}
+	case *redis.Message:
+		if m.Payload != unlockMessage {
+			return
+		}
+		st := s.chans[m.Channel]
+		if st == nil || st.refs == 0 {
+			return
+		}
+		select {
+		case st.wake <- struct{}{}:
+		default: // a wake-up is already pending; one is enough
+		}
+	}
+}
+
+// Close ends the pub/sub connection. Waiters still waiting fall back to their timers.
+func (s *subscriber) Close() error {
+	s.mu.Lock()
+	already := s.closed
+	s.closed = true
+	ps, done := s.ps, s.done
+	s.mu.Unlock()
+	if ps == nil || already {
+		return nil
+	}
+	err := ps.Close()
+	<-done
+	return redisErr("close pub/sub", err)
+}

@@ -1,0 +1,369 @@
+package lock
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/reentrant_acquire.lua
+	reentrantAcquireLua string
+	//go:embed lua/reentrant_renew.lua
+	reentrantRenewLua string
+	//go:embed lua/reentrant_release.lua
+	reentrantReleaseLua string
+
+	reentrantAcquire = redis.NewScript(reentrantAcquireLua)
+	reentrantRenew   = redis.NewScript(reentrantRenewLua)
+	reentrantRelease = redis.NewScript(reentrantReleaseLua)
+)
+
+// HashLease is a lease in Redisson's RLock layout: Field is the hash field it holds on the lock
+// key ("<instance-id>:<owner>"), whose value is the hold count.
+type HashLease interface {
+	Lease
+	Field() string
+}
+
+// reentrantLocker is mode reentrant (documents 000, 001, 003's Redisson part): Redisson's RLock,
+// wire-compatible, so a Java service calling getLock(name) on the same Redis excludes with this
+// one. The lock is a hash; its field "<instance-id>:<owner>" holds the hold count, so the same
+// owner re-enters and must release as often. Without an explicit lease a watchdog renews the lock
+// every lease/3 while it is held, so business time longer than the lease is safe, and a crashed
+// holder's lock still expires one lease later. Waiters sleep until the holder's unlock message
+// or the holder's PTTL, never on a fixed poll interval.
+type reentrantLocker struct {
+	name  string
+	rdb   redis.UniversalClient
+	id    string
+	lease time.Duration
+	log   *slog.Logger
+	sub   *subscriber
+
+	mu      sync.Mutex
+	entries map[string]*renewal // key NUL field -> its shared watchdog
+}
+
+// renewal is Redisson's ExpirationEntry: one watchdog per (lock, owner), shared by the owner's
+// nested acquisitions and stopped when the last of them is released.
+type renewal struct {
+	wd    *watchdog
+	holds int // guarded by reentrantLocker.mu
+}
+
+func (e *renewal) dead() bool {
+	select {
+	case <-e.wd.Lost():
+		return true
+	default:
+		return false
+	}
+}
+
+func newReentrantOn(name string, rdb redis.UniversalClient, d Deps) *reentrantLocker {
+	id := d.InstanceID
+	if id == "" {
+		id = uuid.NewString()
+	}
+	lease := d.Lease
+	if lease <= 0 {
+		lease = 30 * time.Second // Redisson's lockWatchdogTimeout
+	}
+	log := d.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &reentrantLocker{name: name, rdb: rdb, id: id, lease: lease, log: log,
+		sub: newSubscriber(rdb, log), entries: map[string]*renewal{}}
+}
+
+func newReentrant(d Deps) (Locker, error) {
+	return newReentrantOn("reentrant", d.Data, d), nil
+}
+
+func (l *reentrantLocker) Name() string { return l.name }
+
+// Acquire takes the lock for the owner in ctx (a fresh owner when ctx has none).
+func (l *reentrantLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
+	return l.acquire(ctx, key, opts)
+}
+
+func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options) (*reentrantLease, error) {
+	if l.rdb == nil {
+		return nil, fmt.Errorf("lock: %s: %w: no Redis configured", l.name, ErrUnavailable)
+	}
+	owner := Owner(ctx)
+	if owner == "" {
+		owner = uuid.NewString()
+	}
+	field := l.id + ":" + owner
+	lease := opts.Lease
+	if lease <= 0 {
+		lease = l.lease
+	}
+	leaseMs := max(lease.Milliseconds(), 1)
+	watch := !opts.ExplicitLease
+	deadline := time.Now().Add(opts.Wait)
+
+	held, ttl, err := l.try(ctx, key, field, leaseMs)
+	if err != nil {
+		return nil, l.failed(ctx, key, err)
+	}
+	if held {
+		return l.held(key, field, lease, watch), nil
+	}
+	if opts.Wait <= 0 {
+		return nil, notObtained(ctx, key)
+	}
+
+	// Subscribe before trying again, as Redisson does: a release that happens after the next
+	// try failed is then sure to wake us.
+	h := l.sub.join(ctx, unlockChannel(key))
+	defer l.sub.leave(h)
+	if !waitFor(ctx, h.ready, time.Until(deadline)) {
+		return nil, notObtained(ctx, key)
+	}
+	woken := false
+	for {
+		held, ttl, err = l.try(ctx, key, field, leaseMs)
+		if err != nil {
+			if woken {
+				h.signal() // we took a wake-up we could not use: hand it on
+			}
+			return nil, l.failed(ctx, key, err)
+		}
+		if held {
+			return l.held(key, field, lease, watch), nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			if woken {
+				h.signal()
+			}
+			return nil, notObtained(ctx, key)
+		}
+		// The holder's PTTL is the fallback: if its unlock message is lost (or it died and
+		// never sends one), the lock is free by then anyway. A key without a TTL (not ours)
+		// gives -1: wait for the message or the end of the wait.
+		sleepFor := left
+		if ttl >= 0 && ttl < left {
+			sleepFor = max(ttl, time.Millisecond)
+		}
+		woken = false
+		t := time.NewTimer(sleepFor)
+		select {
+		case <-h.wake:
+			woken = true
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, notObtained(ctx, key)
+		}
+		t.Stop()
+	}
+}
+
+// waitFor waits until ready is closed, d has passed or ctx ends; it reports false only when ctx
+// ended. (A subscription that is slow to confirm costs latency, not correctness.)
+func waitFor(ctx context.Context, ready <-chan struct{}, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ready:
+		return true
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// failed turns an error of the acquire script into the Acquire error: a request that went away
+// while waiting did not obtain the lock; anything else is Redis trouble.
+func (l *reentrantLocker) failed(ctx context.Context, key string, err error) error {
+	if ctx.Err() != nil {
+		return notObtained(ctx, key)
+	}
+	return err
+}
+
+// try runs the acquire script once: held, or the holder's remaining PTTL (-1ms: no TTL).
+func (l *reentrantLocker) try(ctx context.Context, key, field string, leaseMs int64) (bool, time.Duration, error) {
+	n, err := reentrantAcquire.Run(ctx, l.rdb, []string{key}, leaseMs, field).Int64()
+	if errors.Is(err, redis.Nil) {
+		return true, 0, nil
+	}
+	if err != nil {
+		return false, 0, redisErr("acquire "+key, err)
+	}
+	if n < 0 {
+		return false, -time.Millisecond, nil
+	}
+	return false, time.Duration(n) * time.Millisecond, nil
+}
+
+// held builds the lease of a successful acquisition and, in watchdog mode, joins or starts the
+// owner's renewal of this lock.
+func (l *reentrantLocker) held(key, field string, lease time.Duration, watch bool) *reentrantLease {
+	le := &reentrantLease{l: l, key: key, field: field, leaseMs: max(lease.Milliseconds(), 1)}
+	if !watch {
+		return le
+	}
+	id := key + "\x00" + field
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.entries[id]
+	if e == nil || e.dead() {
+		e = &renewal{}
+		renew := func(ctx context.Context) (bool, error) {
+			n, err := reentrantRenew.Run(ctx, l.rdb, []string{key}, le.leaseMs, field).Int()
+			if err != nil {
+				return false, redisErr("renew "+key, err)
+			}
+			return n == 1, nil
+		}
+		onFail := func(err error) {
+			l.log.Warn("watchdog: lock lost", "lock", l.name, "key", key, "field", field, "err", err)
+			l.forget(id, e)
+		}
+		e.wd = startWatchdog(max(lease/3, time.Millisecond), renew, onFail)
+		l.entries[id] = e
+	}
+	e.holds++
+	le.entry = e
+	return le
+}
+
+// forget drops a renewal entry from the map if it is still the current one.
+func (l *reentrantLocker) forget(id string, e *renewal) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.entries[id] == e {
+		delete(l.entries, id)
+	}
+}
+
+// unhold ends one hold of a renewal entry; the last one stops its watchdog (Redisson's
+// cancelExpirationRenewal). It runs before the release script, so a renewal can never race
+// the release and report a lock "lost" that was simply given back.
+func (l *reentrantLocker) unhold(id string, e *renewal, all bool) {
+	l.mu.Lock()
+	e.holds--
+	if all {
+		e.holds = 0
+	}
+	last := e.holds <= 0
+	if last && l.entries[id] == e {
+		delete(l.entries, id)
+	}
+	l.mu.Unlock()
+	if last {
+		e.wd.Stop()
+	}
+}
+
+// Close stops every watchdog (without releasing: the locks expire one lease later) and the
+// pub/sub connection.
+func (l *reentrantLocker) Close() error {
+	l.mu.Lock()
+	entries := l.entries
+	l.entries = map[string]*renewal{}
+	l.mu.Unlock()
+	for _, e := range entries {
+		e.wd.Stop()
+	}
+	return l.sub.Close()
+}
+
+// reentrantLease is one acquisition of a reentrant lock.
+type reentrantLease struct {
+	l       *reentrantLocker
+	key     string
+	field   string
+	leaseMs int64
+	entry   *renewal // nil with an explicit lease (no watchdog)
+	over    atomic.Bool
+}
+
+func (le *reentrantLease) Key() string   { return le.key }
+func (le *reentrantLease) Field() string { return le.field }
+func (le *reentrantLease) Token() int64  { return 0 }
+
+// Lost is closed when the watchdog found the lock gone; nil with an explicit lease.
+func (le *reentrantLease) Lost() <-chan struct{} {
+	if le.entry == nil {
+		return nil
+	}
+	return le.entry.wd.Lost()
+}
+
+func (le *reentrantLease) Renewals() int64 {
+	if le.entry == nil {
+		return 0
+	}
+	return le.entry.wd.Renewals()
+}
+
+// Release gives back one hold. A release by someone who no longer holds the lock (its lease ran
+// out, or this lease was already released) is ErrNotHeld, as Redisson's
+// IllegalMonitorStateException.
+func (le *reentrantLease) Release(ctx context.Context) error {
+	if !le.over.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: %s: this lease was already released or abandoned", ErrNotHeld, le.key)
+	}
+	if le.entry != nil {
+		le.l.unhold(le.key+"\x00"+le.field, le.entry, false)
+	}
+	_, err := reentrantRelease.Run(ctx, le.l.rdb, []string{le.key, unlockChannel(le.key)},
+		unlockMessage, le.leaseMs, le.field).Int64()
+	if errors.Is(err, redis.Nil) {
+		return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)",
+			ErrNotHeld, le.key, le.field)
+	}
+	if err != nil {
+		return redisErr("release "+le.key, err)
+	}
+	return nil
+}
+
+// Abandon simulates the holder's process dying: its watchdog stops (for every nested hold of the
+// owner, as the whole process is gone) and nothing is released.
+func (le *reentrantLease) Abandon() {
+	if !le.over.CompareAndSwap(false, true) {
+		return
+	}
+	if le.entry != nil {
+		le.l.unhold(le.key+"\x00"+le.field, le.entry, true)
+	}
+}
+
+// Freeze pauses the holder and its watchdog together for d.
+func (le *reentrantLease) Freeze(ctx context.Context, d time.Duration) {
+	if le.entry == nil {
+		sleep(ctx, d)
+		return
+	}
+	le.entry.wd.Freeze(ctx, d)
+}
+
+func init() {
+	register(Mode{
+		Name: "reentrant", Row: 7, Step: "000, 001, 003 (Redisson part)", Safe: true,
+		Summary: "Redisson RLock layout: hash field <instance>:<owner> = hold count, renewed every lease/3 by a " +
+			"watchdog, waiters woken by the unlock PUBLISH; never overlaps, a crashed holder's lock expires one lease later",
+		Faults: lockedFaults,
+		New:    newReentrant,
+	})
+}
