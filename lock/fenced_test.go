@@ -1,0 +1,223 @@
+package lock_test
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"seckill/lock"
+)
+
+func TestFencedTokensStrictlyIncrease(t *testing.T) {
+	const lease = time.Second
+	l, c := brokenSetup(t, "fenced", lease)
+	ctx := t.Context()
+	key := "{t}:lock:fenced"
+
+	var last int64
+	for i := range 3 {
+		a, err := l.Acquire(ctx, key, lock.Options{Lease: lease})
+		if err != nil {
+			t.Fatalf("acquire %d: %v", i, err)
+		}
+		if a.Token() <= last {
+			t.Fatalf("acquire %d: token %d, not above the previous %d", i, a.Token(), last)
+		}
+		last = a.Token()
+		if err := a.Release(ctx); err != nil {
+			t.Fatalf("release %d: %v", i, err)
+		}
+	}
+
+	// Concurrent buyers: the holders, in the order they held the lock, see increasing tokens,
+	// and never two at once.
+	const buyers = 20
+	var (
+		mu      sync.Mutex
+		order   []int64
+		inside  atomic.Int32
+		overlap atomic.Int32
+		wg      sync.WaitGroup
+		errs    = make(chan error, buyers)
+	)
+	for range buyers {
+		wg.Go(func() {
+			a, err := l.Acquire(ctx, key, lock.Options{Wait: 10 * time.Second, Lease: lease})
+			if err != nil {
+				errs <- err
+				return
+			}
+			if inside.Add(1) > 1 {
+				overlap.Add(1)
+			}
+			mu.Lock()
+			order = append(order, a.Token())
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+			inside.Add(-1)
+			if err := a.Release(ctx); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("buyer: %v", err)
+	}
+	if overlap.Load() != 0 {
+		t.Errorf("%d overlaps between fenced holders", overlap.Load())
+	}
+	if len(order) != buyers {
+		t.Fatalf("%d holders, want %d", len(order), buyers)
+	}
+	for i, tok := range order {
+		if tok <= last {
+			t.Fatalf("holder %d got token %d, not above %d: %v", i, tok, last, order)
+		}
+		last = tok
+	}
+	if n, err := c.Get(ctx, key+":token").Int64(); err != nil || n != last {
+		t.Fatalf("token counter = %d (%v), want the last token %d", n, err, last)
+	}
+}
+
+func TestFencedWatchdogKeepsLockThroughThreeLeases(t *testing.T) {
+	const lease = 300 * time.Millisecond
+	l, c := brokenSetup(t, "fenced", lease)
+	ctx := t.Context()
+	key := "{t}:lock:fenced"
+
+	a, err := l.Acquire(ctx, key, lock.Options{Lease: lease})
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	time.Sleep(3 * lease) // business time of three leases
+	select {
+	case <-a.Lost():
+		t.Fatal("the watchdog lost the lock while the holder was alive")
+	default:
+	}
+	if got := pttl(t, c, key); got <= 0 {
+		t.Fatalf("PTTL after 3 leases = %d, want > 0 (renewed)", got)
+	}
+	if a.Renewals() < 3 {
+		t.Fatalf("%d renewals in 3 leases, want at least 3 (one per lease/3)", a.Renewals())
+	}
+	t.Logf("%d renewals in %s", a.Renewals(), 3*lease)
+	if b, err := l.Acquire(ctx, key, lock.Options{Lease: lease}); !errors.Is(err, lock.ErrNotObtained) {
+		if b != nil {
+			_ = b.Release(ctx)
+		}
+		t.Fatalf("second acquire while held: %v, want ErrNotObtained", err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if exists(t, c, key) {
+		t.Fatal("key still exists after release")
+	}
+	if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("second release: %v, want ErrNotHeld", err)
+	}
+}
+
+func TestFencedFrozenHolderLosesLockToNewerToken(t *testing.T) {
+	const lease = 300 * time.Millisecond
+	l, c := brokenSetup(t, "fenced", lease)
+	ctx := t.Context()
+	key := "{t}:lock:fenced"
+
+	a, err := l.Acquire(ctx, key, lock.Options{Lease: lease})
+	if err != nil {
+		t.Fatalf("A acquire: %v", err)
+	}
+	thawed := make(chan struct{})
+	go func() {
+		a.Freeze(ctx, 3*lease) // a stop-the-world pause: the watchdog stops with the holder
+		close(thawed)
+	}()
+	b, err := l.Acquire(ctx, key, lock.Options{Wait: 3 * time.Second, Lease: lease})
+	if err != nil {
+		t.Fatalf("B acquire: %v", err)
+	}
+	select {
+	case <-thawed:
+		t.Fatal("B acquired only after A thawed: the freeze did not stop A's watchdog")
+	default:
+	}
+	if b.Token() <= a.Token() {
+		t.Fatalf("B's token %d is not newer than A's %d", b.Token(), a.Token())
+	}
+	<-thawed
+	select {
+	case <-a.Lost():
+	case <-time.After(2 * time.Second):
+		t.Fatal("A's watchdog did not report the lock lost after the freeze")
+	}
+	if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("A release: %v, want ErrNotHeld", err)
+	}
+	if !exists(t, c, key) {
+		t.Fatal("A's release deleted B's lock")
+	}
+	select {
+	case <-b.Lost():
+		t.Fatal("B lost its lock")
+	default:
+	}
+	if err := b.Release(ctx); err != nil {
+		t.Fatalf("B release: %v", err)
+	}
+}
+
+func TestFencedAbandonedLockExpiresOneLeaseLater(t *testing.T) {
+	const lease = 300 * time.Millisecond
+	l, _ := brokenSetup(t, "fenced", lease)
+	ctx := t.Context()
+	key := "{t}:lock:fenced"
+
+	a, err := l.Acquire(ctx, key, lock.Options{Lease: lease})
+	if err != nil {
+		t.Fatalf("A acquire: %v", err)
+	}
+	a.Abandon()
+	start := time.Now()
+	b, err := l.Acquire(ctx, key, lock.Options{Wait: 3 * time.Second, Lease: lease})
+	if err != nil {
+		t.Fatalf("B acquire after A's crash: %v", err)
+	}
+	if el := time.Since(start); el < lease/2 || el > 3*lease {
+		t.Fatalf("B acquired %s after the crash, want about one lease (%s)", el, lease)
+	}
+	if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("release by the dead holder: %v, want ErrNotHeld", err)
+	}
+	if err := b.Release(ctx); err != nil {
+		t.Fatalf("B release: %v", err)
+	}
+}
+
+func TestFencedExplicitLeaseHasNoWatchdog(t *testing.T) {
+	const lease = 200 * time.Millisecond
+	l, c := brokenSetup(t, "fenced", lease)
+	ctx := t.Context()
+	key := "{t}:lock:fenced"
+
+	a, err := l.Acquire(ctx, key, lock.Options{Lease: lease, ExplicitLease: true})
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	if a.Lost() != nil {
+		t.Fatal("an explicit lease has a Lost channel, so a watchdog")
+	}
+	time.Sleep(lease + lease/2)
+	if exists(t, c, key) || a.Renewals() != 0 {
+		t.Fatalf("key still there (or %d renewals) past an explicit lease", a.Renewals())
+	}
+	if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("release after expiry: %v, want ErrNotHeld", err)
+	}
+}
