@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# e2e.sh: the end-to-end test of the demo topology (run by .ci/run).
+#
+# Starts scripts/cluster.sh (4 redis-server, 3 instances, nginx) in a temporary run directory on
+# free non-default ports, runs scripts/loadtest.sh with stock 500, 2000 requests at concurrency 50
+# for `none` and every safe mode, and checks:
+#   none:        lost updates > 0 or oversold > 0 (the bug really shows through nginx)
+#   safe modes:  exactly 500 sold, 0 lost, 0 oversold, one sale per 200 answer, every instance sold some
+# then stops the cluster and checks that none of its processes is left. A trap stops the cluster on
+# any exit. Exit status 0 only when everything held; otherwise it prints why.
+#
+# Environment: SAFE_MODES ["lua reentrant multilock redlock fenced atomic"], STOCK [500],
+#   REQUESTS [2000], CONCURRENCY [50], TIME [120] seconds per mode, INSTANCES [3],
+#   KEEP_RUN_DIR [0] (1 keeps the logs), LOCK_WAIT, LOCK_LEASE (passed to the instances).
+set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+SAFE_MODES="${SAFE_MODES:-lua reentrant multilock redlock fenced atomic}"
+STOCK="${STOCK:-500}"
+REQUESTS="${REQUESTS:-2000}"
+CONCURRENCY="${CONCURRENCY:-50}"
+TIME="${TIME:-120}"
+INSTANCES="${INSTANCES:-3}"
+KEEP_RUN_DIR="${KEEP_RUN_DIR:-0}"
+
+RUN_DIR="$(mktemp -d "${TMPDIR:-/tmp}/seckill-e2e.XXXXXX")"
+export RUN_DIR INSTANCES
+CLUSTER="$ROOT/scripts/cluster.sh"
+FAILURES=()
+fail() {
+	FAILURES+=("$*")
+	printf 'e2e: FAIL: %s\n' "$*" >&2
+}
+
+# A block of consecutive free ports: data, 3 masters, the instances, nginx. Random base, so two
+# runs on one machine are unlikely to collide; every port is checked before use.
+pick_ports() {
+	local try base p n=$((4 + INSTANCES + 1)) ok
+	for ((try = 0; try < 30; try++)); do
+		base=$((20000 + RANDOM % 30000))
+		ok=1
+		for ((p = base; p < base + n; p++)); do
+			if port_in_use "$p"; then
+				ok=""
+				break
+			fi
+		done
+		if [[ -n "$ok" ]]; then
+			export DATA_PORT=$base MASTER_PORTS="$((base + 1)) $((base + 2)) $((base + 3))"
+			export SERVICE_PORT=$((base + 4)) NGINX_PORT=$((base + 4 + INSTANCES))
+			return 0
+		fi
+	done
+	die "no block of $n free ports found in 30 tries"
+}
+
+# Stamps of every process the cluster started, read before `down` ("name pid starttime").
+STAMPS=()
+record_stamps() {
+	local f name pid start
+	STAMPS=()
+	for f in "$RUN_DIR"/*.pid; do
+		[[ -e "$f" ]] || continue
+		name="$(basename "$f" .pid)"
+		read -r pid <"$f"
+		read -r start _ <"$RUN_DIR/$name.stamp"
+		STAMPS+=("$name $pid $start")
+	done
+}
+
+TORN_DOWN=""
+teardown() {
+	[[ -z "$TORN_DOWN" ]] || return 0
+	TORN_DOWN=1
+	record_stamps
+	"$CLUSTER" down || fail "cluster.sh down failed"
+	local s name pid start now left=()
+	for s in "${STAMPS[@]}"; do
+		read -r name pid start <<<"$s"
+		# Gone, a zombie, or a new process reusing the pid all mean ours has ended.
+		if now="$(proc_start_time "$pid")" && [[ "$now" == "$start" ]]; then left+=("$name (pid $pid)"); fi
+	done
+	if ((${#left[@]} > 0)); then
+		fail "processes left behind after down: ${left[*]}"
+	else
+		printf 'e2e: down left no process behind (%d checked)\n' "${#STAMPS[@]}"
+	fi
+}
+
+on_exit() {
+	local rc=$?
+	set +e
+	teardown
+	if ((rc != 0)) || ((${#FAILURES[@]} > 0)); then
+		local f
+		for f in "$RUN_DIR"/*.log "$RUN_DIR"/nginx/logs/error.log; do
+			[[ -s "$f" ]] || continue
+			printf '\n--- last lines of %s\n' "$f" >&2
+			tail -n 15 "$f" >&2
+		done
+		printf '\ne2e: FAILED\n' >&2
+		((${#FAILURES[@]} == 0)) || printf '  %s\n' "${FAILURES[@]}" >&2
+		((rc != 0)) || rc=1
+	else
+		printf '\ne2e: PASSED (none showed its anomaly; %s each sold exactly %s through nginx on %s instances)\n' \
+			"$SAFE_MODES" "$STOCK" "$INSTANCES"
+	fi
+	if [[ "$KEEP_RUN_DIR" == 1 ]]; then printf 'e2e: logs kept in %s\n' "$RUN_DIR" >&2; else rm -rf "$RUN_DIR"; fi
+	exit "$rc"
+}
+trap on_exit EXIT
+trap 'exit 130' INT TERM
+
+pick_ports
+printf 'e2e: run dir %s; ports: data %s, masters %s, instances from %s, nginx %s\n' \
+	"$RUN_DIR" "$DATA_PORT" "$MASTER_PORTS" "$SERVICE_PORT" "$NGINX_PORT"
+"$CLUSTER" up || die "cluster.sh up failed (see above)"
+"$CLUSTER" status
+
+results="$RUN_DIR/results.tsv"
+# shellcheck disable=SC2086 # SAFE_MODES is a word list
+URL="http://127.0.0.1:$NGINX_PORT" STOCK="$STOCK" REQUESTS="$REQUESTS" CONCURRENCY="$CONCURRENCY" TIME="$TIME" \
+	REQUIRE_ALL=1 EXACT=1 RESULTS="$results" "$ROOT/scripts/loadtest.sh" none $SAFE_MODES ||
+	fail "loadtest.sh exited with status $? (see its FAILED list above)"
+[[ -s "$results" ]] || die "loadtest.sh wrote no results"
+
+# Our own checks on the results, independent of loadtest.sh's verdicts.
+declare -A seen=()
+while IFS=$'\t' read -r mode verdict requests ok _c409 _c503 _other sold _left lost over _rps _p50 _p99 by notes; do
+	[[ "$mode" != mode ]] || continue
+	seen[$mode]=1
+	if [[ "$verdict" == SKIPPED || "$verdict" == FAIL && "$sold" == - ]]; then
+		fail "$mode: not run ($notes)"
+		continue
+	fi
+	if [[ "$mode" == none ]]; then
+		((lost > 0 || over > 0)) || fail "none: no lost update and no oversell ($sold sold): the bug did not show"
+		continue
+	fi
+	((sold == STOCK)) || fail "$mode: sold $sold, expected exactly $STOCK"
+	((lost == 0)) || fail "$mode: $lost lost updates"
+	((over == 0)) || fail "$mode: oversold $over"
+	((ok == sold)) || fail "$mode: $ok answers were 200 but $sold were sold"
+	((requests == REQUESTS)) || fail "$mode: $requests of $REQUESTS requests were answered"
+	for ((i = 1; i <= INSTANCES; i++)); do
+		n="$(tr ',' '\n' <<<"$by" | sed -n "s/^seckill-$i=//p")"
+		((${n:-0} > 0)) || fail "$mode: seckill-$i sold nothing (by instance: $by)"
+	done
+done <"$results"
+for mode in none $SAFE_MODES; do
+	[[ -n "${seen[$mode]:-}" ]] || fail "$mode: missing from the results"
+done
+
+teardown
+((${#FAILURES[@]} == 0))
