@@ -20,7 +20,6 @@ import (
 
 	"seckill/app"
 	"seckill/config"
-	_ "seckill/docs"
 	"seckill/lock"
 )
 
@@ -35,7 +34,7 @@ func main() {
 	}
 }
 
-// run parses the command line (`seckill [serve] [--config FILE]`) and runs the command.
+// run parses the command line (`seckill [serve|lab] [--config FILE] [lab flags]`) and runs the command.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cmd := "serve"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
@@ -44,6 +43,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs := flag.NewFlagSet("seckill "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "configuration file (default "+config.DefaultPath+" when present, else built-in defaults)")
+	var labOpt labFlags
+	if cmd == "lab" {
+		labOpt.register(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -54,7 +57,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch cmd {
 	case "serve":
 		return app.Serve(ctx, cfg, stdout, app.NewLogger(stderr, cfg.Log.Level))
+	case "lab":
+		return runLab(ctx, cfg, labOpt, stdout, stderr)
 	default:
-		return fmt.Errorf("unknown command %q (commands: serve)", cmd)
+		return fmt.Errorf("unknown command %q (commands: serve, lab)", cmd)
 	}
 }

@@ -48,7 +48,7 @@ func NewLogger(w io.Writer, level string) *slog.Logger {
 func NewClient(cfg config.Config, addr string, db int) redis.UniversalClient {
 	return redis.NewUniversalClient(&redis.UniversalOptions{
 		Addrs: []string{addr}, Password: cfg.Redis.Password, DB: db,
-		PoolSize: cfg.Redis.PoolSize, MinIdleConns: 2,
+		PoolSize:    cfg.Redis.PoolSize,
 		DialTimeout: 500 * time.Millisecond, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
 		MaxRetries: -1,
 	})

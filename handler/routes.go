@@ -9,6 +9,7 @@ import (
 	swaggerFiles "github.com/swaggo/files"
 	ginSwagger "github.com/swaggo/gin-swagger"
 
+	_ "seckill/docs" // the generated OpenAPI document served by Swagger UI
 	"seckill/service"
 )
 

@@ -70,7 +70,7 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 	}
 	// One Mutex per acquisition: it keeps the value and validity of this acquisition, so it is
 	// never shared (redsync's Mutex is not safe to reuse across holders).
-	m := l.rs.NewMutex(key, redsync.WithExpiry(ttl))
+	m := l.rs.NewMutex(key, redsync.WithExpiry(ttl), redsync.WithTimeoutFactor(nodeTimeout(ttl).Seconds()/ttl.Seconds()))
 	deadline := time.Now().Add(opts.Wait)
 	attempts := 0
 	for {
@@ -89,13 +89,29 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 				}
 				return nil, l.notObtained(ctx, key, attempts, nil)
 			}
-			return newRedlockLease(m, key, ttl, !opts.ExplicitLease, l.log), nil
+			return newRedlockLease(l.rs, m, key, ttl, !opts.ExplicitLease, l.log), nil
 		}
 		left := time.Until(deadline)
 		if left <= 0 || !sleep(ctx, min(l.retry(), left)) {
 			return nil, l.notObtained(ctx, key, attempts, err)
 		}
 	}
+}
+
+// maxNodeTimeout caps how long one attempt waits for a master. Redlock asks for a per-node
+// timeout small against the ttl (5-50 ms for a 10 s ttl) so that a dead master cannot eat the
+// validity; redsync's default is 5% of the ttl (1.5 s for the 30 s default lease), and a stopped
+// master makes go-redis retry its dial (5 tries, 100 ms apart) until that runs out, so every
+// acquisition with one master down would wait for it.
+const maxNodeTimeout = 50 * time.Millisecond
+
+// releaseTimeout bounds the deletes of a release on every master.
+const releaseTimeout = 2 * time.Second
+
+// nodeTimeout is the per-master timeout of an attempt: redsync's 5% of the ttl, at most
+// maxNodeTimeout.
+func nodeTimeout(ttl time.Duration) time.Duration {
+	return max(min(ttl/20, maxNodeTimeout), time.Millisecond)
 }
 
 // notObtained is the error of an acquisition that ran out of time: it names the last attempt's
@@ -149,6 +165,7 @@ func walkErrors(err error, fn func(error)) {
 type redlockLease struct {
 	key string
 	m   *redsync.Mutex
+	rs  *redsync.Redsync
 	wd  *watchdog // nil with an explicit lease: no renewal
 	log *slog.Logger
 
@@ -163,8 +180,8 @@ type redlockLease struct {
 	stopped  bool
 }
 
-func newRedlockLease(m *redsync.Mutex, key string, ttl time.Duration, renew bool, log *slog.Logger) *redlockLease {
-	l := &redlockLease{key: key, m: m, log: log, lost: make(chan struct{})}
+func newRedlockLease(rs *redsync.Redsync, m *redsync.Mutex, key string, ttl time.Duration, renew bool, log *slog.Logger) *redlockLease {
+	l := &redlockLease{key: key, m: m, log: log, rs: rs, lost: make(chan struct{})}
 	l.until.Store(m.Until().UnixNano())
 	l.vmu.Lock()
 	l.validity = time.AfterFunc(time.Until(m.Until()), l.checkValidity)
@@ -260,7 +277,15 @@ func (l *redlockLease) Release(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	l.stop()
-	ok, err := l.m.UnlockContext(ctx)
+	// The release returns as soon as a quorum has deleted (fail-fast), so a dead or slow master
+	// does not hold up the holder; the deletes still under way finish in the background within
+	// releaseTimeout (the context is not cancelled when Release returns), and where one does not
+	// arrive the key lives out its ttl. A compare-and-delete that lands late cannot hurt a new
+	// holder: it only deletes this acquisition's value.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	time.AfterFunc(releaseTimeout, cancel)
+	rel := l.rs.NewMutex(l.key, redsync.WithValue(l.m.Value()), redsync.WithFailFast(true))
+	ok, err := rel.UnlockContext(ctx)
 	if ok {
 		return nil
 	}

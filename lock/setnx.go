@@ -27,7 +27,7 @@ var deleteObserved = redis.NewScript(deleteObservedLua)
 func blindRelease(ctx context.Context, rdb redis.Scripter, key, value string) error {
 	got, err := deleteObserved.Run(ctx, rdb, []string{key}).Text()
 	if errors.Is(err, redis.Nil) {
-		return fmt.Errorf("%w: %s was already gone (expired) when DEL ran", ErrNotHeld, key)
+		return fmt.Errorf("%w: %s was already gone when DEL ran (expired, or deleted by another holder)", ErrNotHeld, key)
 	}
 	if err != nil {
 		return redisErr("DEL "+key, err)

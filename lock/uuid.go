@@ -41,7 +41,7 @@ func (l *uuidLocker) Acquire(ctx context.Context, key string, opts Options) (Lea
 func (l *uuidLocker) release(ctx context.Context, key, value string) error {
 	got, err := l.rdb.Get(ctx, key).Result()
 	if errors.Is(err, redis.Nil) {
-		return fmt.Errorf("%w: %s had expired before the check", ErrNotHeld, key)
+		return fmt.Errorf("%w: %s was gone before the check (expired, or deleted by another holder)", ErrNotHeld, key)
 	}
 	if err != nil {
 		return redisErr("GET "+key, err)

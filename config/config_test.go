@@ -1,0 +1,111 @@
+package config_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"seckill/config"
+)
+
+var modes = []string{"none", "lua", "atomic"}
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaults(t *testing.T) {
+	cfg, err := config.Load("", env(nil), modes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server.Port != 8080 || cfg.Inventory.Key != "inventory001" || cfg.Inventory.Stock != 100 {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+	if cfg.Lock.Lease != 30*time.Second || cfg.Lock.Wait != 5*time.Second || cfg.Lock.Mode != "lua" {
+		t.Fatalf("lock defaults: %+v", cfg.Lock)
+	}
+	want := []string{"127.0.0.1:6381", "127.0.0.1:6382", "127.0.0.1:6383"}
+	if strings.Join(cfg.Redis.Masters, ",") != strings.Join(want, ",") {
+		t.Fatalf("masters %v", cfg.Redis.Masters)
+	}
+	if cfg.Server.Instance != "seckill-8080" || cfg.Redis.Embedded != "auto" {
+		t.Fatalf("instance %q embedded %q", cfg.Server.Instance, cfg.Redis.Embedded)
+	}
+}
+
+func TestShippedFileMatchesBuiltIn(t *testing.T) {
+	cfg, err := config.Load("application.yaml", env(nil), modes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server.Port != 8080 {
+		t.Fatalf("port %d", cfg.Server.Port)
+	}
+}
+
+func TestEnvironmentOverrides(t *testing.T) {
+	cfg, err := config.Load("", env(map[string]string{
+		"SECKILL_SERVER_PORT":       "9091",
+		"SECKILL_LOCK_MODE":         "atomic",
+		"SECKILL_LOCK_LEASE":        "1500ms",
+		"SECKILL_REDIS_MASTERS":     "127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005",
+		"SECKILL_INVENTORY_STOCK":   "7",
+		"SECKILL_SERVER_ADMINTOKEN": "s3cret",
+		"SECKILL_LAB_ENABLED":       "false",
+	}), modes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server.Port != 9091 || cfg.Lock.Mode != "atomic" || cfg.Lock.Lease != 1500*time.Millisecond ||
+		len(cfg.Redis.Masters) != 5 || cfg.Inventory.Stock != 7 || cfg.Server.AdminToken != "s3cret" || cfg.Lab.Enabled {
+		t.Fatalf("overrides not applied: %+v", cfg)
+	}
+	if cfg.Server.Instance != "seckill-9091" {
+		t.Fatalf("instance %q", cfg.Server.Instance)
+	}
+}
+
+func TestConfigFileFlag(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, []byte("server:\n  port: 9999\nlock:\n  mode: none\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(p, env(nil), modes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server.Port != 9999 || cfg.Lock.Mode != "none" || cfg.Inventory.Key != "inventory001" {
+		t.Fatalf("file not merged over defaults: %+v", cfg)
+	}
+	if _, err := config.Load(filepath.Join(t.TempDir(), "missing.yaml"), env(nil), modes); err == nil {
+		t.Fatal("a missing --config file must be an error")
+	}
+}
+
+func TestInvalidValuesNameTheKey(t *testing.T) {
+	for _, tc := range []struct{ env, val, key string }{
+		{"SECKILL_LOCK_MODE", "spinlock", "lock.mode"},
+		{"SECKILL_LOCK_LEASE", "thirty", "lease"},
+		{"SECKILL_LOCK_WAIT", "-1s", "lock.wait"},
+		{"SECKILL_SERVER_PORT", "70000", "server.port"},
+		{"SECKILL_SERVER_PORT", "0", "server.port"},
+		{"SECKILL_REDIS_EMBEDDED", "sometimes", "redis.embedded"},
+		{"SECKILL_INVENTORY_STOCK", "-5", "inventory.stock"},
+		{"SECKILL_LOG_LEVEL", "loud", "log.level"},
+	} {
+		t.Run(tc.env+"="+tc.val, func(t *testing.T) {
+			_, err := config.Load("", env(map[string]string{tc.env: tc.val}), modes)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !errors.Is(err, config.ErrInvalid) {
+				t.Fatalf("not ErrInvalid: %v", err)
+			}
+			if !strings.Contains(strings.ToLower(err.Error()), tc.key) {
+				t.Fatalf("error %q does not name %s", err, tc.key)
+			}
+		})
+	}
+}

@@ -1,0 +1,556 @@
+// Package lab turns each row of SCENARIOS.md into a repeatable experiment with a verdict. A
+// scenario drives several simulated service instances (each with its own lock registry and
+// instance id over the shared Redis clients) and many concurrent in-process buyers, injects the
+// faults its row needs, and then judges what Redis recorded and what the buyers saw:
+// REPRODUCED when an unsafe mode showed its anomaly, HELD when a safe mode showed none, and
+// UNEXPECTED otherwise. Nothing is faked: every figure is read back from Redis or from the
+// answers of service.Sale.
+//
+// Each scenario works on its own SKU ("lab-<name>"), so the lab never touches the service's
+// inventory. Timings are multiples of one short lease so the whole lab takes seconds.
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"seckill/lock"
+	"seckill/service"
+	"seckill/store"
+)
+
+// Verdicts.
+const (
+	Reproduced = "REPRODUCED"
+	Held       = "HELD"
+	Unexpected = "UNEXPECTED"
+)
+
+// ErrUnknownScenario is returned for a scenario name that does not exist.
+var ErrUnknownScenario = errors.New("lab: unknown scenario")
+
+// Scenario is one row of SCENARIOS.md as an experiment.
+type Scenario struct {
+	// Name is how the scenario is chosen (--scenario NAME, /lab/scenarios/{name}/run).
+	Name string `json:"name"`
+	// Row is the row of SCENARIOS.md.
+	Row int `json:"row"`
+	// Mode is the lock mode under test.
+	Mode string `json:"mode"`
+	// Step names where in the source documents the row comes from.
+	Step string `json:"step"`
+	// Expect says, in words, what the row expects to see.
+	Expect string `json:"expect"`
+	// Short is Expect in a few words, for the table.
+	Short string `json:"short"`
+	// Safe rows must show no anomaly (HELD); unsafe ones must show theirs (REPRODUCED).
+	Safe bool `json:"safe"`
+	// Drive runs the experiment: it sells through e, injects faults and records checks. It
+	// returns an error only when the experiment itself could not run.
+	Drive func(ctx context.Context, e *Env) error `json:"-"`
+}
+
+// Check is one condition of a verdict: what was wanted and what was seen.
+type Check struct {
+	What string `json:"what"`
+	Want string `json:"want"`
+	Got  string `json:"got"`
+	OK   bool   `json:"ok"`
+}
+
+// Phase is a sub-experiment of a scenario on its own SKU, e.g. with a master stopped.
+type Phase struct {
+	Name     string         `json:"name"`
+	SKU      string         `json:"sku"`
+	Sold     int64          `json:"sold"`
+	Initial  int64          `json:"initialStock"`
+	Lost     int64          `json:"lostUpdates"`
+	Overlaps int64          `json:"overlaps"`
+	Outcomes map[string]int `json:"outcomes"`
+	LeftKeys int            `json:"lockKeysLeft"`
+}
+
+// Result is one row of the lab's table.
+type Result struct {
+	Name   string `json:"name"`
+	Row    int    `json:"row"`
+	Mode   string `json:"mode"`
+	Step   string `json:"step"`
+	Expect string `json:"expect"`
+	Short  string `json:"short"`
+	Safe   bool   `json:"safe"`
+	SKU    string `json:"sku"`
+
+	// Figures of the main experiment, read from Redis (store.Snapshot).
+	Sold           int64 `json:"sold"`
+	Initial        int64 `json:"initialStock"`
+	Stock          int64 `json:"stock"`
+	Lost           int64 `json:"lostUpdates"`
+	Oversold       int64 `json:"oversold"`
+	Overlaps       int64 `json:"overlaps"`
+	ForeignUnlocks int64 `json:"foreignUnlocks"`
+	StaleRejected  int64 `json:"staleWritesRejected"`
+	// Deadlock: the lock key stayed with no live holder and no TTL (or far past its holder's
+	// death) and later buyers could not get it.
+	Deadlock bool `json:"deadlock"`
+	// Renewals sums the watchdog renewals the buyers' leases made.
+	Renewals int64 `json:"renewals"`
+
+	// What the buyers saw: answers by kind (sold, soldout, timeout, crashed, stale, lost,
+	// unavailable, error) over the whole scenario, phases included.
+	Buyers   int            `json:"buyers"`
+	Outcomes map[string]int `json:"outcomes"`
+
+	Phases  []Phase  `json:"phases,omitempty"`
+	Checks  []Check  `json:"checks"`
+	Notes   []string `json:"notes,omitempty"`
+	Verdict string   `json:"verdict"`
+	// Reason explains an UNEXPECTED verdict: the failed checks or the error.
+	Reason     string  `json:"reason,omitempty"`
+	LeaseMs    int64   `json:"leaseMs"`
+	DurationMs float64 `json:"durationMs"`
+}
+
+// Progress is told when a scenario starts and when it ends.
+type Progress struct {
+	Index, Total int
+	Scenario     Scenario
+	// Result is nil when the scenario starts.
+	Result *Result
+}
+
+// Runner runs scenarios against Redis clients it is given; it never closes them.
+type Runner struct {
+	// Data is the data Redis: stock, orders and the single-instance lock keys.
+	Data redis.UniversalClient
+	// Masters are the independent masters of multilock and redlock.
+	Masters []redis.UniversalClient
+	// Lease is the lab's lease (default 300ms); every timing of a scenario is a multiple of it.
+	Lease time.Duration
+	// Instances is how many service instances are simulated (default 3).
+	Instances int
+	// NoOutages skips the phases that stop a master. Those phases only ever stop Redis servers
+	// the lab starts for itself (internal/redisproc), never Data or Masters.
+	NoOutages bool
+	// Log receives the simulated instances' logs (default: discarded; the table says it all).
+	Log *slog.Logger
+	// Progress, if set, is told as scenarios start and finish.
+	Progress func(Progress)
+}
+
+func (r *Runner) lease() time.Duration {
+	if r.Lease <= 0 {
+		return 300 * time.Millisecond
+	}
+	return r.Lease
+}
+
+func (r *Runner) instances() int {
+	if r.Instances <= 0 {
+		return 3
+	}
+	return r.Instances
+}
+
+func (r *Runner) log() *slog.Logger {
+	if r.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Log
+}
+
+// RunAll runs the named scenarios (all when names is empty) one after the other, in row order.
+func (r *Runner) RunAll(ctx context.Context, names []string) ([]Result, error) {
+	list, err := Select(names)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Result, 0, len(list))
+	for i, sc := range list {
+		if r.Progress != nil {
+			r.Progress(Progress{Index: i + 1, Total: len(list), Scenario: sc})
+		}
+		res := r.Run(ctx, sc)
+		if r.Progress != nil {
+			r.Progress(Progress{Index: i + 1, Total: len(list), Scenario: sc, Result: &res})
+		}
+		out = append(out, res)
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+	}
+	return out, nil
+}
+
+// Run runs one scenario and judges it. It always returns a result; a failure to run is an
+// UNEXPECTED verdict with the reason.
+func (r *Runner) Run(ctx context.Context, sc Scenario) Result {
+	start := time.Now()
+	res := Result{Name: sc.Name, Row: sc.Row, Mode: sc.Mode, Step: sc.Step, Expect: sc.Expect, Short: sc.Short, Safe: sc.Safe,
+		SKU: "lab-" + sc.Name, LeaseMs: r.lease().Milliseconds(), Outcomes: map[string]int{}}
+	if _, err := lock.LookupMode(sc.Mode); err != nil {
+		res.Verdict = Unexpected
+		res.Reason = fmt.Sprintf("lock mode %s is not available in this build: %v", sc.Mode, err)
+		return res
+	}
+	// Bounded: the longest scenario takes about a dozen leases.
+	ctx, cancel := context.WithTimeout(ctx, 60*r.lease()+20*time.Second)
+	defer cancel()
+	e := &Env{Scenario: sc, SKU: res.SKU, Lease: r.lease(), Data: r.Data, Masters: r.Masters,
+		runner: r, res: &res}
+	defer e.close()
+	err := sc.Drive(ctx, e)
+	e.finish(ctx)
+	res.DurationMs = float64(time.Since(start).Microseconds()) / 1000
+	switch {
+	case err != nil:
+		res.Verdict = Unexpected
+		res.Reason = "the experiment could not run: " + err.Error()
+	default:
+		var failed []string
+		for _, c := range res.Checks {
+			if !c.OK {
+				failed = append(failed, fmt.Sprintf("%s: want %s, got %s", c.What, c.Want, c.Got))
+			}
+		}
+		switch {
+		case len(res.Checks) == 0:
+			res.Verdict, res.Reason = Unexpected, "the scenario recorded no checks"
+		case len(failed) > 0:
+			res.Verdict, res.Reason = Unexpected, strings.Join(failed, "; ")
+		case sc.Safe:
+			res.Verdict = Held
+		default:
+			res.Verdict = Reproduced
+		}
+	}
+	return res
+}
+
+// Outcome is what one buyer saw.
+type Outcome struct {
+	Instance string
+	// Kind: sold, soldout, timeout, crashed, stale, lost, unavailable or error.
+	Kind          string
+	Err           error
+	ForeignUnlock bool
+	ReleaseError  string
+	Renewals      int64
+	Token         int64
+	Start, End    time.Time
+}
+
+// kindOf classifies a sale's answer.
+func kindOf(res service.SaleResult, err error) string {
+	switch {
+	case err == nil && res.Sold:
+		return "sold"
+	case err == nil:
+		return "error"
+	case errors.Is(err, service.ErrSoldOut):
+		return "soldout"
+	case errors.Is(err, service.ErrLockTimeout):
+		return "timeout"
+	case errors.Is(err, service.ErrCrashed):
+		return "crashed"
+	case errors.Is(err, service.ErrStaleWrite):
+		return "stale"
+	case errors.Is(err, service.ErrLockLost):
+		return "lost"
+	case errors.Is(err, service.ErrUnavailable):
+		return "unavailable"
+	default:
+		return "error"
+	}
+}
+
+// Fleet is a set of simulated service instances selling one SKU over the same Redis servers.
+type Fleet struct {
+	SKU     string
+	Data    redis.UniversalClient
+	Masters []redis.UniversalClient
+	svcs    []*service.Service
+	regs    []*lock.Registry
+}
+
+// Service returns instance i (modulo the fleet's size).
+func (f *Fleet) Service(i int) *service.Service { return f.svcs[i%len(f.svcs)] }
+
+// Size is the number of instances.
+func (f *Fleet) Size() int { return len(f.svcs) }
+
+func (f *Fleet) close() {
+	for _, r := range f.regs {
+		_ = r.Close() // background renewals and subscriptions only; nothing to report
+	}
+}
+
+// Env is what a scenario's Drive works with: the main fleet, the lease, and the recorders.
+type Env struct {
+	Scenario Scenario
+	SKU      string
+	Lease    time.Duration
+	Data     redis.UniversalClient
+	Masters  []redis.UniversalClient
+	// Fleet sells e.SKU; NewFleet builds it (Drive calls it with the wait it needs).
+	Fleet *Fleet
+
+	runner   *Runner
+	res      *Result
+	mu       sync.Mutex
+	outcomes []Outcome // of the main fleet
+	phaseOut []Outcome // of the phases
+	closers  []func()
+}
+
+// NewFleet builds the main fleet on e.SKU with the given lock wait, and resets its stock.
+func (e *Env) NewFleet(ctx context.Context, wait time.Duration, stock int64) error {
+	f, err := e.newFleet(ctx, e.SKU, e.Data, e.Masters, wait, stock)
+	if err != nil {
+		return err
+	}
+	e.Fleet = f
+	return nil
+}
+
+func (e *Env) newFleet(ctx context.Context, sku string, data redis.UniversalClient, masters []redis.UniversalClient,
+	wait time.Duration, stock int64) (*Fleet, error) {
+	f := &Fleet{SKU: sku, Data: data, Masters: masters}
+	e.closers = append(e.closers, f.close)
+	st := store.New(data)
+	for i := range e.runner.instances() {
+		name := fmt.Sprintf("lab-%c", 'A'+i)
+		reg, err := lock.NewRegistry(lock.Deps{Data: data, Masters: masters, InstanceID: uuid.NewString(),
+			Lease: e.Lease, Logger: e.runner.log().With("instance", name)})
+		if err != nil {
+			return nil, fmt.Errorf("lab: lock registry for %s: %w", name, err)
+		}
+		f.regs = append(f.regs, reg)
+		f.svcs = append(f.svcs, service.New(st, reg, service.Settings{
+			Instance: name, SKU: sku, Stock: stock, Mode: e.Scenario.Mode,
+			Lease: e.Lease, Wait: wait, LabEnabled: true,
+			MaxWork: 20 * e.Lease, MaxFreeze: 20 * e.Lease, MaxPause: 20 * e.Lease,
+			MaxStock: 1_000_000, TrackOverlap: true,
+		}, nil, e.runner.log().With("instance", name)))
+	}
+	if _, err := f.svcs[0].Reset(ctx, sku, stock); err != nil {
+		return nil, fmt.Errorf("lab: reset %s: %w", sku, err)
+	}
+	return f, nil
+}
+
+// Buy is one buyer on instance i of fleet f (the main fleet when f is nil).
+func (e *Env) Buy(ctx context.Context, f *Fleet, i int, req service.SaleRequest) Outcome {
+	main := f == nil
+	if main {
+		f = e.Fleet
+	}
+	svc := f.Service(i)
+	req.SKU, req.Mode = f.SKU, e.Scenario.Mode
+	o := Outcome{Instance: svc.Settings().Instance, Start: time.Now()}
+	res, err := svc.Sale(ctx, req)
+	o.End = time.Now()
+	o.Kind, o.Err = kindOf(res, err), err
+	o.ForeignUnlock, o.ReleaseError, o.Renewals, o.Token = res.ForeignUnlock, res.ReleaseError, res.Renewals, res.Token
+	e.mu.Lock()
+	if main {
+		e.outcomes = append(e.outcomes, o)
+	} else {
+		e.phaseOut = append(e.phaseOut, o)
+	}
+	e.mu.Unlock()
+	return o
+}
+
+// Crowd runs n buyers at once, buyer k on instance k, with the request req(k), and waits for
+// all of them.
+func (e *Env) Crowd(ctx context.Context, f *Fleet, n int, req func(k int) service.SaleRequest) []Outcome {
+	out := make([]Outcome, n)
+	var wg sync.WaitGroup
+	for k := range n {
+		wg.Go(func() { out[k] = e.Buy(ctx, f, k, req(k)) })
+	}
+	wg.Wait()
+	return out
+}
+
+// Go runs fn in the background; the returned wait blocks until it is done.
+func Go(fn func()) (wait func()) {
+	done := make(chan struct{})
+	go func() { defer close(done); fn() }()
+	return func() { <-done }
+}
+
+// Check records one condition of the verdict.
+func (e *Env) Check(what, want string, got any, ok bool) {
+	e.res.Checks = append(e.res.Checks, Check{What: what, Want: want, Got: fmt.Sprint(got), OK: ok})
+}
+
+// Note records an observation that is not a condition.
+func (e *Env) Note(format string, args ...any) {
+	e.res.Notes = append(e.res.Notes, fmt.Sprintf(format, args...))
+}
+
+// SetDeadlock records whether the row's deadlock was observed.
+func (e *Env) SetDeadlock(v bool) { e.res.Deadlock = v }
+
+// LockKey is the lock key of the scenario's mode for sku.
+func (e *Env) LockKey(sku string) string { return store.LockKey(sku, e.Scenario.Mode) }
+
+// Snapshot reads the audit figures of sku from the data Redis.
+func (e *Env) Snapshot(ctx context.Context, sku string) (store.Inventory, error) {
+	return store.New(e.Data).Snapshot(ctx, sku)
+}
+
+// Count counts the main fleet's outcomes of a kind.
+func (e *Env) Count(kind string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, o := range e.outcomes {
+		if o.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// Outcomes returns a copy of the main fleet's outcomes.
+func (e *Env) Outcomes() []Outcome {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]Outcome(nil), e.outcomes...)
+}
+
+// AddPhase records a phase's figures: its snapshot and the outcomes of buyers since mark.
+func (e *Env) AddPhase(ctx context.Context, name string, f *Fleet, mark int, leftKeys int) (Phase, error) {
+	inv, err := e.Snapshot(ctx, f.SKU)
+	if err != nil {
+		return Phase{}, err
+	}
+	p := Phase{Name: name, SKU: f.SKU, Sold: inv.Sold, Initial: inv.InitialStock, Lost: inv.LostUpdates,
+		Overlaps: inv.Overlaps, Outcomes: map[string]int{}, LeftKeys: leftKeys}
+	e.mu.Lock()
+	for _, o := range e.phaseOut[mark:] {
+		p.Outcomes[o.Kind]++
+	}
+	e.mu.Unlock()
+	e.res.Phases = append(e.res.Phases, p)
+	return p, nil
+}
+
+// PhaseMark is where the next phase's outcomes start.
+func (e *Env) PhaseMark() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.phaseOut)
+}
+
+// finish fills the result's figures from Redis and from the buyers.
+func (e *Env) finish(ctx context.Context) {
+	e.mu.Lock()
+	all := append(append([]Outcome(nil), e.outcomes...), e.phaseOut...)
+	for _, o := range e.outcomes {
+		e.res.Renewals += o.Renewals
+	}
+	e.mu.Unlock()
+	e.res.Buyers = len(all)
+	for _, o := range all {
+		e.res.Outcomes[o.Kind]++
+	}
+	if e.Fleet == nil {
+		return
+	}
+	inv, err := e.Snapshot(ctx, e.SKU)
+	if err != nil {
+		e.Check("read the figures back from Redis", "no error", err, false)
+		return
+	}
+	e.res.Sold, e.res.Initial, e.res.Stock = inv.Sold, inv.InitialStock, inv.Stock
+	e.res.Lost, e.res.Oversold, e.res.Overlaps = inv.LostUpdates, inv.Oversold, inv.Overlaps
+	e.res.ForeignUnlocks, e.res.StaleRejected = inv.ForeignUnlocks, inv.StaleRejected
+}
+
+// close stops the fleets' background work, deletes the lab's lock keys (a deadlocked key with
+// no TTL must not stay behind) and runs the other closers, last first.
+func (e *Env) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		e.closers[i]()
+	}
+	prefix := store.KeysFor(e.SKU).LockPrefix
+	for _, c := range append([]redis.UniversalClient{e.Data}, e.Masters...) {
+		if _, err := deleteKeys(ctx, c, prefix); err != nil {
+			e.runner.log().Warn("lab: delete lock keys", "prefix", prefix, "err", err)
+		}
+	}
+}
+
+// deleteKeys deletes every key starting with prefix and says how many there were.
+func deleteKeys(ctx context.Context, c redis.UniversalClient, prefix string) (int, error) {
+	keys, err := scanKeys(ctx, c, prefix)
+	if err != nil || len(keys) == 0 {
+		return 0, err
+	}
+	return len(keys), c.Del(ctx, keys...).Err()
+}
+
+// scanKeys lists the keys starting with prefix.
+func scanKeys(ctx context.Context, c redis.UniversalClient, prefix string) ([]string, error) {
+	var keys []string
+	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		return nil, fmt.Errorf("lab: scan %s*: %w", prefix, err)
+	}
+	sort.Strings(keys)
+	return keys, nil
+}
+
+// waitFor polls cond every step until it is true, limit has passed (false) or ctx ends.
+func waitFor(ctx context.Context, limit, step time.Duration, cond func() (bool, error)) (bool, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		ok, err := cond()
+		if err != nil || ok {
+			return ok, err
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		t := time.NewTimer(step)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// WaitHeld waits until the lock key exists on c (someone holds the lock).
+func (e *Env) WaitHeld(ctx context.Context, c redis.UniversalClient, key string) error {
+	ok, err := waitFor(ctx, 5*e.Lease, 2*time.Millisecond, func() (bool, error) {
+		n, err := c.Exists(ctx, key).Result()
+		return n == 1, err
+	})
+	if err != nil {
+		return fmt.Errorf("lab: wait for %s to be held: %w", key, err)
+	}
+	if !ok {
+		return fmt.Errorf("lab: %s was not taken within %s", key, 5*e.Lease)
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+package lab_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/testredis"
+	"seckill/lab"
+	"seckill/lock"
+)
+
+// newRunner gives a Runner over a fresh data Redis and three fresh masters.
+func newRunner(t *testing.T) *lab.Runner {
+	t.Helper()
+	data := testredis.Client(t, testredis.Start(t))
+	var masters []redis.UniversalClient
+	for _, s := range testredis.StartN(t, 3) {
+		masters = append(masters, testredis.Client(t, s))
+	}
+	return &lab.Runner{Data: data, Masters: masters}
+}
+
+func want(sc lab.Scenario) string {
+	if sc.Safe {
+		return lab.Held
+	}
+	return lab.Reproduced
+}
+
+// runs is how many times the full lab runs: at least 10 (the stability requirement), 2 with
+// -short; SECKILL_LAB_RUNS overrides.
+func runs(t *testing.T) int {
+	if v := os.Getenv("SECKILL_LAB_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("SECKILL_LAB_RUNS=%q is not a positive number", v)
+		}
+		return n
+	}
+	if testing.Short() {
+		return 2
+	}
+	return 10
+}
+
+// TestLabVerdictsAreStable runs every scenario of rows 1-11 again and again and requires the
+// row's verdict every time: REPRODUCED for the unsafe modes, HELD for the safe ones.
+func TestLabVerdictsAreStable(t *testing.T) {
+	rows := map[int]bool{}
+	for _, sc := range lab.Scenarios() {
+		rows[sc.Row] = true
+	}
+	for row := 1; row <= 11; row++ {
+		if !rows[row] {
+			t.Fatalf("no scenario for row %d of SCENARIOS.md", row)
+		}
+	}
+	r := newRunner(t)
+	n := runs(t)
+	var took []string
+	for i := range n {
+		start := time.Now()
+		results, err := r.RunAll(context.Background(), nil)
+		if err != nil {
+			t.Fatalf("run %d: %v", i+1, err)
+		}
+		took = append(took, time.Since(start).Round(10*time.Millisecond).String())
+		failed := false
+		for _, res := range results {
+			sc, err := lab.Lookup(res.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Verdict != want(sc) {
+				failed = true
+				t.Errorf("run %d: %s: verdict %s, want %s: %s", i+1, res.Name, res.Verdict, want(sc), res.Reason)
+			}
+		}
+		if i == 0 || failed {
+			var b bytes.Buffer
+			if err := lab.WriteTable(&b, results); err != nil {
+				t.Fatal(err)
+			}
+			if err := lab.WriteDetails(&b, results); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("run %d:\n%s", i+1, b.String())
+		}
+	}
+	t.Logf("%d full lab runs took %s", n, strings.Join(took, ", "))
+}
+
+// TestJudgeCanFail runs the fenced row's experiment with a lock that has no fencing token: the
+// frozen holder's write then goes through, and the verdict must say UNEXPECTED.
+func TestJudgeCanFail(t *testing.T) {
+	fenced, err := lab.Lookup("fenced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := fenced
+	sc.Name, sc.Mode = "fenced-on-lua", "lua"
+	res := newRunner(t).Run(context.Background(), sc)
+	if res.Verdict != lab.Unexpected {
+		t.Fatalf("verdict %s, want %s (checks %+v)", res.Verdict, lab.Unexpected, res.Checks)
+	}
+	if res.StaleRejected != 0 || !strings.Contains(res.Reason, "stale") {
+		t.Fatalf("want no stale write rejected and a reason naming it; got %d, %q", res.StaleRejected, res.Reason)
+	}
+	if res.Lost == 0 {
+		t.Fatalf("without a fence the frozen holder's write should lose an update; lost %d", res.Lost)
+	}
+}
+
+func TestUnknownModeIsUnexpected(t *testing.T) {
+	res := newRunner(t).Run(context.Background(), lab.Scenario{Name: "ghost", Mode: "no-such-mode",
+		Drive: func(context.Context, *lab.Env) error { return nil }})
+	if res.Verdict != lab.Unexpected || !strings.Contains(res.Reason, "no-such-mode") {
+		t.Fatalf("got %s %q", res.Verdict, res.Reason)
+	}
+}
+
+func TestSelect(t *testing.T) {
+	got, err := lab.Select([]string{"atomic", "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Name != "none" || got[1].Name != "atomic" {
+		t.Fatalf("want none, atomic in row order; got %v", got)
+	}
+	if _, err := lab.Select([]string{"nope"}); !errors.Is(err, lab.ErrUnknownScenario) {
+		t.Fatalf("want ErrUnknownScenario, got %v", err)
+	}
+	for _, sc := range lab.Scenarios() {
+		if m, err := lock.LookupMode(sc.Mode); err == nil && m.Safe != sc.Safe {
+			t.Errorf("scenario %s says safe=%v, mode %s says safe=%v", sc.Name, sc.Safe, m.Name, m.Safe)
+		}
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	var b bytes.Buffer
+	rs := []lab.Result{{Name: "x", Row: 1, Mode: "none", Verdict: lab.Unexpected, Reason: "because"},
+		{Name: "y", Row: 2, Mode: "lua", Verdict: lab.Held, Deadlock: true}}
+	if err := lab.WriteTable(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, s := range []string{"VERDICT", "x: UNEXPECTED: because", "yes"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("table lacks %q:\n%s", s, out)
+		}
+	}
+	if !lab.AnyUnexpected(rs) || lab.AnyUnexpected(rs[1:]) {
+		t.Error("AnyUnexpected is wrong")
+	}
+}

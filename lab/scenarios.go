@@ -1,0 +1,514 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"seckill/service"
+	"seckill/store"
+)
+
+// The scenarios of rows 1-11 of SCENARIOS.md. Each driver provokes its row's anomaly by design
+// (faults and timing in multiples of the lease), then records checks on what Redis and the
+// buyers report. A later scenario (row 12, the Sentinel failover) registers itself the same
+// way from its own file, with a Drive that builds the topology it needs.
+
+var (
+	scenariosMu sync.Mutex
+	scenarios   = map[string]Scenario{}
+)
+
+// register adds a scenario; each scenario's file calls it from init.
+func register(sc Scenario) {
+	scenariosMu.Lock()
+	defer scenariosMu.Unlock()
+	if _, dup := scenarios[sc.Name]; dup {
+		panic("lab: scenario registered twice: " + sc.Name)
+	}
+	scenarios[sc.Name] = sc
+}
+
+// Scenarios lists every scenario in row order.
+func Scenarios() []Scenario {
+	scenariosMu.Lock()
+	defer scenariosMu.Unlock()
+	out := make([]Scenario, 0, len(scenarios))
+	for _, sc := range scenarios {
+		out = append(out, sc)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Row != out[j].Row {
+			return out[i].Row < out[j].Row
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// Names lists the scenario names in row order.
+func Names() []string {
+	var names []string
+	for _, sc := range Scenarios() {
+		names = append(names, sc.Name)
+	}
+	return names
+}
+
+// Lookup returns the scenario called name.
+func Lookup(name string) (Scenario, error) {
+	scenariosMu.Lock()
+	sc, ok := scenarios[name]
+	scenariosMu.Unlock()
+	if !ok {
+		return Scenario{}, fmt.Errorf("%w %q; scenarios: %s", ErrUnknownScenario, name, strings.Join(Names(), ", "))
+	}
+	return sc, nil
+}
+
+// Select returns the named scenarios in row order, or all of them when names is empty.
+func Select(names []string) ([]Scenario, error) {
+	if len(names) == 0 {
+		return Scenarios(), nil
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		if _, err := Lookup(n); err != nil {
+			return nil, err
+		}
+		want[n] = true
+	}
+	var out []Scenario
+	for _, sc := range Scenarios() {
+		if want[sc.Name] {
+			out = append(out, sc)
+		}
+	}
+	return out, nil
+}
+
+func init() {
+	register(Scenario{Name: "none", Row: 1, Short: "lost updates, oversold", Mode: "none", Step: "003 case 1",
+		Expect: "lost updates > 0; with stock < buyers, oversold > 0", Drive: driveNone})
+	register(Scenario{Name: "setnx", Row: 2, Short: "deadlock", Mode: "setnx", Step: "003 case 2",
+		Expect: "deadlock: a crashed holder's key has no TTL, every later sale times out",
+		Drive:  driveDeadlock(service.CrashAfterLock)})
+	register(Scenario{Name: "setnx-expire", Row: 3, Short: "deadlock", Mode: "setnx-expire", Step: "003 case 3",
+		Expect: "deadlock: the holder died between SETNX and EXPIRE, the key has no TTL",
+		Drive:  driveDeadlock(service.CrashBeforeExpire)})
+	register(Scenario{Name: "setnx-ex", Row: 4, Short: "foreign unlock, overlap, lost", Mode: "setnx-ex", Step: "003 case 4",
+		Expect: "business time > TTL: A's blind DEL removes B's lock: foreign unlock, overlap, lost updates",
+		Drive:  driveSetnxEx})
+	register(Scenario{Name: "uuid", Row: 5, Short: "foreign unlock", Mode: "uuid", Step: "003 case 5, 004",
+		Expect: "the lock expires between A's compare and DEL, B acquires, A deletes B's lock: foreign unlock",
+		Drive:  driveUUID})
+	register(Scenario{Name: "lua", Row: 6, Short: "overlap, no foreign unlock", Mode: "lua", Step: "003 case 6, 004",
+		Expect: "no foreign unlock, but business time > TTL lets two holders overlap (no watchdog)",
+		Drive:  driveLua})
+	register(Scenario{Name: "reentrant", Row: 7, Short: "none", Mode: "reentrant", Step: "000, 001, 003 Redisson", Safe: true,
+		Expect: "none: the watchdog holds the lock through 3 leases of business time; a crashed holder's lock expires one lease later",
+		Drive:  driveReentrant})
+	register(Scenario{Name: "multilock", Row: 8, Short: "none", Mode: "multilock", Step: "000 getMultiLock", Safe: true,
+		Expect: "none with all masters up; with one master down nothing is sold and nothing stays locked",
+		Drive:  driveMultilock})
+	register(Scenario{Name: "redlock", Row: 9, Short: "none", Mode: "redlock", Step: "002, 003 7.2, 004", Safe: true,
+		Expect: "none with all masters up and with one of three down; with two down nothing is sold",
+		Drive:  driveRedlock})
+	register(Scenario{Name: "fenced", Row: 10, Short: "stale write rejected", Mode: "fenced", Step: "beyond (RFencedLock)", Safe: true,
+		Expect: "a frozen holder outlives its lease; its stale write is rejected: no lost update",
+		Drive:  driveFenced})
+	register(Scenario{Name: "atomic", Row: 11, Short: "none, exact stock", Mode: "atomic", Step: "beyond (production)", Safe: true,
+		Expect: "none: exactly the stock is sold, the fastest of all",
+		Drive:  driveAtomic})
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%dms", d.Milliseconds()) }
+
+// driveNone: many buyers at once, more than the stock, a short business time so that every
+// read happens before the first write.
+func driveNone(ctx context.Context, e *Env) error {
+	const stock, buyers = 10, 30
+	if err := e.NewFleet(ctx, e.Lease, stock); err != nil {
+		return err
+	}
+	e.Crowd(ctx, nil, buyers, func(int) service.SaleRequest { return service.SaleRequest{Work: e.Lease / 10} })
+	inv, err := e.Snapshot(ctx, e.SKU)
+	if err != nil {
+		return err
+	}
+	e.Check("lost updates", "> 0", inv.LostUpdates, inv.LostUpdates > 0)
+	e.Check(fmt.Sprintf("oversold (%d buyers, stock %d)", buyers, stock), "> 0", inv.Oversold, inv.Oversold > 0)
+	return nil
+}
+
+// driveDeadlock: the first holder crashes (after the lock, or between SETNX and EXPIRE); later
+// buyers wait two leases each and must all time out while the key keeps no TTL.
+func driveDeadlock(crash string) func(ctx context.Context, e *Env) error {
+	return func(ctx context.Context, e *Env) error {
+		const stock, buyers = 10, 6
+		wait := 2 * e.Lease
+		if err := e.NewFleet(ctx, wait, stock); err != nil {
+			return err
+		}
+		key := e.LockKey(e.SKU)
+		first := e.Buy(ctx, nil, 0, service.SaleRequest{Crash: crash})
+		crashed := time.Now()
+		e.Check("first holder (crash="+crash+")", "crashed", first.Kind, first.Kind == "crashed")
+		ttl1, err := e.Data.Do(ctx, "pttl", key).Int64()
+		if err != nil {
+			return fmt.Errorf("lab: PTTL %s: %w", key, err)
+		}
+		e.Check("lock key TTL right after the crash", "-1 (no TTL)", ttl1, ttl1 == -1)
+		later := e.Crowd(ctx, nil, buyers, func(int) service.SaleRequest { return service.SaleRequest{} })
+		timeouts := 0
+		for _, o := range later {
+			if o.Kind == "timeout" {
+				timeouts++
+			}
+		}
+		e.Check(fmt.Sprintf("later buyers timed out (each waited %s)", ms(wait)), fmt.Sprint(buyers), timeouts, timeouts == buyers)
+		ttl2, err := e.Data.Do(ctx, "pttl", key).Int64()
+		if err != nil {
+			return fmt.Errorf("lab: PTTL %s: %w", key, err)
+		}
+		since := time.Since(crashed)
+		e.Check(fmt.Sprintf("lock key TTL %s (%.1f leases) after the crash", ms(since), float64(since)/float64(e.Lease)),
+			"-1 (no TTL)", ttl2, ttl2 == -1)
+		inv, err := e.Snapshot(ctx, e.SKU)
+		if err != nil {
+			return err
+		}
+		e.Check("sold", "0", inv.Sold, inv.Sold == 0)
+		e.SetDeadlock(ttl1 == -1 && ttl2 == -1 && timeouts == buyers && inv.Sold == 0)
+		return nil
+	}
+}
+
+// driveSetnxEx: four buyers whose business time is 1.5 leases: each lock expires under its
+// holder, the next buyer takes it, and the first holder's blind DEL removes the second's lock.
+func driveSetnxEx(ctx context.Context, e *Env) error {
+	const stock, buyers = 20, 4
+	if err := e.NewFleet(ctx, 6*e.Lease, stock); err != nil {
+		return err
+	}
+	out := e.Crowd(ctx, nil, buyers, func(int) service.SaleRequest { return service.SaleRequest{Work: e.Lease * 3 / 2} })
+	told := 0
+	for _, o := range out {
+		if o.ForeignUnlock {
+			told++
+		}
+	}
+	inv, err := e.Snapshot(ctx, e.SKU)
+	if err != nil {
+		return err
+	}
+	e.Check("foreign unlocks (a DEL removed another holder's lock)", "> 0", inv.ForeignUnlocks, inv.ForeignUnlocks > 0)
+	e.Check("overlaps (two holders inside at once)", "> 0", inv.Overlaps, inv.Overlaps > 0)
+	e.Check("lost updates", "> 0", inv.LostUpdates, inv.LostUpdates > 0)
+	e.Note("%d of %d buyers were told their release deleted someone else's lock", told, buyers)
+	return nil
+}
+
+// driveUUID: holder A pauses 1.5 leases between its value check and its DEL; its lock expires
+// meanwhile and B (business time one lease) takes it, so A's DEL removes B's lock.
+func driveUUID(ctx context.Context, e *Env) error {
+	const stock = 20
+	if err := e.NewFleet(ctx, 6*e.Lease, stock); err != nil {
+		return err
+	}
+	key := e.LockKey(e.SKU)
+	var a Outcome
+	waitA := Go(func() { a = e.Buy(ctx, nil, 0, service.SaleRequest{PauseBeforeDel: e.Lease * 3 / 2}) })
+	if err := e.WaitHeld(ctx, e.Data, key); err != nil {
+		waitA()
+		return err
+	}
+	var others []func()
+	for k := 1; k <= 2; k++ {
+		others = append(others, Go(func() { e.Buy(ctx, nil, k, service.SaleRequest{Work: e.Lease}) }))
+	}
+	waitA()
+	for _, w := range others {
+		w()
+	}
+	inv, err := e.Snapshot(ctx, e.SKU)
+	if err != nil {
+		return err
+	}
+	e.Check("A (paused before DEL) sold", "sold", a.Kind, a.Kind == "sold")
+	e.Check("A's DEL removed B's lock (told to A)", "true", a.ForeignUnlock, a.ForeignUnlock)
+	e.Check("foreign unlocks counted in Redis", "> 0", inv.ForeignUnlocks, inv.ForeignUnlocks > 0)
+	return nil
+}
+
+// driveLua: three buyers whose business time is 1.5 leases: locks expire under their holders
+// and the next buyer enters while the previous one is still inside; the compare-and-delete
+// release refuses to delete the newer holder's lock.
+func driveLua(ctx context.Context, e *Env) error {
+	const stock, buyers = 20, 3
+	if err := e.NewFleet(ctx, 6*e.Lease, stock); err != nil {
+		return err
+	}
+	out := e.Crowd(ctx, nil, buyers, func(int) service.SaleRequest { return service.SaleRequest{Work: e.Lease * 3 / 2} })
+	told, expired := 0, 0
+	for _, o := range out {
+		if o.ForeignUnlock {
+			told++
+		}
+		if o.ReleaseError != "" {
+			expired++
+		}
+	}
+	inv, err := e.Snapshot(ctx, e.SKU)
+	if err != nil {
+		return err
+	}
+	e.Check("overlaps (business time 1.5 leases, no watchdog)", "> 0", inv.Overlaps, inv.Overlaps > 0)
+	e.Check("foreign unlocks counted in Redis", "0", inv.ForeignUnlocks, inv.ForeignUnlocks == 0)
+	e.Check("buyers told of a foreign unlock", "0", told, told == 0)
+	e.Check("holders whose release found the lock no longer theirs (refused, not deleted)", "> 0", expired, expired > 0)
+	return nil
+}
+
+// safeChecks are the checks every safe row makes on its main experiment.
+func safeChecks(e *Env, inv store.Inventory, wantSold int64, overlapOK bool) {
+	if !overlapOK {
+		e.Check("overlaps", "0", inv.Overlaps, inv.Overlaps == 0)
+	}
+	e.Check("lost updates", "0", inv.LostUpdates, inv.LostUpdates == 0)
+	e.Check("oversold", "0", inv.Oversold, inv.Oversold == 0)
+	e.Check("foreign unlocks", "0", inv.ForeignUnlocks, inv.ForeignUnlocks == 0)
+	e.Check("sold", fmt.Sprint(wantSold), inv.Sold, inv.Sold == wantSold)
+}
+
+// driveReentrant: a holder crashes right after acquiring; one buyer with a business time of
+// three leases and ten short buyers queue behind it. The crashed lock must expire about one
+// lease later (no deadlock), the watchdog must carry the long buyer through its three leases,
+// and nobody may ever be inside together.
+func driveReentrant(ctx context.Context, e *Env) error {
+	const stock, short = 20, 10
+	if err := e.NewFleet(ctx, 8*e.Lease, stock); err != nil {
+		return err
+	}
+	key := e.LockKey(e.SKU)
+	crash := e.Buy(ctx, nil, 0, service.SaleRequest{Crash: service.CrashAfterLock})
+	crashed := time.Now()
+	e.Check("first holder (crash=after-lock)", "crashed", crash.Kind, crash.Kind == "crashed")
+	fields, err := e.Data.HKeys(ctx, key).Result()
+	if err != nil {
+		return fmt.Errorf("lab: HKEYS %s: %w", key, err)
+	}
+	if len(fields) != 1 {
+		e.Check("holder fields in the lock hash after the crash", "1", len(fields), false)
+		return nil
+	}
+	var long Outcome
+	waits := []func(){Go(func() { long = e.Buy(ctx, nil, 1, service.SaleRequest{Work: 3 * e.Lease}) })}
+	for k := range short {
+		waits = append(waits, Go(func() { e.Buy(ctx, nil, k, service.SaleRequest{Work: 5 * time.Millisecond}) }))
+	}
+	freed, err := waitFor(ctx, 4*e.Lease, 5*time.Millisecond, func() (bool, error) {
+		n, err := e.Data.HExists(ctx, key, fields[0]).Result()
+		return !n, err
+	})
+	freedAfter := time.Since(crashed)
+	for _, w := range waits {
+		w()
+	}
+	if err != nil {
+		return fmt.Errorf("lab: watch %s: %w", key, err)
+	}
+	e.SetDeadlock(!freed)
+	if freed {
+		e.Check("crashed holder's lock expired after", fmt.Sprintf("about one lease (%s-%s)", ms(e.Lease/2), ms(e.Lease*3/2)),
+			ms(freedAfter), freedAfter >= e.Lease/2 && freedAfter <= e.Lease*3/2)
+	} else {
+		e.Check("crashed holder's lock expired", "within 4 leases", "still held: deadlock", false)
+	}
+	e.Check("buyer with 3 leases of business time", "sold", long.Kind, long.Kind == "sold")
+	e.Check("watchdog renewals during those 3 leases", ">= 2", long.Renewals, long.Renewals >= 2)
+	inv, err := e.Snapshot(ctx, e.SKU)
+	if err != nil {
+		return err
+	}
+	safeChecks(e, inv, short+1, false)
+	return nil
+}
+
+// driveMultilock: the main experiment on the configured masters, then (unless outages are
+// off) one master of three the lab started itself is stopped: nothing may be sold and no lock
+// key may stay behind on the others.
+func driveMultilock(ctx context.Context, e *Env) error {
+	if err := driveSafeCrowd(ctx, e, 2); err != nil {
+		return err
+	}
+	if e.runner.NoOutages {
+		e.Note("outage phase skipped (outages are off)")
+		return nil
+	}
+	srv, clients, err := e.ownMasters(3)
+	if err != nil {
+		return err
+	}
+	f, err := e.newFleet(ctx, e.SKU+"-1down", e.Data, clients, e.Lease, 10)
+	if err != nil {
+		return err
+	}
+	srv[1].Stop()
+	mark := e.PhaseMark()
+	e.Crowd(ctx, f, 4, func(int) service.SaleRequest { return service.SaleRequest{Work: 5 * time.Millisecond} })
+	left, err := e.lockKeysOn(ctx, f.SKU, clients[0], clients[2])
+	if err != nil {
+		return err
+	}
+	p, err := e.AddPhase(ctx, "master 2 of 3 stopped", f, mark, left)
+	if err != nil {
+		return err
+	}
+	e.Check("one master down: sold", "0", p.Sold, p.Sold == 0)
+	e.Check("one master down: buyers failed cleanly (timeout or unavailable)", fmt.Sprintf("%d of %d", 4, 4),
+		p.Outcomes["timeout"]+p.Outcomes["unavailable"], p.Outcomes["timeout"]+p.Outcomes["unavailable"] == 4)
+	e.Check("one master down: lock keys left on the live masters", "0", left, left == 0)
+	return nil
+}
+
+// driveRedlock: the main experiment on the configured masters, then on three masters the lab
+// started itself: with one stopped every buyer still sells with no lost update; with two
+// stopped nothing is sold.
+func driveRedlock(ctx context.Context, e *Env) error {
+	if err := driveSafeCrowd(ctx, e, 2); err != nil {
+		return err
+	}
+	if e.runner.NoOutages {
+		e.Note("outage phases skipped (outages are off)")
+		return nil
+	}
+	srv, clients, err := e.ownMasters(3)
+	if err != nil {
+		return err
+	}
+	// Both fleets are reset before any master stops (a reset clears lock keys on every master).
+	one, err := e.newFleet(ctx, e.SKU+"-1down", e.Data, clients, 4*e.Lease, 20)
+	if err != nil {
+		return err
+	}
+	two, err := e.newFleet(ctx, e.SKU+"-2down", e.Data, clients, e.Lease, 20)
+	if err != nil {
+		return err
+	}
+	srv[2].Stop()
+	const buyers = 8
+	mark := e.PhaseMark()
+	e.Crowd(ctx, one, buyers, func(int) service.SaleRequest { return service.SaleRequest{Work: 5 * time.Millisecond} })
+	p, err := e.AddPhase(ctx, "master 3 of 3 stopped", one, mark, 0)
+	if err != nil {
+		return err
+	}
+	e.Check("one of three down: sold", fmt.Sprint(buyers), p.Sold, p.Sold == buyers)
+	e.Check("one of three down: lost updates", "0", p.Lost, p.Lost == 0)
+	e.Check("one of three down: overlaps", "0", p.Overlaps, p.Overlaps == 0)
+	srv[1].Stop()
+	mark = e.PhaseMark()
+	e.Crowd(ctx, two, 4, func(int) service.SaleRequest { return service.SaleRequest{Work: 5 * time.Millisecond} })
+	left, err := e.lockKeysOn(ctx, two.SKU, clients[0])
+	if err != nil {
+		return err
+	}
+	p, err = e.AddPhase(ctx, "masters 2 and 3 of 3 stopped", two, mark, left)
+	if err != nil {
+		return err
+	}
+	e.Check("two of three down: sold", "0", p.Sold, p.Sold == 0)
+	e.Check("two of three down: lock keys left on the live master", "0", left, left == 0)
+	return nil
+}
+
+// driveSafeCrowd is the main experiment of the multi-master rows: one buyer with a business
+// time of longLeases leases (renewed on every master) and ten short buyers.
+func driveSafeCrowd(ctx context.Context, e *Env, longLeases int) error {
+	const stock, short = 20, 10
+	if err := e.NewFleet(ctx, time.Duration(longLeases+6)*e.Lease, stock); err != nil {
+		return err
+	}
+	var long Outcome
+	waits := []func(){Go(func() {
+		long = e.Buy(ctx, nil, 0, service.SaleRequest{Work: time.Duration(longLeases) * e.Lease})
+	})}
+	for k := range short {
+		waits = append(waits, Go(func() { e.Buy(ctx, nil, k+1, service.SaleRequest{Work: 5 * time.Millisecond}) }))
+	}
+	for _, w := range waits {
+		w()
+	}
+	e.Check(fmt.Sprintf("buyer with %d leases of business time", longLeases), "sold", long.Kind, long.Kind == "sold")
+	e.Check("renewals during that business time", ">= 1", long.Renewals, long.Renewals >= 1)
+	inv, err := e.Snapshot(ctx, e.SKU)
+	if err != nil {
+		return err
+	}
+	safeChecks(e, inv, short+1, false)
+	e.Check("lock timeouts", "0", e.Count("timeout"), e.Count("timeout") == 0)
+	left, err := e.lockKeysOn(ctx, e.SKU, e.Masters...)
+	if err != nil {
+		return err
+	}
+	e.Check("lock keys left on the masters after the last release", "0", left, left == 0)
+	return nil
+}
+
+// driveFenced: holder A freezes (with its watchdog) for two leases between its lease check and
+// its write; its lock expires, later buyers take it with newer tokens and write; A's write then
+// carries an older token and is rejected.
+func driveFenced(ctx context.Context, e *Env) error {
+	const stock, others = 20, 8
+	if err := e.NewFleet(ctx, 6*e.Lease, stock); err != nil {
+		return err
+	}
+	key := e.LockKey(e.SKU)
+	var a Outcome
+	waitA := Go(func() { a = e.Buy(ctx, nil, 0, service.SaleRequest{Freeze: 2 * e.Lease}) })
+	if err := e.WaitHeld(ctx, e.Data, key); err != nil {
+		waitA()
+		return err
+	}
+	var waits []func()
+	for k := range others {
+		waits = append(waits, Go(func() { e.Buy(ctx, nil, k+1, service.SaleRequest{Work: 5 * time.Millisecond}) }))
+	}
+	waitA()
+	for _, w := range waits {
+		w()
+	}
+	inv, err := e.Snapshot(ctx, e.SKU)
+	if err != nil {
+		return err
+	}
+	e.Check("frozen holder A's write", "rejected as stale (told to A)", a.Kind, a.Kind == "stale")
+	e.Check("stale writes rejected in Redis", "1", inv.StaleRejected, inv.StaleRejected == 1)
+	safeChecks(e, inv, others, true)
+	e.Note("overlaps %d: the frozen holder was still inside when its lease ran out; the fence, not the lock, kept its write out", inv.Overlaps)
+	return nil
+}
+
+// driveAtomic: 90 buyers at once for 50 units, no lock.
+func driveAtomic(ctx context.Context, e *Env) error {
+	const stock, buyers = 50, 90
+	if err := e.NewFleet(ctx, e.Lease, stock); err != nil {
+		return err
+	}
+	start := time.Now()
+	e.Crowd(ctx, nil, buyers, func(int) service.SaleRequest { return service.SaleRequest{} })
+	took := time.Since(start)
+	inv, err := e.Snapshot(ctx, e.SKU)
+	if err != nil {
+		return err
+	}
+	safeChecks(e, inv, stock, true)
+	e.Check("stock left", "0", inv.Stock, inv.Stock == 0)
+	e.Check("sold-out answers", fmt.Sprint(buyers-stock), e.Count("soldout"), e.Count("soldout") == buyers-stock)
+	e.Note("%d sales answered in %s (%.0f sales/s, in process)", buyers, ms(took), float64(buyers)/took.Seconds())
+	return nil
+}

@@ -1,0 +1,344 @@
+package lock_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/config"
+	"seckill/internal/apptest"
+	"seckill/internal/redisproc"
+	"seckill/internal/testredis"
+	"seckill/lock"
+	"seckill/store"
+)
+
+// mlSetup starts three masters and builds mode multilock on them as service instance id.
+func mlSetup(t *testing.T, id string, lease time.Duration) (lock.Locker, []*redisproc.Server, []*redis.Client) {
+	t.Helper()
+	srvs := testredis.StartN(t, 3)
+	var clients []*redis.Client
+	for _, s := range srvs {
+		clients = append(clients, testredis.Client(t, s))
+	}
+	return mlLocker(t, clients, id, lease), srvs, clients
+}
+
+func mlLocker(t *testing.T, clients []*redis.Client, id string, lease time.Duration) lock.Locker {
+	t.Helper()
+	m, err := lock.LookupMode("multilock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := m.New(lock.Deps{Masters: testredis.Universal(clients...), Lease: lease, InstanceID: id,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("build multilock: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := l.(interface{ Close() error }).Close(); err != nil {
+			t.Errorf("close multilock: %v", err)
+		}
+	})
+	return l
+}
+
+// mlKeysLeft lists the masters (1-based) on which key exists.
+func mlKeysLeft(t *testing.T, clients []*redis.Client, key string) []int {
+	t.Helper()
+	var left []int
+	for i, c := range clients {
+		n, err := c.Exists(t.Context(), key).Result()
+		if err != nil {
+			t.Fatalf("EXISTS on master %d: %v", i+1, err)
+		}
+		if n > 0 {
+			left = append(left, i+1)
+		}
+	}
+	return left
+}
+
+func TestMultilockTakesEveryMasterAndExcludes(t *testing.T) {
+	const lease = 600 * time.Millisecond
+	a, _, clients := mlSetup(t, "inst-a", lease)
+	b := mlLocker(t, clients, "inst-b", lease)
+	const key = "{inventory001}:lock:multilock"
+
+	la := reentAcquire(t, a, "order-1", key, lock.Options{})
+	parts := la.(lock.MultiLease).Parts()
+	if len(parts) != 3 {
+		t.Fatalf("%d parts, want one per master", len(parts))
+	}
+	for i, c := range clients {
+		if h := reentHash(t, c, key); len(h) != 1 || h["inst-a:order-1"] != "1" {
+			t.Fatalf("master %d HGETALL = %v, want {inst-a:order-1: 1}", i+1, h)
+		}
+		if p := reentPTTL(t, c, key); p <= 0 || p > lease.Milliseconds() {
+			t.Fatalf("master %d PTTL = %d", i+1, p)
+		}
+	}
+	if _, err := b.Acquire(lock.WithOwner(t.Context(), "order-2"), key, lock.Options{Wait: 100 * time.Millisecond}); !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("second owner = %v, want ErrNotObtained", err)
+	}
+	for i, c := range clients {
+		if h := reentHash(t, c, key); len(h) != 1 {
+			t.Fatalf("the refused owner left a field on master %d: %v", i+1, h)
+		}
+	}
+	reentRelease(t, la)
+	if left := mlKeysLeft(t, clients, key); len(left) != 0 {
+		t.Fatalf("keys left on masters %v after release", left)
+	}
+	if err := la.Release(t.Context()); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("second release = %v, want ErrNotHeld", err)
+	}
+}
+
+// TestMultilockGivesBackPartialAcquisition: master 2 is held by someone else, so a multilock
+// buyer gets master 1, cannot get master 2, and must give master 1 back.
+func TestMultilockGivesBackPartialAcquisition(t *testing.T) {
+	const lease = 2 * time.Second
+	a, _, clients := mlSetup(t, "inst-a", lease)
+	const key = "partial"
+	other := reentLocker(t, clients[1], "java", lease)
+	lo := reentAcquire(t, other, "thread-1", key, lock.Options{})
+
+	start := time.Now()
+	_, err := a.Acquire(lock.WithOwner(t.Context(), "buyer"), key, lock.Options{Wait: 300 * time.Millisecond})
+	if !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("acquire with master 2 taken = %v, want ErrNotObtained", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("gave up after %s, the wait was 300ms", d)
+	}
+	if left := mlKeysLeft(t, clients, key); len(left) != 1 || left[0] != 2 {
+		t.Fatalf("keys on masters %v, want only master 2's (the other holder's)", left)
+	}
+	if h := reentHash(t, clients[1], key); len(h) != 1 || h["java:thread-1"] != "1" {
+		t.Fatalf("master 2's holder was disturbed: %v", h)
+	}
+	reentRelease(t, lo)
+	reentRelease(t, reentAcquire(t, a, "buyer", key, lock.Options{}))
+}
+
+func TestMultilockMasterDownFailsCleanlyThenRecovers(t *testing.T) {
+	const lease = time.Second
+	a, srvs, clients := mlSetup(t, "inst-a", lease)
+	const key = "down"
+	reentRelease(t, reentAcquire(t, a, "warm", key, lock.Options{}))
+	srvs[2].Stop()
+
+	const wait = 400 * time.Millisecond
+	start := time.Now()
+	_, err := a.Acquire(lock.WithOwner(t.Context(), "buyer"), key, lock.Options{Wait: wait})
+	took := time.Since(start)
+	if !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, lock.ErrUnavailable) {
+		t.Fatalf("acquire with master 3 down = %v, want ErrNotObtained wrapping ErrUnavailable", err)
+	}
+	if took > wait+500*time.Millisecond {
+		t.Fatalf("failing took %s, the wait was %s", took, wait)
+	}
+	if left := mlKeysLeft(t, clients[:2], key); len(left) != 0 {
+		t.Fatalf("keys left behind on masters %v", left)
+	}
+	if err := srvs[2].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	la, err := a.Acquire(lock.WithOwner(t.Context(), "buyer"), key, lock.Options{Wait: 2 * time.Second})
+	if err != nil {
+		t.Fatalf("acquire after master 3 came back: %v", err)
+	}
+	reentRelease(t, la)
+}
+
+func TestMultilockWatchdogRenewsEveryMasterAndReportsLoss(t *testing.T) {
+	const lease = 300 * time.Millisecond
+	a, srvs, clients := mlSetup(t, "inst-a", lease)
+	const key = "renewed"
+	la := reentAcquire(t, a, "holder", key, lock.Options{})
+	time.Sleep(3 * lease)
+	for i, p := range la.(lock.MultiLease).Parts() {
+		if n := p.Renewals(); n < 2 {
+			t.Fatalf("master %d renewed %d times over 3 leases, want >= 2", i+1, n)
+		}
+	}
+	if left := mlKeysLeft(t, clients, key); len(left) != 3 {
+		t.Fatalf("after 3 leases the key is only on masters %v", left)
+	}
+	select {
+	case <-la.Lost():
+		t.Fatal("Lost closed while every master renews")
+	default:
+	}
+	// Master 2 dies: its renewal fails, so the whole lock is lost.
+	srvs[1].Stop()
+	select {
+	case <-la.Lost():
+	case <-time.After(3 * lease):
+		t.Fatal("a master's failed renewal did not make the multilock Lost")
+	}
+	if err := la.Release(t.Context()); !errors.Is(err, lock.ErrUnavailable) {
+		t.Fatalf("release with master 2 down = %v, want ErrUnavailable", err)
+	}
+	if left := mlKeysLeft(t, []*redis.Client{clients[0], clients[2]}, key); len(left) != 0 {
+		t.Fatalf("the release left keys on the live masters %v", left)
+	}
+}
+
+func TestMultilockFreezeAndAbandon(t *testing.T) {
+	const lease = 300 * time.Millisecond
+	a, _, clients := mlSetup(t, "inst-a", lease)
+	const key = "faults"
+	la := reentAcquire(t, a, "gc", key, lock.Options{})
+	la.Freeze(t.Context(), 2*lease)
+	if left := mlKeysLeft(t, clients, key); len(left) != 0 {
+		t.Fatalf("the frozen holder's watchdogs kept masters %v alive", left)
+	}
+	select {
+	case <-la.Lost():
+	case <-time.After(lease):
+		t.Fatal("not Lost after the freeze")
+	}
+	if err := la.Release(t.Context()); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("release after the lock expired = %v, want ErrNotHeld", err)
+	}
+
+	ld := reentAcquire(t, a, "dead", key, lock.Options{})
+	ld.Abandon()
+	time.Sleep(lease / 2)
+	if left := mlKeysLeft(t, clients, key); len(left) != 3 {
+		t.Fatalf("abandoned lock should stay until its lease ends, found on %v", left)
+	}
+	time.Sleep(lease)
+	if left := mlKeysLeft(t, clients, key); len(left) != 0 {
+		t.Fatalf("abandoned lock still on masters %v one lease later: its watchdogs still run", left)
+	}
+}
+
+func TestMultilockWithoutMasters(t *testing.T) {
+	m, err := lock.LookupMode("multilock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := m.New(lock.Deps{InstanceID: "x"})
+	if err != nil {
+		t.Fatalf("building without masters must not fail (other modes still work): %v", err)
+	}
+	if _, err := l.Acquire(t.Context(), "k", lock.Options{}); !errors.Is(err, lock.ErrUnavailable) {
+		t.Fatalf("acquire without masters = %v, want ErrUnavailable", err)
+	}
+}
+
+// mlGet fetches url and decodes its JSON body into out (when out is not nil).
+func mlGet(t *testing.T, method, url string, out any) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer r.Body.Close()
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: %d %s: %v", method, url, r.StatusCode, raw, err)
+		}
+	}
+	return r.StatusCode
+}
+
+// mlBuyers resets the stock to stock and fires buyers concurrent sales with lock=mode.
+func mlBuyers(t *testing.T, f *apptest.Fixture, mode string, stock, buyers int) (map[int]int, store.Inventory) {
+	t.Helper()
+	if code := mlGet(t, http.MethodPost, f.HTTP.URL+"/inventory/reset?stock="+strconv.Itoa(stock), nil); code != http.StatusOK {
+		t.Fatalf("reset: %d", code)
+	}
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var wg sync.WaitGroup
+	for range buyers {
+		wg.Go(func() {
+			code := mlGet(t, http.MethodPost, f.HTTP.URL+"/inventory/sale?lock="+mode, nil)
+			mu.Lock()
+			codes[code]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	var inv store.Inventory
+	if code := mlGet(t, http.MethodGet, f.HTTP.URL+"/inventory", &inv); code != http.StatusOK {
+		t.Fatalf("inventory: %d", code)
+	}
+	return codes, inv
+}
+
+// TestReentrantAndMultilockSellExactlyTheStock: 100 concurrent buyers, stock 50, through the
+// whole service: exactly 50 sold, 50 sold out, no lost update, nobody inside together.
+func TestReentrantAndMultilockSellExactlyTheStock(t *testing.T) {
+	f := apptest.New(t, func(c *config.Config) { c.Lock.Lease = 600 * time.Millisecond })
+	const stock, buyers = 50, 100
+	for _, mode := range []string{"reentrant", "multilock"} {
+		t.Run(mode, func(t *testing.T) {
+			start := time.Now()
+			codes, inv := mlBuyers(t, f, mode, stock, buyers)
+			if codes[http.StatusOK] != stock || codes[http.StatusConflict] != buyers-stock {
+				t.Fatalf("statuses %v, want %d x 200 and %d x 409", codes, stock, buyers-stock)
+			}
+			if inv.Sold != stock || inv.Stock != 0 || inv.LostUpdates != 0 || inv.Oversold != 0 || inv.Overlaps != 0 {
+				t.Fatalf("inventory %+v: want sold %d, stock 0, no lost update, no overlap", inv, stock)
+			}
+			t.Logf("%s: %d buyers in %s: %v", mode, buyers, time.Since(start), codes)
+		})
+	}
+}
+
+// TestMultilockSaleWithMasterDown: with one master stopped a multilock sale answers 503 within
+// the wait and leaves nothing locked on the other masters; once it is back, selling resumes.
+func TestMultilockSaleWithMasterDown(t *testing.T) {
+	const wait = 400 * time.Millisecond
+	f := apptest.New(t, func(c *config.Config) { c.Lock.Wait = wait; c.Lock.Lease = time.Second })
+	key := store.LockKey(f.Cfg.Inventory.Key, "multilock")
+	var clients []*redis.Client
+	for _, m := range f.Masters {
+		clients = append(clients, testredis.Client(t, m))
+	}
+	f.Masters[2].Stop()
+	start := time.Now()
+	var body map[string]any
+	code := mlGet(t, http.MethodPost, f.HTTP.URL+"/inventory/sale?lock=multilock", &body)
+	if code != http.StatusServiceUnavailable {
+		t.Fatalf("sale with master 3 down: %d %v, want 503", code, body)
+	}
+	if d := time.Since(start); d > wait+time.Second {
+		t.Fatalf("the failing sale took %s, the wait is %s", d, wait)
+	}
+	if left := mlKeysLeft(t, clients[:2], key); len(left) != 0 {
+		t.Fatalf("%s left on masters %v", key, left)
+	}
+	var inv store.Inventory
+	mlGet(t, http.MethodGet, f.HTTP.URL+"/inventory", &inv)
+	if inv.Sold != 0 {
+		t.Fatalf("sold %d with a master down", inv.Sold)
+	}
+	if err := f.Masters[2].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if code := mlGet(t, http.MethodPost, f.HTTP.URL+"/inventory/sale?lock=multilock", &body); code != http.StatusOK {
+		t.Fatalf("sale after master 3 came back: %d %v", code, body)
+	}
+}

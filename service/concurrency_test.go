@@ -1,0 +1,92 @@
+package service_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"seckill/internal/apptest"
+	"seckill/service"
+)
+
+// buy runs n concurrent buyers of req against f's service and counts the outcomes.
+func buy(t *testing.T, f *apptest.Fixture, n int, req service.SaleRequest) map[string]int {
+	t.Helper()
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		out = map[string]int{}
+	)
+	start := make(chan struct{})
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, err := f.App.Service.Sale(context.Background(), req)
+			key := "sold"
+			switch {
+			case err == nil:
+			case errors.Is(err, service.ErrSoldOut):
+				key = "soldout"
+			default:
+				key = err.Error()
+			}
+			mu.Lock()
+			out[key]++
+			mu.Unlock()
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return out
+}
+
+func reset(t *testing.T, f *apptest.Fixture, stock int64) {
+	t.Helper()
+	if _, err := f.App.Service.Reset(context.Background(), "", stock); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// 200 buyers meet a stock of 50: the safe modes sell exactly 50 with no lost update.
+func TestSafeModesSellExactlyTheStock(t *testing.T) {
+	f := apptest.New(t, nil)
+	for _, mode := range []string{"lua", "atomic"} {
+		t.Run(mode, func(t *testing.T) {
+			reset(t, f, 50)
+			out := buy(t, f, 200, service.SaleRequest{Mode: mode})
+			inv, err := f.App.Service.Inventory(context.Background(), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: outcomes %v, inventory %+v", mode, out, inv)
+			if out["sold"] != 50 || out["soldout"] != 150 {
+				t.Fatalf("buyers saw %v, want 50 sold and 150 sold out", out)
+			}
+			if inv.Sold != 50 || inv.Stock != 0 || inv.LostUpdates != 0 || inv.Oversold != 0 || inv.Overlaps != 0 {
+				t.Fatalf("inventory %+v", inv)
+			}
+		})
+	}
+}
+
+// With no lock the read-check-write race is real: concurrent buyers read the same stock and
+// overwrite each other's decrement, so more orders are recorded than stock went down.
+func TestNoLockLosesUpdates(t *testing.T) {
+	f := apptest.New(t, nil)
+	reset(t, f, 50)
+	out := buy(t, f, 200, service.SaleRequest{Mode: "none"})
+	inv, err := f.App.Service.Inventory(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("none: outcomes %v, inventory %+v", out, inv)
+	if inv.LostUpdates <= 0 {
+		t.Fatalf("no lost update observed: %+v", inv)
+	}
+	if inv.Sold != int64(out["sold"]) {
+		t.Fatalf("orders %d != sales the buyers saw %d", inv.Sold, out["sold"])
+	}
+}
