@@ -55,3 +55,28 @@ func (e *Env) lockKeysOn(ctx context.Context, sku string, servers ...redis.Unive
 	}
 	return n, nil
 }
+
+// stuckKeysOn counts the lock keys of sku on the given servers that will not expire within one
+// lease (no TTL, or a longer one), and all the lock keys there are.
+func (e *Env) stuckKeysOn(ctx context.Context, sku string, servers ...redis.UniversalClient) (stuck, all int, err error) {
+	for _, c := range servers {
+		keys, err := scanKeys(ctx, c, store.KeysFor(sku).LockPrefix)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, k := range keys {
+			pttl, err := c.Do(ctx, "pttl", k).Int64()
+			if err != nil {
+				return 0, 0, fmt.Errorf("lab: PTTL %s: %w", k, err)
+			}
+			if pttl == -2 {
+				continue // expired between the scan and the PTTL
+			}
+			all++
+			if pttl == -1 || pttl > e.Lease.Milliseconds() {
+				stuck++
+			}
+		}
+	}
+	return stuck, all, nil
+}

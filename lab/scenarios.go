@@ -342,7 +342,7 @@ func driveReentrant(ctx context.Context, e *Env) error {
 // off) one master of three the lab started itself is stopped: nothing may be sold and no lock
 // key may stay behind on the others.
 func driveMultilock(ctx context.Context, e *Env) error {
-	if err := driveSafeCrowd(ctx, e, 2); err != nil {
+	if err := driveSafeCrowd(ctx, e, 2, true); err != nil {
 		return err
 	}
 	if e.runner.NoOutages {
@@ -379,7 +379,7 @@ func driveMultilock(ctx context.Context, e *Env) error {
 // started itself: with one stopped every buyer still sells with no lost update; with two
 // stopped nothing is sold.
 func driveRedlock(ctx context.Context, e *Env) error {
-	if err := driveSafeCrowd(ctx, e, 2); err != nil {
+	if err := driveSafeCrowd(ctx, e, 2, false); err != nil {
 		return err
 	}
 	if e.runner.NoOutages {
@@ -413,7 +413,7 @@ func driveRedlock(ctx context.Context, e *Env) error {
 	srv[1].Stop()
 	mark = e.PhaseMark()
 	e.Crowd(ctx, two, 4, func(int) service.SaleRequest { return service.SaleRequest{Work: 5 * time.Millisecond} })
-	left, err := e.lockKeysOn(ctx, two.SKU, clients[0])
+	stuck, left, err := e.stuckKeysOn(ctx, two.SKU, clients[0])
 	if err != nil {
 		return err
 	}
@@ -422,13 +422,17 @@ func driveRedlock(ctx context.Context, e *Env) error {
 		return err
 	}
 	e.Check("two of three down: sold", "0", p.Sold, p.Sold == 0)
-	e.Check("two of three down: lock keys left on the live master", "0", left, left == 0)
+	e.Check("two of three down: buyers failed cleanly (timeout or unavailable)", "4 of 4",
+		p.Outcomes["timeout"]+p.Outcomes["unavailable"], p.Outcomes["timeout"]+p.Outcomes["unavailable"] == 4)
+	e.Check("two of three down: lock keys on the live master that outlive one lease", "0", stuck, stuck == 0)
 	return nil
 }
 
 // driveSafeCrowd is the main experiment of the multi-master rows: one buyer with a business
-// time of longLeases leases (renewed on every master) and ten short buyers.
-func driveSafeCrowd(ctx context.Context, e *Env, longLeases int) error {
+// time of longLeases leases (renewed on every master) and ten short buyers. strict: no lock key
+// may be left on any master afterwards (multilock's all-or-nothing); otherwise only keys that
+// would outlive a lease count (Redlock's clean-up of a lost attempt is best effort).
+func driveSafeCrowd(ctx context.Context, e *Env, longLeases int, strict bool) error {
 	const stock, short = 20, 10
 	if err := e.NewFleet(ctx, time.Duration(longLeases+6)*e.Lease, stock); err != nil {
 		return err
@@ -451,11 +455,20 @@ func driveSafeCrowd(ctx context.Context, e *Env, longLeases int) error {
 	}
 	safeChecks(e, inv, short+1, false)
 	e.Check("lock timeouts", "0", e.Count("timeout"), e.Count("timeout") == 0)
-	left, err := e.lockKeysOn(ctx, e.SKU, e.Masters...)
+	stuck, left, err := e.stuckKeysOn(ctx, e.SKU, e.Masters...)
 	if err != nil {
 		return err
 	}
-	e.Check("lock keys left on the masters after the last release", "0", left, left == 0)
+	if strict {
+		e.Check("lock keys left on the masters after the last release", "0", left, left == 0)
+		return nil
+	}
+	// Redlock's clean-up of a lost attempt is best effort (each node has a short timeout): a
+	// partial win may stay behind until its TTL ends. Only a key that outlives a lease is wrong.
+	e.Check("lock keys left on the masters that outlive one lease", "0", stuck, stuck == 0)
+	if left > 0 {
+		e.Note("%d lock key(s) of a failed attempt were left on the masters, expiring within one lease", left)
+	}
 	return nil
 }
 
