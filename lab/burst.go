@@ -59,7 +59,7 @@ func Burst(ctx context.Context, svc *service.Service, n int, req service.SaleReq
 	out := BurstResult{Lock: mode, N: n, WorkMs: req.Work.Milliseconds(), Outcomes: map[string]int{},
 		DurationMs: float64(took.Microseconds()) / 1000}
 	// About 40 buckets, at least 5ms wide, so the chart has a readable shape at any speed.
-	bucket := max(5*time.Millisecond, (took/40).Round(time.Millisecond))
+	bucket := max(5*time.Millisecond, (took / 40).Round(time.Millisecond))
 	out.BucketMs = bucket.Milliseconds()
 	sort.Slice(answers, func(i, j int) bool { return answers[i].at < answers[j].at })
 	for _, a := range answers {
