@@ -21,6 +21,7 @@ import (
 	"seckill/embedded"
 	"seckill/handler"
 	"seckill/lock"
+	"seckill/metrics"
 	"seckill/service"
 	"seckill/store"
 )
@@ -33,6 +34,7 @@ type App struct {
 	Log      *slog.Logger
 	Data     redis.UniversalClient
 	Masters  []redis.UniversalClient
+	Metrics  *metrics.Metrics
 	embedded *embedded.Servers
 	locks    *lock.Registry
 }
@@ -82,7 +84,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		return nil, fmt.Errorf("app: initialise %s on %s: %w", cfg.Inventory.Key, cfg.Redis.Addr, err)
 	}
 	a.Service = service.New(st, a.locks, Settings(cfg), pingers, log)
-	a.Handler = handler.New(a.Service, handler.Options{AdminToken: cfg.Server.AdminToken, Logger: log})
+	a.Metrics = metrics.New()
+	a.Service.SetObserver(a.Metrics)
+	a.Handler = handler.New(a.Service, handler.Options{AdminToken: cfg.Server.AdminToken, Logger: log, Metrics: a.Metrics})
 	return a, nil
 }
 

@@ -308,6 +308,155 @@ const docTemplate = `{
                 }
             }
         },
+        "/lab/burst": {
+            "post": {
+                "description": "Fires n concurrent sales through this service, on its own SKU (inventory.key), in the\nchosen lock mode, and answers the counts by outcome and a timeline of answers over time\n(for the dashboard's chart). Compare GET /inventory before and after.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "lab"
+                ],
+                "summary": "Fire a burst of concurrent sales",
+                "parameters": [
+                    {
+                        "type": "integer",
+                        "description": "number of concurrent sales (1..2000, default 100)",
+                        "name": "n",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "lock mode (default lock.mode)",
+                        "name": "lock",
+                        "in": "query"
+                    },
+                    {
+                        "type": "integer",
+                        "description": "business time inside the critical section, ms",
+                        "name": "workMs",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "required when server.adminToken is set",
+                        "name": "X-Admin-Token",
+                        "in": "header"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/lab.BurstResult"
+                        }
+                    },
+                    "400": {
+                        "description": "bad n, workMs or lock mode",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    },
+                    "401": {
+                        "description": "admin token missing or wrong",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    },
+                    "403": {
+                        "description": "the lab is disabled (lab.enabled=false)",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    },
+                    "409": {
+                        "description": "another experiment is running",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    }
+                }
+            }
+        },
+        "/lab/scenarios": {
+            "get": {
+                "description": "Every row of SCENARIOS.md that the lab can run, with what it expects; whether the lab is\nenabled and which experiment (if any) is running now.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "lab"
+                ],
+                "summary": "The lab's scenarios",
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/handler.LabScenarios"
+                        }
+                    }
+                }
+            }
+        },
+        "/lab/scenarios/{name}/run": {
+            "post": {
+                "description": "Runs the scenario against this service's Redis servers on its own SKU (lab-\u003cname\u003e), with\nseveral simulated instances, many concurrent buyers and the row's faults, and answers\nthe observed figures and the verdict: REPRODUCED (an unsafe mode showed its anomaly),\nHELD (a safe mode showed none) or UNEXPECTED. Takes a few seconds. Outage phases stop\nonly Redis servers the lab starts for itself. One experiment at a time.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "lab"
+                ],
+                "summary": "Run one lab scenario",
+                "parameters": [
+                    {
+                        "type": "string",
+                        "description": "scenario name (GET /lab/scenarios)",
+                        "name": "name",
+                        "in": "path",
+                        "required": true
+                    },
+                    {
+                        "type": "string",
+                        "description": "required when server.adminToken is set",
+                        "name": "X-Admin-Token",
+                        "in": "header"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/lab.Result"
+                        }
+                    },
+                    "401": {
+                        "description": "admin token missing or wrong",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    },
+                    "403": {
+                        "description": "the lab is disabled (lab.enabled=false)",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    },
+                    "404": {
+                        "description": "unknown scenario",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    },
+                    "409": {
+                        "description": "another experiment is running",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    }
+                }
+            }
+        },
         "/readyz": {
             "get": {
                 "produces": [
@@ -372,6 +521,32 @@ const docTemplate = `{
                 }
             }
         },
+        "handler.LabScenarios": {
+            "type": "object",
+            "properties": {
+                "enabled": {
+                    "type": "boolean"
+                },
+                "maxBurst": {
+                    "type": "integer"
+                },
+                "modes": {
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    }
+                },
+                "running": {
+                    "type": "string"
+                },
+                "scenarios": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/lab.Scenario"
+                    }
+                }
+            }
+        },
         "handler.SaleBody": {
             "type": "object",
             "properties": {
@@ -399,6 +574,10 @@ const docTemplate = `{
                 "remaining": {
                     "type": "integer"
                 },
+                "renewals": {
+                    "description": "Renewals counts the watchdog's renewals of this sale's lease (the lab shows them).",
+                    "type": "integer"
+                },
                 "sold": {
                     "type": "boolean"
                 },
@@ -416,6 +595,243 @@ const docTemplate = `{
                 },
                 "waitMs": {
                     "type": "number"
+                }
+            }
+        },
+        "lab.Bucket": {
+            "type": "object",
+            "properties": {
+                "atMs": {
+                    "type": "integer"
+                },
+                "failed": {
+                    "description": "every answer that was not a sale (sold out included)",
+                    "type": "integer"
+                },
+                "sold": {
+                    "type": "integer"
+                }
+            }
+        },
+        "lab.BurstResult": {
+            "type": "object",
+            "properties": {
+                "bucketMs": {
+                    "description": "Timeline counts the answers by time since the burst started, in buckets of BucketMs.",
+                    "type": "integer"
+                },
+                "durationMs": {
+                    "type": "number"
+                },
+                "lock": {
+                    "type": "string"
+                },
+                "n": {
+                    "type": "integer"
+                },
+                "outcomes": {
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "integer"
+                    }
+                },
+                "salesPerSecond": {
+                    "description": "SalesPerSecond is the rate of successful sales over the whole burst.",
+                    "type": "number"
+                },
+                "timeline": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/lab.Bucket"
+                    }
+                },
+                "workMs": {
+                    "type": "integer"
+                }
+            }
+        },
+        "lab.Check": {
+            "type": "object",
+            "properties": {
+                "got": {
+                    "type": "string"
+                },
+                "ok": {
+                    "type": "boolean"
+                },
+                "want": {
+                    "type": "string"
+                },
+                "what": {
+                    "type": "string"
+                }
+            }
+        },
+        "lab.Phase": {
+            "type": "object",
+            "properties": {
+                "initialStock": {
+                    "type": "integer"
+                },
+                "lockKeysLeft": {
+                    "type": "integer"
+                },
+                "lostUpdates": {
+                    "type": "integer"
+                },
+                "name": {
+                    "type": "string"
+                },
+                "outcomes": {
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "integer"
+                    }
+                },
+                "overlaps": {
+                    "type": "integer"
+                },
+                "sku": {
+                    "type": "string"
+                },
+                "sold": {
+                    "type": "integer"
+                }
+            }
+        },
+        "lab.Result": {
+            "type": "object",
+            "properties": {
+                "buyers": {
+                    "description": "What the buyers saw: answers by kind (sold, soldout, timeout, crashed, stale, lost,\nunavailable, error) over the whole scenario, phases included.",
+                    "type": "integer"
+                },
+                "checks": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/lab.Check"
+                    }
+                },
+                "deadlock": {
+                    "description": "Deadlock: the lock key stayed with no live holder and no TTL (or far past its holder's\ndeath) and later buyers could not get it.",
+                    "type": "boolean"
+                },
+                "durationMs": {
+                    "type": "number"
+                },
+                "expect": {
+                    "type": "string"
+                },
+                "foreignUnlocks": {
+                    "type": "integer"
+                },
+                "initialStock": {
+                    "type": "integer"
+                },
+                "leaseMs": {
+                    "type": "integer"
+                },
+                "lostUpdates": {
+                    "type": "integer"
+                },
+                "mode": {
+                    "type": "string"
+                },
+                "name": {
+                    "type": "string"
+                },
+                "notes": {
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    }
+                },
+                "outcomes": {
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "integer"
+                    }
+                },
+                "overlaps": {
+                    "type": "integer"
+                },
+                "oversold": {
+                    "type": "integer"
+                },
+                "phases": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/lab.Phase"
+                    }
+                },
+                "reason": {
+                    "description": "Reason explains an UNEXPECTED verdict: the failed checks or the error.",
+                    "type": "string"
+                },
+                "renewals": {
+                    "description": "Renewals sums the watchdog renewals the buyers' leases made.",
+                    "type": "integer"
+                },
+                "row": {
+                    "type": "integer"
+                },
+                "safe": {
+                    "type": "boolean"
+                },
+                "short": {
+                    "type": "string"
+                },
+                "sku": {
+                    "type": "string"
+                },
+                "sold": {
+                    "description": "Figures of the main experiment, read from Redis (store.Snapshot).",
+                    "type": "integer"
+                },
+                "staleWritesRejected": {
+                    "type": "integer"
+                },
+                "step": {
+                    "type": "string"
+                },
+                "stock": {
+                    "type": "integer"
+                },
+                "verdict": {
+                    "type": "string"
+                }
+            }
+        },
+        "lab.Scenario": {
+            "type": "object",
+            "properties": {
+                "expect": {
+                    "description": "Expect says, in words, what the row expects to see.",
+                    "type": "string"
+                },
+                "mode": {
+                    "description": "Mode is the lock mode under test.",
+                    "type": "string"
+                },
+                "name": {
+                    "description": "Name is how the scenario is chosen (--scenario NAME, /lab/scenarios/{name}/run).",
+                    "type": "string"
+                },
+                "row": {
+                    "description": "Row is the row of SCENARIOS.md.",
+                    "type": "integer"
+                },
+                "safe": {
+                    "description": "Safe rows must show no anomaly (HELD); unsafe ones must show theirs (REPRODUCED).",
+                    "type": "boolean"
+                },
+                "short": {
+                    "description": "Short is Expect in a few words, for the table.",
+                    "type": "string"
+                },
+                "step": {
+                    "description": "Step names where in the source documents the row comes from.",
+                    "type": "string"
                 }
             }
         },

@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"seckill/lock"
+	"seckill/metrics"
 	"seckill/service"
 )
 
@@ -22,6 +23,8 @@ type Options struct {
 	// MaxBody bounds request bodies; larger ones are 413.
 	MaxBody int64
 	Logger  *slog.Logger
+	// Metrics, when set, is served at /metrics and told about lab runs.
+	Metrics *metrics.Metrics
 }
 
 // API holds the handlers' dependencies.

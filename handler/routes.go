@@ -36,10 +36,20 @@ func New(svc *service.Service, opt Options) http.Handler {
 	r.GET("/inventory/sale", a.sale)
 	r.POST("/inventory/sale", a.sale)
 	r.GET("/inventory", a.inventory)
-	r.POST("/inventory/reset", a.admin, a.reset)
+	r.POST("/inventory/reset", a.labOnly, a.admin, a.reset)
 	r.GET("/healthz", a.healthz)
 	r.GET("/readyz", a.readyz)
 	r.GET("/swagger/*any", ginSwagger.WrapHandler(swaggerFiles.Handler))
+	if opt.Metrics != nil {
+		r.GET("/metrics", gin.WrapH(opt.Metrics.Handler()))
+	}
+
+	lab := newLabAPI(a)
+	r.GET("/lab/scenarios", lab.listScenarios)
+	r.POST("/lab/scenarios/:name/run", a.admin, lab.runScenario)
+	r.POST("/lab/burst", a.admin, lab.burst)
+	r.GET("/", dashboard)
+	r.GET("/dashboard/*file", dashboardAsset)
 	return r
 }
 
@@ -51,6 +61,17 @@ func (a *API) limitBody(c *gin.Context) {
 		return
 	}
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, a.opt.MaxBody)
+	c.Next()
+}
+
+// labOnly refuses the request with 403 when lab.enabled is false: reset and the lab endpoints
+// are for a laboratory, not for a public deployment.
+func (a *API) labOnly(c *gin.Context) {
+	if !a.svc.Settings().LabEnabled {
+		c.AbortWithStatusJSON(http.StatusForbidden, ErrorBody{
+			Error: c.Request.URL.Path + " is disabled because lab.enabled is false", Status: http.StatusForbidden})
+		return
+	}
 	c.Next()
 }
 

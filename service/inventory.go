@@ -68,6 +68,8 @@ type Observer interface {
 	ObserveSale(mode, result string, wait, hold time.Duration)
 	ObserveStaleWrite(mode string)
 	ObserveForeignUnlock(mode string)
+	ObserveRenewals(mode string, n int64)
+	ObserveLeaseLost(mode string)
 }
 
 type nopObserver struct{}
@@ -75,6 +77,8 @@ type nopObserver struct{}
 func (nopObserver) ObserveSale(string, string, time.Duration, time.Duration) {}
 func (nopObserver) ObserveStaleWrite(string)                                 {}
 func (nopObserver) ObserveForeignUnlock(string)                              {}
+func (nopObserver) ObserveRenewals(string, int64)                            {}
+func (nopObserver) ObserveLeaseLost(string)                                  {}
 
 // New builds a Service. pingers names every Redis the service depends on, for readiness.
 func New(st *store.Store, locks *lock.Registry, set Settings, pingers map[string]Pinger, log *slog.Logger) *Service {
@@ -259,6 +263,10 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 		res.ReleaseError = err.Error()
 	}
 	res.Renewals = lease.Renewals()
+	s.observer.ObserveRenewals(mode.Name, res.Renewals)
+	if isClosed(lease.Lost()) {
+		s.observer.ObserveLeaseLost(mode.Name)
+	}
 	s.observer.ObserveSale(mode.Name, result, held.Sub(start), time.Since(held))
 	s.log.Debug("sale", "lock", mode.Name, "result", result, "sold", res.Sold, "remaining", res.Remaining,
 		"waitMs", res.WaitMs, "order", res.OrderID, "token", res.Token)
@@ -425,6 +433,19 @@ func (s *Service) Ready(ctx context.Context) (map[string]string, error) {
 		return status, fmt.Errorf("%w: %s", ErrUnavailable, strings.Join(down, ", "))
 	}
 	return status, nil
+}
+
+// isClosed reports whether ch is closed (a nil channel never is).
+func isClosed(ch <-chan struct{}) bool {
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 func ms(d time.Duration) float64 {
