@@ -94,11 +94,14 @@ on_exit() {
 	set +e
 	teardown
 	if ((rc != 0)) || ((${#FAILURES[@]} > 0)); then
-		local f
+		local f n
 		for f in "$RUN_DIR"/*.log "$RUN_DIR"/nginx/logs/error.log; do
 			[[ -s "$f" ]] || continue
+			# Redis logs mostly say hello and goodbye: fewer lines of them.
+			n=15
+			[[ "$(basename "$f")" != redis-* ]] || n=4
 			printf '\n--- last lines of %s\n' "$f" >&2
-			tail -n 15 "$f" >&2
+			tail -n "$n" "$f" >&2
 		done
 		printf '\ne2e: FAILED\n' >&2
 		((${#FAILURES[@]} == 0)) || printf '  %s\n' "${FAILURES[@]}" >&2
@@ -113,11 +116,51 @@ on_exit() {
 trap on_exit EXIT
 trap 'exit 130' INT TERM
 
+# Static checks of the deployment files that cannot run here (no Docker engine, no JMeter).
+static_checks() {
+	if ! command -v docker-compose >/dev/null 2>&1; then
+		warn "docker-compose not installed (apt: docker-compose): docker-compose.yml not validated"
+	elif (cd "$ROOT" && docker-compose -f docker-compose.yml config -q); then
+		printf 'e2e: docker-compose config accepts docker-compose.yml\n'
+	else
+		fail "docker-compose config rejects docker-compose.yml"
+	fi
+	local xmlcheck=(python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])')
+	command -v xmllint >/dev/null 2>&1 && xmlcheck=(xmllint --noout)
+	if ! command -v "${xmlcheck[0]}" >/dev/null 2>&1; then
+		warn "neither xmllint (apt: libxml2-utils) nor python3: scripts/seckill.jmx not checked"
+	elif "${xmlcheck[@]}" "$ROOT/scripts/seckill.jmx"; then
+		printf 'e2e: scripts/seckill.jmx is well-formed XML (%s)\n' "${xmlcheck[0]}"
+	else
+		fail "scripts/seckill.jmx is not well-formed XML"
+	fi
+	# The compose nginx config, with the container names replaced by a loopback address.
+	local t
+	t="$(mktemp -d)"
+	mkdir -p "$t/logs"
+	sed -e 's/server seckill-[0-9]*:8080;/server 127.0.0.1:8080;/' -e 's/listen 80;/listen 127.0.0.1:8080;/' \
+		"$ROOT/deploy/nginx/nginx.conf" >"$t/nginx.conf"
+	if nginx -t -q -p "$t/" -e "$t/logs/error.log" -c "$t/nginx.conf"; then
+		printf 'e2e: nginx -t accepts deploy/nginx/nginx.conf\n'
+	else
+		fail "nginx rejects deploy/nginx/nginx.conf"
+	fi
+	rm -rf "$t"
+}
+
+need_cmd nginx nginx
+static_checks
 pick_ports
 printf 'e2e: run dir %s; ports: data %s, masters %s, instances from %s, nginx %s\n' \
 	"$RUN_DIR" "$DATA_PORT" "$MASTER_PORTS" "$SERVICE_PORT" "$NGINX_PORT"
 "$CLUSTER" up || die "cluster.sh up failed (see above)"
-"$CLUSTER" status
+"$CLUSTER" status || fail "cluster.sh status: not every part answers right after up"
+# up is idempotent: a second one starts nothing and leaves every pid as it was.
+before="$(cat "$RUN_DIR"/*.pid)"
+"$CLUSTER" up 2>"$RUN_DIR/up-again.log" || fail "a second cluster.sh up failed: $(tail -n 3 "$RUN_DIR/up-again.log")"
+[[ "$(cat "$RUN_DIR"/*.pid)" == "$before" ]] || fail "a second cluster.sh up changed the pids"
+grep -q ' 0 started' "$RUN_DIR/up-again.log" || fail "a second cluster.sh up started something: $(tail -n 1 "$RUN_DIR/up-again.log")"
+printf 'e2e: a second up started nothing\n'
 
 results="$RUN_DIR/results.tsv"
 # shellcheck disable=SC2086 # SAFE_MODES is a word list

@@ -9,6 +9,7 @@
 # The stamp lets proc_pid and proc_stop prove that a pid still belongs to the process we started
 # (pids are reused), so nothing but our own processes is ever signalled.
 
+# shellcheck disable=SC2034 # used by the scripts that source this file
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 _me="$(basename "$0")"
@@ -41,7 +42,7 @@ proc_start_time() {
 # proc_pid RUN_DIR NAME: print the pid of part NAME when it runs and is still the process we
 # started (same start time and executable); return 1 otherwise.
 proc_pid() {
-	local dir="$1" name="$2" pid stamp start exe now_start now_exe
+	local dir="$1" name="$2" pid start exe now_start now_exe
 	[[ -f "$dir/$name.pid" && -f "$dir/$name.stamp" ]] || return 1
 	read -r pid <"$dir/$name.pid" || return 1
 	[[ "$pid" =~ ^[0-9]+$ ]] || return 1

@@ -156,7 +156,8 @@ run_mode() {
 	fi
 
 	out="$TMP/hey-$mode.txt"
-	local sale_url="$URL/inventory/sale?lock=$mode$(q_sku)${SALE_QUERY:+&$SALE_QUERY}"
+	local sale_url
+	sale_url="$URL/inventory/sale?lock=$mode$(q_sku)${SALE_QUERY:+&$SALE_QUERY}"
 	started=$SECONDS
 	# hey prints its report on SIGINT too, so a run cut short by TIME still has figures.
 	timeout -s INT -k 10 "$TIME" "$HEY" -n "$REQUESTS" -c "$CONCURRENCY" -t "$HEY_TIMEOUT" -m POST "$sale_url" >"$out" 2>&1 &
