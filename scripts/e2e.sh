@@ -10,7 +10,7 @@
 # any exit. Exit status 0 only when everything held; otherwise it prints why.
 #
 # Environment: SAFE_MODES ["lua reentrant multilock redlock fenced atomic"], STOCK [500],
-#   REQUESTS [2000], CONCURRENCY [50], TIME [120] seconds per mode, INSTANCES [3],
+#   REQUESTS [2000], CONCURRENCY [50], TIME [300] seconds per mode, INSTANCES [3],
 #   KEEP_RUN_DIR [0] (1 keeps the logs), LOCK_WAIT, LOCK_LEASE (passed to the instances).
 set -euo pipefail
 
@@ -21,7 +21,7 @@ SAFE_MODES="${SAFE_MODES:-lua reentrant multilock redlock fenced atomic}"
 STOCK="${STOCK:-500}"
 REQUESTS="${REQUESTS:-2000}"
 CONCURRENCY="${CONCURRENCY:-50}"
-TIME="${TIME:-120}"
+TIME="${TIME:-300}"
 INSTANCES="${INSTANCES:-3}"
 KEEP_RUN_DIR="${KEEP_RUN_DIR:-0}"
 

@@ -19,6 +19,7 @@
 #   HEY_TIMEOUT [30] seconds per request  SALE_QUERY (extra sale parameters, e.g. workMs=5)  SKU (optional)
 #   UNSAFE_MODES ["none setnx setnx-expire setnx-ex uuid"]  EXACT [1]  REQUIRE_ALL [0]
 #   RESULTS (a file to write the results to, tab-separated, one line per mode)  PROGRESS [2] seconds
+#   ADMIN_TOKEN (sent as X-Admin-Token with the reset, when server.adminToken is set)
 #   HEY (a hey binary; else `hey` on PATH (apt: hey), else github.com/rakyll/hey@v0.1.4 built with go)
 # Requires: curl, jq, timeout (coreutils), hey or go.
 set -euo pipefail
@@ -40,6 +41,7 @@ EXACT="${EXACT:-1}"
 REQUIRE_ALL="${REQUIRE_ALL:-0}"
 RESULTS="${RESULTS:-}"
 PROGRESS="${PROGRESS:-2}"
+ADMIN_TOKEN="${ADMIN_TOKEN:-}"
 HEY_VERSION=v0.1.4
 DEFAULT_MODES=(none lua reentrant multilock redlock fenced atomic)
 
@@ -147,7 +149,9 @@ run_mode() {
 	local mode="$1" reset out rc=0 started inv prev i verdict reasons=() safe=unsafe
 	is_safe "$mode" && safe=safe
 	printf '\n== %s (%s): %d sales at concurrency %d through %s, stock %d\n' "$mode" "$safe" "$REQUESTS" "$CONCURRENCY" "$URL" "$STOCK"
-	reset="$(curl -s --max-time 10 -X POST -w '\n%{http_code}' "$URL/inventory/reset?stock=$STOCK$(q_sku)" || true)"
+	local auth=()
+	[[ -z "$ADMIN_TOKEN" ]] || auth=(-H "X-Admin-Token: $ADMIN_TOKEN")
+	reset="$(curl -s --max-time 10 -X POST "${auth[@]}" -w '\n%{http_code}' "$URL/inventory/reset?stock=$STOCK$(q_sku)" || true)"
 	if [[ "${reset##*$'\n'}" != 200 ]]; then
 		printf '  reset failed: %s\n' "${reset//$'\n'/ }"
 		row "$mode" FAIL - - - - - - - - - - - - - "reset failed"
