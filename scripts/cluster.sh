@@ -213,11 +213,15 @@ select_parts() {
 	fi
 	for w in "${want[@]}"; do
 		found=""
-		for p in "${PARTS[@]}"; do [[ "$p" == "$w" ]] && found=1; done
+		for p in "${PARTS[@]}"; do
+			if [[ "$p" == "$w" ]]; then found=1; fi
+		done
 		[[ -n "$found" ]] || die "unknown part $w (parts: ${PARTS[*]})"
 	done
 	for p in "${PARTS[@]}"; do
-		for w in "${want[@]}"; do [[ "$p" == "$w" ]] && SELECTED+=("$p"); done
+		for w in "${want[@]}"; do
+			if [[ "$p" == "$w" ]]; then SELECTED+=("$p"); fi
+		done
 	done
 }
 
@@ -266,7 +270,7 @@ cmd_up() {
 	if [[ -n "$need_build" ]]; then
 		local running=""
 		for p in "${PARTS[@]}"; do
-			[[ "${KIND[$p]}" == seckill ]] && proc_pid "$RUN_DIR" "$p" >/dev/null && running=1
+			if [[ "${KIND[$p]}" == seckill ]] && proc_pid "$RUN_DIR" "$p" >/dev/null; then running=1; fi
 		done
 		if [[ -z "$running" || ! -x "$RUN_DIR/seckill" ]]; then build_seckill; fi
 	fi
@@ -317,7 +321,7 @@ cmd_down() {
 		proc_stop "$RUN_DIR" "${order[$i]}" || rc=1
 	done
 	((rc == 0)) || die "some parts could not be stopped"
-	log "down: nothing of $RUN_DIR runs any more"
+	if (($# > 0)); then log "down: $* not running any more"; else log "down: nothing of $RUN_DIR runs any more"; fi
 }
 
 cmd_status() {
