@@ -54,6 +54,11 @@ type Scenario struct {
 	Short string `json:"short"`
 	// Safe rows must show no anomaly (HELD); unsafe ones must show theirs (REPRODUCED).
 	Safe bool `json:"safe"`
+	// LeaseFactor is the scenario's lease in units of the Runner's lease (0 means 1). The rows
+	// whose watchdog must keep a lock alive use 2: a renewal then survives a stall of the whole
+	// process of up to 2/3 of that lease (a loaded CI machine running -race), which the
+	// Runner's short lease alone would not.
+	LeaseFactor int `json:"-"`
 	// Drive runs the experiment: it sells through e, injects faults and records checks. It
 	// returns an error only when the experiment itself could not run.
 	Drive func(ctx context.Context, e *Env) error `json:"-"`
@@ -195,17 +200,18 @@ func (r *Runner) RunAll(ctx context.Context, names []string) ([]Result, error) {
 // UNEXPECTED verdict with the reason.
 func (r *Runner) Run(ctx context.Context, sc Scenario) Result {
 	start := time.Now()
+	lease := r.lease() * time.Duration(max(sc.LeaseFactor, 1))
 	res := Result{Name: sc.Name, Row: sc.Row, Mode: sc.Mode, Step: sc.Step, Expect: sc.Expect, Short: sc.Short, Safe: sc.Safe,
-		SKU: "lab-" + sc.Name, LeaseMs: r.lease().Milliseconds(), Outcomes: map[string]int{}}
+		SKU: "lab-" + sc.Name, LeaseMs: lease.Milliseconds(), Outcomes: map[string]int{}}
 	if _, err := lock.LookupMode(sc.Mode); err != nil {
 		res.Verdict = Unexpected
 		res.Reason = fmt.Sprintf("lock mode %s is not available in this build: %v", sc.Mode, err)
 		return res
 	}
 	// Bounded: the longest scenario takes about a dozen leases.
-	ctx, cancel := context.WithTimeout(ctx, 60*r.lease()+20*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 60*lease+20*time.Second)
 	defer cancel()
-	e := &Env{Scenario: sc, SKU: res.SKU, Lease: r.lease(), Data: r.Data, Masters: r.Masters,
+	e := &Env{Scenario: sc, SKU: res.SKU, Lease: lease, Data: r.Data, Masters: r.Masters,
 		runner: r, res: &res}
 	defer e.close()
 	err := sc.Drive(ctx, e)

@@ -108,16 +108,16 @@ func init() {
 	register(Scenario{Name: "lua", Row: 6, Short: "overlap, no foreign unlock", Mode: "lua", Step: "003 case 6, 004",
 		Expect: "no foreign unlock, but business time > TTL lets two holders overlap (no watchdog)",
 		Drive:  driveLua})
-	register(Scenario{Name: "reentrant", Row: 7, Short: "none", Mode: "reentrant", Step: "000, 001, 003 Redisson", Safe: true,
+	register(Scenario{Name: "reentrant", Row: 7, LeaseFactor: 2, Short: "none", Mode: "reentrant", Step: "000, 001, 003 Redisson", Safe: true,
 		Expect: "none: the watchdog holds the lock through 3 leases of business time; a crashed holder's lock expires one lease later",
 		Drive:  driveReentrant})
-	register(Scenario{Name: "multilock", Row: 8, Short: "none", Mode: "multilock", Step: "000 getMultiLock", Safe: true,
+	register(Scenario{Name: "multilock", Row: 8, LeaseFactor: 2, Short: "none", Mode: "multilock", Step: "000 getMultiLock", Safe: true,
 		Expect: "none with all masters up; with one master down nothing is sold and nothing stays locked",
 		Drive:  driveMultilock})
-	register(Scenario{Name: "redlock", Row: 9, Short: "none", Mode: "redlock", Step: "002, 003 7.2, 004", Safe: true,
+	register(Scenario{Name: "redlock", Row: 9, LeaseFactor: 2, Short: "none", Mode: "redlock", Step: "002, 003 7.2, 004", Safe: true,
 		Expect: "none with all masters up and with one of three down; with two down nothing is sold",
 		Drive:  driveRedlock})
-	register(Scenario{Name: "fenced", Row: 10, Short: "stale write rejected", Mode: "fenced", Step: "beyond (RFencedLock)", Safe: true,
+	register(Scenario{Name: "fenced", Row: 10, LeaseFactor: 2, Short: "stale write rejected", Mode: "fenced", Step: "beyond (RFencedLock)", Safe: true,
 		Expect: "a frozen holder outlives its lease; its stale write is rejected: no lost update",
 		Drive:  driveFenced})
 	register(Scenario{Name: "atomic", Row: 11, Short: "none, exact stock", Mode: "atomic", Step: "beyond (production)", Safe: true,
@@ -273,7 +273,10 @@ func driveLua(ctx context.Context, e *Env) error {
 	return nil
 }
 
-// safeChecks are the checks every safe row makes on its main experiment.
+// safeChecks are the checks every safe row makes on its main experiment. wantSold buyers must
+// all sell, except that a holder told its lock was lost before its write (the watchdog found
+// the key gone: the process stalled past the lease) may refuse to write; that is the lock
+// doing its job, and it is noted.
 func safeChecks(e *Env, inv store.Inventory, wantSold int64, overlapOK bool) {
 	if !overlapOK {
 		e.Check("overlaps", "0", inv.Overlaps, inv.Overlaps == 0)
@@ -281,7 +284,12 @@ func safeChecks(e *Env, inv store.Inventory, wantSold int64, overlapOK bool) {
 	e.Check("lost updates", "0", inv.LostUpdates, inv.LostUpdates == 0)
 	e.Check("oversold", "0", inv.Oversold, inv.Oversold == 0)
 	e.Check("foreign unlocks", "0", inv.ForeignUnlocks, inv.ForeignUnlocks == 0)
-	e.Check("sold", fmt.Sprint(wantSold), inv.Sold, inv.Sold == wantSold)
+	lost := int64(e.Count("lost"))
+	e.Check("sold (+ holders that found their lock lost and did not write)", fmt.Sprint(wantSold),
+		fmt.Sprintf("%d + %d", inv.Sold, lost), inv.Sold+lost == wantSold)
+	if lost > 0 {
+		e.Note("%d holder(s) found their lock lost before writing (a stall longer than the lease) and did not write", lost)
+	}
 }
 
 // driveReentrant: a holder crashes right after acquiring; one buyer with a business time of
@@ -301,10 +309,17 @@ func driveReentrant(ctx context.Context, e *Env) error {
 	if err != nil {
 		return fmt.Errorf("lab: HKEYS %s: %w", key, err)
 	}
+	ttl, err := e.Data.Do(ctx, "pttl", key).Int64()
+	if err != nil {
+		return fmt.Errorf("lab: PTTL %s: %w", key, err)
+	}
+	crashed = time.Now()
 	if len(fields) != 1 {
 		e.Check("holder fields in the lock hash after the crash", "1", len(fields), false)
 		return nil
 	}
+	e.Check("TTL of the crashed holder's lock", fmt.Sprintf("0-%s (one lease from its acquire)", ms(e.Lease)),
+		ttl, ttl > 0 && ttl <= e.Lease.Milliseconds())
 	var long Outcome
 	waits := []func(){Go(func() { long = e.Buy(ctx, nil, 1, service.SaleRequest{Work: 3 * e.Lease}) })}
 	for k := range short {
@@ -323,8 +338,11 @@ func driveReentrant(ctx context.Context, e *Env) error {
 	}
 	e.SetDeadlock(!freed)
 	if freed {
-		e.Check("crashed holder's lock expired after", fmt.Sprintf("about one lease (%s-%s)", ms(e.Lease/2), ms(e.Lease*3/2)),
-			ms(freedAfter), freedAfter >= e.Lease/2 && freedAfter <= e.Lease*3/2)
+		// Freed when that TTL ran out: nobody renewed the dead holder's lock (a lease is
+		// allowed for the waiters' scheduling and the polling).
+		want := time.Duration(ttl) * time.Millisecond
+		e.Check("crashed holder's lock freed, after its TTL", fmt.Sprintf("%s-%s", ms(want-e.Lease/4), ms(want+e.Lease)),
+			ms(freedAfter), freedAfter >= want-e.Lease/4 && freedAfter <= want+e.Lease)
 	} else {
 		e.Check("crashed holder's lock expired", "within 4 leases", "still held: deadlock", false)
 	}

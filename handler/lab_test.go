@@ -1,0 +1,221 @@
+package handler_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"seckill/config"
+	"seckill/internal/apptest"
+	"seckill/lab"
+)
+
+func TestLabScenariosAreListed(t *testing.T) {
+	f := apptest.New(t, nil)
+	r := do(t, http.MethodGet, f.HTTP.URL+"/lab/scenarios", nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("GET /lab/scenarios: %d %s", r.status, r.raw)
+	}
+	var body struct {
+		Enabled   bool           `json:"enabled"`
+		Modes     []string       `json:"modes"`
+		Scenarios []lab.Scenario `json:"scenarios"`
+	}
+	if err := json.Unmarshal([]byte(r.raw), &body); err != nil {
+		t.Fatal(err)
+	}
+	if !body.Enabled || len(body.Modes) == 0 {
+		t.Fatalf("want enabled with modes: %s", r.raw)
+	}
+	var names []string
+	for _, sc := range body.Scenarios {
+		names = append(names, sc.Name)
+	}
+	if strings.Join(names, ",") != strings.Join(lab.Names(), ",") {
+		t.Fatalf("scenarios %v, want %v", names, lab.Names())
+	}
+}
+
+func TestLabRunAnswersTheRow(t *testing.T) {
+	f := apptest.New(t, nil)
+	for name, want := range map[string]string{"none": lab.Reproduced, "atomic": lab.Held} {
+		r := do(t, http.MethodPost, f.HTTP.URL+"/lab/scenarios/"+name+"/run", nil)
+		if r.status != http.StatusOK {
+			t.Fatalf("run %s: %d %s", name, r.status, r.raw)
+		}
+		var res lab.Result
+		if err := json.Unmarshal([]byte(r.raw), &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Name != name || res.Verdict != want || len(res.Checks) == 0 || res.Sold == 0 {
+			t.Fatalf("run %s: want verdict %s with figures; got %s", name, want, r.raw)
+		}
+	}
+	// The lab works on its own SKUs: the service's inventory is untouched.
+	if inv := inventory(t, f); inv.Sold != 0 || inv.Stock != f.Cfg.Inventory.Stock {
+		t.Fatalf("the lab touched %s: %+v", f.Cfg.Inventory.Key, inv)
+	}
+}
+
+func TestLabRunUnknownIs404(t *testing.T) {
+	f := apptest.New(t, nil)
+	r := do(t, http.MethodPost, f.HTTP.URL+"/lab/scenarios/no-such/run", nil)
+	if r.status != http.StatusNotFound || !strings.Contains(r.raw, "no-such") {
+		t.Fatalf("want 404 naming the scenario, got %d %s", r.status, r.raw)
+	}
+}
+
+// TestLabRunsOneAtATime starts a scenario that takes over a second and requires 409 for every
+// other experiment until it ends.
+func TestLabRunsOneAtATime(t *testing.T) {
+	f := apptest.New(t, nil)
+	first := make(chan resp, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, f.HTTP.URL+"/lab/scenarios/reentrant/run", nil)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			first <- resp{status: -1, raw: err.Error()}
+			return
+		}
+		defer res.Body.Close()
+		var b strings.Builder
+		buf := make([]byte, 4096)
+		for {
+			n, rerr := res.Body.Read(buf)
+			b.Write(buf[:n])
+			if rerr != nil {
+				break
+			}
+		}
+		first <- resp{status: res.StatusCode, raw: b.String()}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := do(t, http.MethodGet, f.HTTP.URL+"/lab/scenarios", nil)
+		if running, _ := r.body["running"].(string); running != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first scenario never showed as running")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, path := range []string{"/lab/scenarios/none/run", "/lab/burst?n=5&lock=atomic"} {
+		r := do(t, http.MethodPost, f.HTTP.URL+path, nil)
+		if r.status != http.StatusConflict || !strings.Contains(r.raw, "reentrant") {
+			t.Fatalf("POST %s while a scenario runs: want 409 naming it, got %d %s", path, r.status, r.raw)
+		}
+	}
+	got := <-first
+	if got.status != http.StatusOK || !strings.Contains(got.raw, `"verdict":"HELD"`) {
+		t.Fatalf("the first run: %d %s", got.status, got.raw)
+	}
+	if r := do(t, http.MethodPost, f.HTTP.URL+"/lab/scenarios/atomic/run", nil); r.status != http.StatusOK {
+		t.Fatalf("after the first run ended: %d %s", r.status, r.raw)
+	}
+}
+
+func TestLabDisabledIs403(t *testing.T) {
+	f := apptest.New(t, func(c *config.Config) { c.Lab.Enabled = false })
+	for _, path := range []string{"/lab/scenarios/none/run", "/lab/burst?n=5"} {
+		r := do(t, http.MethodPost, f.HTTP.URL+path, nil)
+		if r.status != http.StatusForbidden || !strings.Contains(r.raw, "lab.enabled") {
+			t.Fatalf("POST %s with the lab disabled: want 403, got %d %s", path, r.status, r.raw)
+		}
+	}
+	r := do(t, http.MethodGet, f.HTTP.URL+"/lab/scenarios", nil)
+	if r.status != http.StatusOK || r.body["enabled"] != false {
+		t.Fatalf("GET /lab/scenarios with the lab disabled: %d %s", r.status, r.raw)
+	}
+}
+
+func TestLabNeedsTheAdminToken(t *testing.T) {
+	f := apptest.New(t, func(c *config.Config) { c.Server.AdminToken = "s3cret" })
+	for _, path := range []string{"/lab/scenarios/none/run", "/lab/burst?n=5"} {
+		if r := do(t, http.MethodPost, f.HTTP.URL+path, nil); r.status != http.StatusUnauthorized {
+			t.Fatalf("POST %s without the token: want 401, got %d %s", path, r.status, r.raw)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, f.HTTP.URL+"/lab/burst?n=5&lock=atomic", nil)
+	req.Header.Set("X-Admin-Token", "s3cret")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("burst with the token: %d", res.StatusCode)
+	}
+}
+
+func TestBurstSellsThroughTheService(t *testing.T) {
+	f := apptest.New(t, nil)
+	if r := do(t, http.MethodPost, f.HTTP.URL+"/inventory/reset?stock=50", nil); r.status != http.StatusOK {
+		t.Fatalf("reset: %d %s", r.status, r.raw)
+	}
+	r := do(t, http.MethodPost, f.HTTP.URL+"/lab/burst?n=80&lock=atomic", nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("burst: %d %s", r.status, r.raw)
+	}
+	var res lab.BurstResult
+	if err := json.Unmarshal([]byte(r.raw), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.N != 80 || res.Lock != "atomic" || res.Outcomes["sold"] != 50 || res.Outcomes["soldout"] != 30 {
+		t.Fatalf("burst of 80 for 50 units: %s", r.raw)
+	}
+	sold, all := 0, 0
+	for _, b := range res.Timeline {
+		sold += b.Sold
+		all += b.Sold + b.Failed
+	}
+	if sold != 50 || all != 80 || res.BucketMs <= 0 {
+		t.Fatalf("timeline counts %d sold of %d answers (bucket %dms): %s", sold, all, res.BucketMs, r.raw)
+	}
+	if inv := inventory(t, f); inv.Sold != 50 || inv.Stock != 0 {
+		t.Fatalf("inventory after the burst: %+v", inv)
+	}
+
+	// Without a lock and with business time, the burst shows the lost updates on the dashboard.
+	do(t, http.MethodPost, f.HTTP.URL+"/inventory/reset?stock=100", nil)
+	r = do(t, http.MethodPost, f.HTTP.URL+"/lab/burst?n=30&lock=none&workMs=20", nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("burst none: %d %s", r.status, r.raw)
+	}
+	if inv := inventory(t, f); inv.LostUpdates == 0 {
+		t.Fatalf("30 unlocked buyers with 20ms business time lost no update: %+v", inv)
+	}
+
+	for _, q := range []string{"n=0", "n=5000", "n=x", "lock=nope", "workMs=-1", "n=5&lock=atomic&workMs=10", "bogus=1"} {
+		if r := do(t, http.MethodPost, f.HTTP.URL+"/lab/burst?"+q, nil); r.status != http.StatusBadRequest {
+			t.Errorf("burst?%s: want 400, got %d %s", q, r.status, r.raw)
+		}
+	}
+}
+
+func TestDashboardIsServed(t *testing.T) {
+	f := apptest.New(t, nil)
+	for path, ctype := range map[string]string{"/": "text/html", "/dashboard/dashboard.js": "javascript",
+		"/dashboard/dashboard.css": "text/css"} {
+		r := do(t, http.MethodGet, f.HTTP.URL+path, nil)
+		if r.status != http.StatusOK || !strings.Contains(r.header.Get("Content-Type"), ctype) {
+			t.Fatalf("GET %s: %d %s", path, r.status, r.header.Get("Content-Type"))
+		}
+	}
+	page := do(t, http.MethodGet, f.HTTP.URL+"/", nil).raw
+	for _, s := range []string{"/dashboard/dashboard.js", "id=\"scenarios\"", "id=\"chart\""} {
+		if !strings.Contains(page, s) {
+			t.Fatalf("the page lacks %s", s)
+		}
+	}
+	if strings.Contains(page, "http://") || strings.Contains(page, "https://") {
+		t.Fatal("the page must not load anything from elsewhere (it works offline)")
+	}
+	for _, path := range []string{"/dashboard/", "/dashboard/nope.js", "/dashboard/../handler.go"} {
+		if r := do(t, http.MethodGet, f.HTTP.URL+path, nil); r.status != http.StatusNotFound {
+			t.Fatalf("GET %s: want 404, got %d", path, r.status)
+		}
+	}
+}

@@ -1,0 +1,393 @@
+// The seckill lab dashboard: polls the service's own JSON endpoints and draws them. No
+// libraries, nothing fetched from elsewhere, so it works offline.
+'use strict';
+
+const $ = (id) => document.getElementById(id);
+const tokenInput = $('token');
+tokenInput.value = localStorage.getItem('seckillAdminToken') || '';
+tokenInput.addEventListener('change', () => localStorage.setItem('seckillAdminToken', tokenInput.value));
+
+// api calls the service and throws an Error carrying the answer's message on a non-2xx status.
+async function api(method, path) {
+  const headers = {};
+  if (tokenInput.value) headers['X-Admin-Token'] = tokenInput.value;
+  const r = await fetch(path, { method, headers, cache: 'no-store' });
+  let body = null;
+  try { body = await r.json(); } catch (e) { body = { error: r.statusText }; }
+  if (!r.ok) {
+    const err = new Error((body && body.error) || r.statusText);
+    err.status = r.status;
+    throw err;
+  }
+  return body;
+}
+
+// poll runs fn every ms milliseconds (never two at once).
+function poll(fn, ms) {
+  const tick = async () => {
+    try { await fn(); } catch (e) { /* shown by fn itself */ }
+    setTimeout(tick, typeof ms === 'function' ? ms() : ms);
+  };
+  tick();
+}
+
+function setText(id, v) { const el = $(id); if (el.textContent !== String(v)) el.textContent = v; }
+
+// ---- inventory -------------------------------------------------------------------------
+let bursting = false;
+let liveSamples = []; // [ms since burst start, sold] while a burst runs
+let burstStart = 0;
+let soldAtBurst = 0;
+
+async function refreshInventory() {
+  try {
+    const inv = await api('GET', '/inventory');
+    setText('sku', inv.sku);
+    setText('stock', inv.stock);
+    setText('sold', inv.sold);
+    setText('lost', inv.lostUpdates);
+    setText('oversold', inv.oversold);
+    $('lost-card').classList.toggle('alarm', inv.lostUpdates > 0);
+    $('oversold-card').classList.toggle('alarm', inv.oversold > 0);
+    setText('inventory-extra', `initial ${inv.initialStock} · overlaps ${inv.overlaps} · foreign unlocks ${inv.foreignUnlocks}` +
+      ` · stale writes rejected ${inv.staleWritesRejected}`);
+    setStatus(true, 'live');
+    if (bursting) {
+      liveSamples.push([performance.now() - burstStart, inv.sold - soldAtBurst]);
+      drawLive();
+    }
+  } catch (e) {
+    setStatus(false, e.message);
+  }
+}
+
+function setStatus(ok, text) {
+  const s = $('status');
+  s.textContent = ok ? text : 'error: ' + text;
+  s.classList.toggle('ok', ok);
+  s.classList.toggle('down', !ok);
+}
+
+async function loadHealth() {
+  try {
+    const h = await api('GET', '/healthz');
+    setText('instance', 'instance ' + h.instance);
+  } catch (e) { /* the status pill shows it */ }
+}
+
+$('reset').addEventListener('click', async () => {
+  const b = $('reset');
+  b.disabled = true;
+  try {
+    await api('POST', '/inventory/reset?stock=' + encodeURIComponent($('reset-stock').value));
+    await refreshInventory();
+  } catch (e) {
+    alert('reset: ' + e.message);
+  } finally { b.disabled = false; }
+});
+
+// ---- lock keys ---------------------------------------------------------------------------
+const maxTTL = new Map(); // the longest PTTL seen per key: the bar's 100%
+
+// flattenLocks turns the /locks answer into rows {server, key, holder, pttl, extra}. It reads
+// the answer's shape loosely: any object with a "key" field is a lock key, and the nearest
+// enclosing object with a server name or address names its server.
+function flattenLocks(body) {
+  const rows = [];
+  const visit = (node, server) => {
+    if (Array.isArray(node)) { node.forEach((n) => visit(n, server)); return; }
+    if (!node || typeof node !== 'object') return;
+    const name = node.server || node.name || node.role || node.addr || node.address;
+    if (typeof node.key === 'string') {
+      rows.push(lockRow(node, server || name || ''));
+      return;
+    }
+    let srv = server;
+    if (typeof name === 'string') srv = [node.role || node.name || node.server, node.addr || node.address].filter(Boolean).join(' ');
+    Object.values(node).forEach((v) => { if (v && typeof v === 'object') visit(v, srv); });
+  };
+  visit(body, '');
+  return rows;
+}
+
+function num(...vs) { for (const v of vs) if (typeof v === 'number') return v; return undefined; }
+
+function lockRow(k, server) {
+  let holder = '';
+  const hs = k.holders || k.fields || k.holder;
+  if (Array.isArray(hs)) {
+    holder = hs.map((h) => (typeof h === 'string' ? h : `${h.field || h.holder || h.owner || h.name || '?'} ×${num(h.count, h.holds, h.holdCount, h.value) ?? '?'}`)).join(', ');
+  } else if (hs && typeof hs === 'object') {
+    holder = Object.entries(hs).map(([f, c]) => `${f} ×${c}`).join(', ');
+  } else if (typeof hs === 'string') {
+    holder = hs;
+  }
+  if (!holder && k.value !== undefined) holder = String(k.value);
+  const extra = [];
+  const token = num(k.token, k.fencingToken, k.lastToken);
+  if (token !== undefined) extra.push('token ' + token);
+  if (k.type) extra.push(k.type);
+  return { server: server || k.server || '', key: k.key, holder, pttl: num(k.pttlMs, k.pttl, k.ttlMs), extra: extra.join(' · ') };
+}
+
+async function refreshLocks() {
+  let body;
+  try { body = await api('GET', '/locks'); } catch (e) {
+    $('locks').innerHTML = '';
+    $('locks').append(Object.assign(document.createElement('div'), { className: 'dim small', textContent: 'GET /locks: ' + e.message }));
+    return;
+  }
+  const rows = flattenLocks(body).filter((r) => r.pttl === undefined || r.pttl !== -2);
+  const box = $('locks');
+  box.innerHTML = '';
+  if (rows.length === 0) {
+    box.append(Object.assign(document.createElement('div'), { className: 'dim small', textContent: 'no lock keys held' }));
+    return;
+  }
+  for (const r of rows) {
+    const id = r.server + '|' + r.key;
+    if (r.pttl > 0 && r.pttl > (maxTTL.get(id) || 0)) maxTTL.set(id, r.pttl);
+    const line = document.createElement('div');
+    line.className = 'lockrow';
+    const left = document.createElement('div');
+    left.innerHTML = '<div class="server"></div><div class="holder"></div>';
+    left.children[0].textContent = r.server + ' · ' + r.key;
+    left.children[1].textContent = r.holder || '(no holder field)';
+    left.children[1].title = r.holder;
+    const bar = document.createElement('div');
+    bar.className = 'bar';
+    const fill = document.createElement('div');
+    fill.className = 'fill';
+    const txt = document.createElement('span');
+    txt.className = 'txt';
+    if (r.pttl === -1) {
+      fill.classList.add('none');
+      txt.textContent = 'no TTL';
+    } else if (r.pttl !== undefined) {
+      fill.style.width = Math.max(0, Math.min(100, 100 * r.pttl / (maxTTL.get(id) || r.pttl))) + '%';
+      txt.textContent = r.pttl + ' ms';
+    }
+    bar.append(fill, txt);
+    const extra = document.createElement('div');
+    extra.className = 'small dim';
+    extra.textContent = r.extra;
+    line.append(left, bar, extra);
+    box.append(line);
+  }
+}
+
+$('hold').addEventListener('click', async () => {
+  const b = $('hold');
+  b.disabled = true;
+  setText('hold-result', 'holding…');
+  try {
+    const res = await api('GET', '/getMultiLock?holdSeconds=' + encodeURIComponent($('hold-seconds').value));
+    setText('hold-result', summarize(res));
+  } catch (e) {
+    setText('hold-result', 'error: ' + e.message);
+  } finally { b.disabled = false; }
+});
+
+function summarize(obj) {
+  const s = JSON.stringify(obj);
+  return s.length > 200 ? s.slice(0, 200) + '…' : s;
+}
+
+// ---- burst and chart -------------------------------------------------------------------------
+const chart = $('chart');
+
+function canvasCtx() {
+  const dpr = window.devicePixelRatio || 1;
+  const w = chart.clientWidth || 560;
+  const h = chart.clientHeight || 180;
+  if (chart.width !== Math.round(w * dpr)) { chart.width = Math.round(w * dpr); chart.height = Math.round(h * dpr); }
+  const ctx = chart.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, w, h);
+  ctx.font = '11px system-ui, sans-serif';
+  return { ctx, w, h };
+}
+
+function axes(ctx, w, h, xMax, yMax, xLabel) {
+  ctx.strokeStyle = '#2a3440';
+  ctx.fillStyle = '#8a98a6';
+  ctx.beginPath(); ctx.moveTo(34, 8); ctx.lineTo(34, h - 20); ctx.lineTo(w - 6, h - 20); ctx.stroke();
+  ctx.fillText(String(yMax), 4, 14);
+  ctx.fillText('0', 20, h - 20);
+  ctx.fillText(xLabel + ' ' + Math.round(xMax) + ' ms', w - 110, h - 6);
+}
+
+function drawLive() {
+  const { ctx, w, h } = canvasCtx();
+  const last = liveSamples[liveSamples.length - 1] || [1, 0];
+  const xMax = Math.max(last[0], 100);
+  const yMax = Math.max(1, ...liveSamples.map((s) => s[1]));
+  axes(ctx, w, h, xMax, yMax, 'live');
+  ctx.strokeStyle = '#58a6ff';
+  ctx.beginPath();
+  liveSamples.forEach(([t, v], i) => {
+    const x = 34 + (w - 40) * t / xMax;
+    const y = h - 20 - (h - 30) * v / yMax;
+    if (i === 0) ctx.moveTo(x, y); else ctx.lineTo(x, y);
+  });
+  ctx.stroke();
+}
+
+// drawTimeline draws the burst's answers per bucket (bars: sold, failed) and the running total
+// of sales (line).
+function drawTimeline(res) {
+  const { ctx, w, h } = canvasCtx();
+  const tl = res.timeline || [];
+  const n = Math.max(tl.length, 1);
+  let total = 0;
+  const cum = tl.map((b) => (total += b.sold));
+  const yMax = Math.max(1, total, ...tl.map((b) => b.sold + b.failed));
+  axes(ctx, w, h, n * res.bucketMs, yMax, 'burst');
+  const bw = (w - 40) / n;
+  tl.forEach((b, i) => {
+    const x = 35 + i * bw;
+    const hs = (h - 30) * b.sold / yMax;
+    const hf = (h - 30) * b.failed / yMax;
+    ctx.fillStyle = '#3fb950';
+    ctx.fillRect(x, h - 20 - hs, Math.max(1, bw - 1), hs);
+    ctx.fillStyle = '#f8514988';
+    ctx.fillRect(x, h - 20 - hs - hf, Math.max(1, bw - 1), hf);
+  });
+  ctx.strokeStyle = '#58a6ff';
+  ctx.beginPath();
+  cum.forEach((v, i) => {
+    const x = 35 + (i + 1) * bw;
+    const y = h - 20 - (h - 30) * v / yMax;
+    if (i === 0) ctx.moveTo(35, h - 20);
+    ctx.lineTo(x, y);
+  });
+  ctx.stroke();
+  ctx.fillStyle = '#dde4ea';
+  ctx.fillText('sold per ' + res.bucketMs + ' ms (green), not sold (red), total sold (blue)', 40, 20);
+}
+
+$('burst').addEventListener('click', async () => {
+  const b = $('burst');
+  b.disabled = true;
+  const n = $('burst-n').value;
+  const mode = $('burst-mode').value;
+  const work = $('burst-work').value;
+  setText('burst-result', `firing ${n} sales with lock ${mode}…`);
+  try {
+    const inv = await api('GET', '/inventory');
+    soldAtBurst = inv.sold;
+    liveSamples = [[0, 0]];
+    burstStart = performance.now();
+    bursting = true;
+    let q = '/lab/burst?n=' + encodeURIComponent(n) + '&lock=' + encodeURIComponent(mode);
+    if (Number(work) > 0) q += '&workMs=' + encodeURIComponent(work);
+    const res = await api('POST', q);
+    bursting = false;
+    drawTimeline(res);
+    const parts = Object.entries(res.outcomes).map(([k, v]) => `${k} ${v}`).join(', ');
+    setText('burst-result', `${res.n} sales with lock ${res.lock} in ${Math.round(res.durationMs)} ms: ${parts}` +
+      ` (${Math.round(res.salesPerSecond)} sales/s)`);
+    await refreshInventory();
+  } catch (e) {
+    bursting = false;
+    setText('burst-result', 'error: ' + e.message);
+  } finally { b.disabled = false; }
+});
+
+// ---- scenarios -----------------------------------------------------------------------------
+const columns = ['sold', 'initialStock', 'lostUpdates', 'oversold', 'overlaps', 'foreignUnlocks', 'deadlock',
+  'staleWritesRejected', 'renewals', 'durationMs'];
+let labBusy = false;
+
+async function loadScenarios() {
+  const body = await api('GET', '/lab/scenarios');
+  const sel = $('burst-mode');
+  sel.innerHTML = '';
+  for (const m of body.modes) sel.append(new Option(m, m, m === 'lua', m === 'lua'));
+  const tbody = document.querySelector('#scenarios tbody');
+  tbody.innerHTML = '';
+  for (const sc of body.scenarios) {
+    const tr = document.createElement('tr');
+    tr.id = 'row-' + sc.name;
+    const cells = [sc.row, sc.name, sc.short];
+    cells.forEach((v) => { const td = document.createElement('td'); td.textContent = v; tr.append(td); });
+    tr.children[2].title = sc.expect + ' (' + sc.step + ')';
+    const btnTd = document.createElement('td');
+    const btn = document.createElement('button');
+    btn.textContent = 'run';
+    btn.className = 'run';
+    btn.dataset.scenario = sc.name;
+    btn.addEventListener('click', () => runScenario(sc.name));
+    btnTd.append(btn);
+    tr.append(btnTd);
+    for (const c of columns) {
+      const td = document.createElement('td');
+      td.dataset.col = c;
+      tr.append(td);
+    }
+    const v = document.createElement('td');
+    v.className = 'verdict';
+    v.id = 'verdict-' + sc.name;
+    tr.append(v);
+    tbody.append(tr);
+  }
+  if (!body.enabled) setText('lab-status', 'the lab is disabled (lab.enabled=false)');
+}
+
+function setButtons(disabled) {
+  document.querySelectorAll('button.run, #run-all').forEach((b) => { b.disabled = disabled; });
+}
+
+async function runScenario(name) {
+  if (labBusy) return;
+  labBusy = true;
+  setButtons(true);
+  try { await runOne(name); } finally { labBusy = false; setButtons(false); }
+}
+
+async function runOne(name) {
+  const v = $('verdict-' + name);
+  v.className = 'verdict running';
+  v.textContent = 'running…';
+  delete v.dataset.verdict;
+  setText('lab-status', 'running ' + name + '…');
+  try {
+    const res = await api('POST', '/lab/scenarios/' + encodeURIComponent(name) + '/run');
+    const tr = $('row-' + name);
+    for (const c of columns) {
+      const td = tr.querySelector(`td[data-col="${c}"]`);
+      let val = res[c];
+      if (c === 'deadlock') val = val ? 'yes' : 'no';
+      if (c === 'durationMs') val = (val / 1000).toFixed(1) + 's';
+      td.textContent = val;
+    }
+    v.className = 'verdict ' + res.verdict;
+    v.textContent = res.verdict;
+    v.dataset.verdict = res.verdict;
+    v.title = res.reason || (res.checks || []).map((c) => `${c.ok ? 'ok' : 'FAIL'} ${c.what}: ${c.got}`).join('\n');
+    setText('lab-status', `${name}: ${res.verdict}`);
+    setText('lab-detail', `${name}: ` + (res.checks || []).map((c) => `${c.ok ? '✓' : '✗'} ${c.what} = ${c.got}`).join(' · ') +
+      (res.notes && res.notes.length ? ' · ' + res.notes.join(' · ') : ''));
+  } catch (e) {
+    v.className = 'verdict UNEXPECTED';
+    v.textContent = 'error ' + (e.status || '');
+    v.title = e.message;
+    setText('lab-status', `${name}: ${e.message}`);
+  }
+}
+
+$('run-all').addEventListener('click', async () => {
+  if (labBusy) return;
+  labBusy = true;
+  setButtons(true);
+  try {
+    for (const b of document.querySelectorAll('button.run')) await runOne(b.dataset.scenario);
+    setText('lab-status', 'all scenarios done');
+  } finally { labBusy = false; setButtons(false); }
+});
+
+// ---- start ---------------------------------------------------------------------------------
+loadHealth();
+loadScenarios().catch((e) => setText('lab-status', 'GET /lab/scenarios: ' + e.message));
+poll(refreshInventory, () => (bursting ? 100 : 500));
+poll(refreshLocks, 250);
