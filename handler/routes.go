@@ -39,6 +39,8 @@ func New(svc *service.Service, opt Options) http.Handler {
 	r.POST("/inventory/reset", a.labOnly, a.admin, a.reset)
 	r.GET("/healthz", a.healthz)
 	r.GET("/readyz", a.readyz)
+	r.GET("/getMultiLock", a.getMultiLock)
+	r.GET("/locks", a.locks)
 	r.GET("/swagger/*any", ginSwagger.WrapHandler(swaggerFiles.Handler))
 	if opt.Metrics != nil {
 		r.GET("/metrics", gin.WrapH(opt.Metrics.Handler()))

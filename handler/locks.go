@@ -1,0 +1,74 @@
+package handler
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// getMultiLock godoc
+//
+//	@Summary		Hold the multilock on every master (document 000's demo)
+//	@Description	Takes the multilock of the default SKU (one Redisson-layout reentrant lock on each
+//	@Description	master, all required), holds it holdSeconds while reading its PTTL on every master,
+//	@Description	then releases it. The samples fall and jump back up every lease/3: the watchdog
+//	@Description	renewing each master. Allowed without the lab; bounded by lab.maxWork.
+//	@Tags			locks
+//	@Produce		json
+//	@Param			holdSeconds	query		int	false	"how long to hold, in whole seconds (default 30, at most lab.maxWork)"	minimum(0)
+//	@Success		200			{object}	service.MultiLockHold
+//	@Failure		400			{object}	ErrorBody	"holdSeconds not a whole number, negative or above lab.maxWork"
+//	@Failure		503			{object}	ErrorBody	"lock not obtained within lock.wait, or a master unavailable (Retry-After)"
+//	@Router			/getMultiLock [get]
+func (a *API) getMultiLock(c *gin.Context) {
+	for name := range c.Request.URL.Query() {
+		if name != "holdSeconds" {
+			a.fail(c, badRequest("unknown parameter %s; accepted: holdSeconds", name))
+			return
+		}
+	}
+	hold := time.Duration(-1)
+	if v, ok := c.GetQuery("holdSeconds"); ok {
+		n, err := parseInt("holdSeconds", v)
+		if err == nil && n < 0 {
+			err = badRequest("holdSeconds must not be negative")
+		}
+		if err == nil && n > int64(24*time.Hour/time.Second) {
+			err = badRequest("holdSeconds=%d is too large", n)
+		}
+		if err != nil {
+			a.fail(c, err)
+			return
+		}
+		hold = time.Duration(n) * time.Second
+	}
+	res, err := a.svc.HoldMultiLock(ctxOf(c), hold)
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, res)
+}
+
+// locks godoc
+//
+//	@Summary		The lock keys of a SKU, everywhere (read-only)
+//	@Description	For the data Redis and every master: each key under {sku}:lock: with its type, PTTL
+//	@Description	(-1: no TTL), the value of a string lock, or the holder fields and hold counts of a
+//	@Description	Redisson-layout hash; plus the newest fencing token accepted. A server that does not
+//	@Description	answer is reported in its entry.
+//	@Tags			locks
+//	@Produce		json
+//	@Param			sku	query		string	false	"SKU (default inventory.key)"
+//	@Success		200	{object}	service.LocksView
+//	@Failure		404	{object}	ErrorBody	"unknown SKU"
+//	@Router			/locks [get]
+func (a *API) locks(c *gin.Context) {
+	v, err := a.svc.LockKeys(ctxOf(c), c.Query("sku"))
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, v)
+}

@@ -1,0 +1,198 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// maxInspectKeys bounds how many keys Inspect reads per server, so a read-only view stays cheap
+// whatever is in Redis.
+const maxInspectKeys = 200
+
+// ServerLocks is what one Redis server holds under a key prefix.
+type ServerLocks struct {
+	// Name is "data" for the data Redis, "master1".. for the independent masters.
+	Name string     `json:"name" example:"master1"`
+	Addr string     `json:"addr" example:"127.0.0.1:6381"`
+	Keys []KeyState `json:"keys"`
+	// Truncated: more keys matched than were read.
+	Truncated bool `json:"truncated,omitempty"`
+	// Error says why the server could not be read (it is down, for example).
+	Error string `json:"error,omitempty"`
+}
+
+// KeyState is one lock key as read from Redis.
+type KeyState struct {
+	Key  string `json:"key" example:"{inventory001}:lock:reentrant"`
+	Type string `json:"type" example:"hash"`
+	// PTTLMs is the key's remaining time to live in ms; -1 means no TTL at all (a lock that
+	// nobody will ever free: the deadlock of the setnx modes), -2 that it vanished while read.
+	PTTLMs int64 `json:"pttlMs" example:"29950"`
+	// Value is a string key's value (the holder's token or UUID).
+	Value string `json:"value,omitempty"`
+	// Holders are a hash lock's fields (Redisson layout: "<instance-id>:<owner>" -> hold count).
+	Holders []Holder `json:"holders,omitempty"`
+}
+
+// Holder is one field of a Redisson-layout lock hash.
+type Holder struct {
+	Field string `json:"field" example:"6f1c...:order-42"`
+	// Instance is the client id part of the field (the service instance's UUID, or a Java
+	// Redisson client's), Owner the rest (our order id, Redisson's thread id).
+	Instance string `json:"instance,omitempty"`
+	Owner    string `json:"owner,omitempty"`
+	// Count is the hold count: how many releases the owner still owes.
+	Count int64 `json:"count" example:"1"`
+	// ThisInstance: the field was written by this service instance.
+	ThisInstance bool `json:"thisInstance"`
+}
+
+// Inspect reads, without changing anything, every key starting with prefix on the data Redis
+// and on every master. A server that cannot be read is reported in its entry, not as an error.
+func (r *Registry) Inspect(ctx context.Context, prefix string) []ServerLocks {
+	type server struct {
+		name string
+		c    redis.UniversalClient
+	}
+	servers := []server{{"data", r.deps.Data}}
+	for i, m := range r.deps.Masters {
+		servers = append(servers, server{fmt.Sprintf("master%d", i+1), m})
+	}
+	out := make([]ServerLocks, 0, len(servers))
+	for _, s := range servers {
+		if s.c == nil {
+			continue
+		}
+		sl := ServerLocks{Name: s.name, Addr: ClientAddr(s.c), Keys: []KeyState{}}
+		keys, truncated, err := inspectServer(ctx, s.c, prefix, r.deps.InstanceID)
+		if err != nil {
+			sl.Error = err.Error()
+		}
+		sl.Keys, sl.Truncated = keys, truncated
+		out = append(out, sl)
+	}
+	return out
+}
+
+func inspectServer(ctx context.Context, c redis.UniversalClient, prefix, self string) ([]KeyState, bool, error) {
+	var names []string
+	truncated := false
+	iter := c.Scan(ctx, 0, globEscape(prefix)+"*", 100).Iterator()
+	for iter.Next(ctx) {
+		if len(names) == maxInspectKeys {
+			truncated = true
+			break
+		}
+		names = append(names, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		return []KeyState{}, false, redisErr("SCAN "+prefix+"*", err)
+	}
+	sort.Strings(names)
+	names = slices.Compact(names) // SCAN may return a key twice
+
+	types := make([]*redis.StatusCmd, len(names))
+	pttls := make([]*redis.Cmd, len(names))
+	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range names {
+			types[i] = p.Type(ctx, k)
+			pttls[i] = p.Do(ctx, "PTTL", k)
+		}
+		return nil
+	}); err != nil {
+		return []KeyState{}, truncated, redisErr("TYPE/PTTL", err)
+	}
+	keys := make([]KeyState, len(names))
+	hashes := make([]*redis.MapStringStringCmd, len(names))
+	strs := make([]*redis.StringCmd, len(names))
+	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range names {
+			keys[i] = KeyState{Key: k, Type: types[i].Val(), PTTLMs: -2}
+			if pttl, err := pttls[i].Int64(); err == nil {
+				keys[i].PTTLMs = pttl
+			}
+			switch keys[i].Type {
+			case "hash":
+				hashes[i] = p.HGetAll(ctx, k)
+			case "string":
+				strs[i] = p.Get(ctx, k)
+			}
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return keys, truncated, redisErr("HGETALL/GET", err)
+	}
+	for i := range keys {
+		switch {
+		case hashes[i] != nil:
+			keys[i].Holders = holders(hashes[i].Val(), self)
+		case strs[i] != nil:
+			keys[i].Value = strs[i].Val()
+		}
+	}
+	return keys, truncated, nil
+}
+
+func holders(h map[string]string, self string) []Holder {
+	out := make([]Holder, 0, len(h))
+	for field, v := range h {
+		n, _ := strconv.ParseInt(v, 10, 64) // not a count: shown as 0, the field still named
+		hd := Holder{Field: field, Count: n}
+		// The client id is a UUID, which has no colon: the first colon ends it.
+		if inst, owner, ok := strings.Cut(field, ":"); ok {
+			hd.Instance, hd.Owner = inst, owner
+			hd.ThisInstance = inst == self
+		}
+		out = append(out, hd)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Field < out[j].Field })
+	return out
+}
+
+// globEscape quotes the characters SCAN MATCH treats as a pattern.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// PTTL is one reading of a key's remaining time to live.
+type PTTL struct {
+	Ms  int64 // -1: no TTL; -2: no such key (or unreadable, then Err says why)
+	Err error
+}
+
+// MasterPTTLs reads key's PTTL on every master, in master order (the multilock demo samples it).
+func (r *Registry) MasterPTTLs(ctx context.Context, key string) []PTTL {
+	out := make([]PTTL, len(r.deps.Masters))
+	for i, m := range r.deps.Masters {
+		n, err := m.Do(ctx, "PTTL", key).Int64()
+		if err != nil {
+			out[i] = PTTL{Ms: -2, Err: redisErr("PTTL "+key, err)}
+			continue
+		}
+		out[i] = PTTL{Ms: n}
+	}
+	return out
+}
+
+// MasterAddrs lists the masters' addresses, in master order.
+func (r *Registry) MasterAddrs() []string {
+	out := make([]string, len(r.deps.Masters))
+	for i, m := range r.deps.Masters {
+		out[i] = ClientAddr(m)
+	}
+	return out
+}
