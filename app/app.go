@@ -132,7 +132,7 @@ func Serve(ctx context.Context, cfg config.Config, stdout io.Writer, log *slog.L
 		return err
 	}
 	defer a.Close()
-	addr := net.JoinHostPort("", strconv.Itoa(cfg.Server.Port))
+	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("app: listen on %s: %w", addr, err)

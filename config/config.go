@@ -45,6 +45,7 @@ type Config struct {
 
 // Server configures the HTTP side.
 type Server struct {
+	Host            string        `mapstructure:"host"`
 	Port            int           `mapstructure:"port"`
 	Instance        string        `mapstructure:"instance"`
 	AdminToken      string        `mapstructure:"admintoken"`

@@ -118,7 +118,7 @@ start_seckill() {
 	local name="$1" port="${PORT[$1]}" args=(serve)
 	[[ -z "$CONFIG" ]] || args+=(--config "$CONFIG")
 	local envs=("${SVC_ENV[@]}" "SECKILL_SERVER_PORT=$port" "SECKILL_SERVER_INSTANCE=$name"
-		"SECKILL_REDIS_EMBEDDED=never" "SECKILL_LOCK_MODE=$LOCK_MODE" "SECKILL_LOG_LEVEL=$LOG_LEVEL")
+		"SECKILL_SERVER_HOST=127.0.0.1" "SECKILL_REDIS_EMBEDDED=never" "SECKILL_LOCK_MODE=$LOCK_MODE" "SECKILL_LOG_LEVEL=$LOG_LEVEL")
 	[[ -z "$LOCK_WAIT" ]] || envs+=("SECKILL_LOCK_WAIT=$LOCK_WAIT")
 	[[ -z "$LOCK_LEASE" ]] || envs+=("SECKILL_LOCK_LEASE=$LOCK_LEASE")
 	# Its working directory has no config/application.yaml, so the built-in defaults apply
