@@ -15,6 +15,47 @@ const docTemplate = `{
     "host": "{{.Host}}",
     "basePath": "{{.BasePath}}",
     "paths": {
+        "/getMultiLock": {
+            "get": {
+                "description": "Takes the multilock of the default SKU (one Redisson-layout reentrant lock on each\nmaster, all required), holds it holdSeconds while reading its PTTL on every master,\nthen releases it. The samples fall and jump back up every lease/3: the watchdog\nrenewing each master. Allowed without the lab; bounded by lab.maxWork.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "locks"
+                ],
+                "summary": "Hold the multilock on every master (document 000's demo)",
+                "parameters": [
+                    {
+                        "minimum": 0,
+                        "type": "integer",
+                        "description": "how long to hold, in whole seconds (default 30, at most lab.maxWork)",
+                        "name": "holdSeconds",
+                        "in": "query"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/service.MultiLockHold"
+                        }
+                    },
+                    "400": {
+                        "description": "holdSeconds not a whole number, negative or above lab.maxWork",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    },
+                    "503": {
+                        "description": "lock not obtained within lock.wait, or a master unavailable (Retry-After)",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    }
+                }
+            }
+        },
         "/healthz": {
             "get": {
                 "produces": [
@@ -457,6 +498,40 @@ const docTemplate = `{
                 }
             }
         },
+        "/locks": {
+            "get": {
+                "description": "For the data Redis and every master: each key under {sku}:lock: with its type, PTTL\n(-1: no TTL), the value of a string lock, or the holder fields and hold counts of a\nRedisson-layout hash; plus the newest fencing token accepted. A server that does not\nanswer is reported in its entry.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "locks"
+                ],
+                "summary": "The lock keys of a SKU, everywhere (read-only)",
+                "parameters": [
+                    {
+                        "type": "string",
+                        "description": "SKU (default inventory.key)",
+                        "name": "sku",
+                        "in": "query"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/service.LocksView"
+                        }
+                    },
+                    "404": {
+                        "description": "unknown SKU",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    }
+                }
+            }
+        },
         "/readyz": {
             "get": {
                 "produces": [
@@ -832,6 +907,228 @@ const docTemplate = `{
                 "step": {
                     "description": "Step names where in the source documents the row comes from.",
                     "type": "string"
+                }
+            }
+        },
+        "lock.Holder": {
+            "type": "object",
+            "properties": {
+                "count": {
+                    "description": "Count is the hold count: how many releases the owner still owes.",
+                    "type": "integer",
+                    "example": 1
+                },
+                "field": {
+                    "type": "string",
+                    "example": "6f1c...:order-42"
+                },
+                "instance": {
+                    "description": "Instance is the client id part of the field (the service instance's UUID, or a Java\nRedisson client's), Owner the rest (our order id, Redisson's thread id).",
+                    "type": "string"
+                },
+                "owner": {
+                    "type": "string"
+                },
+                "thisInstance": {
+                    "description": "ThisInstance: the field was written by this service instance.",
+                    "type": "boolean"
+                }
+            }
+        },
+        "lock.KeyState": {
+            "type": "object",
+            "properties": {
+                "holders": {
+                    "description": "Holders are a hash lock's fields (Redisson layout: \"\u003cinstance-id\u003e:\u003cowner\u003e\" -\u003e hold count).",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/lock.Holder"
+                    }
+                },
+                "key": {
+                    "type": "string",
+                    "example": "{inventory001}:lock:reentrant"
+                },
+                "pttlMs": {
+                    "description": "PTTLMs is the key's remaining time to live in ms; -1 means no TTL at all (a lock that\nnobody will ever free: the deadlock of the setnx modes), -2 that it vanished while read.",
+                    "type": "integer",
+                    "example": 29950
+                },
+                "type": {
+                    "type": "string",
+                    "example": "hash"
+                },
+                "value": {
+                    "description": "Value is a string key's value (the holder's token or UUID).",
+                    "type": "string"
+                }
+            }
+        },
+        "lock.ServerLocks": {
+            "type": "object",
+            "properties": {
+                "addr": {
+                    "type": "string",
+                    "example": "127.0.0.1:6381"
+                },
+                "error": {
+                    "description": "Error says why the server could not be read (it is down, for example).",
+                    "type": "string"
+                },
+                "keys": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/lock.KeyState"
+                    }
+                },
+                "name": {
+                    "description": "Name is \"data\" for the data Redis, \"master1\".. for the independent masters.",
+                    "type": "string",
+                    "example": "master1"
+                },
+                "truncated": {
+                    "description": "Truncated: more keys matched than were read.",
+                    "type": "boolean"
+                }
+            }
+        },
+        "service.LocksView": {
+            "type": "object",
+            "properties": {
+                "fenceError": {
+                    "description": "FenceError says why the token could not be read.",
+                    "type": "string"
+                },
+                "fenceToken": {
+                    "description": "FenceToken is the newest fencing token whose write was accepted (0: none yet).",
+                    "type": "integer"
+                },
+                "instance": {
+                    "type": "string"
+                },
+                "instanceId": {
+                    "description": "InstanceID is the client id this instance writes into Redisson-layout hash fields.",
+                    "type": "string"
+                },
+                "prefix": {
+                    "description": "Prefix is what every lock key of the SKU starts with.",
+                    "type": "string",
+                    "example": "{inventory001}:lock:"
+                },
+                "servers": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/lock.ServerLocks"
+                    }
+                },
+                "sku": {
+                    "type": "string",
+                    "example": "inventory001"
+                }
+            }
+        },
+        "service.MasterHold": {
+            "type": "object",
+            "properties": {
+                "addr": {
+                    "type": "string",
+                    "example": "127.0.0.1:6381"
+                },
+                "master": {
+                    "type": "integer",
+                    "example": 1
+                },
+                "renewals": {
+                    "description": "Renewals counts the watchdog's successful renewals on this master.",
+                    "type": "integer",
+                    "example": 2
+                },
+                "samples": {
+                    "description": "Samples are the PTTLs read while holding: they fall, then jump back up at each renewal.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/service.TTLSample"
+                    }
+                },
+                "ttlAtAcquireMs": {
+                    "description": "TTLAtAcquireMs is the PTTL read right after acquiring.",
+                    "type": "integer",
+                    "example": 29998
+                },
+                "ttlJumps": {
+                    "description": "TTLJumps counts the samples whose PTTL was higher than the one before: renewals seen.",
+                    "type": "integer",
+                    "example": 2
+                }
+            }
+        },
+        "service.MultiLockHold": {
+            "type": "object",
+            "properties": {
+                "field": {
+                    "description": "Field is the hash field held on every master (\"\u003cinstance-id\u003e:\u003cowner\u003e\").",
+                    "type": "string"
+                },
+                "heldMs": {
+                    "type": "number"
+                },
+                "holdSeconds": {
+                    "type": "integer",
+                    "example": 30
+                },
+                "instance": {
+                    "type": "string"
+                },
+                "key": {
+                    "type": "string",
+                    "example": "{inventory001}:lock:multilock"
+                },
+                "leaseMs": {
+                    "type": "integer",
+                    "example": 30000
+                },
+                "lost": {
+                    "description": "Lost: a master's renewal failed while held; the hold was cut short.",
+                    "type": "boolean"
+                },
+                "masters": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/service.MasterHold"
+                    }
+                },
+                "message": {
+                    "type": "string"
+                },
+                "releaseError": {
+                    "type": "string"
+                },
+                "released": {
+                    "description": "Released: every master's lock was given back at the end.",
+                    "type": "boolean"
+                },
+                "renewEveryMs": {
+                    "type": "integer",
+                    "example": 10000
+                },
+                "waitMs": {
+                    "type": "number"
+                }
+            }
+        },
+        "service.TTLSample": {
+            "type": "object",
+            "properties": {
+                "atMs": {
+                    "type": "integer",
+                    "example": 1000
+                },
+                "error": {
+                    "type": "string"
+                },
+                "ttlMs": {
+                    "type": "integer",
+                    "example": 28990
                 }
             }
         },
