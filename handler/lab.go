@@ -135,6 +135,9 @@ func (l *labAPI) runScenario(c *gin.Context) {
 	ctx := context.WithoutCancel(ctxOf(c))
 	res := l.runner().Run(ctx, sc)
 	l.a.log.Info("lab scenario", "name", sc.Name, "verdict", res.Verdict, "ms", res.DurationMs)
+	if l.a.opt.Metrics != nil {
+		l.a.opt.Metrics.ObserveLabRun(sc.Name, res.Verdict)
+	}
 	c.JSON(http.StatusOK, res)
 }
 

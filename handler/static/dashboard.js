@@ -89,46 +89,26 @@ $('reset').addEventListener('click', async () => {
 // ---- lock keys ---------------------------------------------------------------------------
 const maxTTL = new Map(); // the longest PTTL seen per key: the bar's 100%
 
-// flattenLocks turns the /locks answer into rows {server, key, holder, pttl, extra}. It reads
-// the answer's shape loosely: any object with a "key" field is a lock key, and the nearest
-// enclosing object with a server name or address names its server.
+// flattenLocks turns the /locks answer (service.LocksView: servers[].keys[]) into rows
+// {server, key, holder, pttl, extra}; a server that could not be read becomes a row saying why.
 function flattenLocks(body) {
   const rows = [];
-  const visit = (node, server) => {
-    if (Array.isArray(node)) { node.forEach((n) => visit(n, server)); return; }
-    if (!node || typeof node !== 'object') return;
-    const name = node.server || node.name || node.role || node.addr || node.address;
-    if (typeof node.key === 'string') {
-      rows.push(lockRow(node, server || name || ''));
-      return;
+  for (const srv of body.servers || []) {
+    const server = [srv.name, srv.addr].filter(Boolean).join(' ');
+    if (srv.error) rows.push({ server, key: '', holder: 'unreadable: ' + srv.error, pttl: undefined, extra: '' });
+    for (const k of srv.keys || []) {
+      let holder = k.value || '';
+      if (k.holders && k.holders.length) {
+        holder = k.holders.map((h) => `${short(h.instance || '')}:${short(h.owner || h.field)} ×${h.count}` +
+          (h.thisInstance ? ' (this instance)' : '')).join(', ');
+      }
+      rows.push({ server, key: k.key, holder, pttl: k.pttlMs, extra: k.type || '' });
     }
-    let srv = server;
-    if (typeof name === 'string') srv = [node.role || node.name || node.server, node.addr || node.address].filter(Boolean).join(' ');
-    Object.values(node).forEach((v) => { if (v && typeof v === 'object') visit(v, srv); });
-  };
-  visit(body, '');
+  }
   return rows;
 }
 
-function num(...vs) { for (const v of vs) if (typeof v === 'number') return v; return undefined; }
-
-function lockRow(k, server) {
-  let holder = '';
-  const hs = k.holders || k.fields || k.holder;
-  if (Array.isArray(hs)) {
-    holder = hs.map((h) => (typeof h === 'string' ? h : `${h.field || h.holder || h.owner || h.name || '?'} ×${num(h.count, h.holds, h.holdCount, h.value) ?? '?'}`)).join(', ');
-  } else if (hs && typeof hs === 'object') {
-    holder = Object.entries(hs).map(([f, c]) => `${f} ×${c}`).join(', ');
-  } else if (typeof hs === 'string') {
-    holder = hs;
-  }
-  if (!holder && k.value !== undefined) holder = String(k.value);
-  const extra = [];
-  const token = num(k.token, k.fencingToken, k.lastToken);
-  if (token !== undefined) extra.push('token ' + token);
-  if (k.type) extra.push(k.type);
-  return { server: server || k.server || '', key: k.key, holder, pttl: num(k.pttlMs, k.pttl, k.ttlMs), extra: extra.join(' · ') };
-}
+function short(id) { return id.length > 13 ? id.slice(0, 8) + '…' : id; }
 
 async function refreshLocks() {
   let body;
@@ -137,7 +117,8 @@ async function refreshLocks() {
     $('locks').append(Object.assign(document.createElement('div'), { className: 'dim small', textContent: 'GET /locks: ' + e.message }));
     return;
   }
-  const rows = flattenLocks(body).filter((r) => r.pttl === undefined || r.pttl !== -2);
+  const rows = flattenLocks(body).filter((r) => r.pttl !== -2);
+  setText('fence', body.fenceToken ? 'newest fencing token accepted: ' + body.fenceToken : '');
   const box = $('locks');
   box.innerHTML = '';
   if (rows.length === 0) {
@@ -151,7 +132,7 @@ async function refreshLocks() {
     line.className = 'lockrow';
     const left = document.createElement('div');
     left.innerHTML = '<div class="server"></div><div class="holder"></div>';
-    left.children[0].textContent = r.server + ' · ' + r.key;
+    left.children[0].textContent = r.server + (r.key ? ' · ' + r.key : '');
     left.children[1].textContent = r.holder || '(no holder field)';
     left.children[1].title = r.holder;
     const bar = document.createElement('div');
@@ -182,7 +163,9 @@ $('hold').addEventListener('click', async () => {
   setText('hold-result', 'holding…');
   try {
     const res = await api('GET', '/getMultiLock?holdSeconds=' + encodeURIComponent($('hold-seconds').value));
-    setText('hold-result', summarize(res));
+    const masters = (res.masters || []).map((m) => `master${m.master}: ${m.renewals} renewals, TTL jumped back ${m.ttlJumps}×`).join('; ');
+    setText('hold-result', `held ${Math.round(res.heldMs)} ms (lease ${res.leaseMs} ms, renewed every ${res.renewEveryMs} ms): ` +
+      (masters || summarize(res)) + (res.lost ? ' — LOST' : ''));
   } catch (e) {
     setText('hold-result', 'error: ' + e.message);
   } finally { b.disabled = false; }
@@ -358,7 +341,7 @@ async function runOne(name) {
       const td = tr.querySelector(`td[data-col="${c}"]`);
       let val = res[c];
       if (c === 'deadlock') val = val ? 'yes' : 'no';
-      if (c === 'durationMs') val = (val / 1000).toFixed(1) + 's';
+      if (c === 'durationMs') val = val < 1000 ? Math.round(val) + ' ms' : (val / 1000).toFixed(1) + ' s';
       td.textContent = val;
     }
     v.className = 'verdict ' + res.verdict;

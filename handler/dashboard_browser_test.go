@@ -1,0 +1,169 @@
+package handler_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"seckill/config"
+	"seckill/internal/apptest"
+)
+
+// chromium finds the browser: SECKILL_CHROMIUM, else Debian's chromium on PATH.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("SECKILL_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("chromium is not installed (apt-get install -y chromium, or set SECKILL_CHROMIUM): skipping the browser test of the dashboard")
+	return ""
+}
+
+// artifact is where a test writes a file for CI to keep: $SECKILL_ARTIFACTS or artifacts/ at
+// the repository root.
+func artifact(t *testing.T, name string) string {
+	t.Helper()
+	dir := os.Getenv("SECKILL_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join("..", "artifacts")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := filepath.Abs(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestDashboardInChromium drives the dashboard in headless Chromium through the DevTools
+// protocol: a burst draws the chart, and clicking "run" on two scenarios fills their rows with
+// the verdicts the lab answers. A screenshot is saved for CI.
+func TestDashboardInChromium(t *testing.T) {
+	exe := chromium(t)
+	// A 3 s lease renews every second, so the TTL bars visibly drop and jump back during a hold.
+	f := apptest.New(t, func(c *config.Config) { c.Lock.Lease = 3 * time.Second })
+
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	defer cancelBrowser()
+
+	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+	text := func(sel string) string {
+		t.Helper()
+		v, err := chromedp.Run(bctx, chromedp.Text(css(sel)))
+		if err != nil {
+			t.Fatalf("read %s: %v", sel, err)
+		}
+		return strings.TrimSpace(v)
+	}
+	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(bctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	waitJS := func(what, expr string, limit time.Duration) {
+		t.Helper()
+		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(limit))); err != nil {
+			t.Fatalf("wait for %s: %v", what, err)
+		}
+	}
+
+	step("open the dashboard", chromedp.Navigate(f.HTTP.URL+"/"),
+		chromedp.WaitVisible(css(`button.run[data-scenario="none"]`)))
+	modes := text("#burst-mode")
+	step("fire a burst", chromedp.SetValue(css("#burst-n"), "150"), chromedp.SetValue(css("#burst-work"), "2"),
+		chromedp.Click(css("#burst")))
+	waitJS("the burst's result", `document.querySelector('#burst-result').textContent.includes('sales/s')`, 30*time.Second)
+	burst := text("#burst-result")
+	step("run scenario none", chromedp.Click(css(`button.run[data-scenario="none"]`)))
+	waitJS("the verdict of none", `document.querySelector('#verdict-none').dataset.verdict !== undefined`, 30*time.Second)
+	noneVerdict := text("#verdict-none")
+	step("run scenario atomic", chromedp.Click(css(`button.run[data-scenario="atomic"]`)))
+	waitJS("the verdict of atomic", `document.querySelector('#verdict-atomic').dataset.verdict !== undefined`, 30*time.Second)
+	atomicVerdict := text("#verdict-atomic")
+	// The inventory cards refresh every 500ms; wait until they show the burst's sales.
+	waitJS("the sold card", `Number(document.querySelector('#sold').textContent) > 0`, 10*time.Second)
+	sold := text("#sold")
+	if !strings.Contains(modes, "reentrant") || !strings.Contains(modes, "atomic") {
+		t.Errorf("the lock selector lacks modes: %q", modes)
+	}
+	if !strings.Contains(burst, "150 sales with lock lua") {
+		t.Errorf("burst result: %q", burst)
+	}
+	if noneVerdict != "REPRODUCED" || atomicVerdict != "HELD" {
+		t.Errorf("verdicts on the page: none %q (want REPRODUCED), atomic %q (want HELD)", noneVerdict, atomicVerdict)
+	}
+	if inv := inventory(t, f); sold != strconv.FormatInt(inv.Sold, 10) {
+		t.Errorf("the page shows sold %s, /inventory says %d", sold, inv.Sold)
+	}
+
+	// For the README's picture (SECKILL_DASHBOARD_PNG set), fill the whole verdict table.
+	docs := os.Getenv("SECKILL_DASHBOARD_PNG")
+	if docs != "" {
+		step("run all scenarios", chromedp.Click(css("#run-all")))
+		waitJS("every verdict", `[...document.querySelectorAll('td.verdict')].every((v) => v.dataset.verdict !== undefined)`, 90*time.Second)
+	}
+
+	// Hold the multilock for 3 s: the lock panel must show its key on the three masters, with
+	// the holder and a TTL bar, while it is held.
+	step("hold the multilock", chromedp.SetValue(css("#hold-seconds"), "3"), chromedp.Click(css("#hold")))
+	waitJS("the multilock on three masters",
+		`[...document.querySelectorAll('#locks .lockrow')].filter((r) => r.textContent.includes('master') && r.textContent.includes(':lock:multilock') && r.querySelector('.fill').style.width !== '').length === 3`,
+		10*time.Second)
+	time.Sleep(1200 * time.Millisecond) // one renewal (every lease/3 = 1 s), so the picture shows it
+	locks := text("#locks")
+	if !strings.Contains(locks, "this instance") || !strings.Contains(locks, "ms") {
+		t.Errorf("the lock panel lacks the holder or the TTL: %q", locks)
+	}
+	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	shot := artifact(t, "dashboard.png")
+	if err := os.WriteFile(shot, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dashboard screenshot: %s", shot)
+	if docs != "" {
+		if err := os.WriteFile(docs, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("dashboard screenshot also written to %s", docs)
+	}
+	waitJS("the end of the hold", `document.querySelector('#hold-result').textContent.includes('renewals')`, 10*time.Second)
+	if hold := text("#hold-result"); strings.Contains(hold, "LOST") {
+		t.Errorf("the multilock was lost while held: %s", hold)
+	}
+}
