@@ -111,6 +111,10 @@ type SaleRequest struct {
 	Crash          string        // "", "after-lock" or "before-expire"
 }
 
+// requestSlack is what a sale may take beyond its lock wait and injected faults: Redis round
+// trips, and the lease renewals of a long hold.
+const requestSlack = 10 * time.Second
+
 // Crash faults.
 const (
 	CrashAfterLock    = "after-lock"
@@ -211,6 +215,10 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 	if err != nil {
 		return SaleResult{}, err
 	}
+	// A per-request deadline, so a slow or vanished client cannot pin a goroutine (and a lock)
+	// longer than the wait plus the business time it asked for.
+	ctx, cancel := context.WithTimeout(ctx, s.set.Wait+req.Work+req.Freeze+req.PauseBeforeDel+requestSlack)
+	defer cancel()
 	res := SaleResult{Instance: s.set.Instance, Lock: mode.Name}
 	order := store.Order{ID: uuid.NewString(), Instance: s.set.Instance, Mode: mode.Name}
 	if mode.Atomic {

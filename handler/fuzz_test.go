@@ -1,0 +1,40 @@
+package handler_test
+
+import (
+	"net/url"
+	"testing"
+
+	"seckill/handler"
+)
+
+// FuzzParseSale feeds arbitrary query strings to the sale's parser: it must never panic, and
+// whatever it accepts must be within the syntax it promises (known parameters, durations that
+// are whole, non-negative milliseconds).
+func FuzzParseSale(f *testing.F) {
+	for _, seed := range []string{
+		"", "lock=lua", "lock=uuid&pauseBeforeDelMs=100", "workMs=-1", "workMs=abc", "crash=after-lock",
+		"freezeMs=99999999999999999999", "lock=&sku=", "workMs=1&workMs=2", "x=1", "%zz", "workMs=1e3",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		req, err := handler.ParseSale(q)
+		if err != nil {
+			return
+		}
+		if req.Work < 0 || req.Freeze < 0 || req.PauseBeforeDel < 0 {
+			t.Fatalf("accepted a negative duration from %q: %+v", raw, req)
+		}
+		for name := range q {
+			switch name {
+			case "lock", "sku", "workMs", "freezeMs", "pauseBeforeDelMs", "crash":
+			default:
+				t.Fatalf("accepted unknown parameter %q from %q", name, raw)
+			}
+		}
+	})
+}
