@@ -29,9 +29,10 @@ import (
 // on the same context), leaving the partial win on the masters for a whole ttl; and a context
 // that ends between tries comes back as ErrFailed, losing ctx.Err(). So Acquire runs one
 // TryLockContext per attempt on a context that the caller cannot cancel (each attempt is bounded
-// by redsync's per-node timeout, 5% of ttl, and by the client's read timeout), and sleeps a
+// by the per-node timeout, see maxNodeTimeout, and by the client's read timeout), and sleeps a
 // random 1-10 ms between attempts (redsync's default, 50-250 ms, leaves the lock idle for most of
 // each handoff: issue 6 measured 0.3-1.1 k sales/s with it), bounded by Options.Wait and ctx.
+// Drift stays at redsync's default (WithDriftFactor 0.01: 1% of the ttl).
 type redlockLocker struct {
 	rs     *redsync.Redsync // shared: it only holds the pools; every acquisition has its own Mutex
 	nodes  int
@@ -50,11 +51,15 @@ func newRedlock(d Deps) (Locker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	lease := d.Lease
+	if lease <= 0 {
+		lease = 30 * time.Second // as the registry's default: a zero ttl would mean no expiry
+	}
 	// No masters is not an error here: the registry builds every mode, also for callers that
 	// never use redlock; Acquire reports it instead.
 	return &redlockLocker{
 		rs: redsync.New(pools...), nodes: len(pools), quorum: len(pools)/2 + 1,
-		lease: d.Lease, retry: jitter(time.Millisecond, 10*time.Millisecond), log: log,
+		lease: lease, retry: jitter(time.Millisecond, 10*time.Millisecond), log: log,
 	}, nil
 }
 
@@ -84,7 +89,10 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 		if err == nil {
 			if ctx.Err() != nil {
 				// Won for a caller that has gone: give it back at once.
-				if _, uerr := m.UnlockContext(context.WithoutCancel(ctx)); uerr != nil {
+				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+				_, uerr := m.UnlockContext(uctx)
+				cancel()
+				if uerr != nil {
 					l.log.Warn("redlock: release after cancelled acquire", "key", key, "err", uerr)
 				}
 				return nil, l.notObtained(ctx, key, attempts, nil)
