@@ -58,6 +58,22 @@ type reentrantLocker struct {
 type renewal struct {
 	wd    *watchdog
 	holds int // guarded by reentrantLocker.mu
+	// lastOK is when the last successful renewal (or the acquisition) was sent, in UnixNano:
+	// the lock is surely ours until lastOK + lease.
+	lastOK atomic.Int64
+	// ctx ends when the renewal is stopped, so a renewal being retried never delays a release.
+	ctx    context.Context
+	cancel context.CancelFunc
+	unreal atomic.Int64 // rounds answered "renewed" only because the renewal was stopped
+}
+
+// renewals counts the real successful renewals.
+func (e *renewal) renewals() int64 { return e.wd.Renewals() - e.unreal.Load() }
+
+// stop ends the renewal and waits for its goroutine.
+func (e *renewal) stop() {
+	e.cancel()
+	e.wd.Stop()
 }
 
 func (e *renewal) dead() bool {
@@ -114,12 +130,13 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 	watch := !opts.ExplicitLease
 	deadline := time.Now().Add(opts.Wait)
 
+	sent := time.Now()
 	held, ttl, err := l.try(ctx, key, field, leaseMs)
 	if err != nil {
 		return nil, l.failed(ctx, key, err)
 	}
 	if held {
-		return l.held(key, field, lease, watch), nil
+		return l.held(key, field, lease, watch, sent), nil
 	}
 	if opts.Wait <= 0 {
 		return nil, notObtained(ctx, key)
@@ -134,6 +151,7 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 	}
 	woken := false
 	for {
+		sent = time.Now()
 		held, ttl, err = l.try(ctx, key, field, leaseMs)
 		if err != nil {
 			if woken {
@@ -142,7 +160,7 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 			return nil, l.failed(ctx, key, err)
 		}
 		if held {
-			return l.held(key, field, lease, watch), nil
+			return l.held(key, field, lease, watch, sent), nil
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
@@ -216,7 +234,7 @@ func (l *reentrantLocker) try(ctx context.Context, key, field string, leaseMs in
 
 // held builds the lease of a successful acquisition and, in watchdog mode, joins or starts the
 // owner's renewal of this lock.
-func (l *reentrantLocker) held(key, field string, lease time.Duration, watch bool) *reentrantLease {
+func (l *reentrantLocker) held(key, field string, lease time.Duration, watch bool, acquired time.Time) *reentrantLease {
 	le := &reentrantLease{l: l, key: key, field: field, leaseMs: max(lease.Milliseconds(), 1)}
 	if !watch {
 		return le
@@ -227,23 +245,54 @@ func (l *reentrantLocker) held(key, field string, lease time.Duration, watch boo
 	e := l.entries[id]
 	if e == nil || e.dead() {
 		e = &renewal{}
-		renew := func(ctx context.Context) (bool, error) {
-			n, err := reentrantRenew.Run(ctx, l.rdb, []string{key}, le.leaseMs, field).Int()
-			if err != nil {
-				return false, redisErr("renew "+key, err)
-			}
-			return n == 1, nil
+		e.ctx, e.cancel = context.WithCancel(context.Background())
+		e.lastOK.Store(acquired.UnixNano())
+		interval := max(lease/3, time.Millisecond)
+		renew := func(context.Context) (bool, error) {
+			return l.renew(e, key, field, le.leaseMs, lease, interval)
 		}
 		onFail := func(err error) {
 			l.log.Warn("watchdog: lock lost", "lock", l.name, "key", key, "field", field, "err", err)
 			l.forget(id, e)
 		}
-		e.wd = startWatchdog(max(lease/3, time.Millisecond), renew, onFail)
+		e.wd = startWatchdog(interval, renew, onFail)
 		l.entries[id] = e
 	}
 	e.holds++
 	le.entry = e
 	return le
+}
+
+// renew is one watchdog round: the renew script, retried after a transient error (a slow
+// reply, a busy connection pool) as long as the lock is surely still ours, i.e. until shortly
+// before lastOK + lease. Only then, or when the script says the field is gone, is the lock lost.
+func (l *reentrantLocker) renew(e *renewal, key, field string, leaseMs int64, lease, interval time.Duration) (bool, error) {
+	pause := min(max(interval/10, time.Millisecond), 50*time.Millisecond)
+	for {
+		sent := time.Now()
+		ctx, cancel := context.WithTimeout(e.ctx, interval)
+		n, err := reentrantRenew.Run(ctx, l.rdb, []string{key}, leaseMs, field).Int()
+		cancel()
+		if err == nil {
+			if n == 1 {
+				e.lastOK.Store(sent.UnixNano())
+			}
+			return n == 1, nil
+		}
+		if e.ctx.Err() != nil {
+			// A release (or a crash) stopped the renewal while this round was under way: that
+			// is not a loss. Answer "renewed" so the watchdog ends quietly without closing Lost,
+			// and keep that answer out of the renewal count.
+			e.unreal.Add(1)
+			return true, nil
+		}
+		safeUntil := time.Unix(0, e.lastOK.Load()).Add(lease - lease/10)
+		if time.Until(safeUntil) <= pause {
+			return false, redisErr("renew "+key, err)
+		}
+		l.log.Debug("watchdog: renewal failed, retrying", "lock", l.name, "key", key, "err", err)
+		sleep(e.ctx, pause)
+	}
 }
 
 // forget drops a renewal entry from the map if it is still the current one.
@@ -270,7 +319,7 @@ func (l *reentrantLocker) unhold(id string, e *renewal, all bool) {
 	}
 	l.mu.Unlock()
 	if last {
-		e.wd.Stop()
+		e.stop()
 	}
 }
 
@@ -282,7 +331,7 @@ func (l *reentrantLocker) Close() error {
 	l.entries = map[string]*renewal{}
 	l.mu.Unlock()
 	for _, e := range entries {
-		e.wd.Stop()
+		e.stop()
 	}
 	return l.sub.Close()
 }
@@ -313,7 +362,7 @@ func (le *reentrantLease) Renewals() int64 {
 	if le.entry == nil {
 		return 0
 	}
-	return le.entry.wd.Renewals()
+	return le.entry.renewals()
 }
 
 // Release gives back one hold. A release by someone who no longer holds the lock (its lease ran

@@ -336,6 +336,39 @@ func TestReentrantWatchdogKeepsLockThroughThreeLeases(t *testing.T) {
 	}
 }
 
+// TestReentrantWatchdogRidesOutAStalledRedis: Redis stops answering for less than the lease
+// (SIGSTOP), so renewal calls time out; the lock is still ours until its TTL, so the watchdog
+// keeps trying and must not report it lost.
+func TestReentrantWatchdogRidesOutAStalledRedis(t *testing.T) {
+	srv := testredis.Start(t)
+	if srv.PID() == 0 {
+		t.Skip("needs a real redis-server to pause")
+	}
+	c := testredis.Client(t, srv)
+	const lease = 600 * time.Millisecond // renewal every 200ms, each call bounded by 200ms
+	l := reentLocker(t, c, "inst", lease)
+	const key = "stalled"
+	le := reentAcquire(t, l, "holder", key, lock.Options{})
+	time.Sleep(150 * time.Millisecond)
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(280 * time.Millisecond) // the renewal due at 200ms times out at least once
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * lease)
+	select {
+	case <-le.Lost():
+		t.Fatal("a renewal that timed out while the lock was still valid was taken for a loss")
+	default:
+	}
+	if le.Renewals() < 2 {
+		t.Fatalf("renewals = %d, want the watchdog to carry on after the stall", le.Renewals())
+	}
+	reentRelease(t, le)
+}
+
 func TestReentrantCrashedHolderExpiresOneLeaseLater(t *testing.T) {
 	c := testredis.Client(t, testredis.Start(t))
 	const lease = 400 * time.Millisecond
