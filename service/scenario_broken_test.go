@@ -263,7 +263,7 @@ func TestScenarioFencedRejectsFrozenHoldersStaleWrite(t *testing.T) {
 	}
 	aDone := make(chan answer, 1)
 	go func() {
-		status, body := scenarioSale(t, f, fmt.Sprintf("lock=fenced&freezeMs=%d", (3 * lease).Milliseconds()))
+		status, body := scenarioSale(t, f, fmt.Sprintf("lock=fenced&freezeMs=%d", (3*lease).Milliseconds()))
 		aDone <- answer{status, body}
 	}()
 	scenarioAwaitKey(t, f, "fenced")
