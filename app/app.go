@@ -56,6 +56,40 @@ func NewClient(cfg config.Config, addr string, db int) redis.UniversalClient {
 	})
 }
 
+// NewDataClient opens the data store as configured: one Redis, a Sentinel-managed master, or a
+// Redis Cluster. All three are go-redis UniversalClients, so the store and the single-instance
+// lock modes do not care which.
+func NewDataClient(cfg config.Config) redis.UniversalClient {
+	switch cfg.DataMode() {
+	case "cluster":
+		return redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: cfg.Redis.ClusterAddrs, Password: cfg.Redis.Password, PoolSize: cfg.Redis.PoolSize,
+			DialTimeout: 500 * time.Millisecond, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
+		})
+	case "sentinel":
+		return redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName: cfg.Redis.SentinelMaster, SentinelAddrs: cfg.Redis.SentinelAddrs,
+			Password: cfg.Redis.Password, DB: cfg.Redis.DB, PoolSize: cfg.Redis.PoolSize,
+			DialTimeout: 500 * time.Millisecond, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
+			MaxRetries: -1,
+		})
+	default:
+		return NewClient(cfg, cfg.Redis.Addr, cfg.Redis.DB)
+	}
+}
+
+// DataName describes the data store for logs and readiness.
+func DataName(cfg config.Config) string {
+	switch cfg.DataMode() {
+	case "cluster":
+		return "cluster " + strings.Join(cfg.Redis.ClusterAddrs, ",")
+	case "sentinel":
+		return "sentinel " + cfg.Redis.SentinelMaster + "@" + strings.Join(cfg.Redis.SentinelAddrs, ",")
+	default:
+		return cfg.Redis.Addr
+	}
+}
+
 // New wires an App. It starts in-process Redis servers as redis.embedded says.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
 	log = log.With("instance", cfg.Server.Instance)
@@ -64,8 +98,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		return nil, err
 	}
 	a := &App{Config: cfg, Log: log, embedded: emb}
-	a.Data = NewClient(cfg, cfg.Redis.Addr, cfg.Redis.DB)
-	pingers := map[string]service.Pinger{"data " + cfg.Redis.Addr: pinger{a.Data}}
+	a.Data = NewDataClient(cfg)
+	pingers := map[string]service.Pinger{"data " + DataName(cfg): pinger{a.Data}}
 	for i, addr := range cfg.Redis.Masters {
 		m := NewClient(cfg, addr, 0)
 		a.Masters = append(a.Masters, m)
@@ -79,9 +113,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		return nil, err
 	}
 	st := store.New(a.Data)
-	if err := st.EnsureStock(ctx, cfg.Inventory.Key, cfg.Inventory.Stock); err != nil {
-		a.Close()
-		return nil, fmt.Errorf("app: initialise %s on %s: %w", cfg.Inventory.Key, cfg.Redis.Addr, err)
+	for _, sku := range cfg.SKUs() {
+		if err := st.EnsureStock(ctx, sku, cfg.Inventory.Stock); err != nil {
+			a.Close()
+			return nil, fmt.Errorf("app: initialise %s on %s: %w", sku, DataName(cfg), err)
+		}
 	}
 	a.Service = service.New(st, a.locks, Settings(cfg), pingers, log)
 	a.Metrics = metrics.New()
@@ -93,7 +129,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 // Settings derives the service settings from the configuration.
 func Settings(cfg config.Config) service.Settings {
 	return service.Settings{
-		Instance: cfg.Server.Instance, SKU: cfg.Inventory.Key, Stock: cfg.Inventory.Stock,
+		Instance: cfg.Server.Instance, SKU: cfg.Inventory.Key, SKUs: cfg.SKUs(), Stock: cfg.Inventory.Stock,
 		Mode: cfg.Lock.Mode, Lease: cfg.Lock.Lease, Wait: cfg.Lock.Wait,
 		LabEnabled: cfg.Lab.Enabled, MaxWork: cfg.Lab.MaxWork, MaxFreeze: cfg.Lab.MaxFreeze,
 		MaxPause: cfg.Lab.MaxPause, MaxStock: config.MaxStock, TrackOverlap: cfg.Lab.Enabled,
@@ -148,7 +184,7 @@ func Serve(ctx context.Context, cfg config.Config, stdout io.Writer, log *slog.L
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "seckill %s listening on http://127.0.0.1:%d (lock mode %s, data redis %s, masters %s)\n",
-		cfg.Server.Instance, cfg.Server.Port, cfg.Lock.Mode, cfg.Redis.Addr, strings.Join(cfg.Redis.Masters, ","))
+		cfg.Server.Instance, cfg.Server.Port, cfg.Lock.Mode, DataName(cfg), strings.Join(cfg.Redis.Masters, ","))
 	fmt.Fprintf(stdout, "  try: curl -X POST http://127.0.0.1:%d/inventory/sale   swagger: http://127.0.0.1:%d/swagger/index.html\n",
 		cfg.Server.Port, cfg.Server.Port)
 	select {

@@ -61,13 +61,19 @@ type Redis struct {
 	DB       int      `mapstructure:"db"`
 	Masters  []string `mapstructure:"masters"`
 	Embedded string   `mapstructure:"embedded"`
-	PoolSize int      `mapstructure:"poolsize"`
+	// SentinelMaster and SentinelAddrs select a Sentinel-managed data Redis instead of Addr.
+	SentinelMaster string   `mapstructure:"sentinelmaster"`
+	SentinelAddrs  []string `mapstructure:"sentineladdrs"`
+	// ClusterAddrs selects a Redis Cluster as the data store instead of Addr.
+	ClusterAddrs []string `mapstructure:"clusteraddrs"`
+	PoolSize     int      `mapstructure:"poolsize"`
 }
 
 // Inventory names the stock key and the stock a reset puts in.
 type Inventory struct {
-	Key   string `mapstructure:"key"`
-	Stock int64  `mapstructure:"stock"`
+	Key   string   `mapstructure:"key"`
+	SKUs  []string `mapstructure:"skus"`
+	Stock int64    `mapstructure:"stock"`
 }
 
 // Lock chooses the lock mode and its timings.
@@ -187,6 +193,28 @@ func (c *Config) Validate(modes []string) error {
 	if c.Inventory.Key == "" || strings.ContainsAny(c.Inventory.Key, "{} \t\r\n") {
 		return bad("inventory.key", "%q must be non-empty without braces or spaces", c.Inventory.Key)
 	}
+	for i, sku := range c.Inventory.SKUs {
+		sku = strings.TrimSpace(sku)
+		c.Inventory.SKUs[i] = sku
+		if sku == "" || strings.ContainsAny(sku, "{} \t\r\n") || len(sku) > 128 {
+			return bad("inventory.skus", "entry %d (%q) must be non-empty, at most 128 characters, without braces or spaces", i, sku)
+		}
+	}
+	if len(c.Inventory.SKUs) > 0 && !slices.Contains(c.Inventory.SKUs, c.Inventory.Key) {
+		c.Inventory.SKUs = append([]string{c.Inventory.Key}, c.Inventory.SKUs...)
+	}
+	seen := map[string]bool{}
+	c.Inventory.SKUs = slices.DeleteFunc(c.Inventory.SKUs, func(sku string) bool {
+		dup := seen[sku]
+		seen[sku] = true
+		return dup
+	})
+	if (c.Redis.SentinelMaster == "") != (len(c.Redis.SentinelAddrs) == 0) {
+		return bad("redis.sentinelMaster", "Sentinel needs both redis.sentinelMaster and redis.sentinelAddrs")
+	}
+	if c.Redis.SentinelMaster != "" && len(c.Redis.ClusterAddrs) > 0 {
+		return bad("redis.clusterAddrs", "choose either Sentinel or Cluster for the data store, not both")
+	}
 	if c.Inventory.Stock < 0 || c.Inventory.Stock > MaxStock {
 		return bad("inventory.stock", "%d is out of range 0..%d", c.Inventory.Stock, MaxStock)
 	}
@@ -201,7 +229,31 @@ func (c *Config) Validate(modes []string) error {
 	return nil
 }
 
-// Addresses lists every configured Redis address: the data Redis first, then the masters.
+// DataMode tells how the data store is reached.
+func (c Config) DataMode() string {
+	switch {
+	case len(c.Redis.ClusterAddrs) > 0:
+		return "cluster"
+	case c.Redis.SentinelMaster != "":
+		return "sentinel"
+	default:
+		return "standalone"
+	}
+}
+
+// Addresses lists every configured Redis address an in-process Redis may stand in for: the
+// standalone data Redis (not a Sentinel or Cluster one) and the masters.
 func (c Config) Addresses() []string {
+	if c.DataMode() != "standalone" {
+		return slices.Clone(c.Redis.Masters)
+	}
 	return append([]string{c.Redis.Addr}, c.Redis.Masters...)
+}
+
+// SKUs lists every SKU on sale, the default first.
+func (c Config) SKUs() []string {
+	if len(c.Inventory.SKUs) == 0 {
+		return []string{c.Inventory.Key}
+	}
+	return c.Inventory.SKUs
 }

@@ -77,7 +77,7 @@ const docTemplate = `{
         },
         "/inventory": {
             "get": {
-                "description": "sold counts recorded orders, independently of the stock value;\nlostUpdates = sold - (initialStock - stock); oversold = max(0, sold - initialStock).",
+                "description": "sold counts recorded orders, independently of the stock value;\nlostUpdates = sold - (initialStock - stock); oversold = max(0, sold - initialStock).\nWithout sku and with several SKUs configured, skus lists every SKU's audit too.",
                 "produces": [
                     "application/json"
                 ],
@@ -97,7 +97,7 @@ const docTemplate = `{
                     "200": {
                         "description": "OK",
                         "schema": {
-                            "$ref": "#/definitions/store.Inventory"
+                            "$ref": "#/definitions/handler.InventoryView"
                         }
                     },
                     "404": {
@@ -593,6 +593,51 @@ const docTemplate = `{
                 "status": {
                     "type": "string",
                     "example": "ok"
+                }
+            }
+        },
+        "handler.InventoryView": {
+            "type": "object",
+            "properties": {
+                "foreignUnlocks": {
+                    "type": "integer"
+                },
+                "initialStock": {
+                    "type": "integer"
+                },
+                "lostUpdates": {
+                    "type": "integer"
+                },
+                "overlaps": {
+                    "type": "integer"
+                },
+                "oversold": {
+                    "type": "integer"
+                },
+                "sku": {
+                    "type": "string"
+                },
+                "skus": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/store.Inventory"
+                    }
+                },
+                "sold": {
+                    "type": "integer"
+                },
+                "soldByInstance": {
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "integer",
+                        "format": "int64"
+                    }
+                },
+                "staleWritesRejected": {
+                    "type": "integer"
+                },
+                "stock": {
+                    "type": "integer"
                 }
             }
         },

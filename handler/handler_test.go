@@ -250,3 +250,36 @@ func TestSwaggerUIAndHealth(t *testing.T) {
 		t.Fatalf("DELETE sale: %d", r.status)
 	}
 }
+
+func TestSeveralSKUs(t *testing.T) {
+	f := apptest.New(t, func(c *config.Config) { c.Inventory.SKUs = []string{"inventory001", "inventory002"} })
+	if r := do(t, http.MethodPost, f.HTTP.URL+"/inventory/reset?sku=inventory002&stock=3", nil); r.status != 200 {
+		t.Fatalf("reset inventory002: %d %s", r.status, r.raw)
+	}
+	if r := do(t, http.MethodPost, f.HTTP.URL+"/inventory/sale?sku=inventory002&lock=atomic", nil); r.status != 200 {
+		t.Fatalf("sale inventory002: %d %s", r.status, r.raw)
+	}
+	if v, _ := f.RDB.Get(context.Background(), "inventory002").Result(); v != "2" {
+		t.Fatalf("inventory002 = %q", v)
+	}
+	r := do(t, http.MethodGet, f.HTTP.URL+"/inventory", nil)
+	skus, _ := r.body["skus"].([]any)
+	if r.status != 200 || r.body["sku"] != "inventory001" || len(skus) != 2 {
+		t.Fatalf("listing: %d %s", r.status, r.raw)
+	}
+	if r := do(t, http.MethodGet, f.HTTP.URL+"/inventory?sku=inventory002", nil); r.body["sold"] != float64(1) || r.body["skus"] != nil {
+		t.Fatalf("one sku: %s", r.raw)
+	}
+	for _, path := range []string{"/inventory?sku=nope", "/inventory/sale?sku=nope", "/inventory/reset?sku=nope"} {
+		method := http.MethodPost
+		if path == "/inventory?sku=nope" {
+			method = http.MethodGet
+		}
+		if r := do(t, method, f.HTTP.URL+path, nil); r.status != http.StatusNotFound {
+			t.Fatalf("%s: %d %s", path, r.status, r.raw)
+		}
+	}
+	if n, _ := f.RDB.Exists(context.Background(), "nope").Result(); n != 0 {
+		t.Fatal("an unknown sku was written")
+	}
+}

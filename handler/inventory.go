@@ -120,10 +120,11 @@ func (a *API) sale(c *gin.Context) {
 //	@Summary		The audit view of the stock
 //	@Description	sold counts recorded orders, independently of the stock value;
 //	@Description	lostUpdates = sold - (initialStock - stock); oversold = max(0, sold - initialStock).
+//	@Description	Without sku and with several SKUs configured, skus lists every SKU's audit too.
 //	@Tags			inventory
 //	@Produce		json
 //	@Param			sku	query		string	false	"SKU (default inventory.key)"
-//	@Success		200	{object}	store.Inventory
+//	@Success		200	{object}	InventoryView
 //	@Failure		404	{object}	ErrorBody	"unknown SKU"
 //	@Failure		500	{object}	ErrorBody	"a value that is not an integer"
 //	@Failure		503	{object}	ErrorBody	"Redis unavailable"
@@ -134,7 +135,21 @@ func (a *API) inventory(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, inv)
+	view := InventoryView{Inventory: inv}
+	if _, one := c.GetQuery("sku"); !one && len(a.svc.SKUs()) > 1 {
+		if view.SKUs, err = a.svc.InventoryAll(ctxOf(c)); err != nil {
+			a.fail(c, err)
+			return
+		}
+	}
+	c.JSON(http.StatusOK, view)
+}
+
+// InventoryView is the audit of one SKU (the default one when no sku is given); without sku and
+// with several SKUs configured, skus lists the audit of every SKU.
+type InventoryView struct {
+	store.Inventory
+	SKUs []store.Inventory `json:"skus,omitempty"`
 }
 
 // reset godoc
@@ -153,11 +168,9 @@ func (a *API) inventory(c *gin.Context) {
 //	@Failure		503				{object}	ErrorBody	"Redis unavailable"
 //	@Router			/inventory/reset [post]
 func (a *API) reset(c *gin.Context) {
-	for name := range c.Request.URL.Query() {
-		if name != "stock" && name != "sku" {
-			a.fail(c, badRequest("unknown parameter %s; accepted: stock, sku", name))
-			return
-		}
+	if err := onlyParams(c.Request.URL.Query(), "stock", "sku"); err != nil {
+		a.fail(c, err)
+		return
 	}
 	stock, err := queryInt(c, "stock", -1)
 	if err == nil && c.Query("stock") != "" && (stock < 0 || stock > a.svc.Settings().MaxStock) {

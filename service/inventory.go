@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,9 +36,10 @@ var (
 // Settings are the parts of the configuration the service needs.
 type Settings struct {
 	Instance     string
-	SKU          string // the default SKU (inventory.key)
-	Stock        int64  // what a reset puts in by default
-	Mode         string // the default lock mode
+	SKU          string   // the default SKU (inventory.key)
+	SKUs         []string // every SKU on sale, the default included (inventory.skus); nil = only SKU
+	Stock        int64    // what a reset puts in by default
+	Mode         string   // the default lock mode
 	Lease        time.Duration
 	Wait         time.Duration
 	LabEnabled   bool
@@ -147,17 +149,14 @@ type faultCheck struct {
 }
 
 // validate checks the request against the configuration and returns the mode to use.
-func (s *Service) validate(req *SaleRequest) (lock.Mode, error) {
-	if req.SKU == "" {
-		req.SKU = s.set.SKU
-	}
-	if req.SKU != s.set.SKU {
-		return lock.Mode{}, fmt.Errorf("%w: unknown sku %q", ErrNotFound, req.SKU)
+func (s *Service) validate(req *SaleRequest) (mode lock.Mode, err error) {
+	if req.SKU, err = s.resolveSKU(req.SKU); err != nil {
+		return lock.Mode{}, err
 	}
 	if req.Mode == "" {
 		req.Mode = s.set.Mode
 	}
-	mode, err := lock.LookupMode(req.Mode)
+	mode, err = lock.LookupMode(req.Mode)
 	if err != nil {
 		return lock.Mode{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
@@ -385,13 +384,43 @@ func (s *Service) storeError(err error) error {
 	}
 }
 
+// SKUs lists every SKU on sale, the default first.
+func (s *Service) SKUs() []string {
+	if len(s.set.SKUs) == 0 {
+		return []string{s.set.SKU}
+	}
+	return s.set.SKUs
+}
+
+// resolveSKU maps "" to the default SKU and refuses SKUs that are not configured (ErrNotFound).
+func (s *Service) resolveSKU(sku string) (string, error) {
+	if sku == "" {
+		return s.set.SKU, nil
+	}
+	if slices.Contains(s.SKUs(), sku) {
+		return sku, nil
+	}
+	return "", fmt.Errorf("%w: unknown sku %q; configured: %s", ErrNotFound, sku, strings.Join(s.SKUs(), ", "))
+}
+
+// InventoryAll returns the audit view of every SKU.
+func (s *Service) InventoryAll(ctx context.Context) ([]store.Inventory, error) {
+	var out []store.Inventory
+	for _, sku := range s.SKUs() {
+		inv, err := s.Inventory(ctx, sku)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, inv)
+	}
+	return out, nil
+}
+
 // Inventory returns the audit view of sku ("" = the default SKU).
 func (s *Service) Inventory(ctx context.Context, sku string) (store.Inventory, error) {
-	if sku == "" {
-		sku = s.set.SKU
-	}
-	if sku != s.set.SKU {
-		return store.Inventory{}, fmt.Errorf("%w: unknown sku %q", ErrNotFound, sku)
+	sku, err := s.resolveSKU(sku)
+	if err != nil {
+		return store.Inventory{}, err
 	}
 	inv, err := s.store.Snapshot(ctx, sku)
 	if err != nil {
@@ -403,11 +432,9 @@ func (s *Service) Inventory(ctx context.Context, sku string) (store.Inventory, e
 // Reset puts stock into sku, clears its orders, counters and lock keys (on the data Redis and on
 // every master), and returns the new state. stock < 0 means the configured default.
 func (s *Service) Reset(ctx context.Context, sku string, stock int64) (store.Inventory, error) {
-	if sku == "" {
-		sku = s.set.SKU
-	}
-	if sku != s.set.SKU {
-		return store.Inventory{}, fmt.Errorf("%w: unknown sku %q", ErrNotFound, sku)
+	sku, err := s.resolveSKU(sku)
+	if err != nil {
+		return store.Inventory{}, err
 	}
 	if stock < 0 {
 		stock = s.set.Stock

@@ -33,11 +33,9 @@ type LocksView struct {
 // LockKeys reads the lock keys of sku ("" = the default SKU) everywhere, without changing them.
 // A server that does not answer is reported in its entry; the view itself does not fail.
 func (s *Service) LockKeys(ctx context.Context, sku string) (LocksView, error) {
-	if sku == "" {
-		sku = s.set.SKU
-	}
-	if sku != s.set.SKU {
-		return LocksView{}, fmt.Errorf("%w: unknown sku %q", ErrNotFound, sku)
+	sku, err := s.resolveSKU(sku)
+	if err != nil {
+		return LocksView{}, err
 	}
 	k := store.KeysFor(sku)
 	v := LocksView{SKU: sku, Instance: s.set.Instance, InstanceID: s.locks.Deps().InstanceID, Prefix: k.LockPrefix,
