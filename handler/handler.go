@@ -7,7 +7,10 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -92,6 +95,23 @@ func (a *API) fail(c *gin.Context, err error) {
 		c.Header("Retry-After", "1")
 	}
 	c.AbortWithStatusJSON(status, body)
+}
+
+// onlyParams refuses query parameters other than accepted, and any given more than once: an
+// ambiguous request is refused rather than half understood.
+func onlyParams(q url.Values, accepted ...string) error {
+	for name, vals := range q {
+		if !slices.Contains(accepted, name) {
+			if len(accepted) == 0 {
+				return badRequest("unknown parameter %s; this endpoint takes none", name)
+			}
+			return badRequest("unknown parameter %s; accepted: %s", name, strings.Join(accepted, ", "))
+		}
+		if len(vals) > 1 {
+			return badRequest("parameter %s is given %d times", name, len(vals))
+		}
+	}
+	return nil
 }
 
 // queryInt parses a whole-number query parameter; absent gives def.

@@ -121,6 +121,10 @@ func (l *labAPI) runScenario(c *gin.Context) {
 	if !l.enabled(c) {
 		return
 	}
+	if err := onlyParams(c.Request.URL.Query()); err != nil {
+		l.a.fail(c, err)
+		return
+	}
 	sc, err := lab.Lookup(c.Param("name"))
 	if err != nil {
 		c.AbortWithStatusJSON(http.StatusNotFound, ErrorBody{Error: err.Error(), Status: http.StatusNotFound})
@@ -163,17 +167,18 @@ func (l *labAPI) burst(c *gin.Context) {
 	if !l.enabled(c) {
 		return
 	}
-	for name := range c.Request.URL.Query() {
-		if name != "n" && name != "lock" && name != "workMs" {
-			l.a.fail(c, badRequest("unknown parameter %s; accepted: n, lock, workMs", name))
-			return
-		}
+	if err := onlyParams(c.Request.URL.Query(), "n", "lock", "workMs"); err != nil {
+		l.a.fail(c, err)
+		return
 	}
 	n, err := queryInt(c, "n", 100)
 	if err == nil && (n < 1 || n > lab.MaxBurst) {
 		err = badRequest("n=%d is out of range 1..%d", n, lab.MaxBurst)
 	}
 	req := service.SaleRequest{Mode: c.Query("lock")}
+	if _, given := c.GetQuery("lock"); err == nil && given && req.Mode == "" {
+		err = fmt.Errorf("%w: %w: lock= is empty", service.ErrBadRequest, lock.ErrUnknownMode)
+	}
 	if err == nil && req.Mode != "" {
 		if _, lerr := lock.LookupMode(req.Mode); lerr != nil {
 			err = fmt.Errorf("%w: %w", service.ErrBadRequest, lerr)

@@ -22,11 +22,9 @@ import (
 //	@Failure		503			{object}	ErrorBody	"lock not obtained within lock.wait, or a master unavailable (Retry-After)"
 //	@Router			/getMultiLock [get]
 func (a *API) getMultiLock(c *gin.Context) {
-	for name := range c.Request.URL.Query() {
-		if name != "holdSeconds" {
-			a.fail(c, badRequest("unknown parameter %s; accepted: holdSeconds", name))
-			return
-		}
+	if err := onlyParams(c.Request.URL.Query(), "holdSeconds"); err != nil {
+		a.fail(c, err)
+		return
 	}
 	hold := time.Duration(-1)
 	if v, ok := c.GetQuery("holdSeconds"); ok {

@@ -62,6 +62,14 @@ func (a *API) limitBody(c *gin.Context) {
 			ErrorBody{Error: "request body too large", Status: http.StatusRequestEntityTooLarge})
 		return
 	}
+	// A body of unknown length (chunked) could only be measured by reading it, and no endpoint
+	// takes a body: refuse it instead of letting an oversized one through unread.
+	if c.Request.ContentLength < 0 {
+		c.AbortWithStatusJSON(http.StatusLengthRequired, ErrorBody{
+			Error:  "request body without Content-Length (chunked) is not accepted; parameters go in the query string",
+			Status: http.StatusLengthRequired})
+		return
+	}
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, a.opt.MaxBody)
 	c.Next()
 }
