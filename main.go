@@ -34,7 +34,7 @@ func main() {
 	}
 }
 
-// run parses the command line (`seckill [serve|lab] [--config FILE] [lab flags]`) and runs the command.
+// run parses the command line (`seckill [serve|lab|bench] [--config FILE] [lab or bench flags]`) and runs the command.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cmd := "serve"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
@@ -46,6 +46,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var labOpt labFlags
 	if cmd == "lab" {
 		labOpt.register(fs)
+	}
+	var benchOpt benchFlags
+	if cmd == "bench" {
+		benchOpt.register(fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -59,7 +63,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return app.Serve(ctx, cfg, stdout, app.NewLogger(stderr, cfg.Log.Level))
 	case "lab":
 		return runLab(ctx, cfg, labOpt, stdout, stderr)
+	case "bench":
+		return runBench(ctx, benchOpt, stdout, stderr)
 	default:
-		return fmt.Errorf("unknown command %q (commands: serve, lab)", cmd)
+		return fmt.Errorf("unknown command %q (commands: serve, lab, bench)", cmd)
 	}
 }

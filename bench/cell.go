@@ -1,0 +1,144 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"seckill/lock"
+	"seckill/service"
+)
+
+// saleFunc is one buyer's attempt to buy one unit; nil means sold.
+type saleFunc func(ctx context.Context) error
+
+// window is the part of a cell that is measured.
+type window struct {
+	warmup, dur time.Duration
+	// grace is how long buyers still in a sale when the window ends may take to finish it
+	// before their context is cancelled (they never start a new one).
+	grace time.Duration
+}
+
+// cellStats is what the buyers of one cell saw inside the window.
+type cellStats struct {
+	perBuyer  []int           // sales per buyer that completed inside the window
+	latencies []time.Duration // of the sales that completed inside the window
+	errors    map[string]int  // failed attempts inside the window, by kind
+	elapsed   time.Duration   // the window's length as measured
+	longest   time.Duration   // the longest time any buyer went without a sale inside the window
+}
+
+// runCell runs buyers goroutines that call sale in a closed loop (a buyer starts its next
+// purchase as soon as the last one ends, as a seckill crowd hammering one button does) and
+// measures only what completes between warmup and warmup+dur.
+func runCell(ctx context.Context, buyers int, w window, sale saleFunc) cellStats {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now()
+	from, to := start.Add(w.warmup), start.Add(w.warmup+w.dur)
+
+	type buyerStats struct {
+		sold    int
+		lats    []time.Duration
+		errs    map[string]int
+		longest time.Duration
+	}
+	stats := make([]buyerStats, buyers)
+	var wg sync.WaitGroup
+	for b := range buyers {
+		wg.Go(func() {
+			st := &stats[b]
+			st.errs = map[string]int{}
+			st.lats = make([]time.Duration, 0, 1024)
+			lastSale := from
+			for {
+				t0 := time.Now()
+				if !t0.Before(to) || ctx.Err() != nil {
+					break
+				}
+				err := sale(ctx)
+				t1 := time.Now()
+				if t1.Before(from) || t1.After(to) {
+					continue
+				}
+				if err != nil {
+					st.errs[errorKind(err)]++
+					continue
+				}
+				st.sold++
+				st.lats = append(st.lats, t1.Sub(t0))
+				st.longest = max(st.longest, t1.Sub(lastSale))
+				lastSale = t1
+			}
+			// A buyer that never sold, or not for a long time before the end, waited that long.
+			st.longest = max(st.longest, to.Sub(lastSale))
+		})
+	}
+	// Buyers stop starting sales at `to`; the ones still waiting for a lock get `grace` to finish
+	// (so a lock is not abandoned mid-sale), then their context ends.
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Until(to.Add(w.grace))):
+		cancel()
+		<-done
+	case <-ctx.Done():
+		<-done
+	}
+
+	out := cellStats{errors: map[string]int{}, elapsed: to.Sub(from)}
+	for _, st := range stats {
+		out.perBuyer = append(out.perBuyer, st.sold)
+		out.latencies = append(out.latencies, st.lats...)
+		for k, n := range st.errs {
+			out.errors[k] += n
+		}
+		out.longest = max(out.longest, st.longest)
+	}
+	slices.Sort(out.latencies)
+	return out
+}
+
+// errorKind names a failed sale for the table.
+func errorKind(err error) string {
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "cancelled"
+	case errors.Is(err, service.ErrLockTimeout), errors.Is(err, lock.ErrNotObtained), errors.Is(err, errRefTimeout):
+		return "lock-timeout"
+	case errors.Is(err, service.ErrSoldOut):
+		return "sold-out"
+	case errors.Is(err, service.ErrUnavailable), errors.Is(err, lock.ErrUnavailable):
+		return "unavailable"
+	default:
+		return "other"
+	}
+}
+
+// percentile returns the p-quantile (0..1) of sorted by the nearest-rank method; 0 when empty.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// jain is Jain's fairness index of xs: (Σx)² / (n·Σx²); 1 when every buyer sold as much, 1/n
+// when one buyer sold everything. With no sales at all it is 0 (nothing was shared).
+func jain(xs []int) float64 {
+	var sum, sq float64
+	for _, x := range xs {
+		sum += float64(x)
+		sq += float64(x) * float64(x)
+	}
+	if sq == 0 {
+		return 0
+	}
+	return sum * sum / (float64(len(xs)) * sq)
+}

@@ -1,0 +1,223 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"seckill/store"
+)
+
+// Report is one bench run.
+type Report struct {
+	Started     time.Time `json:"started"`
+	ElapsedMs   int64     `json:"elapsedMs"`
+	Machine     Machine   `json:"machine"`
+	Concurrency []int     `json:"concurrency"`
+	DurationMs  int64     `json:"durationMs"`
+	WarmupMs    int64     `json:"warmupMs"`
+	LeaseMs     int64     `json:"leaseMs"`
+	Redis       struct {
+		Kind    string   `json:"kind"`
+		Version string   `json:"version"`
+		Addrs   []string `json:"addrs"`
+		RTT     RTT      `json:"rtt"`
+	} `json:"redis"`
+	Cells   []Cell   `json:"cells"`
+	Targets []Target `json:"targets"`
+}
+
+// Cell is one strategy at one crowd size.
+type Cell struct {
+	Strategy string  `json:"strategy"`
+	Kind     string  `json:"kind"`
+	Locked   bool    `json:"locked"`
+	Buyers   int     `json:"buyers"`
+	Sales    int     `json:"sales"`
+	Rate     float64 `json:"salesPerSec"`
+	P50Ms    float64 `json:"p50Ms"`
+	P99Ms    float64 `json:"p99Ms"`
+	MaxMs    float64 `json:"maxMs"`
+	Jain     float64 `json:"jain"`
+	// Starved counts buyers that sold nothing in the window.
+	Starved int `json:"starved"`
+	// LongestGapMs is the longest any buyer went without a sale inside the window.
+	LongestGapMs float64        `json:"longestGapMs"`
+	Errors       map[string]int `json:"errors,omitempty"`
+	// LostUpdates and Oversold come from the store's audit (orders recorded against the stock
+	// decrement), independent of what the buyers were told.
+	LostUpdates int64 `json:"lostUpdates"`
+	Oversold    int64 `json:"oversold"`
+	RoundTrips  int   `json:"roundTrips"`
+	// SerialBound is 1 / (RoundTrips × RTT): the most sales per second any lock with that many
+	// round trips in its critical section can make on one key. OfBound = Rate / SerialBound.
+	SerialBound float64 `json:"serialBound"`
+	OfBound     float64 `json:"ofBound"`
+}
+
+func newCell(s Strategy, buyers int, st cellStats, inv store.Inventory, rtt time.Duration) Cell {
+	c := Cell{Strategy: s.Name, Kind: s.Kind, Locked: s.Locked, Buyers: buyers, RoundTrips: s.RoundTrips,
+		LostUpdates: inv.LostUpdates, Oversold: inv.Oversold, Jain: jain(st.perBuyer),
+		LongestGapMs: msf(st.longest)}
+	for _, n := range st.perBuyer {
+		c.Sales += n
+		if n == 0 {
+			c.Starved++
+		}
+	}
+	c.Rate = float64(c.Sales) / st.elapsed.Seconds()
+	c.P50Ms, c.P99Ms = msf(percentile(st.latencies, 0.5)), msf(percentile(st.latencies, 0.99))
+	if len(st.latencies) > 0 {
+		c.MaxMs = msf(st.latencies[len(st.latencies)-1])
+	}
+	if len(st.errors) > 0 {
+		c.Errors = st.errors
+	}
+	if rtt > 0 && s.RoundTrips > 0 {
+		c.SerialBound = 1 / (float64(s.RoundTrips) * rtt.Seconds())
+		c.OfBound = c.Rate / c.SerialBound
+	}
+	return c
+}
+
+func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Target is one check of issue 6 §3: a ratio of two figures of this run against its limit.
+type Target struct {
+	Name string `json:"name"`
+	// Want is the condition, e.g. "≥ 0.9".
+	Want  string  `json:"want"`
+	Ratio float64 `json:"ratio"`
+	// Figures shows what the ratio was computed from.
+	Figures string `json:"figures"`
+	Pass    bool   `json:"pass"`
+}
+
+// lockedSafe are the lock modes the per-mode targets apply to (atomic takes no lock).
+var lockedSafe = []string{"lua", "reentrant", "multilock", "redlock", "fenced"}
+
+// checkTargets computes the targets from the cells; a target whose cells were not run is left
+// out.
+func checkTargets(cells []Cell, conc []int) []Target {
+	lo, hi := slices.Min(conc), slices.Max(conc)
+	find := func(name string, n int) *Cell {
+		for i := range cells {
+			if cells[i].Strategy == name && cells[i].Buyers == n {
+				return &cells[i]
+			}
+		}
+		return nil
+	}
+	var out []Target
+	atLeast := func(name string, ratio, limit float64, figures string) {
+		out = append(out, Target{Name: name, Want: fmt.Sprintf("≥ %g", limit), Ratio: ratio, Figures: figures, Pass: ratio >= limit})
+	}
+	atMost := func(name string, ratio, limit float64, figures string) {
+		out = append(out, Target{Name: name, Want: fmt.Sprintf("≤ %g", limit), Ratio: ratio, Figures: figures, Pass: ratio <= limit})
+	}
+	if hi > lo {
+		for _, m := range lockedSafe {
+			one, many := find(m, lo), find(m, hi)
+			if one == nil || many == nil {
+				continue
+			}
+			atLeast(fmt.Sprintf("%s: sales/s at %d ÷ at %d", m, hi, lo), ratio(many.Rate, one.Rate), 0.9,
+				fmt.Sprintf("%.0f / %.0f", many.Rate, one.Rate))
+			atLeast(fmt.Sprintf("%s: Jain at %d", m, hi), many.Jain, 0.95, fmt.Sprintf("%.4f", many.Jain))
+			atMost(fmt.Sprintf("%s: starved buyers at %d", m, hi), float64(many.Starved), 0,
+				fmt.Sprintf("%d of %d", many.Starved, hi))
+			serial := float64(hi) * one.P50Ms
+			atMost(fmt.Sprintf("%s: p99 at %d ÷ (%d × p50 at %d)", m, hi, hi, lo), ratio(many.P99Ms, serial), 2,
+				fmt.Sprintf("%.2f ms / (%d × %.3f ms)", many.P99Ms, hi, one.P50Ms))
+		}
+	}
+	if rl, rs := find("redlock", hi), find(RefRedsync, hi); rl != nil && rs != nil {
+		atLeast(fmt.Sprintf("redlock ÷ redsync-default sales/s at %d", hi), ratio(rl.Rate, rs.Rate), 3,
+			fmt.Sprintf("%.0f / %.0f", rl.Rate, rs.Rate))
+		atMost(fmt.Sprintf("redlock ÷ redsync-default p99 at %d", hi), ratio(rl.P99Ms, rs.P99Ms), 0.25,
+			fmt.Sprintf("%.2f ms / %.2f ms", rl.P99Ms, rs.P99Ms))
+	}
+	if at, re := find("atomic", hi), find("reentrant", hi); at != nil && re != nil {
+		atLeast(fmt.Sprintf("atomic ÷ reentrant sales/s at %d", hi), ratio(at.Rate, re.Rate), 10,
+			fmt.Sprintf("%.0f / %.0f", at.Rate, re.Rate))
+	}
+	// Safety under load: no safe mode may lose an update or oversell, at any crowd size.
+	var lost, over int64
+	var seen []string
+	for _, c := range cells {
+		if c.Kind == "mode" {
+			lost += c.LostUpdates
+			over += c.Oversold
+			if !slices.Contains(seen, c.Strategy) {
+				seen = append(seen, c.Strategy)
+			}
+		}
+	}
+	if len(seen) > 0 {
+		atMost("lost updates + oversold, every mode cell", float64(lost+over), 0,
+			fmt.Sprintf("%d + %d over %s", lost, over, strings.Join(seen, ", ")))
+	}
+	return out
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func writeJSON(w io.Writer, rep Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+func writeTable(w io.Writer, rep Report) error {
+	rtt := rep.Redis.RTT
+	fmt.Fprintf(w, "machine: %d CPU (%s), %s/%s, %s\n", rep.Machine.CPUs, rep.Machine.CPU, rep.Machine.OS, rep.Machine.Arch, rep.Machine.Go)
+	fmt.Fprintf(w, "redis: %s %s on loopback (data + 3 masters); RTT (PING) median %.1f µs, p99 %.1f µs over %d\n",
+		rep.Redis.Kind, rep.Redis.Version, float64(rtt.Median.Nanoseconds())/1000, float64(rtt.P99.Nanoseconds())/1000, rtt.Samples)
+	fmt.Fprintf(w, "run: %d ms per cell after %d ms warm-up, lease %d ms, one key, closed loop; %.0f s in all\n\n",
+		rep.DurationMs, rep.WarmupMs, rep.LeaseMs, float64(rep.ElapsedMs)/1000)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "strategy\tbuyers\tsales/s\tp50 ms\tp99 ms\tmax ms\tJain\tstarved\tlongest gap ms\tlost\terrors\tk\tbound/s\tof bound\t")
+	for _, c := range rep.Cells {
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.3f\t%.3f\t%.3f\t%.4f\t%d\t%.0f\t%d\t%s\t%d\t%.0f\t%.0f%%\t\n",
+			c.Strategy, c.Buyers, c.Rate, c.P50Ms, c.P99Ms, c.MaxMs, c.Jain, c.Starved, c.LongestGapMs,
+			c.LostUpdates+c.Oversold, errorsText(c.Errors), c.RoundTrips, c.SerialBound, 100*c.OfBound)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nk = round trips in the critical section; bound/s = 1 / (k × RTT median), the serial bound of one key.")
+	if len(rep.Targets) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\ntargets (issue 6 §3), all from this run:")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, t := range rep.Targets {
+		verdict := "PASS"
+		if !t.Pass {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(tw, "%s\t%s\tratio %.3f\twant %s\t(%s)\n", verdict, t.Name, t.Ratio, t.Want, t.Figures)
+	}
+	return tw.Flush()
+}
+
+func errorsText(m map[string]int) string {
+	if len(m) == 0 {
+		return "0"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s:%d", k, m[k]))
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"seckill/service"
+	"seckill/store"
+)
+
+// Strategy is one way of selling under contention that the bench measures.
+type Strategy struct {
+	Name string `json:"name"`
+	// Kind is "mode" (a lock mode of this service, sold through service.Service) or
+	// "reference" (a library used the way its documentation shows, for comparison).
+	Kind string `json:"kind"`
+	// RoundTrips is k, the round trips one sale makes one after the other while it holds the
+	// lock (acquire, GET, commit, release; a call to several masters at once counts once):
+	// no lock can sell faster than 1 / (k × RTT) on one key.
+	RoundTrips int    `json:"roundTrips"`
+	About      string `json:"about"`
+	// Locked: the sale holds a lock (every strategy but atomic).
+	Locked bool `json:"locked"`
+
+	build func(e *env) saleFunc
+}
+
+// Reference strategy names.
+const (
+	RefRedsync = "redsync-default"
+	RefSpin    = "spin-100ms"
+)
+
+// strategies lists everything the bench can run, in table order.
+func strategies() []Strategy {
+	mode := func(name string, k int, about string) Strategy {
+		return Strategy{Name: name, Kind: "mode", RoundTrips: k, About: about, Locked: name != "atomic",
+			build: func(e *env) saleFunc {
+				return func(ctx context.Context) error {
+					_, err := e.svc.Sale(ctx, service.SaleRequest{SKU: e.sku, Mode: name})
+					return err
+				}
+			}}
+	}
+	return []Strategy{
+		mode("lua", 4, "SET NX PX / GET / commit / compare-and-delete + PUBLISH"),
+		mode("reentrant", 4, "Redisson RLock script / GET / commit / release script + PUBLISH"),
+		mode("multilock", 6, "RLock on 3 masters in turn / GET / commit / release on 3 at once"),
+		mode("redlock", 4, "redsync SET NX on 3 at once / GET / commit / delete on 3 at once"),
+		mode("fenced", 4, "SET NX PX + INCR token / GET / fenced commit / compare-and-delete + PUBLISH"),
+		mode("atomic", 1, "one Lua decrement, no lock"),
+		{Name: RefRedsync, Kind: "reference", RoundTrips: 4, Locked: true,
+			About: "redsync v4 Mutex.Lock with default options (8 s expiry, 32 tries, 50-250 ms random retry) on the 3 masters",
+			build: buildRedsyncDefault},
+		{Name: RefSpin, Kind: "reference", RoundTrips: 4, Locked: true,
+			About: "document 004's tryLock: SET NX EX, sleep 100 ms and retry until the wait; Lua compare-and-delete",
+			build: buildSpin},
+	}
+}
+
+// errRefTimeout: a reference strategy gave up waiting for its lock.
+var errRefTimeout = errors.New("reference lock not obtained")
+
+// critical is the read-check-write that every locked strategy protects, the same as the
+// service's: GET the stock, then write stock-1 and record the order in one script.
+func (e *env) critical(ctx context.Context, mode string) error {
+	stock, err := e.store.Stock(ctx, e.sku)
+	if err != nil {
+		return err
+	}
+	if stock <= 0 {
+		return service.ErrSoldOut
+	}
+	_, err = e.store.Commit(ctx, e.sku, stock-1, store.Order{ID: uuid.NewString(), Instance: "bench", Mode: mode})
+	return err
+}
+
+// buildRedsyncDefault is redsync used as its README shows: NewMutex(name) with no options, Lock,
+// critical section, Unlock.
+func buildRedsyncDefault(e *env) saleFunc {
+	pools := make([]redsyncredis.Pool, len(e.masters))
+	for i, m := range e.masters {
+		pools[i] = goredis.NewPool(m)
+	}
+	rs := redsync.New(pools...)
+	key := store.LockKey(e.sku, RefRedsync)
+	return func(ctx context.Context) error {
+		m := rs.NewMutex(key)
+		if err := m.LockContext(ctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("%w: redsync: %w", errRefTimeout, err)
+		}
+		err := e.critical(ctx, RefRedsync)
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, uerr := m.UnlockContext(uctx); uerr != nil && err == nil {
+			err = fmt.Errorf("redsync unlock: %w", uerr)
+		}
+		return err
+	}
+}
+
+//go:embed spin_unlock.lua
+var spinUnlockLua string
+
+var spinUnlock = redis.NewScript(spinUnlockLua)
+
+// spinSleep and spinLease are document 004's: Thread.sleep(100) between tries, and an EX lease
+// in seconds.
+const (
+	spinSleep = 100 * time.Millisecond
+	spinLease = 30 * time.Second
+)
+
+// buildSpin is document 004's Jedis lock service: value = UUID + timestamp, SET NX EX in a loop
+// with a fixed 100 ms sleep until the wait (tryExpirseTime) runs out, unlock by a Lua
+// compare-and-delete.
+func buildSpin(e *env) saleFunc {
+	key := store.LockKey(e.sku, RefSpin)
+	return func(ctx context.Context) error {
+		value := uuid.NewString() + strconv.FormatInt(time.Now().UnixMilli(), 10)
+		first := time.Now()
+		for {
+			ok, err := e.data.SetNX(ctx, key, value, spinLease).Result()
+			if err != nil {
+				return err
+			}
+			if ok {
+				break
+			}
+			if time.Since(first) > e.wait {
+				return fmt.Errorf("%w: spin: %s", errRefTimeout, key)
+			}
+			t := time.NewTimer(spinSleep)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+		}
+		err := e.critical(ctx, RefSpin)
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if uerr := spinUnlock.Run(uctx, e.data, []string{key}, value).Err(); uerr != nil && err == nil {
+			err = fmt.Errorf("spin unlock: %w", uerr)
+		}
+		return err
+	}
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"seckill/bench"
+)
+
+// benchFlags are the flags of `seckill bench`.
+type benchFlags struct {
+	opt  bench.Options
+	json bool
+}
+
+func (b *benchFlags) register(fs *flag.FlagSet) {
+	b.opt.Concurrency = bench.DefaultConcurrency
+	fs.DurationVar(&b.opt.Duration, "duration", bench.DefaultDuration, "measured time of each cell (strategy × buyers)")
+	fs.DurationVar(&b.opt.Warmup, "warmup", bench.DefaultWarmup, "unmeasured warm-up before each cell")
+	fs.DurationVar(&b.opt.Lease, "lease", bench.DefaultLease, "lock lease of the lock modes")
+	fs.DurationVar(&b.opt.Wait, "wait", bench.DefaultWait, "how long a buyer waits for a lock")
+	fs.Func("concurrency", "comma-separated crowd sizes, buyers at once on one key (default 1,8,50)", func(s string) error {
+		var list []int
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 || n > 10_000 {
+				return fmt.Errorf("concurrency %q: want integers in 1..10000", f)
+			}
+			list = append(list, n)
+		}
+		b.opt.Concurrency = list
+		return nil
+	})
+	fs.Func("modes", "comma-separated strategies to run (default all: "+strings.Join(bench.Names(), ",")+")", func(s string) error {
+		b.opt.Strategies = nil
+		for _, f := range strings.Split(s, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				b.opt.Strategies = append(b.opt.Strategies, f)
+			}
+		}
+		return nil
+	})
+	fs.BoolVar(&b.json, "json", false, "print the report as JSON instead of a table")
+	fs.BoolVar(&b.opt.Embedded, "embedded", false, "use in-process Redis servers even when redis-server is installed")
+}
+
+// runBench runs the handoff benchmark on Redis servers it starts itself and prints the table (or
+// JSON) to stdout and a progress line per cell to stderr.
+func runBench(ctx context.Context, b benchFlags, stdout, stderr io.Writer) error {
+	opt := b.opt
+	opt.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	fmt.Fprintf(stderr, "bench: about %s (%d crowd sizes, %s + %s per cell)\n",
+		opt.Estimate().Round(time.Second), len(opt.Concurrency), opt.Warmup, opt.Duration)
+	opt.Progress = func(done, total int, c bench.Cell) {
+		fmt.Fprintf(stderr, "[%2d/%d] %-16s %3d buyers %8.0f sales/s  p99 %8.2f ms  Jain %.3f  starved %d\n",
+			done, total, c.Strategy, c.Buyers, c.Rate, c.P99Ms, c.Jain, c.Starved)
+	}
+	rep, err := bench.Run(ctx, opt)
+	if err != nil {
+		return err
+	}
+	return bench.Write(stdout, rep, b.json)
+}
