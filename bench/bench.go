@@ -16,6 +16,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -221,12 +222,20 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 			if _, err := e.svc.Reset(ctx, e.sku, benchStock); err != nil {
 				return rep, fmt.Errorf("bench: reset before %s × %d: %w", s.Name, n, err)
 			}
+			all := append([]redis.UniversalClient{data}, masters...)
+			if err := resetStats(ctx, all); err != nil {
+				return rep, err
+			}
 			stats := runCell(ctx, n, w, sale)
+			calls := commandCalls(context.WithoutCancel(ctx), all)
 			inv, err := e.store.Snapshot(context.WithoutCancel(ctx), e.sku)
 			if err != nil {
 				return rep, fmt.Errorf("bench: audit after %s × %d: %w", s.Name, n, err)
 			}
 			c := newCell(s, n, stats, inv, rep.Redis.RTT.Median)
+			if inv.Sold > 0 && calls > 0 {
+				c.CommandsPerSale = float64(calls) / float64(inv.Sold)
+			}
 			rep.Cells = append(rep.Cells, c)
 			if opt.Progress != nil {
 				opt.Progress(len(rep.Cells), total, c)
@@ -239,6 +248,41 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	rep.Targets = checkTargets(rep.Cells, opt.Concurrency)
 	rep.ElapsedMs = time.Since(rep.Started).Milliseconds()
 	return rep, nil
+}
+
+// resetStats zeroes the command statistics of every server, so that commandCalls counts one cell.
+func resetStats(ctx context.Context, cs []redis.UniversalClient) error {
+	for _, c := range cs {
+		if err := c.ConfigResetStat(ctx).Err(); err != nil {
+			return fmt.Errorf("bench: CONFIG RESETSTAT: %w", err)
+		}
+	}
+	return nil
+}
+
+// commandCalls sums the commands every server ran since resetStats (INFO commandstats; scripts
+// count once, as EVALSHA, with the commands they run inside counted as well, which is what
+// they cost the server). 0 when a server cannot tell (miniredis).
+func commandCalls(ctx context.Context, cs []redis.UniversalClient) int64 {
+	var total int64
+	for _, c := range cs {
+		info, err := c.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return 0
+		}
+		for _, line := range strings.Split(info, "\n") {
+			name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+			if !ok || strings.HasSuffix(name, "_info") || strings.HasSuffix(name, "_config|resetstat") {
+				continue
+			}
+			n, _, _ := strings.Cut(rest, ",")
+			v, err := strconv.ParseInt(n, 10, 64)
+			if err == nil {
+				total += v
+			}
+		}
+	}
+	return total
 }
 
 // RTT is the measured round-trip time of one PING from this process (client work included).

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,44 +13,81 @@ import (
 	"seckill/internal/testredis"
 )
 
-// Benchmarks of the acquire/release path on real redis-server processes (when installed), so
-// that a regression in a lock's round trips or in its handoff shows in review:
+// Benchmarks of the acquire/release path of every locked mode on real redis-server processes
+// (when installed), so that a regression in a lock's round trips or in its handoff shows in
+// review:
 //
 //	go test -run '^$' -bench 'AcquireRelease' -benchtime 2s ./lock/
 //
-// serial: one holder, no contention: the cost of one acquire + release.
-// parallel-own-key: many holders on distinct keys: throughput of the path itself.
-// parallel-one-key: many holders on one key: the handoff between holders (what a seckill does).
+// serial: one holder, no contention: the cost of one acquire + release (ns/op is the serial
+// latency; the Redis commands it takes are reported as cmds/op).
+// parallel-own-key: 8 holders on distinct keys: throughput of the path itself.
+// one-key-8, one-key-50: 8 or 50 holders on one key: the handoff between holders (what a
+// seckill does). ns/op should stay close to serial; cmds/op far above serial means waiters
+// poll or stampede; the spread of acquisitions per holder is reported as jain (1 = fair).
 
 // benchLease is long enough that no lock expires during a benchmark.
 const benchLease = 30 * time.Second
 
 func BenchmarkLuaAcquireRelease(b *testing.B) {
 	c := testredis.Client(b, testredis.Start(b))
-	l, err := newLua(Deps{Data: c, Lease: benchLease})
-	if err != nil {
-		b.Fatal(err)
-	}
-	benchAcquireRelease(b, l)
+	benchMode(b, "lua", []*redis.Client{c}, Deps{Data: c, Lease: benchLease})
+}
+
+func BenchmarkReentrantAcquireRelease(b *testing.B) {
+	c := testredis.Client(b, testredis.Start(b))
+	benchMode(b, "reentrant", []*redis.Client{c}, Deps{Data: c, Lease: benchLease, InstanceID: "bench"})
+}
+
+func BenchmarkFencedAcquireRelease(b *testing.B) {
+	c := testredis.Client(b, testredis.Start(b))
+	benchMode(b, "fenced", []*redis.Client{c}, Deps{Data: c, Lease: benchLease})
+}
+
+func BenchmarkMultilockAcquireRelease(b *testing.B) {
+	clients := benchMasters(b, 3)
+	benchMode(b, "multilock", clients, Deps{Masters: testredis.Universal(clients...), Lease: benchLease, InstanceID: "bench"})
 }
 
 func BenchmarkRedlockAcquireRelease(b *testing.B) {
 	for _, n := range []int{3, 5} {
 		b.Run(fmt.Sprintf("masters=%d", n), func(b *testing.B) {
-			clients := make([]*redis.Client, n)
-			for i, s := range testredis.StartN(b, n) {
-				clients[i] = testredis.Client(b, s)
-			}
-			l, err := newRedlock(Deps{Masters: testredis.Universal(clients...), Lease: benchLease})
-			if err != nil {
-				b.Fatal(err)
-			}
-			benchAcquireRelease(b, l)
+			clients := benchMasters(b, n)
+			benchMode(b, "redlock", clients, Deps{Masters: testredis.Universal(clients...), Lease: benchLease})
 		})
 	}
 }
 
-func benchAcquireRelease(b *testing.B, l Locker) {
+func benchMasters(b *testing.B, n int) []*redis.Client {
+	clients := make([]*redis.Client, n)
+	for i, s := range testredis.StartN(b, n) {
+		clients[i] = testredis.Client(b, s)
+	}
+	return clients
+}
+
+// benchMode builds mode name from deps and runs the sub-benchmarks; servers are the Redis
+// servers the mode talks to, whose command counts give cmds/op.
+func benchMode(b *testing.B, name string, servers []*redis.Client, deps Deps) {
+	m, err := LookupMode(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := m.New(deps)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if c, ok := l.(interface{ Close() error }); ok {
+		b.Cleanup(func() {
+			if err := c.Close(); err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	benchAcquireRelease(b, l, servers)
+}
+
+func benchAcquireRelease(b *testing.B, l Locker, servers []*redis.Client) {
 	ctx := context.Background()
 	cycle := func(key string) error {
 		lease, err := l.Acquire(ctx, key, Options{Wait: time.Minute, Lease: benchLease})
@@ -60,14 +98,17 @@ func benchAcquireRelease(b *testing.B, l Locker) {
 	}
 	b.Run("serial", func(b *testing.B) {
 		key := "{bench}:lock:serial:" + l.Name()
+		resetCommandStats(b, servers)
 		for b.Loop() {
 			if err := cycle(key); err != nil {
 				b.Fatal(err)
 			}
 		}
+		reportCommands(b, servers)
 	})
 	b.Run("parallel-own-key", func(b *testing.B) {
 		var next atomic.Int64
+		resetCommandStats(b, servers)
 		b.SetParallelism(4)
 		b.RunParallel(func(pb *testing.PB) {
 			key := fmt.Sprintf("{bench}:lock:own:%s:%d", l.Name(), next.Add(1))
@@ -78,17 +119,80 @@ func benchAcquireRelease(b *testing.B, l Locker) {
 				}
 			}
 		})
+		reportCommands(b, servers)
 	})
-	b.Run("parallel-one-key", func(b *testing.B) {
-		key := "{bench}:lock:one:" + l.Name()
-		b.SetParallelism(4)
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
+	for _, holders := range []int{8, 50} {
+		b.Run(fmt.Sprintf("one-key-%d", holders), func(b *testing.B) {
+			benchOneKey(b, holders, "{bench}:lock:one:"+l.Name(), cycle, servers)
+		})
+	}
+}
+
+// benchOneKey runs b.N acquire/release cycles shared by holders goroutines on one key and
+// reports the fairness of the split (Jain's index over the cycles each holder got).
+func benchOneKey(b *testing.B, holders int, key string, cycle func(string) error, servers []*redis.Client) {
+	var left atomic.Int64
+	left.Store(int64(b.N))
+	got := make([]int64, holders)
+	resetCommandStats(b, servers)
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for h := range holders {
+		wg.Go(func() {
+			for left.Add(-1) >= 0 {
 				if err := cycle(key); err != nil {
 					b.Error(err)
 					return
 				}
+				got[h]++
 			}
 		})
-	})
+	}
+	wg.Wait()
+	b.StopTimer()
+	reportCommands(b, servers)
+	var sum, sq float64
+	for _, n := range got {
+		sum += float64(n)
+		sq += float64(n) * float64(n)
+	}
+	if sq > 0 && b.N >= 10*holders {
+		b.ReportMetric(sum*sum/(float64(holders)*sq), "jain")
+	}
+}
+
+func resetCommandStats(b *testing.B, servers []*redis.Client) {
+	b.Helper()
+	for _, c := range servers {
+		if err := c.ConfigResetStat(context.Background()).Err(); err != nil {
+			b.Skipf("CONFIG RESETSTAT: %v (commands not counted)", err)
+		}
+	}
+}
+
+// reportCommands reports the commands the servers ran per op (scripts with their inner
+// commands), the Redis-side cost of a cycle: extra tries and wake-ups show here.
+func reportCommands(b *testing.B, servers []*redis.Client) {
+	b.Helper()
+	var total int64
+	for _, c := range servers {
+		stats, err := c.InfoMap(context.Background(), "commandstats").Result()
+		if err != nil {
+			return
+		}
+		for _, section := range stats {
+			for name, v := range section {
+				if name == "cmdstat_config|resetstat" || name == "cmdstat_info" {
+					continue
+				}
+				var calls int64
+				if _, err := fmt.Sscanf(v, "calls=%d", &calls); err == nil {
+					total += calls
+				}
+			}
+		}
+	}
+	if b.N > 0 {
+		b.ReportMetric(float64(total)/float64(b.N), "cmds/op")
+	}
 }

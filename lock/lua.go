@@ -3,29 +3,47 @@ package lock
 import (
 	"context"
 	_ "embed"
+	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 )
 
-//go:embed lua/compare_and_delete.lua
-var compareAndDeleteLua string
+var (
+	//go:embed lua/compare_and_delete.lua
+	compareAndDeleteLua string
+	//go:embed lua/compare_and_delete_publish.lua
+	compareAndDeletePublishLua string
 
-var compareAndDelete = redis.NewScript(compareAndDeleteLua)
+	compareAndDelete        = redis.NewScript(compareAndDeleteLua)
+	compareAndDeletePublish = redis.NewScript(compareAndDeletePublishLua)
+)
 
 // luaLocker is mode lua (document 003 case 6, 004): SET key <uuid> NX PX lease, retried until
 // the wait runs out; released by one Lua compare-and-delete, so it never deletes another
 // holder's lock. It has no watchdog: with business time longer than the lease, two holders
 // still overlap, which is what motivates Redisson's watchdog.
+//
+// Waiting is not 004's fixed sleep: the release also PUBLISHes on the key's channel, and the
+// waiters of this process wait in line (handoff.go) until that message or the holder's PTTL
+// (read in the same round trip as the failed SET), so a lock that expires still passes to the
+// next holder when it expires, exactly as with polling.
 type luaLocker struct {
 	rdb   redis.UniversalClient
 	lease time.Duration
-	retry func() time.Duration
+	sub   *subscriber
+	line  *handoff
 }
 
 func newLua(d Deps) (Locker, error) {
-	return &luaLocker{rdb: d.Data, lease: d.Lease, retry: jitter(2*time.Millisecond, 10*time.Millisecond)}, nil
+	l := &luaLocker{rdb: d.Data, lease: d.Lease, sub: newSubscriber(d.Data, logOf(d), unlockOnly)}
+	l.line = newHandoff(func(key string, ring func()) (<-chan struct{}, func()) {
+		h := l.sub.join(context.Background(), unlockChannel(key), ring)
+		return h.ready, func() { l.sub.leave(h) }
+	}, nil)
+	return l, nil
 }
 
 func (l *luaLocker) Name() string { return "lua" }
@@ -36,15 +54,27 @@ func (l *luaLocker) Acquire(ctx context.Context, key string, opts Options) (Leas
 		lease = l.lease
 	}
 	value := uuid.NewString()
-	err := retryUntil(ctx, key, opts.Wait, l.retry, func(ctx context.Context) (bool, error) {
-		ok, err := l.rdb.SetNX(ctx, key, value, lease).Result()
-		return ok, redisErr("SET NX PX", err)
-	})
+	try := func(ctx context.Context) (bool, time.Duration, error) {
+		return setNXPXOrTTL(ctx, l.rdb, key, value, lease)
+	}
+	var err error
+	if opts.Wait <= 0 {
+		var ok bool
+		ok, _, err = try(ctx)
+		if err == nil && !ok {
+			err = notObtained(ctx, key)
+		}
+	} else {
+		err = l.line.acquire(ctx, key, opts.Wait, lease, try)
+	}
 	if err != nil {
+		if !errors.Is(err, ErrNotObtained) && ctx.Err() != nil {
+			return nil, notObtained(ctx, key)
+		}
 		return nil, err
 	}
 	return &plainLease{key: key, release: func(ctx context.Context) error {
-		n, err := compareAndDelete.Run(ctx, l.rdb, []string{key}, value).Int()
+		n, err := compareAndDeletePublish.Run(ctx, l.rdb, []string{key, unlockChannel(key)}, value, unlockMessage).Int()
 		if err != nil {
 			return redisErr("compare-and-delete", err)
 		}
@@ -53,6 +83,42 @@ func (l *luaLocker) Acquire(ctx context.Context, key string, opts Options) (Leas
 		}
 		return nil
 	}}, nil
+}
+
+// setNXPXOrTTL is one attempt of SET key value NX PX lease; when someone else holds the key, it
+// also reads the key's PTTL in the same round trip (a pipeline), so a waiter knows when the lock
+// is free at the latest. ttl < 0 when the key has no TTL (or vanished between the two).
+func setNXPXOrTTL(ctx context.Context, rdb redis.UniversalClient, key, value string, lease time.Duration) (bool, time.Duration, error) {
+	var set *redis.BoolCmd
+	var pttl *redis.DurationCmd
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		set = p.SetNX(ctx, key, value, lease)
+		pttl = p.PTTL(ctx, key)
+		return nil
+	})
+	if err != nil {
+		return false, 0, redisErr("SET NX PX "+key, err)
+	}
+	if set.Val() {
+		return true, 0, nil
+	}
+	if d := pttl.Val(); d >= 0 {
+		return false, d, nil
+	}
+	return false, -1, nil
+}
+
+// Close ends the pub/sub connection of the waiters.
+func (l *luaLocker) Close() error {
+	l.line.close()
+	return l.sub.Close()
+}
+
+func logOf(d Deps) *slog.Logger {
+	if d.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return d.Logger
 }
 
 func init() {

@@ -24,19 +24,23 @@ func unlockChannel(name string) string {
 }
 
 // subscriber is one Locker's pub/sub connection, shared by all its waiters (Redisson keeps one
-// per client too). A channel is subscribed while at least one local waiter needs it; every
-// unlock message wakes one waiter of that channel, like a semaphore permit in Redisson's
-// LockPubSub, so a release does not stampede every waiter at the lock at once. Waiters never rely
-// on the message alone: they also wake after the holder's PTTL.
+// per client too). A channel is subscribed while a local line of waiters (handoff.go) needs it;
+// every release message rings that line, which wakes only its head, like a semaphore permit in
+// Redisson's LockPubSub, so a release does not stampede every waiter at the lock at once. Waiters
+// never rely on the message alone: they also wake after the holder's PTTL.
 type subscriber struct {
 	rdb redis.UniversalClient
 	log *slog.Logger
+	// accept tells a release message from other traffic on the channel (and, for modes that wake
+	// their own waiters directly, from this process's own releases).
+	accept func(payload string) bool
 
 	mu     sync.Mutex
 	ps     *redis.PubSub
 	done   chan struct{} // closed when the receive loop has ended
 	closed bool
 	chans  map[string]*chanState
+	nextID uint64
 }
 
 // chanState is one subscribed channel. Fields are guarded by subscriber.mu.
@@ -47,50 +51,51 @@ type chanState struct {
 	need      uint64 // confirmations needed before ready (the SUBSCRIBE of this round)
 	ready     chan struct{}
 	readyDone bool
-	wake      chan struct{} // capacity 1: one pending wake-up
+	rings     map[uint64]func() // what each joined listener wants called on a release message
 }
 
-// waitHandle is what a waiter selects on; copied out under the lock.
+// waitHandle is one listener's registration on a channel; copied out under the lock.
 type waitHandle struct {
 	ch    string
 	st    *chanState
+	id    uint64
 	ready <-chan struct{}
-	wake  chan struct{}
 }
 
-// signal passes a wake-up on to another waiter (used by a waiter that took one and left).
-func (h waitHandle) signal() {
-	select {
-	case h.wake <- struct{}{}:
-	default:
+// unlockOnly accepts the unlock message of Redisson's LockPubSub.
+func unlockOnly(payload string) bool { return payload == unlockMessage }
+
+func newSubscriber(rdb redis.UniversalClient, log *slog.Logger, accept func(payload string) bool) *subscriber {
+	if accept == nil {
+		accept = unlockOnly
 	}
+	return &subscriber{rdb: rdb, log: log, accept: accept, chans: map[string]*chanState{}}
 }
 
-func newSubscriber(rdb redis.UniversalClient, log *slog.Logger) *subscriber {
-	return &subscriber{rdb: rdb, log: log, chans: map[string]*chanState{}}
-}
-
-// join registers a waiter on channel ch, subscribing when it is the first. The returned ready
-// channel closes once Redis has confirmed the subscription: a release published after that is
-// sure to reach the waiter. join never fails: without a subscription a waiter still wakes on its
-// PTTL timer.
-func (s *subscriber) join(ctx context.Context, ch string) waitHandle {
+// join registers a listener on channel ch, subscribing when it is the first; ring is called (with
+// the subscriber's lock held, so it must not block) for every accepted message. The returned
+// ready channel closes once Redis has confirmed the subscription: a release published after that
+// is sure to ring. join never fails: without a subscription a waiter still wakes on its PTTL
+// timer.
+func (s *subscriber) join(ctx context.Context, ch string, ring func()) waitHandle {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.chans[ch]
 	if st == nil {
-		st = &chanState{}
+		st = &chanState{rings: map[uint64]func(){}}
 		s.chans[ch] = st
 	}
+	s.nextID++
+	id := s.nextID
+	st.rings[id] = ring
 	st.refs++
 	if st.refs == 1 {
 		st.ready = make(chan struct{})
 		st.readyDone = false
-		st.wake = make(chan struct{}, 1)
 		if s.closed {
 			close(st.ready)
 			st.readyDone = true
-			return waitHandle{ch: ch, st: st, ready: st.ready, wake: st.wake}
+			return waitHandle{ch: ch, st: st, id: id, ready: st.ready}
 		}
 		if s.ps == nil {
 			s.start()
@@ -104,14 +109,15 @@ func (s *subscriber) join(ctx context.Context, ch string) waitHandle {
 			s.log.Debug("subscribe to unlock channel", "channel", ch, "err", err)
 		}
 	}
-	return waitHandle{ch: ch, st: st, ready: st.ready, wake: st.wake}
+	return waitHandle{ch: ch, st: st, id: id, ready: st.ready}
 }
 
-// leave unregisters a waiter; the last one unsubscribes the channel.
+// leave unregisters a listener; the last one unsubscribes the channel.
 func (s *subscriber) leave(h waitHandle) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := h.st
+	delete(st.rings, h.id)
 	st.refs--
 	if st.refs > 0 {
 		return
@@ -161,16 +167,15 @@ func (s *subscriber) dispatch(m any) {
 			delete(s.chans, m.Channel)
 		}
 	case *redis.Message:
-		if m.Payload != unlockMessage {
+		if !s.accept(m.Payload) {
 			return
 		}
 		st := s.chans[m.Channel]
 		if st == nil || st.refs == 0 {
 			return
 		}
-		select {
-		case st.wake <- struct{}{}:
-		default: // a wake-up is already pending; one is enough
+		for _, ring := range st.rings {
+			ring()
 		}
 	}
 }

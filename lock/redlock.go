@@ -12,6 +12,8 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
 )
 
 // redlockLocker is mode redlock (document 002; 003 section 7.2; 004 RedissonRedLock): the Redlock
@@ -29,18 +31,30 @@ import (
 // on the same context), leaving the partial win on the masters for a whole ttl; and a context
 // that ends between tries comes back as ErrFailed, losing ctx.Err(). So Acquire runs one
 // TryLockContext per attempt on a context that the caller cannot cancel (each attempt is bounded
-// by the per-node timeout, see maxNodeTimeout, and by the client's read timeout), and sleeps a
-// random 1-10 ms between attempts (redsync's default, 50-250 ms, leaves the lock idle for most of
-// each handoff: issue 6 measured 0.3-1.1 k sales/s with it), bounded by Options.Wait and ctx.
-// Drift stays at redsync's default (WithDriftFactor 0.01: 1% of the ttl).
+// by the per-node timeout, see maxNodeTimeout, and by the client's read timeout). Between
+// attempts it does not sleep a fixed delay (redsync's default, 50-250 ms, leaves the lock idle
+// for most of each handoff: issue 6 measured 0.3-1.1 k sales/s with it): the waiters of this
+// process wait in line (handoff.go) and only the head attempts; a release here wakes it at once,
+// a release by another process wakes it through a PUBLISH on every master (redlockChannel), and
+// where no release will come (a split vote, a crashed holder) it retries after a random 1-10 ms,
+// bounded by Options.Wait and ctx. Drift stays at redsync's default (WithDriftFactor 0.01: 1% of
+// the ttl).
 type redlockLocker struct {
-	rs     *redsync.Redsync // shared: it only holds the pools; every acquisition has its own Mutex
-	nodes  int
-	quorum int
-	lease  time.Duration
-	retry  func() time.Duration
-	log    *slog.Logger
+	rs      *redsync.Redsync // shared: it only holds the pools; every acquisition has its own Mutex
+	masters []redis.UniversalClient
+	nodes   int
+	quorum  int
+	lease   time.Duration
+	log     *slog.Logger
+	// id is the payload of this Locker's release messages: its own releases wake its line
+	// directly, so its subscribers ignore them.
+	id   string
+	subs []*subscriber
+	line *handoff
 }
+
+// redlockChannel is where a redlock release is announced on every master.
+func redlockChannel(key string) string { return "redlock__channel:" + key }
 
 func newRedlock(d Deps) (Locker, error) {
 	pools := make([]redsyncredis.Pool, len(d.Masters))
@@ -57,10 +71,54 @@ func newRedlock(d Deps) (Locker, error) {
 	}
 	// No masters is not an error here: the registry builds every mode, also for callers that
 	// never use redlock; Acquire reports it instead.
-	return &redlockLocker{
-		rs: redsync.New(pools...), nodes: len(pools), quorum: len(pools)/2 + 1,
-		lease: lease, retry: jitter(time.Millisecond, 10*time.Millisecond), log: log,
-	}, nil
+	l := &redlockLocker{
+		rs: redsync.New(pools...), masters: d.Masters, nodes: len(pools), quorum: len(pools)/2 + 1,
+		lease: lease, log: log, id: uuid.NewString(),
+	}
+	for _, m := range d.Masters {
+		l.subs = append(l.subs, newSubscriber(m, log, func(payload string) bool { return payload != l.id }))
+	}
+	l.line = newHandoff(l.listen, jitter(time.Millisecond, 10*time.Millisecond))
+	return l, nil
+}
+
+// listen subscribes to key's release channel on every master, each in the background (a master
+// that is down must not hold up the waiter); ready closes when any of them is confirmed.
+func (l *redlockLocker) listen(key string, ring func()) (<-chan struct{}, func()) {
+	ready, quit := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var wg sync.WaitGroup
+	handles := make([]waitHandle, len(l.subs))
+	for i, s := range l.subs {
+		wg.Go(func() {
+			handles[i] = s.join(context.Background(), redlockChannel(key), ring)
+			select {
+			case <-handles[i].ready:
+				once.Do(func() { close(ready) })
+			case <-quit:
+			}
+		})
+	}
+	stop := func() {
+		close(quit)
+		go func() {
+			wg.Wait()
+			for i, s := range l.subs {
+				s.leave(handles[i])
+			}
+		}()
+	}
+	return ready, stop
+}
+
+// Close ends the subscriptions on the masters.
+func (l *redlockLocker) Close() error {
+	l.line.close()
+	var errs []error
+	for _, s := range l.subs {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
 }
 
 func (l *redlockLocker) Name() string { return "redlock" }
@@ -76,33 +134,61 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 	// One Mutex per acquisition: it keeps the value and validity of this acquisition, so it is
 	// never shared (redsync's Mutex is not safe to reuse across holders).
 	m := l.rs.NewMutex(key, redsync.WithExpiry(ttl), redsync.WithTimeoutFactor(nodeTimeout(ttl).Seconds()/ttl.Seconds()))
-	deadline := time.Now().Add(opts.Wait)
 	attempts := 0
-	for {
+	var last error
+	// One attempt: the attempt and its clean-up release run to the end even if the caller goes
+	// away, so a partial win is always removed from the masters.
+	try := func(ctx context.Context) (bool, time.Duration, error) {
 		if ctx.Err() != nil {
-			return nil, l.notObtained(ctx, key, attempts, nil)
+			return false, 0, l.notObtained(ctx, key, attempts, last)
 		}
 		attempts++
-		// The attempt and its clean-up release run to the end even if the caller goes away,
-		// so a partial win is always removed from the masters.
-		err := m.TryLockContext(context.WithoutCancel(ctx))
-		if err == nil {
-			if ctx.Err() != nil {
-				// Won for a caller that has gone: give it back at once.
-				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-				_, uerr := m.UnlockContext(uctx)
-				cancel()
-				if uerr != nil {
-					l.log.Warn("redlock: release after cancelled acquire", "key", key, "err", uerr)
-				}
-				return nil, l.notObtained(ctx, key, attempts, nil)
+		last = m.TryLockContext(context.WithoutCancel(ctx))
+		if last != nil {
+			return false, -1, nil // the holder's TTL is unknown: poll, unless a release rings
+		}
+		if ctx.Err() != nil {
+			// Won for a caller that has gone: give it back at once.
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+			_, uerr := m.UnlockContext(uctx)
+			cancel()
+			if uerr != nil {
+				l.log.Warn("redlock: release after cancelled acquire", "key", key, "err", uerr)
 			}
-			return newRedlockLease(l.rs, m, key, ttl, !opts.ExplicitLease, l.log), nil
+			l.released(key)
+			return false, 0, l.notObtained(ctx, key, attempts, nil)
 		}
-		left := time.Until(deadline)
-		if left <= 0 || !sleep(ctx, min(l.retry(), left)) {
-			return nil, l.notObtained(ctx, key, attempts, err)
+		return true, 0, nil
+	}
+	var err error
+	if opts.Wait <= 0 {
+		var held bool
+		if held, _, err = try(ctx); err == nil && !held {
+			err = l.notObtained(ctx, key, attempts, last)
 		}
+	} else if err = l.line.acquire(ctx, key, opts.Wait, ttl, try); errors.Is(err, ErrNotObtained) && attempts > 0 {
+		err = l.notObtained(ctx, key, attempts, last)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return newRedlockLease(l, m, key, ttl, !opts.ExplicitLease), nil
+}
+
+// released tells the waiters that key was given back: this process's line at once, other
+// processes through a PUBLISH on every master (their subscribers ring their own lines). The
+// publishes are best effort and run in the background, each bounded by maxNodeTimeout, so a
+// slow master never delays a release: a waiter that misses one retries after its poll delay.
+func (l *redlockLocker) released(key string) {
+	l.line.ring(key)
+	for _, m := range l.masters {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), maxNodeTimeout)
+			defer cancel()
+			if err := m.Publish(ctx, redlockChannel(key), l.id).Err(); err != nil {
+				l.log.Debug("redlock: announce release", "key", key, "master", ClientAddr(m), "err", err)
+			}
+		}()
 	}
 }
 
@@ -173,6 +259,7 @@ func walkErrors(err error, fn func(error)) {
 type redlockLease struct {
 	key string
 	m   *redsync.Mutex
+	l   *redlockLocker
 	rs  *redsync.Redsync
 	wd  *watchdog // nil with an explicit lease: no renewal
 	log *slog.Logger
@@ -188,8 +275,8 @@ type redlockLease struct {
 	stopped  bool
 }
 
-func newRedlockLease(rs *redsync.Redsync, m *redsync.Mutex, key string, ttl time.Duration, renew bool, log *slog.Logger) *redlockLease {
-	l := &redlockLease{key: key, m: m, log: log, rs: rs, lost: make(chan struct{})}
+func newRedlockLease(rl *redlockLocker, m *redsync.Mutex, key string, ttl time.Duration, renew bool) *redlockLease {
+	l := &redlockLease{key: key, m: m, l: rl, log: rl.log, rs: rl.rs, lost: make(chan struct{})}
 	l.until.Store(m.Until().UnixNano())
 	l.vmu.Lock()
 	l.validity = time.AfterFunc(time.Until(m.Until()), l.checkValidity)
@@ -294,6 +381,8 @@ func (l *redlockLease) Release(ctx context.Context) error {
 	time.AfterFunc(releaseTimeout, cancel)
 	rel := l.rs.NewMutex(l.key, redsync.WithValue(l.m.Value()), redsync.WithFailFast(true))
 	ok, err := rel.UnlockContext(ctx)
+	// Whatever the outcome, the lock may be free now: wake the waiters.
+	l.l.released(l.key)
 	if ok {
 		return nil
 	}

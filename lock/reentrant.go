@@ -40,7 +40,8 @@ type HashLease interface {
 // owner re-enters and must release as often. Without an explicit lease a watchdog renews the lock
 // every lease/3 while it is held, so business time longer than the lease is safe, and a crashed
 // holder's lock still expires one lease later. Waiters sleep until the holder's unlock message
-// or the holder's PTTL, never on a fixed poll interval.
+// or the holder's PTTL, never on a fixed poll interval; within this process they wait in line
+// (handoff.go), so a release wakes one of them and none is overtaken.
 type reentrantLocker struct {
 	name  string
 	rdb   redis.UniversalClient
@@ -48,9 +49,14 @@ type reentrantLocker struct {
 	lease time.Duration
 	log   *slog.Logger
 	sub   *subscriber
+	line  *handoff
+
+	// sync, when set, waits for replicas to acknowledge each acquisition (reentrant_sync.go).
+	sync *replicaSync
 
 	mu      sync.Mutex
 	entries map[string]*renewal // key NUL field -> its shared watchdog
+	holds   map[string]int      // key NUL field -> leases this process holds (re-entry skips the line)
 }
 
 // renewal is Redisson's ExpirationEntry: one watchdog per (lock, owner), shared by the owner's
@@ -98,12 +104,21 @@ func newReentrantOn(name string, rdb redis.UniversalClient, d Deps) *reentrantLo
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &reentrantLocker{name: name, rdb: rdb, id: id, lease: lease, log: log,
-		sub: newSubscriber(rdb, log), entries: map[string]*renewal{}}
+	l := &reentrantLocker{name: name, rdb: rdb, id: id, lease: lease, log: log,
+		sub: newSubscriber(rdb, log, unlockOnly), entries: map[string]*renewal{}, holds: map[string]int{}}
+	l.line = newHandoff(func(key string, ring func()) (<-chan struct{}, func()) {
+		h := l.sub.join(context.Background(), unlockChannel(key), ring)
+		return h.ready, func() { l.sub.leave(h) }
+	}, nil)
+	return l
 }
 
 func newReentrant(d Deps) (Locker, error) {
-	return newReentrantOn("reentrant", d.Data, d), nil
+	// Only this mode waits for replicas: the data Redis may be replicated, multilock's
+	// independent masters are not.
+	l := newReentrantOn("reentrant", d.Data, d)
+	l.sync = newReplicaSync(d)
+	return l, nil
 }
 
 func (l *reentrantLocker) Name() string { return l.name }
@@ -128,84 +143,52 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 	}
 	leaseMs := max(lease.Milliseconds(), 1)
 	watch := !opts.ExplicitLease
-	deadline := time.Now().Add(opts.Wait)
 
-	sent := time.Now()
-	held, ttl, err := l.try(ctx, key, field, leaseMs)
-	if err != nil {
-		return nil, l.failed(ctx, key, err)
-	}
-	if held {
-		return l.held(key, field, lease, watch, sent), nil
-	}
-	if opts.Wait <= 0 {
-		return nil, notObtained(ctx, key)
-	}
-
-	// Subscribe before trying again, as Redisson does: a release that happens after the next
-	// try failed is then sure to wake us.
-	h := l.sub.join(ctx, unlockChannel(key))
-	defer l.sub.leave(h)
-	if !waitFor(ctx, h.ready, time.Until(deadline)) {
-		return nil, notObtained(ctx, key)
-	}
-	woken := false
-	for {
-		sent = time.Now()
-		held, ttl, err = l.try(ctx, key, field, leaseMs)
+	// One attempt without a wait, and a re-entry by an owner that holds the lock here already,
+	// go straight to Redis: the owner must not queue behind waiters for a lock it holds.
+	if opts.Wait <= 0 || l.holding(key, field) {
+		sent := time.Now()
+		held, _, err := l.try(ctx, key, field, leaseMs)
 		if err != nil {
-			if woken {
-				h.signal() // we took a wake-up we could not use: hand it on
-			}
 			return nil, l.failed(ctx, key, err)
 		}
 		if held {
 			return l.held(key, field, lease, watch, sent), nil
 		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			if woken {
-				h.signal()
-			}
+		if opts.Wait <= 0 {
 			return nil, notObtained(ctx, key)
 		}
-		// The holder's PTTL is the fallback: if its unlock message is lost (or it died and
-		// never sends one), the lock is free by then anyway. A key without a TTL (not ours)
-		// gives -1: wait for the message or the end of the wait.
-		sleepFor := left
-		if ttl >= 0 && ttl < left {
-			sleepFor = max(ttl, time.Millisecond)
-		}
-		woken = false
-		t := time.NewTimer(sleepFor)
-		select {
-		case <-h.wake:
-			woken = true
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, notObtained(ctx, key)
-		}
-		t.Stop()
 	}
+	// Wait in this process's line for the key; the head subscribes to the unlock channel before
+	// it tries again, as Redisson does, so a release after its failed try is sure to wake it.
+	var sent time.Time
+	err := l.line.acquire(ctx, key, opts.Wait, lease, func(ctx context.Context) (bool, time.Duration, error) {
+		sent = time.Now()
+		return l.try(ctx, key, field, leaseMs)
+	})
+	if err != nil {
+		return nil, l.failed(ctx, key, err)
+	}
+	return l.held(key, field, lease, watch, sent), nil
 }
 
-// waitFor waits until ready is closed, d has passed or ctx ends; it reports false only when ctx
-// ended. (A subscription that is slow to confirm costs latency, not correctness.)
-func waitFor(ctx context.Context, ready <-chan struct{}, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
+// holding reports whether this process holds key for field (a nested acquisition).
+func (l *reentrantLocker) holding(key, field string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.holds[key+"\x00"+field] > 0
+}
+
+// unheld ends one local hold of key by field (release or crash).
+func (l *reentrantLocker) unheld(key, field string) {
+	id := key + "\x00" + field
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holds[id] <= 1 {
+		delete(l.holds, id)
+		return
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ready:
-		return true
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	l.holds[id]--
 }
 
 // failed turns an error of the acquire script into the Acquire error: a request that went away
@@ -219,6 +202,9 @@ func (l *reentrantLocker) failed(ctx context.Context, key string, err error) err
 
 // try runs the acquire script once: held, or the holder's remaining PTTL (-1ms: no TTL).
 func (l *reentrantLocker) try(ctx context.Context, key, field string, leaseMs int64) (bool, time.Duration, error) {
+	if l.sync != nil {
+		return l.trySynced(ctx, key, field, leaseMs)
+	}
 	n, err := reentrantAcquire.Run(ctx, l.rdb, []string{key}, leaseMs, field).Int64()
 	if errors.Is(err, redis.Nil) {
 		return true, 0, nil
@@ -236,12 +222,13 @@ func (l *reentrantLocker) try(ctx context.Context, key, field string, leaseMs in
 // owner's renewal of this lock.
 func (l *reentrantLocker) held(key, field string, lease time.Duration, watch bool, acquired time.Time) *reentrantLease {
 	le := &reentrantLease{l: l, key: key, field: field, leaseMs: max(lease.Milliseconds(), 1)}
-	if !watch {
-		return le
-	}
 	id := key + "\x00" + field
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.holds[id]++
+	if !watch {
+		return le
+	}
 	e := l.entries[id]
 	if e == nil || e.dead() {
 		e = &renewal{}
@@ -333,6 +320,7 @@ func (l *reentrantLocker) Close() error {
 	for _, e := range entries {
 		e.stop()
 	}
+	l.line.close()
 	return l.sub.Close()
 }
 
@@ -372,6 +360,7 @@ func (le *reentrantLease) Release(ctx context.Context) error {
 	if !le.over.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: %s: this lease was already released or abandoned", ErrNotHeld, le.key)
 	}
+	le.l.unheld(le.key, le.field)
 	if le.entry != nil {
 		le.l.unhold(le.key+"\x00"+le.field, le.entry, false)
 	}
@@ -393,6 +382,7 @@ func (le *reentrantLease) Abandon() {
 	if !le.over.CompareAndSwap(false, true) {
 		return
 	}
+	le.l.unheld(le.key, le.field)
 	if le.entry != nil {
 		le.l.unhold(le.key+"\x00"+le.field, le.entry, true)
 	}

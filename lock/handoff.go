@@ -1,0 +1,327 @@
+package lock
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// handoff is how a Locker's waiters wait. Within one process they form a line per lock key and
+// are served in arrival order; only the head of the line contends in Redis, the others sleep
+// until the head has got the lock (or given up). The head sleeps until a release rings the line
+// (the release's message on the key's channel, heard by this process's subscriber; or, for modes
+// whose release cannot publish, this process's own release), or until its fallback: the
+// holder's PTTL, when the lock is free anyway, or a short random poll where the TTL is unknown.
+// So a release wakes one waiter per process (no thundering herd), no waiter in a process is
+// overtaken by a later one (no starved buyer), and the gap between two holders is one message,
+// not a poll interval.
+//
+// None of this decides who holds the lock: that is still only the mode's own atomic acquire in
+// Redis, which every waiter runs before it holds anything. A ring that is lost or late costs
+// time, never safety; the PTTL fallback keeps every mode's expiry semantics (a lock whose holder
+// died or outlived its lease is taken when it expires, exactly as before).
+type handoff struct {
+	// listen subscribes to the release messages of key: ring is called for every release
+	// heard. ready closes once the subscription is confirmed; stop ends it. nil: this mode hears
+	// only its own releases.
+	listen func(key string, ring func()) (ready <-chan struct{}, stop func())
+	// poll is the fallback wait after a failed attempt when the holder's TTL is unknown; nil
+	// means wait for a ring (or the end of the wait).
+	poll func() time.Duration
+	// linger keeps an empty line (and its subscription) for a while, so a crowd that thins out
+	// for a moment does not resubscribe on every sale.
+	linger time.Duration
+
+	mu    sync.Mutex
+	lines map[string]*line
+}
+
+// line is one key's waiters in one process. Fields without a comment are guarded by handoff.mu.
+type line struct {
+	key     string
+	waiters []*place // waiters[0] is the head, the only one contending in Redis
+	// rings counts the releases heard; the head compares it with what it saw before its last
+	// attempt, so a ring is never lost (counted even when nobody is waiting on bell) and a ring
+	// older than the attempt never wakes it for nothing.
+	rings atomic.Uint64
+	bell  chan struct{} // capacity 1: wakes the head to look at rings
+
+	// hint is left by a head that got the lock for the next head: the lock is taken (by a holder
+	// in this process, whose release will ring) and expires at the latest at hintUntil, so the next
+	// head need not try before a ring or that time.
+	hint      bool
+	hintSeen  uint64
+	hintUntil time.Time
+
+	listening bool
+	ready     <-chan struct{}
+	stop      func()
+	idle      *time.Timer // pending teardown of an empty line
+}
+
+// place is one waiter's spot in a line.
+type place struct{ turn chan struct{} }
+
+func newHandoff(listen func(string, func()) (<-chan struct{}, func()), poll func() time.Duration) *handoff {
+	return &handoff{listen: listen, poll: poll, linger: time.Second, lines: map[string]*line{}}
+}
+
+// ring records a release of key made by this process.
+func (h *handoff) ring(key string) {
+	h.mu.Lock()
+	ln := h.lines[key]
+	h.mu.Unlock()
+	if ln != nil {
+		ln.ring()
+	}
+}
+
+func (ln *line) ring() {
+	ln.rings.Add(1)
+	select {
+	case ln.bell <- struct{}{}:
+	default: // the head has a wake-up pending already; it reads rings, not the bell
+	}
+}
+
+// acquire waits for its turn in key's line, then runs try until it holds the lock, the wait runs
+// out (ErrNotObtained) or ctx ends (ErrNotObtained wrapping ctx.Err()). try returns held, or
+// the current holder's remaining TTL (< 0: unknown). lease is how long a won lock lives at most
+// (the next head's fallback). An error from try ends the acquisition with that error.
+func (h *handoff) acquire(ctx context.Context, key string, wait, lease time.Duration,
+	try func(context.Context) (bool, time.Duration, error)) error {
+	deadline := time.Now().Add(wait)
+	ln, p := h.enter(key)
+	won := false
+	var seen uint64
+	var until time.Time
+	defer func() { h.exit(ln, p, won, seen, until) }()
+
+	if !waitTurn(ctx, p, deadline) {
+		return notObtained(ctx, key)
+	}
+	var wake time.Time
+	hinted := false
+	seen, wake, hinted = h.takeHint(ln)
+	for {
+		if !hinted {
+			seen = ln.rings.Load()
+			sent := time.Now()
+			held, ttl, err := try(ctx)
+			if err != nil {
+				return err
+			}
+			if held {
+				won, until = true, sent.Add(lease)
+				return nil
+			}
+			if h.subscribe(ctx, ln, deadline) {
+				// Just subscribed: a release between the attempt and the subscription
+				// would not ring, so look again now that any later one will.
+				continue
+			}
+			switch {
+			case ttl >= 0:
+				wake = time.Now().Add(max(ttl, time.Millisecond))
+			case h.poll != nil:
+				wake = time.Now().Add(h.poll())
+			default:
+				wake = deadline
+			}
+		}
+		hinted = false
+		left := time.Until(deadline)
+		if left <= 0 {
+			return notObtained(ctx, key)
+		}
+		if !ln.sleep(ctx, seen, min(time.Until(wake), left)) {
+			return notObtained(ctx, key)
+		}
+	}
+}
+
+// enter joins key's line; the first in an empty line is its head at once.
+func (h *handoff) enter(key string) (*line, *place) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ln := h.lines[key]
+	if ln == nil {
+		ln = &line{key: key, bell: make(chan struct{}, 1)}
+		h.lines[key] = ln
+	}
+	if ln.idle != nil {
+		ln.idle.Stop()
+		ln.idle = nil
+	}
+	p := &place{turn: make(chan struct{})}
+	ln.waiters = append(ln.waiters, p)
+	if len(ln.waiters) == 1 {
+		close(p.turn)
+	}
+	return ln, p
+}
+
+// waitTurn waits until p is the head of its line; false when the wait or ctx ran out first.
+func waitTurn(ctx context.Context, p *place, deadline time.Time) bool {
+	select {
+	case <-p.turn:
+		return true
+	default:
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-p.turn:
+		return true
+	case <-t.C:
+		// The turn may have come at the same moment; taking it is as good as not.
+		select {
+		case <-p.turn:
+			return true
+		default:
+			return false
+		}
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// takeHint returns the hint the previous head left, if it is usable: only while the line's
+// subscription is confirmed (or the mode hears only its own releases), since then the holder's
+// release is sure to ring.
+func (h *handoff) takeHint(ln *line) (seen uint64, until time.Time, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !ln.hint {
+		return 0, time.Time{}, false
+	}
+	ln.hint = false
+	if h.listen != nil {
+		if !ln.listening || ln.ready == nil || !isDone(ln.ready) {
+			return 0, time.Time{}, false
+		}
+	}
+	return ln.hintSeen, ln.hintUntil, true
+}
+
+// subscribe makes sure the line hears releases from other processes; it reports true when it
+// has just subscribed (and waited, within the deadline, for Redis to confirm).
+func (h *handoff) subscribe(ctx context.Context, ln *line, deadline time.Time) bool {
+	if h.listen == nil {
+		return false
+	}
+	h.mu.Lock()
+	if ln.listening {
+		h.mu.Unlock()
+		return false
+	}
+	ln.listening = true
+	h.mu.Unlock()
+	// Outside the lock: it talks to Redis. Only the head gets here, and the line cannot be torn
+	// down while it is in it.
+	ready, stop := h.listen(ln.key, ln.ring)
+	h.mu.Lock()
+	ln.ready, ln.stop = ready, stop
+	h.mu.Unlock()
+	// A subscription slow to confirm costs latency, not correctness: wait a bounded time.
+	t := time.NewTimer(min(time.Until(deadline), 250*time.Millisecond))
+	defer t.Stop()
+	select {
+	case <-ready:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return true
+}
+
+// exit leaves the line. A head that leaves hands the turn to the next waiter, with a hint when
+// it got the lock. An empty line is torn down (and unsubscribed) after linger.
+func (h *handoff) exit(ln *line, p *place, won bool, seen uint64, until time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	head := len(ln.waiters) > 0 && ln.waiters[0] == p
+	for i, q := range ln.waiters {
+		if q == p {
+			ln.waiters = append(ln.waiters[:i], ln.waiters[i+1:]...)
+			break
+		}
+	}
+	if head {
+		ln.hint, ln.hintSeen, ln.hintUntil = won, seen, until
+		if len(ln.waiters) > 0 {
+			close(ln.waiters[0].turn)
+		}
+	}
+	if len(ln.waiters) > 0 {
+		return
+	}
+	if !ln.listening {
+		if h.lines[ln.key] == ln {
+			delete(h.lines, ln.key)
+		}
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(h.linger, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if ln.idle != t || len(ln.waiters) > 0 {
+			return // someone came back meanwhile
+		}
+		ln.idle = nil
+		if h.lines[ln.key] == ln {
+			delete(h.lines, ln.key)
+		}
+		if ln.stop != nil {
+			ln.stop()
+		}
+	})
+	ln.idle = t
+}
+
+// sleep waits until a ring newer than seen, d, or the end of ctx; false only when ctx ended.
+func (ln *line) sleep(ctx context.Context, seen uint64, d time.Duration) bool {
+	if ln.rings.Load() != seen {
+		return true
+	}
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for ln.rings.Load() == seen {
+		select {
+		case <-ln.bell:
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// close stops every line's subscription and pending teardown (the Locker is closing).
+func (h *handoff) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for key, ln := range h.lines {
+		if ln.idle != nil {
+			ln.idle.Stop()
+			ln.idle = nil
+		}
+		if len(ln.waiters) == 0 {
+			delete(h.lines, key)
+		}
+	}
+}
+
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
