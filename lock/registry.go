@@ -57,8 +57,13 @@ type Deps struct {
 	// InstanceID identifies this process, like the UUID of a Redisson client.
 	InstanceID string
 	// Lease is the default lease (lock.lease): the watchdog timeout of reentrant modes.
-	Lease  time.Duration
-	Logger *slog.Logger
+	Lease time.Duration
+	// WaitReplicas (lock.waitReplicas), when above 0, makes mode reentrant WAIT for that many
+	// replicas of the data Redis to acknowledge each acquisition, within WaitReplicasTimeout
+	// (default 1s); fewer undo the acquisition (ErrNotReplicated). See reentrant_sync.go.
+	WaitReplicas        int
+	WaitReplicasTimeout time.Duration
+	Logger              *slog.Logger
 }
 
 var (

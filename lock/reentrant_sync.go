@@ -1,0 +1,101 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNotReplicated: the lock was taken on the master but fewer replicas than lock.waitReplicas
+// acknowledged it within the timeout, so the acquisition was undone. It is also ErrUnavailable.
+var ErrNotReplicated = errors.New("lock: not acknowledged by enough replicas")
+
+// defaultWaitReplicasTimeout is Redisson's default slavesSyncTimeout.
+const defaultWaitReplicasTimeout = time.Second
+
+// replicaSync is the reentrant lock's option to wait for replicas (lock.waitReplicas), as current
+// Redisson does with checkLockSyncedSlaves: right after the acquire script took the lock, WAIT
+// for n replicas on the same connection. Asynchronous replication is what lets a failover hand
+// the lock to a second holder (SCENARIOS.md row 12: the master dies before its replica has the
+// lock, the replica is promoted without it). With the acknowledgement the lock is on a replica
+// before anyone relies on it; without it, the acquisition is given back and fails.
+//
+// WAIT is not consensus (the Redis documentation says so): it makes the write durable on n
+// replicas, but Sentinel may still promote a replica that had not acknowledged it (one that
+// lagged, with n smaller than the number of replicas). Redlock answers the same question by a
+// majority of independent masters instead.
+type replicaSync struct {
+	n       int
+	timeout time.Duration
+}
+
+func newReplicaSync(d Deps) *replicaSync {
+	if d.WaitReplicas <= 0 {
+		return nil
+	}
+	timeout := d.WaitReplicasTimeout
+	if timeout <= 0 {
+		timeout = defaultWaitReplicasTimeout
+	}
+	return &replicaSync{n: d.WaitReplicas, timeout: timeout}
+}
+
+// stickyConn is one connection to the server that owns key: WAIT counts the acknowledgements of
+// the writes made on its own connection, so the acquire script and the WAIT must share one.
+func stickyConn(ctx context.Context, rdb redis.UniversalClient, key string) (*redis.Conn, error) {
+	switch c := rdb.(type) {
+	case *redis.Client: // one server, or the master found through Sentinel
+		return c.Conn(), nil
+	case *redis.ClusterClient:
+		m, err := c.MasterForKey(ctx, key)
+		if err != nil {
+			return nil, redisErr("find the master of "+key, err)
+		}
+		return m.Conn(), nil
+	default:
+		return nil, fmt.Errorf("lock: waiting for replicas needs a single-server, Sentinel or Cluster client, not %T", rdb)
+	}
+}
+
+// trySynced is try with the wait for replicas: the acquire script, then (when it took the lock)
+// WAIT on the same connection. Too few acknowledgements give the hold just taken back (the
+// release script: a first hold deletes the key and wakes the waiters) and fail with
+// ErrNotReplicated.
+func (l *reentrantLocker) trySynced(ctx context.Context, key, field string, leaseMs int64) (bool, time.Duration, error) {
+	conn, err := stickyConn(ctx, l.rdb, key)
+	if err != nil {
+		return false, 0, err
+	}
+	defer conn.Close()
+	n, err := reentrantAcquire.Run(ctx, conn, []string{key}, leaseMs, field).Int64()
+	switch {
+	case errors.Is(err, redis.Nil): // taken: now make sure a replica has it
+	case err != nil:
+		return false, 0, redisErr("acquire "+key, err)
+	case n < 0:
+		return false, -time.Millisecond, nil
+	default:
+		return false, time.Duration(n) * time.Millisecond, nil
+	}
+	acked, werr := conn.Wait(ctx, l.sync.n, l.sync.timeout).Result()
+	if werr == nil && acked >= int64(l.sync.n) {
+		return true, 0, nil
+	}
+	// Give the hold back even if the request is gone: a lock nobody relies on must not stay.
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	_, uerr := reentrantRelease.Run(uctx, conn, []string{key, unlockChannel(key)}, unlockMessage, leaseMs, field).Result()
+	if uerr != nil && !errors.Is(uerr, redis.Nil) {
+		l.log.Warn("could not give back a lock no replica acknowledged; it expires with its lease",
+			"lock", l.name, "key", key, "err", uerr)
+	}
+	if werr != nil {
+		return false, 0, fmt.Errorf("%w: %w: WAIT %d after acquiring %s: %w", ErrUnavailable, ErrNotReplicated,
+			l.sync.n, key, werr)
+	}
+	return false, 0, fmt.Errorf("%w: %w: %s: %d of %d replicas acknowledged the lock within %s; acquisition undone",
+		ErrUnavailable, ErrNotReplicated, key, acked, l.sync.n, l.sync.timeout)
+}
