@@ -107,6 +107,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	}
 	a.locks, err = lock.NewRegistry(lock.Deps{
 		Data: a.Data, Masters: a.Masters, InstanceID: uuid.NewString(), Lease: cfg.Lock.Lease, Logger: log,
+		WaitReplicas: cfg.Lock.WaitReplicas, WaitReplicasTimeout: cfg.Lock.WaitReplicasTimeout,
 	})
 	if err != nil {
 		a.Close()

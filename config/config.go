@@ -81,6 +81,10 @@ type Lock struct {
 	Mode  string        `mapstructure:"mode"`
 	Lease time.Duration `mapstructure:"lease"`
 	Wait  time.Duration `mapstructure:"wait"`
+	// WaitReplicas > 0 makes mode reentrant WAIT for that many replicas of the data Redis after
+	// each acquisition, within WaitReplicasTimeout; fewer acknowledgements undo it (row 12).
+	WaitReplicas        int           `mapstructure:"waitreplicas"`
+	WaitReplicasTimeout time.Duration `mapstructure:"waitreplicastimeout"`
 }
 
 // Lab enables fault injection and the scenario lab, with upper bounds on every fault.
@@ -166,6 +170,12 @@ func (c *Config) Validate(modes []string) error {
 	}
 	if c.Lock.Wait < 0 {
 		return bad("lock.wait", "%s must not be negative", c.Lock.Wait)
+	}
+	if c.Lock.WaitReplicas < 0 || c.Lock.WaitReplicas > 100 {
+		return bad("lock.waitReplicas", "%d is out of range 0..100", c.Lock.WaitReplicas)
+	}
+	if c.Lock.WaitReplicasTimeout <= 0 || c.Lock.WaitReplicasTimeout > time.Minute {
+		return bad("lock.waitReplicasTimeout", "%s must be a positive duration of at most 1m, such as 1s", c.Lock.WaitReplicasTimeout)
 	}
 	if c.Redis.Addr == "" {
 		return bad("redis.addr", "must not be empty")
