@@ -17,7 +17,7 @@ const docTemplate = `{
     "paths": {
         "/getMultiLock": {
             "get": {
-                "description": "Takes the multilock of the default SKU (one Redisson-layout reentrant lock on each\nmaster, all required), holds it holdSeconds while reading its PTTL on every master,\nthen releases it. The samples fall and jump back up every lease/3: the watchdog\nrenewing each master. Allowed without the lab; bounded by lab.maxWork.",
+                "description": "Takes the multilock of the default SKU (one Redisson-layout reentrant lock on each\nmaster, all required), holds it holdSeconds while reading its PTTL on every master,\nthen releases it. The samples fall and jump back up every lease/3: the watchdog\nrenewing each master. Allowed without the lab; bounded by lab.maxWork; needs the admin token when set.",
                 "produces": [
                     "application/json"
                 ],
@@ -32,6 +32,12 @@ const docTemplate = `{
                         "description": "how long to hold, in whole seconds (default 30, at most lab.maxWork)",
                         "name": "holdSeconds",
                         "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "required when server.adminToken is set",
+                        "name": "X-Admin-Token",
+                        "in": "header"
                     }
                 ],
                 "responses": {
@@ -43,6 +49,12 @@ const docTemplate = `{
                     },
                     "400": {
                         "description": "holdSeconds not a whole number, negative or above lab.maxWork",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    },
+                    "401": {
+                        "description": "admin token missing or wrong",
                         "schema": {
                             "$ref": "#/definitions/handler.ErrorBody"
                         }

@@ -13,13 +13,15 @@ import (
 //	@Description	Takes the multilock of the default SKU (one Redisson-layout reentrant lock on each
 //	@Description	master, all required), holds it holdSeconds while reading its PTTL on every master,
 //	@Description	then releases it. The samples fall and jump back up every lease/3: the watchdog
-//	@Description	renewing each master. Allowed without the lab; bounded by lab.maxWork.
+//	@Description	renewing each master. Allowed without the lab; bounded by lab.maxWork; needs the admin token when set.
 //	@Tags			locks
 //	@Produce		json
-//	@Param			holdSeconds	query		int	false	"how long to hold, in whole seconds (default 30, at most lab.maxWork)"	minimum(0)
-//	@Success		200			{object}	service.MultiLockHold
-//	@Failure		400			{object}	ErrorBody	"holdSeconds not a whole number, negative or above lab.maxWork"
-//	@Failure		503			{object}	ErrorBody	"lock not obtained within lock.wait, or a master unavailable (Retry-After)"
+//	@Param			holdSeconds		query		int		false	"how long to hold, in whole seconds (default 30, at most lab.maxWork)"	minimum(0)
+//	@Param			X-Admin-Token	header		string	false	"required when server.adminToken is set"
+//	@Success		200				{object}	service.MultiLockHold
+//	@Failure		400				{object}	ErrorBody	"holdSeconds not a whole number, negative or above lab.maxWork"
+//	@Failure		401				{object}	ErrorBody	"admin token missing or wrong"
+//	@Failure		503				{object}	ErrorBody	"lock not obtained within lock.wait, or a master unavailable (Retry-After)"
 //	@Router			/getMultiLock [get]
 func (a *API) getMultiLock(c *gin.Context) {
 	if err := onlyParams(c.Request.URL.Query(), "holdSeconds"); err != nil {

@@ -39,7 +39,8 @@ func New(svc *service.Service, opt Options) http.Handler {
 	r.POST("/inventory/reset", a.labOnly, a.admin, a.reset)
 	r.GET("/healthz", a.healthz)
 	r.GET("/readyz", a.readyz)
-	r.GET("/getMultiLock", a.getMultiLock)
+	// It holds the multilock on every master for up to lab.maxWork: a lab tool, guarded like one.
+	r.GET("/getMultiLock", a.admin, a.getMultiLock)
 	r.GET("/locks", a.locks)
 	r.GET("/swagger/*any", ginSwagger.WrapHandler(swaggerFiles.Handler))
 	if opt.Metrics != nil {
