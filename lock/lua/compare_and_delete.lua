@@ -1,6 +1,0 @@
--- Release a lock only if it still holds our value (document 003 case 6, 004's unLock).
--- KEYS[1] lock key; ARGV[1] the holder's value. Returns 1 when deleted, 0 when not ours.
-if redis.call('get', KEYS[1]) == ARGV[1] then
-  return redis.call('del', KEYS[1])
-end
-return 0
