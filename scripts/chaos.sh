@@ -161,6 +161,16 @@ wait_held() {
 	return 1
 }
 
+# metric_sum SERIES: the sum of one series (name{labels} as /metrics prints it) over the instances.
+metric_sum() {
+	local p total=0 v
+	for p in seckill-1 seckill-2 seckill-3; do
+		v="$(curl -sf --max-time 3 "http://127.0.0.1:$(tb_port "$p")/metrics" | awk -v s="$1" '$1 == s { v = $2 } END { printf "%d\n", v }')" || v=0
+		total=$((total + v))
+	done
+	printf '%s\n' "$total"
+}
+
 redis_keys() { redis-cli -h 127.0.0.1 -p "$1" --scan --pattern "${2:-*}" 2>/dev/null | sort | paste -sd' '; }
 
 # ---- case 1 ----------------------------------------------------------------------------------
@@ -321,6 +331,7 @@ case3() {
 	obs "answers" "$all"
 	obs "started after the kill" "$during"
 	obs "sold" "$sold_a at t=${settle}s, $sold_b after the load (nothing may change)"
+	obs "metrics" "seckill_sales_total{mode=\"multilock\",result=\"lock-error\"} = $(metric_sum 'seckill_sales_total{mode="multilock",result="lock-error"}') over the instances"
 	[[ "$sold_a" == "$sold_b" ]] || bad "sold moved from $sold_a to $sold_b while a master was down"
 	[[ -n "$(tb_others "$during" 503)" ]] && bad "answers other than 503 while down: $(tb_others "$during" 503)"
 	(($(tb_count "$during" 503) > 0)) || bad "no request was answered while the master was down"
@@ -471,6 +482,10 @@ case5_try() {
 	ok200="$(tb_count "$all" 200)"
 	audit ge "$ok200"
 	if [[ ! "$A_STALE" =~ ^[0-9]+$ ]] || ((A_STALE < 1)); then bad "staleWritesRejected is $A_STALE, expected >= 1"; fi
+	local m
+	m="$(metric_sum 'seckill_stale_writes_rejected_total{mode="fenced"}')"
+	obs "metrics" "seckill_stale_writes_rejected_total{mode=\"fenced\"} = $m over the instances"
+	((m >= 1)) || bad "/metrics did not count the stale write"
 	obs "overlaps" "$A_OVERLAPS, not asserted: the frozen holder really sat in the critical section while others sold (the fence, not the lease, kept the data right); the lab's in-section counter also stays raised by sales cancelled by their client"
 	case_end "holder stopped $stop_s s, others sold $(tb_count "$during" 200) meanwhile (token $token_before -> $token_after), its write HTTP $long_code stale, staleWritesRejected $A_STALE, lost $A_LOST, oversold $A_OVER (attempt $1)"
 	return 0
