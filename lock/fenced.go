@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -28,16 +29,31 @@ var (
 // that was paused past its expiry from writing afterwards; the token can: the store accepts a
 // write only if no newer token has been written (store/lua/commit.lua), so a stale holder's write
 // is rejected instead of overwriting a newer holder's.
+//
+// Waiters do not poll: the release PUBLISHes on the key's channel, and the waiters of this
+// process wait in line (handoff.go) until that message or the holder's PTTL (returned by the
+// failed acquire script), as in mode lua.
 type fencedLocker struct {
 	rdb   redis.UniversalClient
 	lease time.Duration
-	retry func() time.Duration
 	log   *slog.Logger
+	sub   *subscriber
+	line  *handoff
 }
 
 func newFenced(d Deps) (Locker, error) {
-	return &fencedLocker{rdb: d.Data, lease: d.Lease, retry: jitter(2*time.Millisecond, 10*time.Millisecond),
-		log: d.Logger}, nil
+	l := &fencedLocker{rdb: d.Data, lease: d.Lease, log: logOf(d), sub: newSubscriber(d.Data, logOf(d), unlockOnly)}
+	l.line = newHandoff(func(key string, ring func()) (<-chan struct{}, func()) {
+		h := l.sub.join(context.Background(), unlockChannel(key), ring)
+		return h.ready, func() { l.sub.leave(h) }
+	}, nil)
+	return l, nil
+}
+
+// Close ends the pub/sub connection of the waiters.
+func (l *fencedLocker) Close() error {
+	l.line.close()
+	return l.sub.Close()
 }
 
 func (l *fencedLocker) Name() string { return "fenced" }
@@ -46,22 +62,44 @@ func (l *fencedLocker) Name() string { return "fenced" }
 // acquire script stays in one slot. It has no TTL: tokens must keep increasing across holders.
 func fencedTokenKey(key string) string { return key + ":token" }
 
-// Acquire retries the acquire script until the wait runs out, like the lua mode. An explicit
-// lease turns the watchdog off, as Redisson's lock(lease) does.
+// Acquire runs the acquire script until it holds the lock or the wait runs out, waiting in
+// line between attempts like the lua mode. An explicit lease turns the watchdog off, as
+// Redisson's lock(lease) does.
 func (l *fencedLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
 	lease := leaseOrDefault(opts, l.lease)
 	leaseMs := max(lease.Milliseconds(), 1)
 	value := uuid.NewString()
 	var token int64
-	err := retryUntil(ctx, key, opts.Wait, l.retry, func(ctx context.Context) (bool, error) {
-		n, err := fencedAcquire.Run(ctx, l.rdb, []string{key, fencedTokenKey(key)}, value, leaseMs).Int64()
+	try := func(ctx context.Context) (bool, time.Duration, error) {
+		r, err := fencedAcquire.Run(ctx, l.rdb, []string{key, fencedTokenKey(key)}, value, leaseMs).Int64Slice()
 		if err != nil {
-			return false, redisErr("fenced acquire "+key, err)
+			return false, 0, redisErr("fenced acquire "+key, err)
 		}
-		token = n
-		return n > 0, nil
-	})
+		if len(r) != 2 {
+			return false, 0, fmt.Errorf("lock: fenced acquire %s: unexpected reply %v", key, r)
+		}
+		if r[0] > 0 {
+			token = r[0]
+			return true, 0, nil
+		}
+		if r[1] < 0 {
+			return false, -1, nil
+		}
+		return false, time.Duration(r[1]) * time.Millisecond, nil
+	}
+	var err error
+	if opts.Wait <= 0 {
+		var ok bool
+		if ok, _, err = try(ctx); err == nil && !ok {
+			err = notObtained(ctx, key)
+		}
+	} else {
+		err = l.line.acquire(ctx, key, opts.Wait, lease, try)
+	}
 	if err != nil {
+		if !errors.Is(err, ErrNotObtained) && ctx.Err() != nil {
+			return nil, notObtained(ctx, key)
+		}
 		return nil, err
 	}
 	fl := &fencedLease{key: key, value: value, token: token, rdb: l.rdb}
@@ -130,7 +168,7 @@ func (l *fencedLease) Release(ctx context.Context) error {
 	if l.wd != nil {
 		l.wd.Stop()
 	}
-	n, err := compareAndDelete.Run(ctx, l.rdb, []string{l.key}, l.value).Int()
+	n, err := compareAndDeletePublish.Run(ctx, l.rdb, []string{l.key, unlockChannel(l.key)}, l.value, unlockMessage).Int()
 	if err != nil {
 		return redisErr("compare-and-delete "+l.key, err)
 	}

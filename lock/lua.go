@@ -11,15 +11,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-var (
-	//go:embed lua/compare_and_delete.lua
-	compareAndDeleteLua string
-	//go:embed lua/compare_and_delete_publish.lua
-	compareAndDeletePublishLua string
+//go:embed lua/compare_and_delete_publish.lua
+var compareAndDeletePublishLua string
 
-	compareAndDelete        = redis.NewScript(compareAndDeleteLua)
-	compareAndDeletePublish = redis.NewScript(compareAndDeletePublishLua)
-)
+var compareAndDeletePublish = redis.NewScript(compareAndDeletePublishLua)
 
 // luaLocker is mode lua (document 003 case 6, 004): SET key <uuid> NX PX lease, retried until
 // the wait runs out; released by one Lua compare-and-delete, so it never deletes another

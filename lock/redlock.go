@@ -35,7 +35,7 @@ import (
 // attempts it does not sleep a fixed delay (redsync's default, 50-250 ms, leaves the lock idle
 // for most of each handoff: issue 6 measured 0.3-1.1 k sales/s with it): the waiters of this
 // process wait in line (handoff.go) and only the head attempts; a release here wakes it at once,
-// a release by another process wakes it through a PUBLISH on every master (redlockChannel), and
+// a release by another process wakes it through a PUBLISH on a master (redlockChannel), and
 // where no release will come (a split vote, a crashed holder) it retries after a random 1-10 ms,
 // bounded by Options.Wait and ctx. Drift stays at redsync's default (WithDriftFactor 0.01: 1% of
 // the ttl).
@@ -176,20 +176,26 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 }
 
 // released tells the waiters that key was given back: this process's line at once, other
-// processes through a PUBLISH on every master (their subscribers ring their own lines). The
-// publishes are best effort and run in the background, each bounded by maxNodeTimeout, so a
-// slow master never delays a release: a waiter that misses one retries after its poll delay.
+// processes through a PUBLISH on one master (their lines listen on every master, so one message
+// is enough and wakes each of them once; a master that does not take it passes the message to
+// the next). It runs in the background, each PUBLISH bounded by maxNodeTimeout, so a slow master
+// never delays a release; a waiter that misses the message retries after its poll delay.
 func (l *redlockLocker) released(key string) {
 	l.line.ring(key)
-	for _, m := range l.masters {
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), maxNodeTimeout)
-			defer cancel()
-			if err := m.Publish(ctx, redlockChannel(key), l.id).Err(); err != nil {
-				l.log.Debug("redlock: announce release", "key", key, "master", ClientAddr(m), "err", err)
-			}
-		}()
+	if len(l.masters) == 0 {
+		return
 	}
+	go func() {
+		for _, m := range l.masters {
+			ctx, cancel := context.WithTimeout(context.Background(), maxNodeTimeout)
+			err := m.Publish(ctx, redlockChannel(key), l.id).Err()
+			cancel()
+			if err == nil {
+				return
+			}
+			l.log.Debug("redlock: announce release", "key", key, "master", ClientAddr(m), "err", err)
+		}
+	}()
 }
 
 // maxNodeTimeout caps how long one attempt waits for a master. Redlock asks for a per-node
