@@ -33,7 +33,13 @@ const (
 	Reproduced = "REPRODUCED"
 	Held       = "HELD"
 	Unexpected = "UNEXPECTED"
+	// Skipped: the scenario needs something this machine lacks (redis-sentinel for row 12); it
+	// is not a failure, and the reason says what to install.
+	Skipped = "SKIPPED"
 )
+
+// ErrSkipped, wrapped in the error a Drive returns, makes the verdict SKIPPED.
+var ErrSkipped = errors.New("lab: scenario skipped")
 
 // ErrUnknownScenario is returned for a scenario name that does not exist.
 var ErrUnknownScenario = errors.New("lab: unknown scenario")
@@ -218,6 +224,8 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) Result {
 	e.finish(ctx)
 	res.DurationMs = float64(time.Since(start).Microseconds()) / 1000
 	switch {
+	case errors.Is(err, ErrSkipped):
+		res.Verdict, res.Reason = Skipped, err.Error()
 	case err != nil:
 		res.Verdict = Unexpected
 		res.Reason = "the experiment could not run: " + err.Error()

@@ -52,11 +52,16 @@ func runs(t *testing.T) int {
 }
 
 // TestLabVerdictsAreStable runs every scenario of rows 1-11 again and again and requires the
-// row's verdict every time: REPRODUCED for the unsafe modes, HELD for the safe ones.
+// row's verdict every time: REPRODUCED for the unsafe modes, HELD for the safe ones. Row 12 (a
+// Sentinel failover, several seconds a run) has its own repeated test.
 func TestLabVerdictsAreStable(t *testing.T) {
 	rows := map[int]bool{}
+	var names []string
 	for _, sc := range lab.Scenarios() {
 		rows[sc.Row] = true
+		if sc.Row <= 11 {
+			names = append(names, sc.Name)
+		}
 	}
 	for row := 1; row <= 11; row++ {
 		if !rows[row] {
@@ -68,7 +73,7 @@ func TestLabVerdictsAreStable(t *testing.T) {
 	var took []string
 	for i := range n {
 		start := time.Now()
-		results, err := r.RunAll(context.Background(), nil)
+		results, err := r.RunAll(context.Background(), names)
 		if err != nil {
 			t.Fatalf("run %d: %v", i+1, err)
 		}
@@ -139,7 +144,8 @@ func TestSelect(t *testing.T) {
 		t.Fatalf("want ErrUnknownScenario, got %v", err)
 	}
 	for _, sc := range lab.Scenarios() {
-		if m, err := lock.LookupMode(sc.Mode); err == nil && m.Safe != sc.Safe {
+		// Row 12 runs mode reentrant (safe on one Redis) where a failover makes it unsafe.
+		if m, err := lock.LookupMode(sc.Mode); err == nil && m.Row == sc.Row && m.Safe != sc.Safe {
 			t.Errorf("scenario %s says safe=%v, mode %s says safe=%v", sc.Name, sc.Safe, m.Name, m.Safe)
 		}
 	}

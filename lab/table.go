@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 )
 
-// WriteTable prints results as an aligned table, then the reason of every UNEXPECTED verdict.
+// WriteTable prints results as an aligned table, then the reason of every UNEXPECTED or SKIPPED verdict.
 // FOREIGN counts foreign unlocks, STALE the stale writes the fence rejected, RENEWALS the
 // watchdog renewals of the buyers' leases.
 func WriteTable(w io.Writer, results []Result) error {
@@ -23,8 +23,8 @@ func WriteTable(w io.Writer, results []Result) error {
 		return fmt.Errorf("lab: write table: %w", err)
 	}
 	for _, r := range results {
-		if r.Verdict == Unexpected {
-			if _, err := fmt.Fprintf(w, "\n%s: UNEXPECTED: %s\n", r.Name, r.Reason); err != nil {
+		if r.Verdict == Unexpected || r.Verdict == Skipped {
+			if _, err := fmt.Fprintf(w, "\n%s: %s: %s\n", r.Name, r.Verdict, r.Reason); err != nil {
 				return fmt.Errorf("lab: write table: %w", err)
 			}
 		}
@@ -69,10 +69,10 @@ func WriteJSON(w io.Writer, results []Result) error {
 	return nil
 }
 
-// AnyUnexpected reports whether some result is UNEXPECTED.
+// AnyUnexpected reports whether some result is UNEXPECTED (a SKIPPED one is not).
 func AnyUnexpected(results []Result) bool {
 	for _, r := range results {
-		if r.Verdict != Reproduced && r.Verdict != Held {
+		if r.Verdict != Reproduced && r.Verdict != Held && r.Verdict != Skipped {
 			return true
 		}
 	}

@@ -93,7 +93,9 @@ func StartReplicated(ctx context.Context, opt ReplicatedOptions) (*Replicated, e
 		return nil, err
 	}
 	_, mport, _ := net.SplitHostPort(r.Master.Addr)
-	if r.Replica, err = Start(Options{Args: []string{"--replicaof", "127.0.0.1", mport}}); err != nil {
+	// The replica gets the same setting: promoted, it syncs the old master when that rejoins.
+	if r.Replica, err = Start(Options{Args: []string{"--replicaof", "127.0.0.1", mport,
+		"--repl-diskless-sync-delay", "0"}}); err != nil {
 		return nil, err
 	}
 	if err := waitInfo(ctx, r.Replica.Addr, "replication", 10*time.Second, "master_link_status:up"); err != nil {
