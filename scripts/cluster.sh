@@ -11,16 +11,30 @@
 #   redis-1..3      redis-server on MASTER_PORTS (6381 6382 6383): independent masters for multilock/redlock
 #   seckill-1..N    the service, INSTANCES (3) of them on consecutive ports from SERVICE_PORT (9090)
 #   nginx           round-robin in front of the instances on 127.0.0.1:NGINX_PORT (8000)
+# Topology "sentinel" (TOPOLOGY=sentinel): the data Redis replicated and watched by Sentinel (row 12):
+#   redis-data      the master on DATA_PORT (6379); redis-replica its replica on REPLICA_PORT (6380)
+#   sentinel-1..3   redis-sentinel on SENTINEL_PORTS (26379 26380 26381), master name SENTINEL_MASTER (seckill),
+#                   quorum 2, down-after SENTINEL_DOWN_AFTER ms (500), failover-timeout SENTINEL_FAILOVER_TIMEOUT ms (2000)
+#   redis-1..3, seckill-1..N, nginx as above; the instances get SECKILL_REDIS_SENTINELMASTER/SENTINELADDRS
+# Topology "cluster" (TOPOLOGY=cluster): the data store on a Redis Cluster, many SKUs:
+#   redis-c1..c3    cluster-enabled redis-server on CLUSTER_PORTS (7001 7002 7003; each also uses port+10000
+#                   for the cluster bus), joined by redis-cli --cluster create once all three answer
+#   redis-1..3, seckill-1..N, nginx as above; the instances get SECKILL_REDIS_CLUSTERADDRS and
+#                   SECKILL_INVENTORY_SKUS=SKUS (default inventory001..inventory016)
 # Every process keeps its pid file, stamp and log in RUN_DIR (default ./run/cluster of the repository).
 #
 # Environment (defaults in brackets):
 #   RUN_DIR [$ROOT/run/cluster]  TOPOLOGY [standalone]  DATA_PORT [6379]  MASTER_PORTS ["6381 6382 6383"]
 #   INSTANCES [3]  SERVICE_PORT [9090]  NGINX_PORT [8000]  READY_TIMEOUT [30] seconds per part
 #   LOCK_MODE [lua]  LOCK_WAIT, LOCK_LEASE (e.g. 5s, 30s; service defaults when empty)  LOG_LEVEL [info]
+#   REPLICA_PORT [6380]  SENTINEL_PORTS ["26379 26380 26381"]  SENTINEL_MASTER [seckill]
+#   SENTINEL_DOWN_AFTER [500]  SENTINEL_FAILOVER_TIMEOUT [2000]  CLUSTER_PORTS ["7001 7002 7003"]
+#   SKUS (comma-separated SKUs for the instances; cluster default inventory001..inventory016)
 #   CONFIG (a config file for the instances; built-in defaults when empty)
 #   SECKILL_BIN (a prebuilt binary; else `go build` into RUN_DIR/seckill)
 #   Any other SECKILL_* variable reaches the instances unchanged (see config/application.yaml).
-# Requires: redis-server + redis-cli (apt: redis-server), nginx (apt: nginx), curl (apt: curl), go (or SECKILL_BIN).
+# Requires: redis-server + redis-cli (apt: redis-server redis-tools), redis-sentinel for TOPOLOGY=sentinel
+# (apt: redis-sentinel), nginx (apt: nginx), curl (apt: curl), go (or SECKILL_BIN).
 #
 # Adding a topology: write topology_NAME (fills PARTS, KIND, PORT and SVC_ENV, the addresses the instances get) and,
 # for a new kind of part, start_KIND and ready_KIND. up/down/status work on any topology unchanged.
@@ -43,11 +57,21 @@ LOCK_LEASE="${LOCK_LEASE:-}"
 LOG_LEVEL="${LOG_LEVEL:-info}"
 CONFIG="${CONFIG:-}"
 SECKILL_BIN="${SECKILL_BIN:-}"
+REPLICA_PORT="${REPLICA_PORT:-6380}"
+SENTINEL_PORTS="${SENTINEL_PORTS:-26379 26380 26381}"
+SENTINEL_MASTER="${SENTINEL_MASTER:-seckill}"
+SENTINEL_DOWN_AFTER="${SENTINEL_DOWN_AFTER:-500}"
+SENTINEL_FAILOVER_TIMEOUT="${SENTINEL_FAILOVER_TIMEOUT:-2000}"
+CLUSTER_PORTS="${CLUSTER_PORTS:-7001 7002 7003}"
+SKUS="${SKUS:-}"
 
-for v in DATA_PORT SERVICE_PORT NGINX_PORT INSTANCES READY_TIMEOUT; do
+for v in DATA_PORT SERVICE_PORT NGINX_PORT INSTANCES READY_TIMEOUT REPLICA_PORT SENTINEL_DOWN_AFTER SENTINEL_FAILOVER_TIMEOUT; do
 	[[ "${!v}" =~ ^[0-9]+$ ]] || die "$v=${!v} is not a number"
 done
 for p in $MASTER_PORTS; do [[ "$p" =~ ^[0-9]+$ ]] || die "MASTER_PORTS has a non-number: $p"; done
+for p in $SENTINEL_PORTS $CLUSTER_PORTS; do [[ "$p" =~ ^[0-9]+$ ]] || die "SENTINEL_PORTS/CLUSTER_PORTS has a non-number: $p"; done
+[[ "$SENTINEL_MASTER" =~ ^[A-Za-z0-9_.-]+$ ]] || die "SENTINEL_MASTER=$SENTINEL_MASTER: letters, digits, _ . - only"
+[[ "$SKUS" =~ ^[A-Za-z0-9_.:,-]*$ ]] || die "SKUS=$SKUS: comma-separated names of letters, digits, _ . : - only"
 ((INSTANCES >= 1 && INSTANCES <= 32)) || die "INSTANCES=$INSTANCES is out of range 1..32"
 [[ -z "$CONFIG" || -f "$CONFIG" ]] || die "CONFIG=$CONFIG does not exist"
 [[ -z "$CONFIG" ]] || CONFIG="$(cd "$(dirname "$CONFIG")" && pwd)/$(basename "$CONFIG")"
@@ -79,7 +103,71 @@ topology_standalone() {
 	SVC_ENV=("SECKILL_REDIS_ADDR=127.0.0.1:$DATA_PORT" "SECKILL_REDIS_MASTERS=${masters[*]}")
 }
 
-declare -F "topology_$TOPOLOGY" >/dev/null || die "unknown TOPOLOGY=$TOPOLOGY (known: standalone)"
+# add_masters: the independent lock masters redis-1..N (multilock, redlock) and their env.
+add_masters() {
+	local p i=1 masters=()
+	for p in $MASTER_PORTS; do
+		PARTS+=("redis-$i")
+		KIND[redis-$i]=redis PORT[redis-$i]=$p
+		masters+=("127.0.0.1:$p")
+		i=$((i + 1))
+	done
+	local IFS=,
+	SVC_ENV+=("SECKILL_REDIS_MASTERS=${masters[*]}")
+}
+
+# add_front: the instances and nginx (and the SKUs the instances sell, when SKUS is set).
+add_front() {
+	local i
+	for ((i = 1; i <= INSTANCES; i++)); do
+		PARTS+=("seckill-$i")
+		KIND[seckill-$i]=seckill PORT[seckill-$i]=$((SERVICE_PORT + i - 1))
+	done
+	PARTS+=(nginx)
+	KIND[nginx]=nginx PORT[nginx]=$NGINX_PORT
+	[[ -z "$SKUS" ]] || SVC_ENV+=("SECKILL_INVENTORY_SKUS=$SKUS")
+}
+
+topology_sentinel() {
+	local p i=1 sentinels=()
+	PARTS+=(redis-data redis-replica)
+	KIND[redis-data]=redis PORT[redis-data]=$DATA_PORT
+	KIND[redis-replica]=replica PORT[redis-replica]=$REPLICA_PORT
+	for p in $SENTINEL_PORTS; do
+		PARTS+=("sentinel-$i")
+		KIND[sentinel-$i]=sentinel PORT[sentinel-$i]=$p
+		sentinels+=("127.0.0.1:$p")
+		i=$((i + 1))
+	done
+	((${#sentinels[@]} >= 1)) || die "SENTINEL_PORTS is empty"
+	local joined
+	joined="$(IFS=,; printf '%s' "${sentinels[*]}")"
+	SVC_ENV=("SECKILL_REDIS_SENTINELMASTER=$SENTINEL_MASTER" "SECKILL_REDIS_SENTINELADDRS=$joined")
+	add_masters
+	add_front
+}
+
+topology_cluster() {
+	local p i=1 nodes=()
+	for p in $CLUSTER_PORTS; do
+		PARTS+=("redis-c$i")
+		KIND[redis-c$i]=cnode PORT[redis-c$i]=$p
+		nodes+=("127.0.0.1:$p")
+		i=$((i + 1))
+	done
+	((${#nodes[@]} >= 3)) || die "CLUSTER_PORTS needs at least 3 ports (a Redis Cluster has at least 3 masters)"
+	if [[ -z "$SKUS" ]]; then
+		SKUS="$(printf 'inventory%03d,' $(seq 1 16))"
+		SKUS="${SKUS%,}"
+	fi
+	local joined
+	joined="$(IFS=,; printf '%s' "${nodes[*]}")"
+	SVC_ENV=("SECKILL_REDIS_CLUSTERADDRS=$joined")
+	add_masters
+	add_front
+}
+
+declare -F "topology_$TOPOLOGY" >/dev/null || die "unknown TOPOLOGY=$TOPOLOGY (known: standalone, sentinel, cluster)"
 "topology_$TOPOLOGY"
 
 # settings is what makes two `up`s the same cluster; it is recorded in RUN_DIR/cluster.env.
@@ -100,6 +188,110 @@ start_redis() {
 		--protected-mode yes --maxclients 4000
 }
 ready_redis() { [[ "$(redis-cli -h 127.0.0.1 -p "${PORT[$1]}" ping 2>/dev/null)" == PONG ]]; }
+
+# ---- replica (sentinel topology) ---------------------------------------------------------------
+start_replica() {
+	local name="$1" port="${PORT[$1]}"
+	# Diskless sync without its 5 s default delay: whichever is master after a failover syncs its
+	# new replica at once.
+	proc_start "$RUN_DIR" "$name" "$RUN_DIR/$name" redis-server --bind 127.0.0.1 --port "$port" \
+		--daemonize no --save '' --appendonly no --dir "$RUN_DIR/$name" --logfile '' \
+		--protected-mode yes --maxclients 4000 --repl-diskless-sync-delay 0 \
+		--replicaof 127.0.0.1 "${PORT[redis-data]}"
+}
+# Ready once its first sync is done (a replica still syncing answers PING already).
+ready_replica() {
+	redis-cli -h 127.0.0.1 -p "${PORT[$1]}" info replication 2>/dev/null | grep -q '^master_link_status:up'
+}
+
+# ---- sentinel --------------------------------------------------------------------------------
+# sentinel_id PORT: a fixed 40-hex Sentinel id per port, so every sentinel's configuration can
+# name the others (known-sentinel) and a quorum exists at once, without a discovery round.
+sentinel_id() { printf 'seckill-sentinel-%s' "$1" | sha1sum | cut -c1-40; }
+
+sentinel_conf() {
+	local name="$1" port="${PORT[$1]}" p n
+	n="$(wc -w <<<"$SENTINEL_PORTS")"
+	printf '# Generated by scripts/cluster.sh; Sentinel rewrites this file as its view changes.\n'
+	printf 'port %s\nbind 127.0.0.1\ndaemonize no\nprotected-mode no\ndir %s\nlogfile ""\n' "$port" "$RUN_DIR/$name"
+	printf 'sentinel myid %s\n' "$(sentinel_id "$port")"
+	printf 'sentinel monitor %s 127.0.0.1 %s %s\n' "$SENTINEL_MASTER" "${PORT[redis-data]}" $((n / 2 + 1))
+	printf 'sentinel down-after-milliseconds %s %s\n' "$SENTINEL_MASTER" "$SENTINEL_DOWN_AFTER"
+	printf 'sentinel failover-timeout %s %s\n' "$SENTINEL_MASTER" "$SENTINEL_FAILOVER_TIMEOUT"
+	printf 'sentinel parallel-syncs %s 1\n' "$SENTINEL_MASTER"
+	printf 'sentinel known-replica %s 127.0.0.1 %s\n' "$SENTINEL_MASTER" "${PORT[redis-replica]}"
+	for p in $SENTINEL_PORTS; do
+		[[ "$p" == "$port" ]] || printf 'sentinel known-sentinel %s 127.0.0.1 %s %s\n' "$SENTINEL_MASTER" "$p" "$(sentinel_id "$p")"
+	done
+}
+
+start_sentinel() {
+	local name="$1" p other="" conf="$RUN_DIR/$1/sentinel.conf"
+	mkdir -p "$RUN_DIR/$name"
+	# A sentinel restarted while the others run keeps the file it rewrote (it knows about a
+	# failover that happened meanwhile); a fresh topology starts from a fresh file.
+	for p in "${PARTS[@]}"; do
+		if [[ "${KIND[$p]}" == sentinel && "$p" != "$name" ]] && proc_pid "$RUN_DIR" "$p" >/dev/null; then other=1; fi
+	done
+	if [[ -z "$other" || ! -s "$conf" ]]; then sentinel_conf "$name" >"$conf"; fi
+	proc_start "$RUN_DIR" "$name" "$RUN_DIR/$name" redis-sentinel "$conf"
+}
+# Ready when it answers and names a master (the quorum needs the others, which start after it).
+ready_sentinel() {
+	[[ -n "$(redis-cli -h 127.0.0.1 -p "${PORT[$1]}" sentinel get-master-addr-by-name "$SENTINEL_MASTER" 2>/dev/null)" ]]
+}
+
+# ---- cnode (cluster topology) ----------------------------------------------------------------
+start_cnode() {
+	local name="$1" port="${PORT[$1]}"
+	# nodes.conf lives in the part's directory: a node restarted alone rejoins the cluster (empty,
+	# as every part here, since nothing is persisted).
+	proc_start "$RUN_DIR" "$name" "$RUN_DIR/$name" redis-server --bind 127.0.0.1 --port "$port" \
+		--daemonize no --save '' --appendonly no --dir "$RUN_DIR/$name" --logfile '' \
+		--protected-mode yes --maxclients 4000 --cluster-enabled yes --cluster-config-file nodes.conf \
+		--cluster-node-timeout 2000
+}
+
+cluster_nodes() {
+	local p
+	for p in "${PARTS[@]}"; do
+		if [[ "${KIND[$p]}" == cnode ]]; then printf '127.0.0.1:%s\n' "${PORT[$p]}"; fi
+	done
+}
+
+cluster_info() { redis-cli -h 127.0.0.1 -p "$1" cluster info 2>/dev/null | tr -d '\r'; }
+
+# ready_cnode NAME: the node answers; the last node of the topology is ready only when the
+# cluster is: during `up` it creates the cluster (once every node answers and none has a slot
+# yet), then waits for cluster_state:ok on every node.
+ready_cnode() {
+	local port="${PORT[$1]}" last n addr info nodes=()
+	[[ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" == PONG ]] || return 1
+	mapfile -t nodes < <(cluster_nodes)
+	last="${nodes[${#nodes[@]} - 1]}"
+	[[ "$last" == "127.0.0.1:$port" ]] || return 0
+	for addr in "${nodes[@]}"; do
+		[[ "$(redis-cli -h 127.0.0.1 -p "${addr##*:}" ping 2>/dev/null)" == PONG ]] || return 1
+	done
+	if [[ "${cmd:-}" == up ]]; then
+		n=0
+		for addr in "${nodes[@]}"; do
+			info="$(cluster_info "${addr##*:}")"
+			if [[ "$info" == *"cluster_slots_assigned:0"* ]]; then n=$((n + 1)); fi
+		done
+		if ((n == ${#nodes[@]})); then
+			log "creating the Redis Cluster: redis-cli --cluster create ${nodes[*]}"
+			redis-cli --cluster create "${nodes[@]}" --cluster-replicas 0 --cluster-yes >>"$RUN_DIR/cluster-create.log" 2>&1 || {
+				warn "redis-cli --cluster create failed; see $RUN_DIR/cluster-create.log"
+				return 1
+			}
+		fi
+	fi
+	for addr in "${nodes[@]}"; do
+		info="$(cluster_info "${addr##*:}")"
+		[[ "$info" == *"cluster_state:ok"* && "$info" == *"cluster_known_nodes:${#nodes[@]}"* ]] || return 1
+	done
+}
 
 # ---- seckill ---------------------------------------------------------------------------------
 build_seckill() {
@@ -239,9 +431,14 @@ check_binaries() {
 	for p in "${SELECTED[@]}"; do
 		k="${KIND[$p]}"
 		case "$k" in
-		redis)
+		redis | replica | cnode)
 			need_cmd redis-server redis-server
 			need_cmd redis-cli redis-tools
+			;;
+		sentinel)
+			need_cmd redis-sentinel redis-sentinel
+			need_cmd redis-cli redis-tools
+			need_cmd sha1sum coreutils
 			;;
 		nginx) need_cmd nginx nginx ;;
 		esac
