@@ -52,7 +52,8 @@ func NewClient(cfg config.Config, addr string, db int) redis.UniversalClient {
 		Addrs: []string{addr}, Password: cfg.Redis.Password, DB: db,
 		PoolSize:    cfg.Redis.PoolSize,
 		DialTimeout: 500 * time.Millisecond, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
-		MaxRetries: -1,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            -1,
 	})
 }
 
@@ -65,13 +66,15 @@ func NewDataClient(cfg config.Config) redis.UniversalClient {
 		return redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: cfg.Redis.ClusterAddrs, Password: cfg.Redis.Password, PoolSize: cfg.Redis.PoolSize,
 			DialTimeout: 500 * time.Millisecond, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
+			ContextTimeoutEnabled: true,
 		})
 	case "sentinel":
 		return redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: cfg.Redis.SentinelMaster, SentinelAddrs: cfg.Redis.SentinelAddrs,
 			Password: cfg.Redis.Password, DB: cfg.Redis.DB, PoolSize: cfg.Redis.PoolSize,
 			DialTimeout: 500 * time.Millisecond, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second,
-			MaxRetries: -1,
+			ContextTimeoutEnabled: true,
+			MaxRetries:            -1,
 		})
 	default:
 		return NewClient(cfg, cfg.Redis.Addr, cfg.Redis.DB)

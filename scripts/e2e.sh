@@ -34,27 +34,10 @@ fail() {
 	printf 'e2e: FAIL: %s\n' "$*" >&2
 }
 
-# A block of consecutive free ports: data, 3 masters, the instances, nginx. Random base, so two
-# runs on one machine are unlikely to collide; every port is checked before use.
-pick_ports() {
-	local try base p n=$((4 + INSTANCES + 1)) ok
-	for ((try = 0; try < 30; try++)); do
-		base=$((20000 + RANDOM % 30000))
-		ok=1
-		for ((p = base; p < base + n; p++)); do
-			if port_in_use "$p"; then
-				ok=""
-				break
-			fi
-		done
-		if [[ -n "$ok" ]]; then
-			export DATA_PORT=$base MASTER_PORTS="$((base + 1)) $((base + 2)) $((base + 3))"
-			export SERVICE_PORT=$((base + 4)) NGINX_PORT=$((base + 4 + INSTANCES))
-			return 0
-		fi
-	done
-	die "no block of $n free ports found in 30 tries"
-}
+# A block of consecutive free ports below the kernel's ephemeral range (shared with chaos/soak).
+# shellcheck source=scripts/testbed.sh
+source "$ROOT/scripts/testbed.sh"
+pick_ports() { tb_pick_ports; }
 
 # Stamps of every process the cluster started, read before `down` ("name pid starttime").
 STAMPS=()

@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -283,16 +285,21 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 // critical is the read-check-write inside the lock. It returns a short result label.
 func (s *Service) critical(ctx context.Context, req SaleRequest, lease lock.Lease, order store.Order, res *SaleResult) (string, error) {
 	if s.set.TrackOverlap {
-		if err := s.store.EnterSection(ctx, req.SKU); err != nil {
-			return "error", s.storeError(err)
-		}
+		// Leave even when Enter failed: its reply may be what was lost, and leaving is idempotent.
 		defer func() {
 			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
-			if err := s.store.LeaveSection(lctx, req.SKU); err != nil {
+			if err := s.store.LeaveSection(lctx, req.SKU, order.ID); err != nil {
 				s.log.Error("leave section", "err", err)
 			}
 		}()
+		within := time.Minute
+		if deadline, ok := ctx.Deadline(); ok {
+			within = time.Until(deadline)
+		}
+		if err := s.store.EnterSection(ctx, req.SKU, order.ID, within); err != nil {
+			return "error", s.storeError(err)
+		}
 	}
 	stock, err := s.store.Stock(ctx, req.SKU)
 	if err != nil {
@@ -454,17 +461,31 @@ func (s *Service) Reset(ctx context.Context, sku string, stock int64) (store.Inv
 
 // Ready pings every Redis the service depends on and names the ones that do not answer.
 func (s *Service) Ready(ctx context.Context) (map[string]string, error) {
-	status := map[string]string{}
-	var down []string
+	var (
+		mu     sync.Mutex
+		wg     sync.WaitGroup
+		status = map[string]string{}
+		down   []string
+	)
+	// In parallel: a paused Redis must cost one ping timeout, not one per server.
 	for name, p := range s.pingers {
-		if err := p.Ping(ctx); err != nil {
-			status[name] = "down: " + err.Error()
-			down = append(down, name)
-			continue
-		}
-		status[name] = "ok"
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := p.Ping(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				status[name] = "down: " + err.Error()
+				down = append(down, name)
+				return
+			}
+			status[name] = "ok"
+		}()
 	}
+	wg.Wait()
 	if len(down) > 0 {
+		sort.Strings(down)
 		return status, fmt.Errorf("%w: %s", ErrUnavailable, strings.Join(down, ", "))
 	}
 	return status, nil

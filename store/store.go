@@ -56,10 +56,13 @@ var (
 	atomicSaleLua string
 	//go:embed lua/reset.lua
 	resetLua string
+	//go:embed lua/enter_section.lua
+	enterSectionLua string
 
-	commitScript     = redis.NewScript(commitLua)
-	atomicSaleScript = redis.NewScript(atomicSaleLua)
-	resetScript      = redis.NewScript(resetLua)
+	commitScript       = redis.NewScript(commitLua)
+	atomicSaleScript   = redis.NewScript(atomicSaleLua)
+	resetScript        = redis.NewScript(resetLua)
+	enterSectionScript = redis.NewScript(enterSectionLua)
 )
 
 // Store reads and writes the inventory on the data Redis.
@@ -246,23 +249,20 @@ func (s *Store) CountForeignUnlock(ctx context.Context, sku string) error {
 	return wrap("INCR foreign", s.rdb.Incr(ctx, KeysFor(sku).Foreign).Err())
 }
 
-// EnterSection marks a buyer entering the critical section and counts an overlap when another
-// buyer is already inside: the lab's direct observation of mutual exclusion.
-func (s *Store) EnterSection(ctx context.Context, sku string) error {
+// EnterSection marks buyer entering the critical section of sku and counts an overlap when
+// another buyer is already inside: the lab's direct observation of mutual exclusion. within is
+// how long the buyer's request may still run; a buyer that never leaves (a killed process) stops
+// counting after it.
+func (s *Store) EnterSection(ctx context.Context, sku, buyer string, within time.Duration) error {
 	k := KeysFor(sku)
-	n, err := s.rdb.Incr(ctx, k.InSection).Result()
-	if err != nil {
-		return wrap("INCR inSection", err)
-	}
-	if n > 1 {
-		return wrap("INCR overlaps", s.rdb.Incr(ctx, k.Overlaps).Err())
-	}
-	return nil
+	err := enterSectionScript.Run(ctx, s.rdb, []string{k.InSection, k.Overlaps}, buyer, max(within.Milliseconds(), 1)).Err()
+	return wrap("enter section", err)
 }
 
-// LeaveSection marks a buyer leaving the critical section.
-func (s *Store) LeaveSection(ctx context.Context, sku string) error {
-	return wrap("DECR inSection", s.rdb.Decr(ctx, KeysFor(sku).InSection).Err())
+// LeaveSection marks buyer leaving the critical section of sku. It is safe to call whether or
+// not EnterSection got through.
+func (s *Store) LeaveSection(ctx context.Context, sku, buyer string) error {
+	return wrap("ZREM inSection", s.rdb.ZRem(ctx, KeysFor(sku).InSection, buyer).Err())
 }
 
 func truncate(s string, n int) string {
