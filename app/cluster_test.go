@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -225,6 +226,9 @@ func TestClusterDataStore(t *testing.T) {
 			if len(view) == 0 || view[0].Name != "data" || view[0].Error != "" || len(view[0].Keys) != 1 ||
 				len(view[0].Keys[0].Holders) != 1 {
 				t.Errorf("%s: the data entry of the lock view is %+v; want the one held lock", sku, view[0])
+			}
+			if want := "cluster " + strings.Join(cl.Addrs(), ","); view[0].Addr != want {
+				t.Errorf("the data entry names %q, want %q", view[0].Addr, want)
 			}
 			if err := le.Release(ctx); err != nil {
 				t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -202,6 +203,9 @@ func (ml *multiLease) Freeze(ctx context.Context, d time.Duration) {
 func ClientAddr(c redis.UniversalClient) string {
 	if o, ok := c.(interface{ Options() *redis.Options }); ok {
 		return o.Options().Addr
+	}
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return "cluster " + strings.Join(cc.Options().Addrs, ",")
 	}
 	return fmt.Sprintf("%v", c)
 }
