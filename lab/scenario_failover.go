@@ -172,7 +172,7 @@ func (in *failoverInstance) acquire(ctx context.Context, key, owner string, wait
 
 // enter marks in as inside the critical section and reads the stock, as service.Sale does.
 func (in *failoverInstance) enter(ctx context.Context, sku string) (int64, error) {
-	if err := in.st.EnterSection(ctx, sku); err != nil {
+	if err := in.st.EnterSection(ctx, sku, in.name, time.Minute); err != nil {
 		return 0, err
 	}
 	return in.st.Stock(ctx, sku)
@@ -180,7 +180,7 @@ func (in *failoverInstance) enter(ctx context.Context, sku string) (int64, error
 
 // sell writes stock-1 with an order, unless the lease says the lock was lost, and leaves.
 func (in *failoverInstance) sell(ctx context.Context, sku string, stock int64, le lock.Lease) (bool, error) {
-	defer func() { _ = in.st.LeaveSection(context.WithoutCancel(ctx), sku) }()
+	defer func() { _ = in.st.LeaveSection(context.WithoutCancel(ctx), sku, in.name) }()
 	if isDone(le.Lost()) {
 		return false, nil
 	}
