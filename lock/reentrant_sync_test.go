@@ -1,0 +1,158 @@
+package lock_test
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/redisproc"
+	"seckill/internal/testredis"
+	"seckill/lock"
+)
+
+// syncLocker builds mode reentrant on c with lock.waitReplicas = n.
+func syncLocker(t *testing.T, c redis.UniversalClient, n int, timeout time.Duration) lock.Locker {
+	t.Helper()
+	m, err := lock.LookupMode("reentrant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := m.New(lock.Deps{Data: c, Lease: 10 * time.Second, InstanceID: "sync-test", WaitReplicas: n,
+		WaitReplicasTimeout: timeout, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cl, ok := l.(interface{ Close() error }); ok {
+			_ = cl.Close()
+		}
+	})
+	return l
+}
+
+// replicated starts a master and one replica of it, linked.
+func replicated(t *testing.T) (master, replica *redisproc.Server) {
+	t.Helper()
+	if !redisproc.UseReal() {
+		t.Skip("needs a real redis-server (replication)")
+	}
+	m, err := redisproc.Start(redisproc.Options{Args: []string{"--repl-diskless-sync-delay", "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	_, port, _ := net.SplitHostPort(m.Addr)
+	r, err := redisproc.Start(redisproc.Options{Args: []string{"--replicaof", "127.0.0.1", port}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Resume(); r.Close() })
+	rc := testredis.Client(t, r)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := rc.Info(t.Context(), "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return m, r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica not linked: %v %s", err, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestWaitReplicasAcknowledged: with a replica that keeps up, every acquisition (first and
+// nested) is on the replica when Acquire returns.
+func TestWaitReplicasAcknowledged(t *testing.T) {
+	m, r := replicated(t)
+	mc, rc := testredis.Client(t, m), testredis.Client(t, r)
+	l := syncLocker(t, mc, 1, time.Second)
+	const key = "{sku}:lock:reentrant"
+	a := reentAcquire(t, l, "A", key, lock.Options{})
+	nested := reentAcquire(t, l, "A", key, lock.Options{})
+	// No polling: WAIT returned only once the replica had both writes.
+	if h := reentHash(t, rc, key); len(h) != 1 || h["sync-test:A"] != "2" {
+		t.Fatalf("replica's lock hash right after the acquisitions: %v, want hold count 2", h)
+	}
+	reentRelease(t, nested)
+	reentRelease(t, a)
+	if n := mc.Exists(t.Context(), key).Val(); n != 0 {
+		t.Fatalf("lock still on the master after the releases")
+	}
+}
+
+// TestWaitReplicasRefused: with the replica stopped, the acquisition is given back and fails
+// with ErrNotReplicated (also ErrUnavailable); a nested one leaves the earlier hold as it was.
+func TestWaitReplicasRefused(t *testing.T) {
+	m, r := replicated(t)
+	mc := testredis.Client(t, m)
+	l := syncLocker(t, mc, 1, 200*time.Millisecond)
+	const key = "{sku}:lock:reentrant"
+	first := reentAcquire(t, l, "A", key, lock.Options{})
+	if err := r.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := l.Acquire(lock.WithOwner(t.Context(), "A"), key, lock.Options{})
+	if !errors.Is(err, lock.ErrNotReplicated) || !errors.Is(err, lock.ErrUnavailable) {
+		t.Fatalf("nested acquire with the replica stopped: %v; want ErrNotReplicated and ErrUnavailable", err)
+	}
+	if took := time.Since(start); took < 200*time.Millisecond || took > 3*time.Second {
+		t.Errorf("the refusal took %s; want about the 200ms WAIT timeout", took)
+	}
+	if h := reentHash(t, mc, key); h["sync-test:A"] != "1" {
+		t.Fatalf("hold count after the refused nested acquire: %v, want 1", h)
+	}
+	// Another owner, first hold: nothing of it may stay on the master.
+	other := syncLocker(t, mc, 1, 200*time.Millisecond)
+	const key2 = "{sku2}:lock:reentrant"
+	if _, err := other.Acquire(lock.WithOwner(t.Context(), "B"), key2, lock.Options{}); !errors.Is(err, lock.ErrNotReplicated) {
+		t.Fatalf("first acquire with the replica stopped: %v", err)
+	}
+	if n := mc.Exists(t.Context(), key2).Val(); n != 0 {
+		t.Fatalf("the refused lock %s stayed on the master", key2)
+	}
+	if err := r.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	reentRelease(t, first)
+}
+
+// TestWaitReplicasOnlyReentrant: the option is for the data Redis; multilock's independent
+// masters have no replicas and must still lock.
+func TestWaitReplicasOnlyReentrant(t *testing.T) {
+	var masters []redis.UniversalClient
+	for _, s := range testredis.StartN(t, 3) {
+		masters = append(masters, testredis.Client(t, s))
+	}
+	reg, err := lock.NewRegistry(lock.Deps{Data: masters[0], Masters: masters, Lease: 5 * time.Second,
+		WaitReplicas: 1, WaitReplicasTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	ml, _, err := reg.Locker("multilock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	le, err := ml.Acquire(t.Context(), "{x}:lock:multilock", lock.Options{})
+	if err != nil {
+		t.Fatalf("multilock with waitReplicas set: %v", err)
+	}
+	if err := le.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	re, _, err := reg.Locker("reentrant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The data Redis here has no replica: reentrant refuses, as configured.
+	if _, err := re.Acquire(t.Context(), "{x}:lock:reentrant", lock.Options{}); !errors.Is(err, lock.ErrNotReplicated) {
+		t.Fatalf("reentrant without a replica: %v, want ErrNotReplicated", err)
+	}
+}
