@@ -51,6 +51,9 @@ type redlockLocker struct {
 	id   string
 	subs []*subscriber
 	line *handoff
+
+	mu    sync.Mutex
+	local map[string]map[*redlockLease]struct{} // leases held in this process, by key
 }
 
 // redlockChannel is where a redlock release is announced on every master.
@@ -73,7 +76,7 @@ func newRedlock(d Deps) (Locker, error) {
 	// never use redlock; Acquire reports it instead.
 	l := &redlockLocker{
 		rs: redsync.New(pools...), masters: d.Masters, nodes: len(pools), quorum: len(pools)/2 + 1,
-		lease: lease, log: log, id: uuid.NewString(),
+		lease: lease, log: log, id: uuid.NewString(), local: map[string]map[*redlockLease]struct{}{},
 	}
 	for _, m := range d.Masters {
 		l.subs = append(l.subs, newSubscriber(m, log, func(payload string) bool { return payload != l.id }))
@@ -145,7 +148,12 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 		attempts++
 		last = m.TryLockContext(context.WithoutCancel(ctx))
 		if last != nil {
-			return false, -1, nil // the holder's TTL is unknown: poll, unless a release rings
+			// Held in this process: its release rings at once, so wait for it (or its validity).
+			// Else the holder's TTL is unknown: poll, unless a release rings.
+			if until, ok := l.heldHere(key); ok {
+				return false, time.Until(until), nil
+			}
+			return false, -1, nil
 		}
 		if ctx.Err() != nil {
 			// Won for a caller that has gone: give it back at once.
@@ -172,7 +180,38 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	return newRedlockLease(l, m, key, ttl, !opts.ExplicitLease), nil
+	le := newRedlockLease(l, m, key, ttl, !opts.ExplicitLease)
+	l.mu.Lock()
+	if l.local[key] == nil {
+		l.local[key] = map[*redlockLease]struct{}{}
+	}
+	l.local[key][le] = struct{}{}
+	l.mu.Unlock()
+	return le, nil
+}
+
+// heldHere reports whether a lease of this process holds key, and until when at the latest
+// (its validity, moved on by every extension).
+func (l *redlockLocker) heldHere(key string) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var until time.Time
+	for le := range l.local[key] {
+		if u := time.Unix(0, le.until.Load()); u.After(until) {
+			until = u
+		}
+	}
+	return until, time.Now().Before(until)
+}
+
+// forget drops a lease from the ones held here (release or crash).
+func (l *redlockLocker) forget(le *redlockLease) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.local[le.key], le)
+	if len(l.local[le.key]) == 0 {
+		delete(l.local, le.key)
+	}
 }
 
 // released tells the waiters that key was given back: this process's line at once, other
@@ -357,6 +396,7 @@ func (l *redlockLease) Renewals() int64 {
 func (l *redlockLease) Abandon() {
 	l.abandoned.Store(true)
 	l.stop()
+	l.l.forget(l)
 }
 
 // Freeze pauses the holder and its renewal for d. The validity keeps running, as the clock does
@@ -378,6 +418,7 @@ func (l *redlockLease) Release(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	l.stop()
+	l.l.forget(l)
 	// The release returns as soon as a quorum has deleted (fail-fast), so a dead or slow master
 	// does not hold up the holder; the deletes still under way finish in the background within
 	// releaseTimeout (the context is not cancelled when Release returns), and where one does not
