@@ -69,7 +69,7 @@ func runLab(ctx context.Context, cfg config.Config, opt labFlags, stdout, stderr
 		return err
 	}
 	defer emb.Close()
-	data := app.NewClient(cfg, cfg.Redis.Addr, cfg.Redis.DB)
+	data := app.NewDataClient(cfg)
 	defer data.Close()
 	var masters []redis.UniversalClient
 	for _, addr := range cfg.Redis.Masters {
@@ -82,7 +82,7 @@ func runLab(ctx context.Context, cfg config.Config, opt labFlags, stdout, stderr
 		where = "in-process redis (nothing answered) on " + strings.Join(emb.Addrs, ", ")
 	}
 	fmt.Fprintf(stderr, "lab: data %s, masters %s (%s), lease %s\n",
-		cfg.Redis.Addr, strings.Join(cfg.Redis.Masters, ","), where, opt.lease)
+		app.DataName(cfg), strings.Join(cfg.Redis.Masters, ","), where, opt.lease)
 	r := &lab.Runner{Data: data, Masters: masters, Lease: opt.lease, NoOutages: opt.noOutages,
 		Progress: func(p lab.Progress) {
 			if p.Result == nil {

@@ -453,7 +453,7 @@ const docTemplate = `{
         },
         "/lab/scenarios/{name}/run": {
             "post": {
-                "description": "Runs the scenario against this service's Redis servers on its own SKU (lab-\u003cname\u003e), with\nseveral simulated instances, many concurrent buyers and the row's faults, and answers\nthe observed figures and the verdict: REPRODUCED (an unsafe mode showed its anomaly),\nHELD (a safe mode showed none) or UNEXPECTED. Takes a few seconds. Outage phases stop\nonly Redis servers the lab starts for itself. One experiment at a time.",
+                "description": "Runs the scenario against this service's Redis servers on its own SKU (lab-\u003cname\u003e), with\nseveral simulated instances, many concurrent buyers and the row's faults, and answers\nthe observed figures and the verdict: REPRODUCED (an unsafe mode showed its anomaly),\nHELD (a safe mode showed none), UNEXPECTED, or SKIPPED (a row whose topology cannot be\nbuilt here, e.g. no redis-sentinel). Takes a few seconds. Outage phases stop\nonly Redis servers the lab starts for itself. One experiment at a time.",
                 "produces": [
                     "application/json"
                 ],

@@ -105,7 +105,8 @@ func (l *labAPI) listScenarios(c *gin.Context) {
 //	@Description	Runs the scenario against this service's Redis servers on its own SKU (lab-<name>), with
 //	@Description	several simulated instances, many concurrent buyers and the row's faults, and answers
 //	@Description	the observed figures and the verdict: REPRODUCED (an unsafe mode showed its anomaly),
-//	@Description	HELD (a safe mode showed none) or UNEXPECTED. Takes a few seconds. Outage phases stop
+//	@Description	HELD (a safe mode showed none), UNEXPECTED, or SKIPPED (a row whose topology cannot be
+//	@Description	built here, e.g. no redis-sentinel). Takes a few seconds. Outage phases stop
 //	@Description	only Redis servers the lab starts for itself. One experiment at a time.
 //	@Tags			lab
 //	@Produce		json
