@@ -22,7 +22,8 @@ type benchFlags struct {
 func (b *benchFlags) register(fs *flag.FlagSet) {
 	b.opt.Concurrency = bench.DefaultConcurrency
 	fs.DurationVar(&b.opt.Duration, "duration", bench.DefaultDuration, "measured time of each cell (strategy × buyers)")
-	fs.DurationVar(&b.opt.Warmup, "warmup", bench.DefaultWarmup, "unmeasured warm-up before each cell")
+	fs.DurationVar(&b.opt.Warmup, "warmup", bench.DefaultWarmup, "unmeasured warm-up before each round of a cell")
+	fs.IntVar(&b.opt.Rounds, "rounds", bench.DefaultRounds, "rounds per cell, run up and down the crowd sizes (--duration is split among them)")
 	fs.DurationVar(&b.opt.Lease, "lease", bench.DefaultLease, "lock lease of the lock modes")
 	fs.DurationVar(&b.opt.Wait, "wait", bench.DefaultWait, "how long a buyer waits for a lock")
 	fs.Func("concurrency", "comma-separated crowd sizes, buyers at once on one key (default 1,8,50)", func(s string) error {
@@ -55,8 +56,8 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 func runBench(ctx context.Context, b benchFlags, stdout, stderr io.Writer) error {
 	opt := b.opt
 	opt.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	fmt.Fprintf(stderr, "bench: about %s (%d crowd sizes, %s + %s per cell)\n",
-		opt.Estimate().Round(time.Second), len(opt.Concurrency), opt.Warmup, opt.Duration)
+	fmt.Fprintf(stderr, "bench: about %s (%d crowd sizes; per cell %s measured in %d rounds, each after %s of warm-up)\n",
+		opt.Estimate().Round(time.Second), len(opt.Concurrency), opt.Duration, opt.Rounds, opt.Warmup)
 	opt.Progress = func(done, total int, c bench.Cell) {
 		fmt.Fprintf(stderr, "[%2d/%d] %-16s %3d buyers %8.0f sales/s  p99 %8.2f ms  Jain %.3f  starved %d\n",
 			done, total, c.Strategy, c.Buyers, c.Rate, c.P99Ms, c.Jain, c.Starved)

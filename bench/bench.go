@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,6 +38,9 @@ type Options struct {
 	Warmup time.Duration
 	// Concurrency lists the crowd sizes (buyers at once on the one key).
 	Concurrency []int
+	// Rounds splits each cell's Duration into this many windows, run up and down the crowd
+	// sizes (1, 8, 50, 50, 8, 1), so slow changes in the machine's load cancel out of the ratios.
+	Rounds int
 	// Strategies names what to run (modes and references); empty means all.
 	Strategies []string
 	// Lease is the lock lease of the lock modes (their watchdog timeout where they have one).
@@ -51,11 +55,12 @@ type Options struct {
 	Log      *slog.Logger
 }
 
-// Defaults. 8 strategies × 3 crowd sizes × (0.5 s + 5 s) is about 2 min 15 s, inside the 3 min
-// the issue allows.
+// Defaults. 8 strategies × 3 crowd sizes × (5 s + 2 × 0.3 s of warm-up) is about 2 min 15 s,
+// inside the 3 min the issue allows.
 const (
 	DefaultDuration = 5 * time.Second
-	DefaultWarmup   = 500 * time.Millisecond
+	DefaultWarmup   = 300 * time.Millisecond
+	DefaultRounds   = 2
 	DefaultLease    = 30 * time.Second
 	DefaultWait     = 10 * time.Second
 	// benchStock never runs out: even the fastest strategy sells far less in a cell.
@@ -78,6 +83,9 @@ func (o *Options) defaults() {
 	}
 	if len(o.Concurrency) == 0 {
 		o.Concurrency = DefaultConcurrency
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = DefaultRounds
 	}
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
@@ -128,7 +136,7 @@ func (o Options) Estimate() time.Duration {
 	if n == 0 {
 		n = len(strategies())
 	}
-	return time.Duration(n*len(o.Concurrency)) * (o.Warmup + o.Duration)
+	return time.Duration(n*len(o.Concurrency)) * (time.Duration(o.Rounds)*o.Warmup + o.Duration)
 }
 
 // env is what strategies sell through.
@@ -156,7 +164,8 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 		}
 	}
 	rep := Report{Started: time.Now(), Machine: machine(), Concurrency: opt.Concurrency,
-		DurationMs: opt.Duration.Milliseconds(), WarmupMs: opt.Warmup.Milliseconds(), LeaseMs: opt.Lease.Milliseconds()}
+		DurationMs: opt.Duration.Milliseconds(), WarmupMs: opt.Warmup.Milliseconds(), Rounds: opt.Rounds,
+		LeaseMs: opt.Lease.Milliseconds()}
 
 	// One data Redis and three independent masters, as in the seeds' topology.
 	var servers []*redisproc.Server
@@ -212,30 +221,38 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 		}, nil, opt.Log)}
 
 	total := len(list) * len(opt.Concurrency)
-	w := window{warmup: opt.Warmup, dur: opt.Duration, grace: grace}
+	w := timing{warmup: opt.Warmup, dur: opt.Duration / time.Duration(opt.Rounds), grace: grace}
+	all := append([]redis.UniversalClient{data}, masters...)
 	for _, s := range list {
 		sale := s.build(e)
-		for _, n := range opt.Concurrency {
-			if err := ctx.Err(); err != nil {
-				return rep, err
+		acc := make([]window, len(opt.Concurrency))
+		// Rounds go up and down the crowd sizes (1, 8, 50, 50, 8, 1, ...), so that a change in
+		// the machine's background load during a strategy weighs on its cells alike and the
+		// ratios between them stay fair.
+		for r := range opt.Rounds {
+			for j := range opt.Concurrency {
+				i := j
+				if r%2 == 1 {
+					i = len(opt.Concurrency) - 1 - j
+				}
+				if err := ctx.Err(); err != nil {
+					return rep, err
+				}
+				if err := e.measure(ctx, &acc[i], opt.Concurrency[i], w, sale, all); err != nil {
+					return rep, fmt.Errorf("bench: %s × %d: %w", s.Name, opt.Concurrency[i], err)
+				}
 			}
-			if _, err := e.svc.Reset(ctx, e.sku, benchStock); err != nil {
-				return rep, fmt.Errorf("bench: reset before %s × %d: %w", s.Name, n, err)
+		}
+		for i, n := range opt.Concurrency {
+			a := &acc[i]
+			slices.Sort(a.stats.latencies)
+			c := newCell(s, n, a.stats, a.inv, rep.Redis.RTT.Median)
+			if a.inv.Sold > 0 {
+				c.CommandsPerSale = float64(a.calls) / float64(a.inv.Sold)
+				c.ClientCPUPerSaleUs = float64(a.clientCPU.Microseconds()) / float64(a.inv.Sold)
+				c.RedisCPUPerSaleUs = float64(a.redisCPU.Microseconds()) / float64(a.inv.Sold)
 			}
-			all := append([]redis.UniversalClient{data}, masters...)
-			if err := resetStats(ctx, all); err != nil {
-				return rep, err
-			}
-			stats := runCell(ctx, n, w, sale)
-			calls := commandCalls(context.WithoutCancel(ctx), all)
-			inv, err := e.store.Snapshot(context.WithoutCancel(ctx), e.sku)
-			if err != nil {
-				return rep, fmt.Errorf("bench: audit after %s × %d: %w", s.Name, n, err)
-			}
-			c := newCell(s, n, stats, inv, rep.Redis.RTT.Median)
-			if inv.Sold > 0 && calls > 0 {
-				c.CommandsPerSale = float64(calls) / float64(inv.Sold)
-			}
+			c.BusyPct = 100 * (a.clientCPU + a.redisCPU).Seconds() / (a.wall.Seconds() * float64(runtime.NumCPU()))
 			rep.Cells = append(rep.Cells, c)
 			if opt.Progress != nil {
 				opt.Progress(len(rep.Cells), total, c)
@@ -248,6 +265,71 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	rep.Targets = checkTargets(rep.Cells, opt.Concurrency)
 	rep.ElapsedMs = time.Since(rep.Started).Milliseconds()
 	return rep, nil
+}
+
+// window accumulates the rounds of one cell.
+type window struct {
+	stats               cellStats
+	inv                 store.Inventory // sold, lost updates and oversold summed over the rounds
+	calls               int64
+	clientCPU, redisCPU time.Duration
+	wall                time.Duration
+}
+
+// measure runs one round of a cell on a freshly reset stock and adds it to acc.
+func (e *env) measure(ctx context.Context, acc *window, n int, w timing, sale saleFunc, all []redis.UniversalClient) error {
+	if _, err := e.svc.Reset(ctx, e.sku, benchStock); err != nil {
+		return fmt.Errorf("reset: %w", err)
+	}
+	if err := resetStats(ctx, all); err != nil {
+		return err
+	}
+	cpu0, redis0, wall0 := processCPU(), redisCPU(ctx, all), time.Now()
+	st := runCell(ctx, n, w, sale)
+	after := context.WithoutCancel(ctx)
+	cpu1, redis1 := processCPU(), redisCPU(after, all)
+	acc.wall += time.Since(wall0)
+	acc.calls += commandCalls(after, all)
+	inv, err := e.store.Snapshot(after, e.sku)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	acc.clientCPU += cpu1 - cpu0
+	acc.redisCPU += redis1 - redis0
+	acc.inv.Sold += inv.Sold
+	acc.inv.LostUpdates += inv.LostUpdates
+	acc.inv.Oversold += inv.Oversold
+	acc.stats.merge(st)
+	return nil
+}
+
+// processCPU is the CPU time (user + system) this process has used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// redisCPU is the CPU time the servers have used so far (INFO cpu); 0 when they cannot tell.
+func redisCPU(ctx context.Context, cs []redis.UniversalClient) time.Duration {
+	var total float64
+	for _, c := range cs {
+		info, err := c.Info(ctx, "cpu").Result()
+		if err != nil {
+			return 0
+		}
+		for _, line := range strings.Split(info, "\n") {
+			k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+			if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					total += f
+				}
+			}
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }
 
 // resetStats zeroes the command statistics of every server, so that commandCalls counts one cell.

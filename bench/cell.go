@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"slices"
 	"sync"
 	"time"
 
@@ -15,15 +14,15 @@ import (
 // saleFunc is one buyer's attempt to buy one unit; nil means sold.
 type saleFunc func(ctx context.Context) error
 
-// window is the part of a cell that is measured.
-type window struct {
+// timing is the part of a round that is measured.
+type timing struct {
 	warmup, dur time.Duration
 	// grace is how long buyers still in a sale when the window ends may take to finish it
 	// before their context is cancelled (they never start a new one).
 	grace time.Duration
 }
 
-// cellStats is what the buyers of one cell saw inside the window.
+// cellStats is what the buyers of one cell saw inside the measured windows.
 type cellStats struct {
 	perBuyer  []int           // sales per buyer that completed inside the window
 	latencies []time.Duration // of the sales that completed inside the window
@@ -35,7 +34,7 @@ type cellStats struct {
 // runCell runs buyers goroutines that call sale in a closed loop (a buyer starts its next
 // purchase as soon as the last one ends, as a seckill crowd hammering one button does) and
 // measures only what completes between warmup and warmup+dur.
-func runCell(ctx context.Context, buyers int, w window, sale saleFunc) cellStats {
+func runCell(ctx context.Context, buyers int, w timing, sale saleFunc) cellStats {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := time.Now()
@@ -100,8 +99,28 @@ func runCell(ctx context.Context, buyers int, w window, sale saleFunc) cellStats
 		}
 		out.longest = max(out.longest, st.longest)
 	}
-	slices.Sort(out.latencies)
 	return out
+}
+
+// merge adds the stats of another round of the same cell (buyer i of each round counts as the
+// same buyer; the longest gap is the longest of any round).
+func (c *cellStats) merge(o cellStats) {
+	if c.errors == nil {
+		c.errors = map[string]int{}
+	}
+	for i, n := range o.perBuyer {
+		if i < len(c.perBuyer) {
+			c.perBuyer[i] += n
+		} else {
+			c.perBuyer = append(c.perBuyer, n)
+		}
+	}
+	c.latencies = append(c.latencies, o.latencies...)
+	for k, n := range o.errors {
+		c.errors[k] += n
+	}
+	c.elapsed += o.elapsed
+	c.longest = max(c.longest, o.longest)
 }
 
 // errorKind names a failed sale for the table.

@@ -21,6 +21,7 @@ type Report struct {
 	Concurrency []int     `json:"concurrency"`
 	DurationMs  int64     `json:"durationMs"`
 	WarmupMs    int64     `json:"warmupMs"`
+	Rounds      int       `json:"rounds"`
 	LeaseMs     int64     `json:"leaseMs"`
 	Redis       struct {
 		Kind    string   `json:"kind"`
@@ -61,6 +62,13 @@ type Cell struct {
 	// CommandsPerSale is every command the servers ran during the cell (warm-up and drain
 	// included) per unit sold: polling and herds show here as extra commands.
 	CommandsPerSale float64 `json:"commandsPerSale"`
+	// ClientCPUPerSaleUs and RedisCPUPerSaleUs are the CPU time this process and the four
+	// servers used per unit sold during the cell; BusyPct is both together against every CPU of
+	// the machine for the cell's wall time (near 100: the cell was CPU-bound, and whatever else
+	// runs on the machine competes with it).
+	ClientCPUPerSaleUs float64 `json:"clientCpuPerSaleUs"`
+	RedisCPUPerSaleUs  float64 `json:"redisCpuPerSaleUs"`
+	BusyPct            float64 `json:"busyPct"`
 }
 
 func newCell(s Strategy, buyers int, st cellStats, inv store.Inventory, rtt time.Duration) Cell {
@@ -186,20 +194,24 @@ func writeTable(w io.Writer, rep Report) error {
 	fmt.Fprintf(w, "machine: %d CPU (%s), %s/%s, %s\n", rep.Machine.CPUs, rep.Machine.CPU, rep.Machine.OS, rep.Machine.Arch, rep.Machine.Go)
 	fmt.Fprintf(w, "redis: %s %s on loopback (data + 3 masters); RTT (PING) median %.1f µs, p99 %.1f µs over %d\n",
 		rep.Redis.Kind, rep.Redis.Version, float64(rtt.Median.Nanoseconds())/1000, float64(rtt.P99.Nanoseconds())/1000, rtt.Samples)
-	fmt.Fprintf(w, "run: %d ms per cell after %d ms warm-up, lease %d ms, one key, closed loop; %.0f s in all\n\n",
-		rep.DurationMs, rep.WarmupMs, rep.LeaseMs, float64(rep.ElapsedMs)/1000)
+	fmt.Fprintf(w, "run: %d ms measured per cell in %d rounds (each after %d ms of warm-up; rounds go up and down the crowd sizes),\n",
+		rep.DurationMs, rep.Rounds, rep.WarmupMs)
+	fmt.Fprintf(w, "     lease %d ms, one key, closed loop (a buyer buys again as soon as it is served); %.0f s in all\n\n",
+		rep.LeaseMs, float64(rep.ElapsedMs)/1000)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\tbuyers\tsales/s\tp50 ms\tp99 ms\tmax ms\tJain\tstarved\tlongest gap ms\tlost\terrors\tcmds/sale\tk\tbound/s\tof bound\t")
+	fmt.Fprintln(tw, "strategy\tbuyers\tsales/s\tp50 ms\tp99 ms\tmax ms\tJain\tstarved\tlongest gap ms\tlost\terrors\tcmds/sale\tCPU µs/sale\tbusy\tk\tbound/s\tof bound\t")
 	for _, c := range rep.Cells {
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.3f\t%.3f\t%.3f\t%.4f\t%d\t%.0f\t%d\t%s\t%.1f\t%d\t%.0f\t%.0f%%\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.3f\t%.3f\t%.3f\t%.4f\t%d\t%.0f\t%d\t%s\t%.1f\t%.0f+%.0f\t%.0f%%\t%d\t%.0f\t%.0f%%\t\n",
 			c.Strategy, c.Buyers, c.Rate, c.P50Ms, c.P99Ms, c.MaxMs, c.Jain, c.Starved, c.LongestGapMs,
-			c.LostUpdates+c.Oversold, errorsText(c.Errors), c.CommandsPerSale, c.RoundTrips, c.SerialBound, 100*c.OfBound)
+			c.LostUpdates+c.Oversold, errorsText(c.Errors), c.CommandsPerSale, c.ClientCPUPerSaleUs, c.RedisCPUPerSaleUs,
+			c.BusyPct, c.RoundTrips, c.SerialBound, 100*c.OfBound)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "\nk = round trips in the critical section; bound/s = 1 / (k × RTT median), the serial bound of one key;")
-	fmt.Fprintln(w, "cmds/sale = commands run by all four servers per unit sold (scripts count their inner commands too).")
+	fmt.Fprintln(w, "cmds/sale = commands run by all four servers per unit sold (scripts count their inner commands too);")
+	fmt.Fprintln(w, "CPU µs/sale = this process + the four servers per unit sold; busy = both against all CPUs of the machine.")
 	if len(rep.Targets) == 0 {
 		return nil
 	}

@@ -1,0 +1,139 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestJain(t *testing.T) {
+	for _, c := range []struct {
+		xs   []int
+		want float64
+	}{
+		{[]int{5, 5, 5, 5}, 1},
+		{[]int{8, 0, 0, 0}, 0.25}, // one buyer got everything: 1/n
+		{[]int{2, 1}, 0.9},        // (3)² / (2 × 5)
+		{[]int{0, 0}, 0},
+	} {
+		if got := jain(c.xs); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("jain(%v) = %v, want %v", c.xs, got, c.want)
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var d []time.Duration
+	for i := 1; i <= 100; i++ {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	for _, c := range []struct {
+		p    float64
+		want time.Duration
+	}{{0.5, 50 * time.Millisecond}, {0.99, 99 * time.Millisecond}, {1, 100 * time.Millisecond}, {0, time.Millisecond}} {
+		if got := percentile(d, c.p); got != c.want {
+			t.Errorf("percentile(%v) = %v, want %v", c.p, got, c.want)
+		}
+	}
+	if got := percentile(nil, 0.5); got != 0 {
+		t.Errorf("percentile of nothing = %v", got)
+	}
+}
+
+// TestTargetsCanFail: the target checks compute the ratios from the cells and fail
+// when a figure is off.
+func TestTargetsCanFail(t *testing.T) {
+	cells := []Cell{
+		{Strategy: "reentrant", Kind: "mode", Buyers: 1, Rate: 1000, P50Ms: 1},
+		{Strategy: "reentrant", Kind: "mode", Buyers: 50, Rate: 800, P50Ms: 40, P99Ms: 120, Jain: 0.9, Starved: 2, LostUpdates: 1},
+		{Strategy: "atomic", Kind: "mode", Buyers: 50, Rate: 20000},
+	}
+	got := map[string]Target{}
+	for _, tg := range checkTargets(cells, []int{1, 50}) {
+		got[tg.Name] = tg
+	}
+	want := map[string]struct {
+		ratio float64
+		pass  bool
+	}{
+		"reentrant: sales/s at 50 ÷ at 1":          {0.8, false},
+		"reentrant: Jain at 50":                    {0.9, false},
+		"reentrant: starved buyers at 50":          {2, false},
+		"reentrant: p99 at 50 ÷ (50 × p50 at 1)":   {2.4, false},
+		"atomic ÷ reentrant sales/s at 50":         {25, true},
+		"lost updates + oversold, every mode cell": {1, false},
+	}
+	for name, w := range want {
+		tg, ok := got[name]
+		if !ok {
+			t.Errorf("no target %q; have %v", name, got)
+			continue
+		}
+		if math.Abs(tg.Ratio-w.ratio) > 1e-9 || tg.Pass != w.pass {
+			t.Errorf("%s: ratio %v pass %v, want %v %v", name, tg.Ratio, tg.Pass, w.ratio, w.pass)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d targets, want %d (only those whose cells ran): %v", len(got), len(want), got)
+	}
+}
+
+// TestRunSmall runs a short bench on real Redis servers and checks the report adds up: every
+// cell sold, the locked ones without lost updates, fairness and starvation measured, the serial
+// bound computed from the measured RTT, and the spin reference's buyers served unevenly.
+func TestRunSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Redis servers")
+	}
+	rep, err := Run(t.Context(), Options{Duration: 600 * time.Millisecond, Warmup: 50 * time.Millisecond, Rounds: 2,
+		Concurrency: []int{1, 4}, Strategies: []string{"reentrant", "atomic", RefSpin}, Lease: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Cells) != 6 {
+		t.Fatalf("%d cells, want 3 strategies × 2 crowd sizes", len(rep.Cells))
+	}
+	if rep.Redis.RTT.Median <= 0 {
+		t.Fatalf("no RTT measured: %+v", rep.Redis.RTT)
+	}
+	for _, c := range rep.Cells {
+		if c.Sales == 0 || c.Rate <= 0 || c.P50Ms <= 0 || c.P99Ms < c.P50Ms || c.MaxMs < c.P99Ms {
+			t.Errorf("%s × %d: implausible figures %+v", c.Strategy, c.Buyers, c)
+		}
+		if c.LostUpdates != 0 || c.Oversold != 0 {
+			t.Errorf("%s × %d: %d lost updates, %d oversold", c.Strategy, c.Buyers, c.LostUpdates, c.Oversold)
+		}
+		if c.SerialBound <= 0 || c.Jain <= 0 {
+			t.Errorf("%s × %d: no serial bound or Jain: %+v", c.Strategy, c.Buyers, c)
+		}
+		if c.Strategy == "reentrant" && c.Buyers == 4 && (c.Jain < 0.9 || c.Starved > 0) {
+			t.Errorf("reentrant × 4 is served in line, yet Jain %.3f, %d starved", c.Jain, c.Starved)
+		}
+	}
+	var table, js bytes.Buffer
+	if err := Write(&table, rep, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"strategy", "reentrant", RefSpin, "serial bound", "targets", "atomic ÷ reentrant"} {
+		if !strings.Contains(table.String(), s) {
+			t.Errorf("table lacks %q:\n%s", s, table.String())
+		}
+	}
+	if err := Write(&js, rep, true); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Cells) != 6 {
+		t.Fatalf("JSON does not round-trip (%v):\n%s", err, js.String())
+	}
+}
+
+func TestUnknownStrategy(t *testing.T) {
+	if _, err := Run(t.Context(), Options{Strategies: []string{"nope"}}); err == nil ||
+		!strings.Contains(err.Error(), "redsync-default") {
+		t.Fatalf("unknown strategy: %v, want an error listing the known ones", err)
+	}
+}
