@@ -39,14 +39,19 @@ type fencedLocker struct {
 	log   *slog.Logger
 	sub   *subscriber
 	line  *handoff
+	// id is the payload of this Locker's release messages: its own releases ring its line
+	// directly, so its subscriber ignores them.
+	id string
 }
 
 func newFenced(d Deps) (Locker, error) {
-	l := &fencedLocker{rdb: d.Data, lease: d.Lease, log: logOf(d), sub: newSubscriber(d.Data, logOf(d), unlockOnly)}
+	l := &fencedLocker{rdb: d.Data, lease: d.Lease, log: logOf(d), id: uuid.NewString()}
+	l.sub = newSubscriber(d.Data, logOf(d), func(payload string) bool { return payload != l.id })
 	l.line = newHandoff(func(key string, ring func()) (<-chan struct{}, func()) {
 		h := l.sub.join(context.Background(), unlockChannel(key), ring)
 		return h.ready, func() { l.sub.leave(h) }
 	}, nil)
+	l.line.localRing = true
 	return l, nil
 }
 
@@ -102,7 +107,7 @@ func (l *fencedLocker) Acquire(ctx context.Context, key string, opts Options) (L
 		}
 		return nil, err
 	}
-	fl := &fencedLease{key: key, value: value, token: token, rdb: l.rdb}
+	fl := &fencedLease{key: key, value: value, token: token, rdb: l.rdb, l: l}
 	if !opts.ExplicitLease {
 		fl.wd = startWatchdog(max(lease/3, time.Millisecond), func(ctx context.Context) (bool, error) {
 			n, err := fencedRenew.Run(ctx, l.rdb, []string{key}, value, leaseMs).Int()
@@ -122,6 +127,7 @@ type fencedLease struct {
 	key, value string
 	token      int64
 	rdb        redis.Scripter
+	l          *fencedLocker
 	wd         *watchdog // nil with an explicit lease
 	done       atomic.Bool
 }
@@ -168,7 +174,8 @@ func (l *fencedLease) Release(ctx context.Context) error {
 	if l.wd != nil {
 		l.wd.Stop()
 	}
-	n, err := compareAndDeletePublish.Run(ctx, l.rdb, []string{l.key, unlockChannel(l.key)}, l.value, unlockMessage).Int()
+	n, err := compareAndDeletePublish.Run(ctx, l.rdb, []string{l.key, unlockChannel(l.key)}, l.value, l.l.id).Int()
+	l.l.line.ring(l.key) // the waiters of this process, at once
 	if err != nil {
 		return redisErr("compare-and-delete "+l.key, err)
 	}

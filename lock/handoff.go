@@ -32,6 +32,10 @@ type handoff struct {
 	// linger keeps an empty line (and its subscription) for a while, so a crowd that thins out
 	// for a moment does not resubscribe on every sale.
 	linger time.Duration
+	// localRing: the mode rings the line itself on every release made in this process (and its
+	// subscriber ignores this process's own messages), so a holder here is sure to ring even
+	// before the line's subscription is confirmed.
+	localRing bool
 
 	mu    sync.Mutex
 	lines map[string]*line
@@ -187,9 +191,9 @@ func waitTurn(ctx context.Context, p *place, deadline time.Time) bool {
 	}
 }
 
-// takeHint returns the hint the previous head left, if it is usable: only while the line's
-// subscription is confirmed (or the mode hears only its own releases), since then the holder's
-// release is sure to ring.
+// takeHint returns the hint the previous head left, if it is usable: only when the holder's
+// release is sure to ring, i.e. the mode rings its own releases, or the line's subscription is
+// confirmed.
 func (h *handoff) takeHint(ln *line) (seen uint64, until time.Time, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -197,7 +201,7 @@ func (h *handoff) takeHint(ln *line) (seen uint64, until time.Time, ok bool) {
 		return 0, time.Time{}, false
 	}
 	ln.hint = false
-	if h.listen != nil {
+	if !h.localRing && h.listen != nil {
 		if !ln.listening || ln.ready == nil || !isDone(ln.ready) {
 			return 0, time.Time{}, false
 		}

@@ -21,23 +21,29 @@ var compareAndDeletePublish = redis.NewScript(compareAndDeletePublishLua)
 // holder's lock. It has no watchdog: with business time longer than the lease, two holders
 // still overlap, which is what motivates Redisson's watchdog.
 //
-// Waiting is not 004's fixed sleep: the release also PUBLISHes on the key's channel, and the
-// waiters of this process wait in line (handoff.go) until that message or the holder's PTTL
-// (read in the same round trip as the failed SET), so a lock that expires still passes to the
-// next holder when it expires, exactly as with polling.
+// Waiting is not 004's fixed sleep: the waiters of this process wait in line (handoff.go) until
+// a release wakes the head (a release here rings the line directly; one in another process
+// through the PUBLISH in the release script) or until the holder's PTTL (read in the same round
+// trip as the failed SET), so a lock that expires still passes to the next holder when it
+// expires, exactly as with polling.
 type luaLocker struct {
 	rdb   redis.UniversalClient
 	lease time.Duration
 	sub   *subscriber
 	line  *handoff
+	// id is the payload of this Locker's release messages: its own releases ring its line
+	// directly, so its subscriber ignores them.
+	id string
 }
 
 func newLua(d Deps) (Locker, error) {
-	l := &luaLocker{rdb: d.Data, lease: d.Lease, sub: newSubscriber(d.Data, logOf(d), unlockOnly)}
+	l := &luaLocker{rdb: d.Data, lease: d.Lease, id: uuid.NewString()}
+	l.sub = newSubscriber(d.Data, logOf(d), func(payload string) bool { return payload != l.id })
 	l.line = newHandoff(func(key string, ring func()) (<-chan struct{}, func()) {
 		h := l.sub.join(context.Background(), unlockChannel(key), ring)
 		return h.ready, func() { l.sub.leave(h) }
 	}, nil)
+	l.line.localRing = true
 	return l, nil
 }
 
@@ -69,7 +75,8 @@ func (l *luaLocker) Acquire(ctx context.Context, key string, opts Options) (Leas
 		return nil, err
 	}
 	return &plainLease{key: key, release: func(ctx context.Context) error {
-		n, err := compareAndDeletePublish.Run(ctx, l.rdb, []string{key, unlockChannel(key)}, value, unlockMessage).Int()
+		n, err := compareAndDeletePublish.Run(ctx, l.rdb, []string{key, unlockChannel(key)}, value, l.id).Int()
+		l.line.ring(key) // the waiters of this process, at once
 		if err != nil {
 			return redisErr("compare-and-delete", err)
 		}

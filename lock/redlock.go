@@ -82,6 +82,7 @@ func newRedlock(d Deps) (Locker, error) {
 		l.subs = append(l.subs, newSubscriber(m, log, func(payload string) bool { return payload != l.id }))
 	}
 	l.line = newHandoff(l.listen, jitter(time.Millisecond, 10*time.Millisecond))
+	l.line.localRing = true
 	return l, nil
 }
 
