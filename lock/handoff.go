@@ -269,16 +269,19 @@ func (h *handoff) exit(ln *line, p *place, won bool, seen uint64, until time.Tim
 	var t *time.Timer
 	t = time.AfterFunc(h.linger, func() {
 		h.mu.Lock()
-		defer h.mu.Unlock()
 		if ln.idle != t || len(ln.waiters) > 0 {
+			h.mu.Unlock()
 			return // someone came back meanwhile
 		}
 		ln.idle = nil
 		if h.lines[ln.key] == ln {
 			delete(h.lines, ln.key)
 		}
-		if ln.stop != nil {
-			ln.stop()
+		stop := ln.stop
+		h.mu.Unlock()
+		// Outside the lock: unsubscribing talks to Redis, which may be slow or down.
+		if stop != nil {
+			stop()
 		}
 	})
 	ln.idle = t
