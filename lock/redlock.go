@@ -452,7 +452,8 @@ func init() {
 	register(Mode{
 		Name: "redlock", Row: 9, Step: "002, 003 7.2, 004 RedissonRedLock", Safe: true,
 		Summary: "Redlock via redsync over the independent masters: majority quorum, validity = ttl - elapsed - drift, " +
-			"release everywhere after a failed attempt, 1-10 ms random retry; extended every ttl/3 while held, " +
+			"release everywhere after a failed attempt; waiters woken by the release (1-10 ms random retry only when none comes); " +
+			"extended every ttl/3 while held, " +
 			"a failed extension tells the holder the lock is lost",
 		Faults: lockedFaults,
 		New:    newRedlock,
