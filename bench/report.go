@@ -209,7 +209,8 @@ func writeTable(w io.Writer, rep Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\nk = round trips in the critical section; bound/s = 1 / (k × RTT median), the serial bound of one key;")
+	fmt.Fprintln(w, "\nk = round trips in the critical section; bound/s = 1 / (k × RTT median), the serial bound of one key")
+	fmt.Fprintln(w, "(a lock lets one sale through at a time; atomic holds no lock, so its buyers overlap and can exceed it);")
 	fmt.Fprintln(w, "cmds/sale = commands run by all four servers per unit sold (scripts count their inner commands too);")
 	fmt.Fprintln(w, "CPU µs/sale = this process + the four servers per unit sold; busy = both against all CPUs of the machine.")
 	if len(rep.Targets) == 0 {
