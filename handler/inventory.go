@@ -172,12 +172,9 @@ func (a *API) reset(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	stock, err := queryInt(c, "stock", -1)
-	if err == nil && c.Query("stock") != "" && (stock < 0 || stock > a.svc.Settings().MaxStock) {
+	stock, err := queryInt(c, "stock", -1) // absent: -1, the configured default
+	if _, given := c.GetQuery("stock"); err == nil && given && (stock < 0 || stock > a.svc.Settings().MaxStock) {
 		err = badRequest("stock=%d is out of range 0..%d", stock, a.svc.Settings().MaxStock)
-	}
-	if err == nil && c.Request.URL.Query().Has("stock") && c.Query("stock") == "" {
-		err = badRequest("stock= is empty")
 	}
 	var inv store.Inventory
 	if err == nil {

@@ -60,6 +60,17 @@ func setNXPX(ctx context.Context, rdb redis.UniversalClient, key, value string, 
 	return true, nil
 }
 
+// spinSetNXPX takes key with a fresh UUID value by SET NX PX, spinning until wait runs out, and
+// returns the value (setnx-ex and uuid differ only in how they release it).
+func spinSetNXPX(ctx context.Context, rdb redis.UniversalClient, key string, lease, wait time.Duration,
+	retry func() time.Duration) (string, error) {
+	value := uuid.NewString()
+	err := retryUntil(ctx, key, wait, retry, func(ctx context.Context) (bool, error) {
+		return setNXPX(ctx, rdb, key, value, lease)
+	})
+	return value, err
+}
+
 // spinInterval is how the broken modes spin between attempts (the documents' "自旋重试"), with
 // jitter so that waiters do not move in lockstep.
 func spinInterval() func() time.Duration { return jitter(2*time.Millisecond, 10*time.Millisecond) }
@@ -137,11 +148,7 @@ type setnxExLocker struct {
 func (l *setnxExLocker) Name() string { return "setnx-ex" }
 
 func (l *setnxExLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
-	lease := leaseOrDefault(opts, l.lease)
-	value := uuid.NewString()
-	err := retryUntil(ctx, key, opts.Wait, l.retry, func(ctx context.Context) (bool, error) {
-		return setNXPX(ctx, l.rdb, key, value, lease)
-	})
+	value, err := spinSetNXPX(ctx, l.rdb, key, leaseOrDefault(opts, l.lease), opts.Wait, l.retry)
 	if err != nil {
 		return nil, err
 	}

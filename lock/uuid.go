@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -23,11 +22,7 @@ type uuidLocker struct {
 func (l *uuidLocker) Name() string { return "uuid" }
 
 func (l *uuidLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
-	lease := leaseOrDefault(opts, l.lease)
-	value := uuid.NewString()
-	err := retryUntil(ctx, key, opts.Wait, l.retry, func(ctx context.Context) (bool, error) {
-		return setNXPX(ctx, l.rdb, key, value, lease)
-	})
+	value, err := spinSetNXPX(ctx, l.rdb, key, leaseOrDefault(opts, l.lease), opts.Wait, l.retry)
 	if err != nil {
 		return nil, err
 	}

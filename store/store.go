@@ -85,9 +85,7 @@ func wrap(op string, err error) error {
 	if errors.As(err, &reply) && !errors.Is(err, redis.ErrClosed) {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("store: %s: %w: %w", op, ErrUnavailable, err)
-	}
+	// Everything else (refused, timed out, cancelled, closed) means Redis did not answer.
 	return fmt.Errorf("store: %s: %w: %w", op, ErrUnavailable, err)
 }
 
