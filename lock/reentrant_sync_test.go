@@ -52,11 +52,15 @@ func replicated(t *testing.T) (master, replica *redisproc.Server) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Resume(); r.Close() })
-	rc := testredis.Client(t, r)
+	rc, mc := testredis.Client(t, r), testredis.Client(t, m)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
+		// Both ends must agree: the replica's link is up and the master counts it online (until
+		// then WAIT on the master can answer 0 even though the replica is fine).
 		info, err := rc.Info(t.Context(), "replication").Result()
-		if err == nil && strings.Contains(info, "master_link_status:up") {
+		minfo, merr := mc.Info(t.Context(), "replication").Result()
+		if err == nil && merr == nil && strings.Contains(info, "master_link_status:up") &&
+			strings.Contains(minfo, "state=online") {
 			return m, r
 		}
 		if time.Now().After(deadline) {
