@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -31,9 +32,41 @@ type badRequest struct {
 	want    []string // substrings the JSON error must contain (case-insensitive)
 }
 
-// redisState is every key of every Redis the service uses: server/key -> type, DUMP of the
-// value, and whether it has a TTL (the TTL itself shrinks, so only its presence is compared).
+// redisState is every key of every Redis the service uses: server/key -> type, the value as
+// read by the type's own command, and whether it has a TTL (the TTL itself shrinks, so only its
+// presence is compared). Plain reads rather than DUMP, so the in-process Redis can take it too.
 type redisState map[string]string
+
+// keyValue reads the whole value of key k of type typ, in a form that compares equal only when
+// the value is the same.
+func keyValue(ctx context.Context, c *redis.Client, typ, k string) (string, error) {
+	switch typ {
+	case "string":
+		v, err := c.Get(ctx, k).Result()
+		if errors.Is(err, redis.Nil) {
+			return "(expired while read)", nil
+		}
+		return v, err
+	case "hash":
+		m, err := c.HGetAll(ctx, k).Result()
+		return fmt.Sprint(m), err // fmt prints maps with sorted keys
+	case "list":
+		l, err := c.LRange(ctx, k, 0, -1).Result()
+		return fmt.Sprint(l), err
+	case "set":
+		m, err := c.SMembers(ctx, k).Result()
+		sort.Strings(m)
+		return fmt.Sprint(m), err
+	case "zset":
+		z, err := c.ZRangeWithScores(ctx, k, 0, -1).Result()
+		return fmt.Sprint(z), err
+	case "stream":
+		x, err := c.XRange(ctx, k, "-", "+").Result()
+		return fmt.Sprint(x), err
+	default:
+		return "", fmt.Errorf("key %s has type %q, which the snapshot cannot read", k, typ)
+	}
+}
 
 func snapshotRedis(t *testing.T, servers map[string]*redis.Client) redisState {
 	t.Helper()
@@ -52,15 +85,15 @@ func snapshotRedis(t *testing.T, servers map[string]*redis.Client) redisState {
 				if err != nil {
 					t.Fatalf("type %s/%s: %v", name, k, err)
 				}
-				dump, err := c.Dump(ctx, k).Result()
+				val, err := keyValue(ctx, c, typ, k)
 				if err != nil {
-					t.Fatalf("dump %s/%s: %v", name, k, err)
+					t.Fatalf("read %s/%s: %v", name, k, err)
 				}
 				pttl, err := c.PTTL(ctx, k).Result()
 				if err != nil {
 					t.Fatalf("pttl %s/%s: %v", name, k, err)
 				}
-				st[name+"/"+k] = fmt.Sprintf("%s %x ttl=%t", typ, dump, pttl > 0)
+				st[name+"/"+k] = fmt.Sprintf("%s %q ttl=%t", typ, val, pttl > 0)
 			}
 			if cursor = next; cursor == 0 {
 				break

@@ -66,8 +66,8 @@ func benchMasters(b *testing.B, n int) []*redis.Client {
 	return clients
 }
 
-// benchMode builds mode name from deps and runs the sub-benchmarks; servers are the Redis
-// servers the mode talks to, whose command counts give cmds/op.
+// benchMode builds mode name from deps and runs the sub-benchmarks; servers are the clients the
+// mode talks through, whose commands (counted by a hook on them) give cmds/op.
 func benchMode(b *testing.B, name string, servers []*redis.Client, deps Deps) {
 	m, err := LookupMode(name)
 	if err != nil {
@@ -84,10 +84,10 @@ func benchMode(b *testing.B, name string, servers []*redis.Client, deps Deps) {
 			}
 		})
 	}
-	benchAcquireRelease(b, l, servers)
+	benchAcquireRelease(b, l, testredis.Count(servers...))
 }
 
-func benchAcquireRelease(b *testing.B, l Locker, servers []*redis.Client) {
+func benchAcquireRelease(b *testing.B, l Locker, calls *testredis.Counter) {
 	ctx := context.Background()
 	cycle := func(key string) error {
 		lease, err := l.Acquire(ctx, key, Options{Wait: time.Minute, Lease: benchLease})
@@ -98,17 +98,17 @@ func benchAcquireRelease(b *testing.B, l Locker, servers []*redis.Client) {
 	}
 	b.Run("serial", func(b *testing.B) {
 		key := "{bench}:lock:serial:" + l.Name()
-		resetCommandStats(b, servers)
+		calls.Reset()
 		for b.Loop() {
 			if err := cycle(key); err != nil {
 				b.Fatal(err)
 			}
 		}
-		reportCommands(b, servers)
+		reportCommands(b, calls)
 	})
 	b.Run("parallel-own-key", func(b *testing.B) {
 		var next atomic.Int64
-		resetCommandStats(b, servers)
+		calls.Reset()
 		b.SetParallelism(4)
 		b.RunParallel(func(pb *testing.PB) {
 			key := fmt.Sprintf("{bench}:lock:own:%s:%d", l.Name(), next.Add(1))
@@ -119,22 +119,22 @@ func benchAcquireRelease(b *testing.B, l Locker, servers []*redis.Client) {
 				}
 			}
 		})
-		reportCommands(b, servers)
+		reportCommands(b, calls)
 	})
 	for _, holders := range []int{8, 50} {
 		b.Run(fmt.Sprintf("one-key-%d", holders), func(b *testing.B) {
-			benchOneKey(b, holders, "{bench}:lock:one:"+l.Name(), cycle, servers)
+			benchOneKey(b, holders, "{bench}:lock:one:"+l.Name(), cycle, calls)
 		})
 	}
 }
 
 // benchOneKey runs b.N acquire/release cycles shared by holders goroutines on one key and
 // reports the fairness of the split (Jain's index over the cycles each holder got).
-func benchOneKey(b *testing.B, holders int, key string, cycle func(string) error, servers []*redis.Client) {
+func benchOneKey(b *testing.B, holders int, key string, cycle func(string) error, calls *testredis.Counter) {
 	var left atomic.Int64
 	left.Store(int64(b.N))
 	got := make([]int64, holders)
-	resetCommandStats(b, servers)
+	calls.Reset()
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	for h := range holders {
@@ -150,7 +150,7 @@ func benchOneKey(b *testing.B, holders int, key string, cycle func(string) error
 	}
 	wg.Wait()
 	b.StopTimer()
-	reportCommands(b, servers)
+	reportCommands(b, calls)
 	var sum, sq float64
 	for _, n := range got {
 		sum += float64(n)
@@ -161,38 +161,11 @@ func benchOneKey(b *testing.B, holders int, key string, cycle func(string) error
 	}
 }
 
-func resetCommandStats(b *testing.B, servers []*redis.Client) {
+// reportCommands reports the commands the clients sent per op (a script counts once), the
+// Redis-side cost of a cycle: extra tries and wake-ups show here.
+func reportCommands(b *testing.B, calls *testredis.Counter) {
 	b.Helper()
-	for _, c := range servers {
-		if err := c.ConfigResetStat(context.Background()).Err(); err != nil {
-			b.Skipf("CONFIG RESETSTAT: %v (commands not counted)", err)
-		}
-	}
-}
-
-// reportCommands reports the commands the servers ran per op (scripts with their inner
-// commands), the Redis-side cost of a cycle: extra tries and wake-ups show here.
-func reportCommands(b *testing.B, servers []*redis.Client) {
-	b.Helper()
-	var total int64
-	for _, c := range servers {
-		stats, err := c.InfoMap(context.Background(), "commandstats").Result()
-		if err != nil {
-			return
-		}
-		for _, section := range stats {
-			for name, v := range section {
-				if name == "cmdstat_config|resetstat" || name == "cmdstat_info" {
-					continue
-				}
-				var calls int64
-				if _, err := fmt.Sscanf(v, "calls=%d", &calls); err == nil {
-					total += calls
-				}
-			}
-		}
-	}
 	if b.N > 0 {
-		b.ReportMetric(float64(total)/float64(b.N), "cmds/op")
+		b.ReportMetric(float64(calls.Load())/float64(b.N), "cmds/op")
 	}
 }

@@ -87,10 +87,7 @@ func (l *fencedLocker) Acquire(ctx context.Context, key string, opts Options) (L
 			token = r[0]
 			return true, 0, nil
 		}
-		if r[1] < 0 {
-			return false, -1, nil
-		}
-		return false, time.Duration(r[1]) * time.Millisecond, nil
+		return false, holderTTL(r[1]), nil
 	}
 	var err error
 	if opts.Wait <= 0 {
@@ -187,7 +184,7 @@ func (l *fencedLease) Release(ctx context.Context) error {
 
 func init() {
 	register(Mode{
-		Name: "fenced", Row: 10, Step: "beyond the seeds (Redisson RFencedLock; Kleppmann's fencing tokens)",
+		Name: "fenced", Row: 10, Step: "beyond the sources: Redisson RFencedLock, Kleppmann's fencing tokens",
 		Safe: true,
 		Summary: "SET NX PX + INCR token in one script, watchdog every lease/3, compare-and-delete release; " +
 			"the stock write is accepted only with a token not older than the newest written, so a frozen " +

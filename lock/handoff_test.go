@@ -19,10 +19,11 @@ import (
 // it expires. Each test runs on real redis-server processes (when installed).
 
 // hoServers is one data Redis and three masters, shared by the sub-tests of a test (each uses
-// its own keys).
+// its own keys), with a counter of the commands sent through their clients.
 type hoServers struct {
 	data    *redis.Client
 	masters []*redis.Client
+	calls   *testredis.Counter
 }
 
 func hoStart(t *testing.T) hoServers {
@@ -31,6 +32,7 @@ func hoStart(t *testing.T) hoServers {
 	for _, srv := range testredis.StartN(t, 3) {
 		s.masters = append(s.masters, testredis.Client(t, srv))
 	}
+	s.calls = testredis.Count(append(s.masters, s.data)...)
 	return s
 }
 
@@ -62,39 +64,6 @@ func hoLockers(t *testing.T, srv hoServers, mode string, instances int, lease ti
 	return out, data, masters
 }
 
-// hoCalls counts the commands the servers ran since their stats were reset.
-func hoCalls(t *testing.T, cs ...*redis.Client) int64 {
-	t.Helper()
-	var total int64
-	for _, c := range cs {
-		stats, err := c.InfoMap(t.Context(), "commandstats").Result()
-		if err != nil {
-			t.Fatalf("INFO commandstats: %v", err)
-		}
-		for _, section := range stats {
-			for name, v := range section {
-				if name == "cmdstat_config|resetstat" || name == "cmdstat_info" {
-					continue
-				}
-				var n int64
-				if _, err := fmt.Sscanf(v, "calls=%d", &n); err == nil {
-					total += n
-				}
-			}
-		}
-	}
-	return total
-}
-
-func hoResetStats(t *testing.T, cs ...*redis.Client) {
-	t.Helper()
-	for _, c := range cs {
-		if err := c.ConfigResetStat(t.Context()).Err(); err != nil {
-			t.Fatalf("CONFIG RESETSTAT: %v", err)
-		}
-	}
-}
-
 var waitingModes = []string{"lua", "reentrant", "fenced", "multilock", "redlock"}
 
 // TestHandoffServesOneProcessInArrivalOrder: waiters that arrive one after the other get the
@@ -105,7 +74,7 @@ func TestHandoffServesOneProcessInArrivalOrder(t *testing.T) {
 	for _, mode := range waitingModes {
 		t.Run(mode, func(t *testing.T) {
 			const lease, waiters = 5 * time.Second, 6
-			ls, data, masters := hoLockers(t, srv, mode, 1, lease)
+			ls, _, _ := hoLockers(t, srv, mode, 1, lease)
 			l := ls[0]
 			key := "{ho}:lock:" + mode
 			first, err := l.Acquire(ctx(t, "first"), key, Options{})
@@ -119,6 +88,9 @@ func TestHandoffServesOneProcessInArrivalOrder(t *testing.T) {
 				overlap atomic.Int32
 				wg      sync.WaitGroup
 			)
+			// The waiters report through t.Errorf: they must be done before the test is, even
+			// when it stops early.
+			t.Cleanup(wg.Wait)
 			for i := range waiters {
 				wg.Go(func() {
 					le, err := l.Acquire(ctx(t, fmt.Sprint("w", i)), key, Options{Wait: 5 * time.Second})
@@ -141,10 +113,10 @@ func TestHandoffServesOneProcessInArrivalOrder(t *testing.T) {
 				time.Sleep(30 * time.Millisecond) // arrive one after the other
 			}
 			time.Sleep(100 * time.Millisecond)
-			hoResetStats(t, append(masters, data)...)
+			srv.calls.Reset()
 			time.Sleep(200 * time.Millisecond)
-			if n := hoCalls(t, append(masters, data)...); n != 0 {
-				t.Fatalf("%d waiters sent %d commands in 200ms of waiting: they poll", waiters, n)
+			if n := srv.calls.Load(); n != 0 {
+				t.Errorf("%d waiters sent %d commands in 200ms of waiting: they poll", waiters, n)
 			}
 			start := time.Now()
 			if err := first.Release(context.Background()); err != nil {
@@ -171,7 +143,7 @@ func TestHandoffServesOneProcessInArrivalOrder(t *testing.T) {
 // TestHandoffExpiredLockPassesOn: a holder that never releases (a crash, or business time
 // longer than the lease without a watchdog) does not block the line beyond its lease: the head
 // takes the lock when it expires, as a polling waiter would. For lua this is the overlap of
-// SCENARIOS.md row 6, which must stay.
+// row 6 of docs/scenarios.md, which must stay.
 func TestHandoffExpiredLockPassesOn(t *testing.T) {
 	srv := hoStart(t)
 	for _, mode := range waitingModes {

@@ -16,12 +16,12 @@ var compareAndDeletePublishLua string
 
 var compareAndDeletePublish = redis.NewScript(compareAndDeletePublishLua)
 
-// luaLocker is mode lua (document 003 case 6, 004): SET key <uuid> NX PX lease, retried until
+// luaLocker is mode lua (Pitfalls, case 6; Jedis lock): SET key <uuid> NX PX lease, retried until
 // the wait runs out; released by one Lua compare-and-delete, so it never deletes another
 // holder's lock. It has no watchdog: with business time longer than the lease, two holders
 // still overlap, which is what motivates Redisson's watchdog.
 //
-// Waiting is not 004's fixed sleep: the waiters of this process wait in line (handoff.go) until
+// Unlike the Jedis lock's fixed sleep, the waiters of this process wait in line (handoff.go) until
 // a release wakes the head (a release here rings the line directly; one in another process
 // through the PUBLISH in the release script) or until the holder's PTTL (read in the same round
 // trip as the failed SET), so a lock that expires still passes to the next holder when it
@@ -89,7 +89,7 @@ func (l *luaLocker) Acquire(ctx context.Context, key string, opts Options) (Leas
 
 // setNXPXOrTTL is one attempt of SET key value NX PX lease; when someone else holds the key, it
 // also reads the key's PTTL in the same round trip (a pipeline), so a waiter knows when the lock
-// is free at the latest. ttl < 0 when the key has no TTL (or vanished between the two).
+// is free at the latest. ttl < 0 when the key has no TTL; 0 when it vanished between the two.
 func setNXPXOrTTL(ctx context.Context, rdb redis.UniversalClient, key, value string, lease time.Duration) (bool, time.Duration, error) {
 	var set *redis.BoolCmd
 	var pttl *redis.DurationCmd
@@ -104,10 +104,12 @@ func setNXPXOrTTL(ctx context.Context, rdb redis.UniversalClient, key, value str
 	if set.Val() {
 		return true, 0, nil
 	}
-	if d := pttl.Val(); d >= 0 {
-		return false, d, nil
+	// go-redis gives PTTL's -2 (no such key) and -1 (no TTL) as those many nanoseconds.
+	d := pttl.Val()
+	if d < 0 {
+		return false, holderTTL(int64(d)), nil
 	}
-	return false, -1, nil
+	return false, d, nil
 }
 
 // Close ends the pub/sub connection of the waiters.
@@ -125,7 +127,7 @@ func logOf(d Deps) *slog.Logger {
 
 func init() {
 	register(Mode{
-		Name: "lua", Row: 6, Step: "003 case 6, 004", Safe: false,
+		Name: "lua", Row: 6, Step: "Pitfalls, case 6; Jedis lock", Safe: false,
 		Summary: "UUID value, SET NX PX, Lua compare-and-delete release: never deletes another's lock, " +
 			"but with business time > lease two holders overlap (no watchdog)",
 		Faults: lockedFaults,

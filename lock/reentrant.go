@@ -34,7 +34,7 @@ type HashLease interface {
 	Field() string
 }
 
-// reentrantLocker is mode reentrant (documents 000, 001, 003's Redisson part): Redisson's RLock,
+// reentrantLocker is mode reentrant (Redisson walkthrough and internals, Pitfalls 7.2): RLock,
 // wire-compatible, so a Java service calling getLock(name) on the same Redis excludes with this
 // one. The lock is a hash; its field "<instance-id>:<owner>" holds the hold count, so the same
 // owner re-enters and must release as often. Without an explicit lease a watchdog renews the lock
@@ -212,10 +212,22 @@ func (l *reentrantLocker) try(ctx context.Context, key, field string, leaseMs in
 	if err != nil {
 		return false, 0, redisErr("acquire "+key, err)
 	}
-	if n < 0 {
-		return false, -time.Millisecond, nil
+	return false, holderTTL(n), nil
+}
+
+// holderTTL turns a PTTL reply (milliseconds) read when the lock was taken into how long the
+// waiter may sleep: -2, no such key (it expired or was released since the check that found it
+// taken; the in-process Redis even lets time pass inside a script), means free now, so try
+// again at once; -1, a key without TTL, is unknown (< 0).
+func holderTTL(pttlMs int64) time.Duration {
+	switch {
+	case pttlMs == -2:
+		return 0
+	case pttlMs < 0:
+		return -time.Millisecond
+	default:
+		return time.Duration(pttlMs) * time.Millisecond
 	}
-	return false, time.Duration(n) * time.Millisecond, nil
 }
 
 // held builds the lease of a successful acquisition and, in watchdog mode, joins or starts the
@@ -399,7 +411,7 @@ func (le *reentrantLease) Freeze(ctx context.Context, d time.Duration) {
 
 func init() {
 	register(Mode{
-		Name: "reentrant", Row: 7, Step: "000, 001, 003 (Redisson part)", Safe: true,
+		Name: "reentrant", Row: 7, Step: "Redisson walkthrough; Redisson internals; Pitfalls 7.2 (Redisson part)", Safe: true,
 		Summary: "Redisson RLock layout: hash field <instance>:<owner> = hold count, renewed every lease/3 by a " +
 			"watchdog, waiters woken by the unlock PUBLISH; never overlaps, a crashed holder's lock expires one lease later",
 		Faults: lockedFaults,

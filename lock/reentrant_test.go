@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -71,29 +69,6 @@ func reentPTTL(t *testing.T, c *redis.Client, key string) int64 {
 		t.Fatalf("PTTL %s: %v", key, err)
 	}
 	return n
-}
-
-// reentScriptCalls counts the scripts the server ran since the last CONFIG RESETSTAT.
-func reentScriptCalls(t *testing.T, c *redis.Client) int64 {
-	t.Helper()
-	info, err := c.Info(t.Context(), "commandstats").Result()
-	if err != nil {
-		t.Fatalf("INFO commandstats: %v", err)
-	}
-	var total int64
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || (name != "cmdstat_eval" && name != "cmdstat_evalsha") {
-			continue
-		}
-		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
-		n, err := strconv.ParseInt(calls, 10, 64)
-		if err != nil {
-			t.Fatalf("parse %q: %v", line, err)
-		}
-		total += n
-	}
-	return total
 }
 
 // reentSubscribe listens on channel with its own connection and returns once Redis confirmed.
@@ -197,7 +172,7 @@ func TestReentrantRedissonLayout(t *testing.T) {
 }
 
 // What a Java Redisson 3.13 client sends (RedissonLock.tryLockInnerAsync and unlockInnerAsync,
-// as quoted in document 000): the interop tests run them next to ours on the same Redis.
+// as quoted in the Redisson walkthrough): the interop tests run them next to ours on the same Redis.
 const (
 	javaLock   = "if (redis.call('exists', KEYS[1]) == 0) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);"
 	javaUnlock = "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; return nil;"
@@ -413,11 +388,9 @@ func TestReentrantWaiterWokenByUnlockMessage(t *testing.T) {
 	got := reentWaitAsync(t, b, "waiter", key, 3*time.Second)
 	reentWaitSubscribed(t, c, "redisson_lock__channel:{"+key+"}", 1)
 	time.Sleep(20 * time.Millisecond) // let the waiter finish its second try
-	if err := c.ConfigResetStat(t.Context()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	calls := testredis.Count(c)
 	time.Sleep(300 * time.Millisecond)
-	if n := reentScriptCalls(t, c); n != 0 {
+	if n := calls.Of("eval", "evalsha"); n != 0 {
 		t.Fatalf("the waiter ran %d scripts in 300ms of waiting: it polls", n)
 	}
 	released := time.Now()
@@ -442,9 +415,7 @@ func TestReentrantHandoffWakesOneWaiterAtATime(t *testing.T) {
 	l := reentLocker(t, c, "inst", lease)
 	const key = "queue"
 	first := reentAcquire(t, l, "first", key, lock.Options{})
-	if err := c.ConfigResetStat(t.Context()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	calls := testredis.Count(c)
 	var inside, overlaps, done atomic.Int64
 	var wg sync.WaitGroup
 	for i := range waiters {
@@ -479,11 +450,11 @@ func TestReentrantHandoffWakesOneWaiterAtATime(t *testing.T) {
 	}
 	// Each waiter: a failed try, a try after subscribing, the winning try, its release; plus the
 	// first holder's release. Waking every waiter on each release would add ~waiters²/2 tries.
-	calls := reentScriptCalls(t, c)
-	if limit := int64(6 * waiters); calls > limit {
-		t.Fatalf("%d scripts for %d waiters (limit %d): releases wake more than one waiter", calls, waiters, limit)
+	scripts := calls.Of("eval", "evalsha")
+	if limit := int64(6 * waiters); scripts > limit {
+		t.Fatalf("%d scripts for %d waiters (limit %d): releases wake more than one waiter", scripts, waiters, limit)
 	}
-	t.Logf("%d waiters served in %s with %d scripts", waiters, took, calls)
+	t.Logf("%d waiters served in %s with %d scripts", waiters, took, scripts)
 }
 
 // TestReentrantFreezeStopsWatchdog: a frozen holder's watchdog is frozen too, so its lock
