@@ -24,6 +24,11 @@ func TestBenchCommandJSON(t *testing.T) {
 	if len(rep.Cells) != 4 || rep.Cells[0].Strategy != "lua" || rep.Cells[3].Strategy != "atomic" || rep.Cells[3].Buyers != 2 {
 		t.Fatalf("want lua then atomic at 1 and 2 buyers, got %+v", rep.Cells)
 	}
+	for _, c := range rep.Cells {
+		if c.Sales == 0 || c.CommandsPerSale < 1 {
+			t.Errorf("%s × %d: %d sales, %.2f commands per sale (on %s)", c.Strategy, c.Buyers, c.Sales, c.CommandsPerSale, rep.Redis.Kind)
+		}
+	}
 	if !strings.Contains(errOut.String(), "4/4] atomic") {
 		t.Errorf("progress on stderr lacks the last cell:\n%s", errOut.String())
 	}

@@ -43,7 +43,7 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-// TestTargetsCanFail: the target checks compute the ratios from the cells and fail
+// TestTargetsCanFail: the target checks compute the targets' ratios from the cells and fail
 // when a figure is off.
 func TestTargetsCanFail(t *testing.T) {
 	cells := []Cell{
@@ -108,6 +108,15 @@ func TestRunSmall(t *testing.T) {
 		}
 		if c.SerialBound <= 0 || c.Jain <= 0 {
 			t.Errorf("%s × %d: no serial bound or Jain: %+v", c.Strategy, c.Buyers, c)
+		}
+		// Each of the k round trips is at least one command the clients send (acquire, GET,
+		// commit, release; atomic's one script), counted the same on either server.
+		if c.CommandsPerSale < float64(c.RoundTrips) {
+			t.Errorf("%s × %d: %.2f commands per sale on %s, want at least k = %d",
+				c.Strategy, c.Buyers, c.CommandsPerSale, rep.Redis.Kind, c.RoundTrips)
+		}
+		if c.RedisCPUUnknown != (rep.Redis.Kind == "miniredis") {
+			t.Errorf("%s × %d: Redis CPU unknown = %v on %s", c.Strategy, c.Buyers, c.RedisCPUUnknown, rep.Redis.Kind)
 		}
 		if c.Strategy == "reentrant" && c.Buyers == 4 && (c.Jain < 0.9 || c.Starved > 0) {
 			t.Errorf("reentrant × 4 is served in line, yet Jain %.3f, %d starved", c.Jain, c.Starved)
