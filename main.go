@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"seckill/app"
@@ -26,46 +27,151 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "seckill:", err)
-		}
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	var usage usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &usage):
+		// The usage is printed already; exit 2 as command-line tools do for bad arguments.
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "seckill:", err)
 		os.Exit(1)
 	}
 }
 
-// run parses the command line (`seckill [serve|lab|bench] [--config FILE] [lab or bench flags]`) and runs the command.
+// commands are the subcommands, in the order usage lists them.
+var commands = []struct{ name, about string }{
+	{"serve", "run the service (the default when no command is given)"},
+	{"lab", "run the scenario lab: every lock mode's experiment, with a verdict per row"},
+	{"bench", "benchmark the safe lock modes and reference libraries on Redis servers it starts"},
+	{"help", "print this help, or a command's flags (seckill help lab)"},
+}
+
+// usageError is a bad command line: the usage has been printed, and the process exits 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// run parses the command line and runs the command:
+//
+//	seckill [--config FILE] [serve|lab|bench|help] [--config FILE] [command flags]
+//
+// --config may stand before or after the command. An unknown command, flag or stray argument
+// prints the usage to stderr and is a usageError.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cmd := "serve"
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		cmd, args = args[0], args[1:]
+	global := newFlagSet("seckill", stderr)
+	cfgPath := global.String("config", "", configUsage)
+	global.Usage = func() { printUsage(stderr) }
+	if err := global.Parse(args); err != nil {
+		return flagErr(err)
 	}
-	fs := flag.NewFlagSet("seckill "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "configuration file (default "+config.DefaultPath+" when present, else built-in defaults)")
-	var labOpt labFlags
-	if cmd == "lab" {
-		labOpt.register(fs)
+	cmd, rest := "serve", global.Args()
+	if len(rest) > 0 {
+		cmd, rest = rest[0], rest[1:]
 	}
-	var benchOpt benchFlags
-	if cmd == "bench" {
-		benchOpt.register(fs)
+	if cmd == "help" {
+		return help(stdout, stderr, rest)
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
+	fs, labOpt, benchOpt, err := commandFlags(cmd, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "seckill: %v\n", err)
+		printUsage(stderr)
+		return usageError{err}
+	}
+	fs.StringVar(cfgPath, "config", *cfgPath, configUsage)
+	if err := fs.Parse(rest); err != nil {
+		return flagErr(err)
+	}
+	if fs.NArg() > 0 {
+		err := fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		fmt.Fprintf(stderr, "seckill %s: %v\n", cmd, err)
+		fs.Usage()
+		return usageError{err}
 	}
 	cfg, err := config.Load(*cfgPath, getenv, lock.Names())
 	if err != nil {
 		return err
 	}
 	switch cmd {
-	case "serve":
-		return app.Serve(ctx, cfg, stdout, app.NewLogger(stderr, cfg.Log.Level))
 	case "lab":
-		return runLab(ctx, cfg, labOpt, stdout, stderr)
+		return runLab(ctx, cfg, *labOpt, stdout, stderr)
 	case "bench":
-		return runBench(ctx, benchOpt, stdout, stderr)
+		return runBench(ctx, *benchOpt, stdout, stderr)
 	default:
-		return fmt.Errorf("unknown command %q (commands: serve, lab, bench)", cmd)
+		return app.Serve(ctx, cfg, stdout, app.NewLogger(stderr, cfg.Log.Level))
 	}
+}
+
+const configUsage = "configuration file (default " + config.DefaultPath + " when present, else built-in defaults)"
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// commandFlags builds the flag set of cmd (its --config is added by the caller).
+func commandFlags(cmd string, stderr io.Writer) (*flag.FlagSet, *labFlags, *benchFlags, error) {
+	fs := newFlagSet("seckill "+cmd, stderr)
+	labOpt, benchOpt := new(labFlags), new(benchFlags)
+	switch cmd {
+	case "serve":
+	case "lab":
+		labOpt.register(fs)
+	case "bench":
+		benchOpt.register(fs)
+	default:
+		return nil, nil, nil, fmt.Errorf("unknown command %q", cmd)
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: seckill [--config FILE] %s [flags]\n\nflags of %s:\n", cmd, cmd)
+		fs.PrintDefaults()
+	}
+	return fs, labOpt, benchOpt, nil
+}
+
+// flagErr turns a parse error into a usageError (the flag package has printed the problem and
+// the usage); -h and --help stay flag.ErrHelp, a request rather than a mistake.
+func flagErr(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return usageError{err}
+}
+
+// help prints the usage to stdout, or one command's flags.
+func help(stdout, stderr io.Writer, args []string) error {
+	if len(args) == 0 {
+		printUsage(stdout)
+		return nil
+	}
+	if len(args) > 1 || args[0] == "help" {
+		err := fmt.Errorf("help takes one command name, got %q", strings.Join(args, " "))
+		fmt.Fprintf(stderr, "seckill: %v\n", err)
+		printUsage(stderr)
+		return usageError{err}
+	}
+	fs, _, _, err := commandFlags(args[0], stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "seckill: %v\n", err)
+		printUsage(stderr)
+		return usageError{err}
+	}
+	fs.String("config", "", configUsage)
+	fs.Usage()
+	return nil
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintf(w, "usage: seckill [--config FILE] [command] [flags]\n\ncommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-6s %s\n", c.name, c.about)
+	}
+	fmt.Fprintf(w, "\nglobal flags (before or after the command):\n")
+	global := newFlagSet("seckill", w)
+	global.String("config", "", configUsage)
+	global.PrintDefaults()
+	fmt.Fprintf(w, "\n'seckill help COMMAND' lists a command's flags.\n")
 }

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"seckill/internal/testredis"
+	"seckill/lab"
+)
+
+// labConfigFile writes a configuration file that points at fresh Redis servers (never the
+// default ports), so that --config, not the environment, decides where the lab runs.
+func labConfigFile(t *testing.T) string {
+	t.Helper()
+	data := testredis.Start(t)
+	ms := testredis.StartN(t, 3)
+	yaml := "redis:\n  addr: " + data.Addr + "\n  embedded: never\n  masters:\n"
+	for _, m := range ms {
+		yaml += "    - " + m.Addr + "\n"
+	}
+	yaml += "log:\n  level: error\n"
+	path := filepath.Join(t.TempDir(), "seckill.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func noEnv(string) string { return "" }
+
+// TestConfigBeforeOrAfterTheCommand: --config FILE may stand before or after the command, and
+// the command still runs (it used to be read as "serve" with a stray argument).
+func TestConfigBeforeOrAfterTheCommand(t *testing.T) {
+	cfg := labConfigFile(t)
+	for _, args := range [][]string{
+		{"--config", cfg, "lab", "--scenario", "atomic", "--json"},
+		{"lab", "--config", cfg, "--scenario", "atomic", "--json"},
+		{"-config=" + cfg, "lab", "--json", "--scenario", "atomic"},
+	} {
+		var out, errOut bytes.Buffer
+		if err := run(context.Background(), args, noEnv, &out, &errOut); err != nil {
+			t.Fatalf("seckill %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
+		}
+		var results []lab.Result
+		if err := json.Unmarshal(out.Bytes(), &results); err != nil {
+			t.Fatalf("seckill %s: not JSON: %v\n%s", strings.Join(args, " "), err, out.String())
+		}
+		if len(results) != 1 || results[0].Name != "atomic" || results[0].Verdict != lab.Held {
+			t.Fatalf("seckill %s: want atomic HELD, got %s", strings.Join(args, " "), out.String())
+		}
+	}
+}
+
+func TestBenchTakesConfig(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := []string{"bench", "--config", labConfigFile(t), "--duration", "100ms", "--warmup", "10ms", "--rounds", "1",
+		"--concurrency", "1", "--modes", "atomic", "--json"}
+	if err := run(context.Background(), args, noEnv, &out, &errOut); err != nil {
+		t.Fatalf("seckill %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
+	}
+	if !json.Valid(out.Bytes()) {
+		t.Fatalf("not JSON:\n%s", out.String())
+	}
+}
+
+// TestBadCommandLines: an unknown command, flag or stray argument is a usage error (exit 2),
+// with the usage on stderr and nothing run.
+func TestBadCommandLines(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bogus"}, `unknown command "bogus"`},
+		{[]string{"--config", "x.yaml", "bogus"}, `unknown command "bogus"`},
+		{[]string{"--nope"}, "flag provided but not defined: -nope"},
+		{[]string{"lab", "--nope"}, "flag provided but not defined: -nope"},
+		{[]string{"lab", "extra"}, `unexpected argument "extra"`},
+		{[]string{"serve", "lab"}, `unexpected argument "lab"`},
+		{[]string{"bench", "--json", "x"}, `unexpected argument "x"`},
+		{[]string{"help", "bogus"}, `unknown command "bogus"`},
+		{[]string{"help", "lab", "bench"}, "help takes one command name"},
+	} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), c.args, noEnv, &out, &errOut)
+		var usage usageError
+		if !errors.As(err, &usage) {
+			t.Errorf("seckill %s: err %v, want a usage error (exit 2)", strings.Join(c.args, " "), err)
+			continue
+		}
+		if !strings.Contains(errOut.String(), c.want) || !strings.Contains(errOut.String(), "usage: seckill") {
+			t.Errorf("seckill %s: stderr lacks %q or the usage:\n%s", strings.Join(c.args, " "), c.want, errOut.String())
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"help"}, noEnv, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range commands {
+		if !strings.Contains(out.String(), "  "+c.name+" ") {
+			t.Errorf("help lacks command %s:\n%s", c.name, out.String())
+		}
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"help", "lab"}, noEnv, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"-scenario", "-json", "-config"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("help lab lacks %s:\n%s", s, out.String())
+		}
+	}
+	if err := run(context.Background(), []string{"lab", "-h"}, noEnv, &out, &errOut); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("lab -h: %v, want flag.ErrHelp (exit 0)", err)
+	}
+}
