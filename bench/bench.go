@@ -1,6 +1,7 @@
 // Package bench is `seckill bench`: it starts its own Redis servers (one data Redis and three
 // masters, real redis-server processes when installed), sells one key under every safe lock mode
-// and under two reference strategies built from their libraries, at several crowd sizes, and
+// and under reference strategies built from their libraries (redsync, the Jedis tutorial's spin
+// lock, bsm/redislock at two retry intervals), at several crowd sizes, and
 // reports throughput, latency, fairness, lost updates and the commands its clients send per sale
 // (counted by a go-redis hook, the same on redis-server and miniredis) next to the serial bound
 // that the measured Redis round-trip time implies, with the performance targets checked as
@@ -44,10 +45,11 @@ type Options struct {
 	Rounds int
 	// Strategies names what to run (modes and references); empty means all.
 	Strategies []string
-	// Lease is the lock lease of the lock modes (their watchdog timeout where they have one).
+	// Lease is the lock lease of the lock modes (their watchdog timeout where they have one),
+	// and the TTL the redislock references obtain their lock with.
 	Lease time.Duration
 	// Wait bounds how long a buyer waits for a lock (lock.wait; the spin reference's
-	// tryExpirseTime).
+	// tryExpirseTime; the context of redislock's Obtain).
 	Wait time.Duration
 	// Embedded forces in-process Redis servers (miniredis) even when redis-server is installed.
 	Embedded bool
@@ -56,7 +58,7 @@ type Options struct {
 	Log      *slog.Logger
 }
 
-// Defaults. 8 strategies × 3 crowd sizes × (5 s + 2 × 0.3 s of warm-up) is about 2 min 15 s,
+// Defaults. 10 strategies × 3 crowd sizes × (5 s + 2 × 0.3 s of warm-up) is about 2 min 50 s,
 // inside a 3 min budget.
 const (
 	DefaultDuration = 5 * time.Second
@@ -149,6 +151,8 @@ type env struct {
 	svc     *service.Service
 	sku     string
 	wait    time.Duration
+	// lease is the lock modes' lease, and the TTL of the redislock references.
+	lease time.Duration
 	// counter counts the commands data, masters and everything built on them send.
 	counter *commandCounter
 }
@@ -222,7 +226,7 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	}
 	defer reg.Close()
 	st := store.New(data)
-	e := &env{data: data, masters: masters, store: st, reg: reg, sku: benchSKU, wait: opt.Wait, counter: counter,
+	e := &env{data: data, masters: masters, store: st, reg: reg, sku: benchSKU, wait: opt.Wait, lease: opt.Lease, counter: counter,
 		svc: service.New(st, reg, service.Settings{
 			Instance: "bench", SKU: benchSKU, Stock: benchStock, Mode: "atomic",
 			Lease: opt.Lease, Wait: opt.Wait, MaxStock: benchStock, TrackOverlap: false,

@@ -50,6 +50,14 @@ func TestTargetsCanFail(t *testing.T) {
 		{Strategy: "reentrant", Kind: "mode", Buyers: 1, Rate: 1000, P50Ms: 1},
 		{Strategy: "reentrant", Kind: "mode", Buyers: 50, Rate: 800, P50Ms: 40, P99Ms: 120, Jain: 0.9, Starved: 2, LostUpdates: 1},
 		{Strategy: "atomic", Kind: "mode", Buyers: 50, Rate: 20000},
+		// redlock sells less than redsync and its p99 is only half of redsync's: both fail.
+		{Strategy: "redlock", Kind: "mode", Buyers: 50, Rate: 900, P99Ms: 50, Jain: 1},
+		{Strategy: RefRedsync, Kind: "reference", Buyers: 50, Rate: 1000, P99Ms: 100},
+		// lua is measured against the faster redislock setting (10 ms): it outsells it, but its
+		// p99 is half of that setting's, not a quarter (against the 100 ms setting it would pass).
+		{Strategy: "lua", Kind: "mode", Buyers: 50, Rate: 3000, P99Ms: 10, Jain: 1},
+		{Strategy: RefRedislock100, Kind: "reference", Buyers: 50, Rate: 2000, P99Ms: 1000},
+		{Strategy: RefRedislock10, Kind: "reference", Buyers: 50, Rate: 2500, P99Ms: 20},
 	}
 	got := map[string]Target{}
 	for _, tg := range checkTargets(cells, []int{1, 50}) {
@@ -64,6 +72,10 @@ func TestTargetsCanFail(t *testing.T) {
 		"reentrant: starved buyers at 50":          {2, false},
 		"reentrant: p99 at 50 ÷ (50 × p50 at 1)":   {2.4, false},
 		"atomic ÷ reentrant sales/s at 50":         {25, true},
+		"redlock ÷ redsync-default sales/s at 50":  {0.9, false},
+		"redlock ÷ redsync-default p99 at 50":      {0.5, false},
+		"lua ÷ faster redislock sales/s at 50":     {1.2, true},
+		"lua ÷ faster redislock p99 at 50":         {0.5, false},
 		"lost updates + oversold, every mode cell": {1, false},
 	}
 	for name, w := range want {
@@ -76,25 +88,32 @@ func TestTargetsCanFail(t *testing.T) {
 			t.Errorf("%s: ratio %v pass %v, want %v %v", name, tg.Ratio, tg.Pass, w.ratio, w.pass)
 		}
 	}
+	for _, name := range []string{"lua ÷ faster redislock sales/s at 50", "lua ÷ faster redislock p99 at 50"} {
+		if !strings.Contains(got[name].Figures, RefRedislock10) {
+			t.Errorf("%s: figures %q do not name the faster setting %s", name, got[name].Figures, RefRedislock10)
+		}
+	}
 	if len(got) != len(want) {
 		t.Errorf("%d targets, want %d (only those whose cells ran): %v", len(got), len(want), got)
 	}
 }
 
-// TestRunSmall runs a short bench on real Redis servers and checks the report adds up: every
-// cell sold, the locked ones without lost updates, fairness and starvation measured, the serial
-// bound computed from the measured RTT, and the spin reference's buyers served unevenly.
+// TestRunSmall runs a short bench on the servers redisproc starts (redis-server when installed,
+// miniredis without it or with SECKILL_TEST_REDIS=embedded) and checks the report adds up: every
+// cell sold, none with lost updates, fairness and starvation measured, the serial bound computed
+// from the measured RTT, commands per sale counted on either kind of server, and the
+// reentrant mode's buyers served in line.
 func TestRunSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Redis servers")
 	}
 	rep, err := Run(t.Context(), Options{Duration: 600 * time.Millisecond, Warmup: 50 * time.Millisecond, Rounds: 2,
-		Concurrency: []int{1, 4}, Strategies: []string{"reentrant", "atomic", RefSpin}, Lease: 5 * time.Second})
+		Concurrency: []int{1, 4}, Strategies: []string{"reentrant", "atomic", RefSpin, RefRedislock10}, Lease: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Cells) != 6 {
-		t.Fatalf("%d cells, want 3 strategies × 2 crowd sizes", len(rep.Cells))
+	if len(rep.Cells) != 8 {
+		t.Fatalf("%d cells, want 4 strategies × 2 crowd sizes", len(rep.Cells))
 	}
 	if rep.Redis.RTT.Median <= 0 {
 		t.Fatalf("no RTT measured: %+v", rep.Redis.RTT)
@@ -126,7 +145,7 @@ func TestRunSmall(t *testing.T) {
 	if err := Write(&table, rep, false); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"strategy", "reentrant", RefSpin, "serial bound", "targets", "atomic ÷ reentrant"} {
+	for _, s := range []string{"strategy", "reentrant", RefSpin, RefRedislock10, "serial bound", "targets", "atomic ÷ reentrant"} {
 		if !strings.Contains(table.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, table.String())
 		}
@@ -135,7 +154,7 @@ func TestRunSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back Report
-	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Cells) != 6 {
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Cells) != 8 {
 		t.Fatalf("JSON does not round-trip (%v):\n%s", err, js.String())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/bsm/redislock"
 	"github.com/go-redsync/redsync/v4"
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
@@ -37,9 +38,14 @@ type Strategy struct {
 
 // Reference strategy names.
 const (
-	RefRedsync = "redsync-default"
-	RefSpin    = "spin-100ms"
+	RefRedsync      = "redsync-default"
+	RefSpin         = "spin-100ms"
+	RefRedislock100 = "redislock-100ms"
+	RefRedislock10  = "redislock-10ms"
 )
+
+// refRedislock lists the redislock settings, in table order.
+var refRedislock = []string{RefRedislock100, RefRedislock10}
 
 // strategies lists everything the bench can run, in table order.
 func strategies() []Strategy {
@@ -63,8 +69,15 @@ func strategies() []Strategy {
 			About: "redsync v4 Mutex.Lock with default options (8 s expiry, 32 tries, 50-250 ms random retry) on the 3 masters",
 			build: buildRedsyncDefault},
 		{Name: RefSpin, Kind: "reference", RoundTrips: 4, Locked: true,
-			About: "document 004's tryLock: SET NX EX, sleep 100 ms and retry until the wait; Lua compare-and-delete",
+			About: "the Jedis lock's tryLock: SET NX EX, sleep 100 ms and retry until the wait; Lua compare-and-delete",
 			build: buildSpin},
+		{Name: RefRedislock100, Kind: "reference", RoundTrips: 4, Locked: true,
+			About: "bsm/redislock Obtain (SET NX PX script) with RetryStrategy LinearBackoff(100 ms), its documented example, " +
+				"until the wait; TTL = the lease; Release (compare-and-delete script)",
+			build: buildRedislock(RefRedislock100, 100*time.Millisecond)},
+		{Name: RefRedislock10, Kind: "reference", RoundTrips: 4, Locked: true,
+			About: "bsm/redislock as redislock-100ms, with LinearBackoff(10 ms)",
+			build: buildRedislock(RefRedislock10, 10*time.Millisecond)},
 	}
 }
 
@@ -117,14 +130,14 @@ var spinUnlockLua string
 
 var spinUnlock = redis.NewScript(spinUnlockLua)
 
-// spinSleep and spinLease are document 004's: Thread.sleep(100) between tries, and an EX lease
-// in seconds.
+// spinSleep and spinLease are the Jedis lock's (docs/scenarios.md): Thread.sleep(100)
+// between tries, and an EX lease in seconds.
 const (
 	spinSleep = 100 * time.Millisecond
 	spinLease = 30 * time.Second
 )
 
-// buildSpin is document 004's Jedis lock service: value = UUID + timestamp, SET NX EX in a loop
+// buildSpin is the Jedis lock tutorial's lock service: value = UUID + timestamp, SET NX EX in a loop
 // with a fixed 100 ms sleep until the wait (tryExpirseTime) runs out, unlock by a Lua
 // compare-and-delete.
 func buildSpin(e *env) saleFunc {
@@ -158,5 +171,36 @@ func buildSpin(e *env) saleFunc {
 			err = fmt.Errorf("spin unlock: %w", uerr)
 		}
 		return err
+	}
+}
+
+// buildRedislock is github.com/bsm/redislock used as its README shows: redislock.New(client),
+// Obtain(ctx, key, ttl, &Options{RetryStrategy: LinearBackoff(d)}), critical section, Release.
+// Obtain retries every d until its context ends; the context is bounded by the bench's wait
+// (without a deadline, redislock would stop at the TTL). The TTL is the bench's lease, far
+// longer than the critical section, so the lock never expires under a holder.
+func buildRedislock(name string, d time.Duration) func(e *env) saleFunc {
+	return func(e *env) saleFunc {
+		locker := redislock.New(e.data)
+		key := store.LockKey(e.sku, name)
+		opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(d)}
+		return func(ctx context.Context) error {
+			octx, cancel := context.WithTimeout(ctx, e.wait)
+			l, err := locker.Obtain(octx, key, e.lease, opt)
+			cancel()
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return fmt.Errorf("%w: redislock: %w", errRefTimeout, err)
+			}
+			err = e.critical(ctx, name)
+			uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer ucancel()
+			if uerr := l.Release(uctx); uerr != nil && err == nil {
+				err = fmt.Errorf("redislock release: %w", uerr)
+			}
+			return err
+		}
 	}
 }
