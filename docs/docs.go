@@ -24,7 +24,7 @@ const docTemplate = `{
                 "tags": [
                     "locks"
                 ],
-                "summary": "Hold the multilock on every master (document 000's demo)",
+                "summary": "Hold the multilock on every master (the Redisson walkthrough's demo)",
                 "parameters": [
                     {
                         "minimum": 0,
@@ -433,7 +433,7 @@ const docTemplate = `{
         },
         "/lab/scenarios": {
             "get": {
-                "description": "Every row of SCENARIOS.md that the lab can run, with what it expects; whether the lab is\nenabled and which experiment (if any) is running now.",
+                "description": "Every row of the scenario guide (docs/scenarios.md) that the lab can run, with what it\nexpects; whether the lab is enabled and which experiment (if any) is running now.",
                 "produces": [
                     "application/json"
                 ],
@@ -950,7 +950,7 @@ const docTemplate = `{
                     "type": "string"
                 },
                 "row": {
-                    "description": "Row is the row of SCENARIOS.md.",
+                    "description": "Row is the row of docs/scenarios.md.",
                     "type": "integer"
                 },
                 "safe": {
@@ -962,7 +962,7 @@ const docTemplate = `{
                     "type": "string"
                 },
                 "step": {
-                    "description": "Step names where in the source documents the row comes from.",
+                    "description": "Step cites the source tutorials the row comes from, by the short forms listed in\ndocs/scenarios.md (e.g. \"Pitfalls, case 4\").",
                     "type": "string"
                 }
             }

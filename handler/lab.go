@@ -88,8 +88,8 @@ type LabScenarios struct {
 // listScenarios godoc
 //
 //	@Summary		The lab's scenarios
-//	@Description	Every row of SCENARIOS.md that the lab can run, with what it expects; whether the lab is
-//	@Description	enabled and which experiment (if any) is running now.
+//	@Description	Every row of the scenario guide (docs/scenarios.md) that the lab can run, with what it
+//	@Description	expects; whether the lab is enabled and which experiment (if any) is running now.
 //	@Tags			lab
 //	@Produce		json
 //	@Success		200	{object}	LabScenarios

@@ -65,7 +65,7 @@ func TestLabVerdictsAreStable(t *testing.T) {
 	}
 	for row := 1; row <= 11; row++ {
 		if !rows[row] {
-			t.Fatalf("no scenario for row %d of SCENARIOS.md", row)
+			t.Fatalf("no scenario for row %d of docs/scenarios.md", row)
 		}
 	}
 	r := newRunner(t)

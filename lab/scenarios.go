@@ -12,7 +12,7 @@ import (
 	"seckill/store"
 )
 
-// The scenarios of rows 1-11 of SCENARIOS.md. Each driver provokes its row's anomaly by design
+// The scenarios of rows 1-11 of docs/scenarios.md. Each driver provokes its row's anomaly by design
 // (faults and timing in multiples of the lease), then records checks on what Redis and the
 // buyers report. A later scenario (row 12, the Sentinel failover) registers itself the same
 // way from its own file, with a Drive that builds the topology it needs.
@@ -91,36 +91,36 @@ func Select(names []string) ([]Scenario, error) {
 }
 
 func init() {
-	register(Scenario{Name: "none", Row: 1, Short: "lost updates, oversold", Mode: "none", Step: "003 case 1",
+	register(Scenario{Name: "none", Row: 1, Short: "lost updates, oversold", Mode: "none", Step: "Pitfalls, case 1",
 		Expect: "lost updates > 0; with stock < buyers, oversold > 0", Drive: driveNone})
-	register(Scenario{Name: "setnx", Row: 2, Short: "deadlock", Mode: "setnx", Step: "003 case 2",
+	register(Scenario{Name: "setnx", Row: 2, Short: "deadlock", Mode: "setnx", Step: "Pitfalls, case 2",
 		Expect: "deadlock: a crashed holder's key has no TTL, every later sale times out",
 		Drive:  driveDeadlock(service.CrashAfterLock)})
-	register(Scenario{Name: "setnx-expire", Row: 3, Short: "deadlock", Mode: "setnx-expire", Step: "003 case 3",
+	register(Scenario{Name: "setnx-expire", Row: 3, Short: "deadlock", Mode: "setnx-expire", Step: "Pitfalls, case 3",
 		Expect: "deadlock: the holder died between SETNX and EXPIRE, the key has no TTL",
 		Drive:  driveDeadlock(service.CrashBeforeExpire)})
-	register(Scenario{Name: "setnx-ex", Row: 4, Short: "foreign unlock, overlap, lost", Mode: "setnx-ex", Step: "003 case 4",
+	register(Scenario{Name: "setnx-ex", Row: 4, Short: "foreign unlock, overlap, lost", Mode: "setnx-ex", Step: "Pitfalls, case 4",
 		Expect: "business time > TTL: A's blind DEL removes B's lock: foreign unlock, overlap, lost updates",
 		Drive:  driveSetnxEx})
-	register(Scenario{Name: "uuid", Row: 5, Short: "foreign unlock", Mode: "uuid", Step: "003 case 5, 004",
+	register(Scenario{Name: "uuid", Row: 5, Short: "foreign unlock", Mode: "uuid", Step: "Pitfalls, case 5; Jedis lock",
 		Expect: "the lock expires between A's compare and DEL, B acquires, A deletes B's lock: foreign unlock",
 		Drive:  driveUUID})
-	register(Scenario{Name: "lua", Row: 6, Short: "overlap, no foreign unlock", Mode: "lua", Step: "003 case 6, 004",
+	register(Scenario{Name: "lua", Row: 6, Short: "overlap, no foreign unlock", Mode: "lua", Step: "Pitfalls, case 6; Jedis lock",
 		Expect: "no foreign unlock, but business time > TTL lets two holders overlap (no watchdog)",
 		Drive:  driveLua})
-	register(Scenario{Name: "reentrant", Row: 7, LeaseFactor: 2, Short: "none", Mode: "reentrant", Step: "000, 001, 003 Redisson", Safe: true,
+	register(Scenario{Name: "reentrant", Row: 7, LeaseFactor: 2, Short: "none", Mode: "reentrant", Step: "Redisson walkthrough, internals", Safe: true,
 		Expect: "none: the watchdog holds the lock through 3 leases of business time; a crashed holder's lock expires one lease later",
 		Drive:  driveReentrant})
-	register(Scenario{Name: "multilock", Row: 8, LeaseFactor: 2, Short: "none", Mode: "multilock", Step: "000 getMultiLock", Safe: true,
+	register(Scenario{Name: "multilock", Row: 8, LeaseFactor: 2, Short: "none", Mode: "multilock", Step: "Redisson walkthrough, MultiLock", Safe: true,
 		Expect: "none with all masters up; with one master down nothing is sold and nothing stays locked",
 		Drive:  driveMultilock})
-	register(Scenario{Name: "redlock", Row: 9, LeaseFactor: 2, Short: "none", Mode: "redlock", Step: "002, 003 7.2, 004", Safe: true,
+	register(Scenario{Name: "redlock", Row: 9, LeaseFactor: 2, Short: "none", Mode: "redlock", Step: "Redlock algorithm; Pitfalls 7.2", Safe: true,
 		Expect: "none with all masters up and with one of three down; with two down nothing is sold",
 		Drive:  driveRedlock})
-	register(Scenario{Name: "fenced", Row: 10, LeaseFactor: 2, Short: "stale write rejected", Mode: "fenced", Step: "beyond (RFencedLock)", Safe: true,
+	register(Scenario{Name: "fenced", Row: 10, LeaseFactor: 2, Short: "stale write rejected", Mode: "fenced", Step: "beyond: RFencedLock, Kleppmann", Safe: true,
 		Expect: "a frozen holder outlives its lease; its stale write is rejected: no lost update",
 		Drive:  driveFenced})
-	register(Scenario{Name: "atomic", Row: 11, Short: "none, exact stock", Mode: "atomic", Step: "beyond (production)", Safe: true,
+	register(Scenario{Name: "atomic", Row: 11, Short: "none, exact stock", Mode: "atomic", Step: "beyond: atomic Lua decrement", Safe: true,
 		Expect: "none: exactly the stock is sold, the fastest of all",
 		Drive:  driveAtomic})
 }

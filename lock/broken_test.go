@@ -226,7 +226,7 @@ func TestUUIDCheckSparesNextHolderWithoutPause(t *testing.T) {
 	if err != nil {
 		t.Fatalf("B acquire: %v", err)
 	}
-	// The key is already B's when A checks: the UUID compare fixes 003 case 4.
+	// The key is already B's when A checks: the UUID compare fixes Pitfalls, case 4.
 	if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("A release: %v, want ErrNotHeld", err)
 	}

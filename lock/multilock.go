@@ -20,7 +20,7 @@ type MultiLease interface {
 	Parts() []Lease
 }
 
-// multiLocker is mode multilock (document 000's getMultiLock, Redisson's RedissonMultiLock): one
+// multiLocker is mode multilock (the Redisson walkthrough's getMultiLock, RedissonMultiLock): one
 // reentrant lock, same layout and scripts, on every independent master, all of them required.
 // They are taken in master order (so two buyers never hold halves of each other's set); a buyer
 // that cannot get one of them gives back those it got before it retries or gives up, so a
@@ -212,7 +212,7 @@ func ClientAddr(c redis.UniversalClient) string {
 
 func init() {
 	register(Mode{
-		Name: "multilock", Row: 8, Step: "000 getMultiLock, Redisson MultiLock", Safe: true,
+		Name: "multilock", Row: 8, Step: "Redisson walkthrough (getMultiLock); Redisson MultiLock", Safe: true,
 		Summary: "Redisson MultiLock: one reentrant lock on every master, all required, taken in order and " +
 			"given back on any failure; renewed on every master; with a master down it fails cleanly",
 		Faults: lockedFaults,

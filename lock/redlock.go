@@ -16,7 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// redlockLocker is mode redlock (document 002; 003 section 7.2; 004 RedissonRedLock): the Redlock
+// redlockLocker is mode redlock (Redlock algorithm, Pitfalls 7.2, Jedis lock): the Redlock
 // algorithm over the independent masters (3 or 5, as configured) through redsync v4. One attempt
 // SETs key <random> NX PX ttl on every master at once; it wins only with a majority of the
 // masters AND a validity left, validity = ttl - time the attempt took - drift (1% of ttl,
@@ -33,7 +33,7 @@ import (
 // TryLockContext per attempt on a context that the caller cannot cancel (each attempt is bounded
 // by the per-node timeout, see maxNodeTimeout, and by the client's read timeout). Between
 // attempts it does not sleep a fixed delay (redsync's default, 50-250 ms, leaves the lock idle
-// for most of each handoff: issue 6 measured 0.3-1.1 k sales/s with it): the waiters of this
+// for most of each handoff: 0.3-1.1 k sales/s were measured with it): the waiters of this
 // process wait in line (handoff.go) and only the head attempts; a release here wakes it at once,
 // a release by another process wakes it through a PUBLISH on a master (redlockChannel), and
 // where no release will come (a split vote, a crashed holder) it retries after a random 1-10 ms,
@@ -450,7 +450,7 @@ func (l *redlockLease) Release(ctx context.Context) error {
 
 func init() {
 	register(Mode{
-		Name: "redlock", Row: 9, Step: "002, 003 7.2, 004 RedissonRedLock", Safe: true,
+		Name: "redlock", Row: 9, Step: "Redlock algorithm; Pitfalls 7.2; Jedis lock (RedissonRedLock)", Safe: true,
 		Summary: "Redlock via redsync over the independent masters: majority quorum, validity = ttl - elapsed - drift, " +
 			"release everywhere after a failed attempt; waiters woken by the release (1-10 ms random retry only when none comes); " +
 			"extended every ttl/3 while held, " +

@@ -26,12 +26,13 @@ const (
 // lockedFaults are the faults every mode that really takes a lock can simulate.
 var lockedFaults = []string{FaultWork, FaultCrashAfterLock, FaultFreeze}
 
-// Mode describes one lock mode: the row of SCENARIOS.md it reproduces and how to build it.
+// Mode describes one lock mode: the row of docs/scenarios.md it reproduces and how to build it.
 type Mode struct {
 	Name string
-	// Row is the mode's row in SCENARIOS.md; modes are listed in this order.
+	// Row is the mode's row in docs/scenarios.md; modes are listed in this order.
 	Row int
-	// Step names where in the source documents the mode comes from.
+	// Step cites the source tutorials the mode comes from, by the short forms listed in
+	// docs/scenarios.md.
 	Step string
 	// Safe modes must never show an anomaly; unsafe ones must reliably show theirs.
 	Safe bool
@@ -81,7 +82,7 @@ func register(m Mode) {
 	modes[m.Name] = m
 }
 
-// Modes lists every mode in SCENARIOS.md order.
+// Modes lists every mode in row order.
 func Modes() []Mode {
 	modesMu.Lock()
 	defer modesMu.Unlock()
@@ -98,7 +99,7 @@ func Modes() []Mode {
 	return out
 }
 
-// Names lists every mode name in SCENARIOS.md order.
+// Names lists every mode name in row order.
 func Names() []string {
 	var names []string
 	for _, m := range Modes() {

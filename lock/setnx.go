@@ -11,9 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// This file holds the first three broken steps of document 003 (cases 2, 3 and 4). Each is as
-// broken as the document describes; the lab drives each one into its bug and the tests prove
-// the bug happens.
+// This file holds the first three broken steps of the pitfalls tutorial (Pitfalls, cases 2, 3
+// and 4). Each is as broken as the tutorial describes; the lab drives each one into its bug and
+// the tests prove the bug happens.
 
 //go:embed lua/delete_observed.lua
 var deleteObservedLua string
@@ -46,9 +46,9 @@ func leaseOrDefault(opts Options, def time.Duration) time.Duration {
 	return def
 }
 
-// setNXPX is one attempt of the atomic SET key value NX PX lease (document 003 case 4, 004's
-// jedis.set(key, value, "NX", "EX", ...)). PX rather than EX so the lab can use sub-second
-// leases; the semantics are the document's.
+// setNXPX is one attempt of the atomic SET key value NX PX lease (Pitfalls, case 4; the Jedis
+// lock's jedis.set(key, value, "NX", "EX", ...)). PX rather than EX so the lab can use sub-second
+// leases; the semantics are the tutorials'.
 func setNXPX(ctx context.Context, rdb redis.UniversalClient, key, value string, lease time.Duration) (bool, error) {
 	err := rdb.Do(ctx, "set", key, value, "nx", "px", max(lease.Milliseconds(), 1)).Err()
 	if errors.Is(err, redis.Nil) {
@@ -77,7 +77,7 @@ func spinInterval() func() time.Duration { return jitter(2*time.Millisecond, 10*
 
 // setnxLocker is mode setnx, DELIBERATELY BROKEN: SETNX with no expiry, so a holder that crashes
 // before its DEL leaves the key forever and every later buyer spins until its wait runs out
-// (deadlock, document 003 case 2). Waiters poll with SETNX; release is a blind DEL.
+// (deadlock, Pitfalls, case 2). Waiters poll with SETNX; release is a blind DEL.
 type setnxLocker struct {
 	rdb   redis.UniversalClient
 	retry func() time.Duration
@@ -102,8 +102,8 @@ func (l *setnxLocker) Acquire(ctx context.Context, key string, opts Options) (Le
 }
 
 // setnxExpireLocker is mode setnx-expire, DELIBERATELY BROKEN: SETNX, then EXPIRE as a second
-// command, so a holder that dies between the two leaves a key with no TTL (deadlock, document
-// 003 case 3). The expiry is sent as PEXPIRE so the lab can use sub-second leases.
+// command, so a holder that dies between the two leaves a key with no TTL (deadlock,
+// Pitfalls, case 3). The expiry is sent as PEXPIRE so the lab can use sub-second leases.
 type setnxExpireLocker struct {
 	rdb   redis.UniversalClient
 	lease time.Duration
@@ -138,7 +138,7 @@ func (l *setnxExpireLocker) Acquire(ctx context.Context, key string, opts Option
 
 // setnxExLocker is mode setnx-ex, DELIBERATELY BROKEN: atomic SET NX PX, released by a blind DEL,
 // so when the business time outlasts the lease, B acquires the expired lock and A's DEL removes
-// B's lock (foreign unlock, then overlap and lost updates; document 003 case 4).
+// B's lock (foreign unlock, then overlap and lost updates; Pitfalls, case 4).
 type setnxExLocker struct {
 	rdb   redis.UniversalClient
 	lease time.Duration
@@ -159,7 +159,7 @@ func (l *setnxExLocker) Acquire(ctx context.Context, key string, opts Options) (
 
 func init() {
 	register(Mode{
-		Name: "setnx", Row: 2, Step: "003 case 2",
+		Name: "setnx", Row: 2, Step: "Pitfalls, case 2",
 		Summary: "BROKEN: SETNX with no expiry, blind DEL; a holder that crashes before its DEL leaves " +
 			"the key with no TTL and every later sale times out (deadlock)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultFreeze},
@@ -168,7 +168,7 @@ func init() {
 		},
 	})
 	register(Mode{
-		Name: "setnx-expire", Row: 3, Step: "003 case 3",
+		Name: "setnx-expire", Row: 3, Step: "Pitfalls, case 3",
 		Summary: "BROKEN: SETNX, then EXPIRE as a second command; a holder that dies between the two " +
 			"leaves the key with no TTL (deadlock)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultCrashBeforeExpire, FaultFreeze},
@@ -177,7 +177,7 @@ func init() {
 		},
 	})
 	register(Mode{
-		Name: "setnx-ex", Row: 4, Step: "003 case 4",
+		Name: "setnx-ex", Row: 4, Step: "Pitfalls, case 4",
 		Summary: "BROKEN: atomic SET NX PX, blind DEL; with business time > lease the lock expires, " +
 			"B acquires and A's DEL removes B's lock (foreign unlock, overlap, lost updates)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultFreeze},

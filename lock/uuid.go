@@ -11,8 +11,8 @@ import (
 
 // uuidLocker is mode uuid, DELIBERATELY BROKEN: a UUID value with SET NX PX, released by GET,
 // compare, then DEL as separate commands, so when the lock expires between the compare and the
-// DEL and B acquires, A's DEL removes B's lock (foreign unlock; document 003 case 5, 004). The
-// value check does stop the simple case of 003 case 4 (the key is already B's when A checks).
+// DEL and B acquires, A's DEL removes B's lock (foreign unlock; Pitfalls, case 5; Jedis lock). The
+// value check does stop the simple case of Pitfalls, case 4 (the key is already B's when A checks).
 type uuidLocker struct {
 	rdb   redis.UniversalClient
 	lease time.Duration
@@ -53,7 +53,7 @@ func (l *uuidLocker) release(ctx context.Context, key, value string) error {
 
 func init() {
 	register(Mode{
-		Name: "uuid", Row: 5, Step: "003 case 5, 004",
+		Name: "uuid", Row: 5, Step: "Pitfalls, case 5; Jedis lock",
 		Summary: "BROKEN: UUID value, SET NX PX; release = GET, compare, then DEL as separate commands; " +
 			"if the lock expires between compare and DEL and B acquires, A deletes B's lock (foreign unlock)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultFreeze, FaultPauseBeforeDel},

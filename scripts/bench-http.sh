@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-http.sh: the HTTP targets of issue 6, on one instance. Starts its own redis-server
+# bench-http.sh: the HTTP performance targets, on one instance. Starts its own redis-server
 # processes (data + 3 masters) and one seckill instance, all on free ports of 127.0.0.1 (the
 # instance via SECKILL_SERVER_HOST), in a temporary RUN_DIR, and stops exactly those processes on
 # exit. Then, in the same run:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# chaos.sh: the fault suite of issue 7. Each case injects a fault while hey fires sales through
+# chaos.sh: the fault suite. Each case injects a fault while hey fires sales through
 # nginx, prints what it observed, and ends with the audit (GET /inventory) as its verdict:
 # 0 lost updates and 0 oversold, i.e. orders == decrements.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# soak.sh: load held (issue 7). DURATION seconds at CONCURRENCY clients through nginx in one lock
+# soak.sh: load held. DURATION seconds at CONCURRENCY clients through nginx in one lock
 # mode on the cluster of scripts/cluster.sh (its own temporary RUN_DIR, free ports, torn down
 # on exit), and checks that the service holds:
 #   - every answer is 200, 409 or 503, and no request fails at the transport level;

@@ -101,12 +101,14 @@ type TTLSample struct {
 // maxSamples bounds a hold's samples per master.
 const maxSamples = 600
 
-// DefaultHold is how long GET /getMultiLock holds the lock when not told (document 000's 30 s).
+// DefaultHold is how long GET /getMultiLock holds the lock when not told (30 s, as in the
+// Redisson walkthrough).
 const DefaultHold = 30 * time.Second
 
-// HoldMultiLock takes the multilock of the default SKU (document 000's GET /getMultiLock), holds
-// it for hold (< 0: the default, bounded by lab.maxWork) while sampling its PTTL on every master,
-// then releases it. It needs no lab: it only holds a lock, for a bounded time.
+// HoldMultiLock takes the multilock of the default SKU (GET /getMultiLock of the Redisson
+// walkthrough), holds it for hold (< 0: the default, bounded by lab.maxWork) while sampling its
+// PTTL on every master, then releases it. It needs no lab: it only holds a lock, for a bounded
+// time.
 func (s *Service) HoldMultiLock(ctx context.Context, hold time.Duration) (MultiLockHold, error) {
 	if hold < 0 {
 		hold = DefaultHold
