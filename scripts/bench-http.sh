@@ -42,15 +42,13 @@ for arg in "$@"; do
 	case "$arg" in
 	--soak) ((SOAK_SECONDS > 0)) || SOAK_SECONDS=60 ;;
 	-h | --help)
-		sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+		usage
 		exit 0
 		;;
 	*) die "unknown argument $arg (use --soak or --help)" ;;
 	esac
 done
-for v in DURATION CONCURRENCY WARMUP SOAK_SECONDS SOAK_CONCURRENCY RSS_LIMIT_MB SETTLE GOROUTINE_SLACK; do
-	[[ "${!v}" =~ ^[0-9]+$ ]] || die "$v=${!v} is not a whole number"
-done
+need_whole DURATION CONCURRENCY WARMUP SOAK_SECONDS SOAK_CONCURRENCY RSS_LIMIT_MB SETTLE GOROUTINE_SLACK
 ((DURATION >= 1 && DURATION <= 600 && CONCURRENCY >= 1 && SOAK_SECONDS <= 600)) ||
 	die "need 1 <= DURATION <= 600, CONCURRENCY >= 1, SOAK_SECONDS <= 600"
 need_cmd redis-server redis-server
@@ -59,30 +57,29 @@ need_cmd curl curl
 
 RUN_DIR="$(mktemp -d "${TMPDIR:-/tmp}/seckill-bench-http.XXXXXX")"
 PARTS=()
-FAILS=()
-bad() {
-	FAILS+=("$*")
-	printf '  FAIL %s\n' "$*"
-}
+FAIL_MARK=FAIL # fail (lib.sh) prints "  FAIL MSG", as ok prints "  PASS MSG"
+PASS_NOTE="(every check)"
 ok() { printf '  PASS %s\n' "$*"; }
 # check MESSAGE CMD [ARGS...]: PASS when CMD succeeds, else FAIL.
 check() {
 	local msg="$1"
 	shift
-	if "$@"; then ok "$msg"; else bad "$msg"; fi
+	if "$@"; then ok "$msg"; else fail "$msg"; fi
 }
-at_least() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
-below() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
-only_200() { [[ "$1" =~ ^200:[0-9]+\ $ ]]; }
+at_least() { ! num_lt "$1" "$2"; }
+# only_200 OK ALL: every one of ALL (> 0) requests was answered 200.
+only_200() { (($1 > 0 && $1 == $2)); }
 # back_to_idle NOW IDLE: a goroutine count was read and is within the slack of the idle one.
 back_to_idle() { (($1 >= 0 && $1 <= $2 + GOROUTINE_SLACK)); }
 
+# The exit trap: stop exactly the processes started here (by pid), then the verdict.
 on_exit() {
-	local status=$? p
+	local status=$?
 	trap - EXIT
-	for ((p = ${#PARTS[@]} - 1; p >= 0; p--)); do
-		proc_stop "$RUN_DIR" "${PARTS[p]}" 5 2>/dev/null || status=1
-	done
+	set +e
+	proc_stop_all "$RUN_DIR" 5 "${PARTS[@]}" 2>/dev/null || fail "a process started here could not be stopped"
+	verdict "$status"
+	status=$?
 	if [[ "$KEEP_RUN_DIR" == 1 || $status -ne 0 ]]; then
 		log "logs kept in $RUN_DIR"
 	else
@@ -93,61 +90,33 @@ on_exit() {
 trap on_exit EXIT
 trap 'exit 130' INT TERM
 
-# free_port: a free port below the kernel's ephemeral range (a port inside it could be taken as
-# the local end of an outgoing connection between the check and the bind), not handed out before.
-TAKEN=" "
-free_port() {
-	local lo=32768 _hi p i
-	read -r lo _hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
-	((lo > 11000)) || lo=32768
-	for ((i = 0; i < 200; i++)); do
-		p=$((10000 + RANDOM % (lo - 10000)))
-		[[ "$TAKEN" != *" $p "* ]] || continue
-		port_in_use "$p" && continue
-		TAKEN+="$p "
-		printf '%s\n' "$p"
-		return 0
-	done
-	die "no free port found"
-}
+build_seckill "$RUN_DIR"
 
-start_redis() { # NAME PORT
-	proc_start "$RUN_DIR" "$1" "$RUN_DIR" redis-server --port "$2" --bind 127.0.0.1 --save "" \
-		--appendonly no --protected-mode no --dir "$RUN_DIR" || die "could not start $1"
-	PARTS+=("$1")
-	wait_for 10 "$1" redis-cli -p "$2" ping || die "$1 on port $2 does not answer"
-}
-
-BIN="${SECKILL_BIN:-}"
-if [[ -z "$BIN" ]]; then
-	need_cmd go golang-go
-	log "building seckill into $RUN_DIR"
-	(cd "$ROOT" && go build -o "$RUN_DIR/seckill" .) || die "go build failed"
-	BIN="$RUN_DIR/seckill"
-fi
-
-DATA_PORT="$(free_port)"
-M1="$(free_port)" M2="$(free_port)" M3="$(free_port)"
-PORT="$(free_port)"
-start_redis redis-data "$DATA_PORT"
-start_redis redis-1 "$M1"
-start_redis redis-2 "$M2"
-start_redis redis-3 "$M3"
+free_ports DATA_PORT 5
+M1=$((DATA_PORT + 1)) M2=$((DATA_PORT + 2)) M3=$((DATA_PORT + 3)) PORT=$((DATA_PORT + 4))
+for r in "redis-data $DATA_PORT" "redis-1 $M1" "redis-2 $M2" "redis-3 $M3"; do
+	read -r name port <<<"$r"
+	redis_start "$RUN_DIR" "$name" "$port" || die "could not start $name"
+	PARTS+=("$name")
+	wait_for 10 "$name" redis_ping "$port" || die "$name on port $port does not answer"
+done
 proc_start "$RUN_DIR" seckill "$RUN_DIR" env \
 	SECKILL_SERVER_HOST=127.0.0.1 SECKILL_SERVER_PORT="$PORT" SECKILL_SERVER_INSTANCE=bench-http \
 	SECKILL_REDIS_ADDR="127.0.0.1:$DATA_PORT" SECKILL_REDIS_MASTERS="127.0.0.1:$M1,127.0.0.1:$M2,127.0.0.1:$M3" \
 	SECKILL_REDIS_EMBEDDED=never SECKILL_LAB_ENABLED=true SECKILL_LOG_LEVEL=warn \
-	SECKILL_INVENTORY_STOCK="$STOCK" "$BIN" serve || die "could not start seckill"
+	SECKILL_INVENTORY_STOCK="$STOCK" "$RUN_DIR/seckill" serve || die "could not start seckill"
 PARTS+=(seckill)
 BASE="http://127.0.0.1:$PORT"
-wait_for 20 "seckill on $PORT" curl -sf --max-time 2 "$BASE/readyz" || die "seckill does not get ready (log: $RUN_DIR/seckill.log)"
+wait_for 20 "seckill on $PORT" http_ok "$BASE/readyz" || die "seckill does not get ready (log: $RUN_DIR/seckill.log)"
 PID="$(proc_pid "$RUN_DIR" seckill)" || die "seckill is not running"
-[[ "$(http_status "$BASE/inventory/reset?stock=$STOCK" -X POST)" == 200 ]] || die "reset to $STOCK failed"
+reset_stock "$BASE" "$STOCK" || die "reset to $STOCK failed"
 
-metric() { # NAME: first sample of a metric from /metrics, as an integer
-	curl -sf --max-time 3 "$BASE/metrics" | awk -v n="$1" '$1 == n && !seen { printf "%d\n", $2; seen = 1 } END { exit !seen }'
+# rss_mb: the instance's RSS in MB (one decimal).
+rss_mb() {
+	local kb
+	kb="$(rss_kb "$PID")" || return 1
+	awk -v k="$kb" 'BEGIN { printf "%.1f\n", k / 1024 }'
 }
-rss_mb() { awk '/^VmRSS:/ { printf "%.1f\n", $2 / 1024 }' "/proc/$PID/status" 2>/dev/null; }
 # sample_rss SECONDS FILE: one RSS sample (MB) per second into FILE, in the background.
 sample_rss() {
 	(for ((s = 0; s < $1; s++)); do
@@ -157,22 +126,18 @@ sample_rss() {
 	SAMPLER=$!
 }
 max_of() { sort -n "$1" | tail -n 1; }
-# rate FILE: requests/sec from a hey summary.
-rate() { awk '/Requests\/sec:/ { print $2 }' "$1"; }
-# statuses FILE: the status code distribution of a hey summary, as "200:N 503:M".
-statuses() { awk '/^Status code distribution:/ { on = 1; next } on && /\[[0-9]+\]/ { gsub(/[\[\]]/, "", $1); printf "%s:%s ", $1, $2 } on && /^$/ { on = 0 }' "$1"; }
 # settle_goroutines IDLE: wait up to SETTLE seconds for go_goroutines <= IDLE + slack; prints it.
 settle_goroutines() {
 	local g i
 	for ((i = 0; i <= SETTLE * 2; i++)); do
-		g="$(metric go_goroutines)" || g=-1
+		g="$(metric "$PORT" go_goroutines)" || g=-1
 		((g >= 0 && g <= $1 + GOROUTINE_SLACK)) && break
 		sleep 0.5
 	done
 	printf '%s\n' "$g"
 }
 
-IDLE_G="$(metric go_goroutines)" || die "no go_goroutines in /metrics"
+IDLE_G="$(metric "$PORT" go_goroutines)" || die "no go_goroutines in /metrics"
 IDLE_RSS="$(rss_mb)"
 log "seckill pid $PID on $BASE (redis data $DATA_PORT, masters $M1 $M2 $M3); idle: $IDLE_G goroutines, RSS $IDLE_RSS MB"
 log "warm-up ${WARMUP}s on both endpoints"
@@ -186,16 +151,16 @@ hey -z "${DURATION}s" -c "$CONCURRENCY" "$BASE/healthz" >"$RUN_DIR/healthz.txt"
 log "hey ${DURATION}s x $CONCURRENCY clients: POST /inventory/sale?lock=atomic"
 hey -z "${DURATION}s" -c "$CONCURRENCY" -m POST "$BASE/inventory/sale?lock=atomic" >"$RUN_DIR/sale.txt"
 wait "$SAMPLER" 2>/dev/null || true
-HZ="$(rate "$RUN_DIR/healthz.txt")"
-SALE="$(rate "$RUN_DIR/sale.txt")"
+eval "$(parse_hey "$RUN_DIR/healthz.txt")"
+HZ=$H_RPS HZ_ST=$H_CODES
+eval "$(parse_hey "$RUN_DIR/sale.txt")"
+SALE=$H_RPS SALE_ST=$H_CODES SALE_OK=$H_200 SALE_ALL=$H_TOTAL
 RATIO="$(awk -v a="$SALE" -v b="$HZ" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')"
 RSS_MAX="$(max_of "$RUN_DIR/rss.txt")"
 AFTER_G="$(settle_goroutines "$IDLE_G")"
 INV="$(curl -sf --max-time 5 "$BASE/inventory")" || die "GET /inventory failed"
 LOST="$(printf '%s' "$INV" | sed -n 's/.*"lostUpdates":\(-\{0,1\}[0-9]*\).*/\1/p')"
 SOLD="$(printf '%s' "$INV" | sed -n 's/.*"sold":\([0-9]*\).*/\1/p')"
-HZ_ST="$(statuses "$RUN_DIR/healthz.txt")"
-SALE_ST="$(statuses "$RUN_DIR/sale.txt")"
 
 printf '\nbench-http: one instance, %d CPU, %s clients, %ss each (after %ss warm-up), same run\n' "$(nproc)" "$CONCURRENCY" "$DURATION" "$WARMUP"
 printf '  GET  /healthz                    %10.0f req/s   statuses %s\n' "$HZ" "$HZ_ST"
@@ -206,9 +171,9 @@ printf '  RSS: idle %s MB, max %s MB during the load; goroutines: idle %s, %s af
 printf '  audit: sold %s (all runs), lost updates %s\n\n' "$SOLD" "$LOST"
 
 check "sale rate $RATIO x healthz rate (want >= $RATIO_TARGET)" at_least "$RATIO" "$RATIO_TARGET"
-check "every sale answered 200 ($SALE_ST)" only_200 "$SALE_ST"
+check "every sale answered 200 ($SALE_ST)" only_200 "$SALE_OK" "$SALE_ALL"
 check "lost updates: $LOST (want 0)" test "$LOST" = 0
-check "RSS max $RSS_MAX MB during the load (want < $RSS_LIMIT_MB MB)" below "$RSS_MAX" "$RSS_LIMIT_MB"
+check "RSS max $RSS_MAX MB during the load (want < $RSS_LIMIT_MB MB)" num_lt "$RSS_MAX" "$RSS_LIMIT_MB"
 check "goroutines after the load: $AFTER_G (want <= idle $IDLE_G + $GOROUTINE_SLACK)" back_to_idle "$AFTER_G" "$IDLE_G"
 
 if ((SOAK_SECONDS > 0)); then
@@ -219,15 +184,11 @@ if ((SOAK_SECONDS > 0)); then
 	wait "$SAMPLER" 2>/dev/null || true
 	SOAK_RSS="$(max_of "$RUN_DIR/soak-rss.txt")"
 	SOAK_G="$(settle_goroutines "$IDLE_G")"
+	eval "$(parse_hey "$RUN_DIR/soak.txt")"
 	printf '\nsoak: %ss at %s clients: %.0f sales/s, statuses %s, RSS max %s MB over %s samples, goroutines %s after (idle %s)\n' \
-		"$SOAK_SECONDS" "$SOAK_CONCURRENCY" "$(rate "$RUN_DIR/soak.txt")" "$(statuses "$RUN_DIR/soak.txt")" \
+		"$SOAK_SECONDS" "$SOAK_CONCURRENCY" "$H_RPS" "$H_CODES" \
 		"$SOAK_RSS" "$(wc -l <"$RUN_DIR/soak-rss.txt")" "$SOAK_G" "$IDLE_G"
-	check "soak RSS max $SOAK_RSS MB (want < $RSS_LIMIT_MB MB)" below "$SOAK_RSS" "$RSS_LIMIT_MB"
+	check "soak RSS max $SOAK_RSS MB (want < $RSS_LIMIT_MB MB)" num_lt "$SOAK_RSS" "$RSS_LIMIT_MB"
 	check "goroutines after the soak: $SOAK_G (want <= idle $IDLE_G + $GOROUTINE_SLACK)" back_to_idle "$SOAK_G" "$IDLE_G"
 fi
-
-if ((${#FAILS[@]} > 0)); then
-	printf '\nbench-http: %d check(s) FAILED\n' "${#FAILS[@]}"
-	exit 1
-fi
-printf '\nbench-http: every check passed\n'
+((${#FAILURES[@]} == 0))

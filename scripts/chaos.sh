@@ -42,11 +42,11 @@ STOCK="${STOCK:-1000000}"
 export LOCK_MODE=reentrant INSTANCES=3
 
 case "${1:-}" in -h | --help)
-	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+	usage
 	exit 0
 	;;
 esac
-for v in CONCURRENCY STOCK; do [[ "${!v}" =~ ^[0-9]+$ ]] || die "$v=${!v} is not a whole number"; done
+need_whole CONCURRENCY STOCK
 for c in $CASES; do [[ "$c" =~ ^[1-6]$ ]] || die "CASES has $c; cases are 1..6"; done
 # ms DURATION: a Go-style duration of whole s or ms, in ms.
 ms() {
@@ -71,36 +71,38 @@ need_cmd curl curl
 need_cmd jq jq
 
 # ---- reporting -------------------------------------------------------------------------------
-SUMMARY=()
+# fail (lib.sh) prints "  !! MSG" among a case's figures; a case's failures are FAILURES from
+# CASE_FIRST on. REPORT, one line per case, comes before the verdict (lib.sh) at exit.
+FAIL_MARK='!!'
+FAIL_NOTE="(cases: none; see above)"
 FAILED_CASES=()
-CASE_FAILS=()
+CASE_FIRST=0
 CASE_NO=""
 CASE_TITLE=""
 case_begin() {
-	CASE_NO="$1" CASE_TITLE="$2" CASE_FAILS=()
+	CASE_NO="$1" CASE_TITLE="$2" CASE_FIRST=${#FAILURES[@]}
 	printf '\n== case %s: %s\n' "$1" "$2"
 }
+# case_retry: forget the failures of the current case (before it tries again).
+case_retry() { FAILURES=("${FAILURES[@]:0:CASE_FIRST}"); }
 obs() { printf '  %-22s %s\n' "$1" "$2"; }
-bad() {
-	CASE_FAILS+=("$*")
-	printf '  !! %s\n' "$*"
-}
 # case_end FIGURES: the summary line of the case.
 case_end() {
-	local verdict=PASS line
-	if ((${#CASE_FAILS[@]} > 0)); then
+	local verdict=PASS line fails=("${FAILURES[@]:CASE_FIRST}")
+	if ((${#fails[@]} > 0)); then
 		verdict=FAIL
 		FAILED_CASES+=("$CASE_NO")
+		FAIL_NOTE="(cases: ${FAILED_CASES[*]})"
 		local IFS=';'
-		line="case $CASE_NO $verdict: $CASE_TITLE -- ${CASE_FAILS[*]}"
+		line="case $CASE_NO $verdict: $CASE_TITLE -- ${fails[*]}"
 	else
 		line="case $CASE_NO $verdict: $CASE_TITLE -- $1"
 	fi
-	SUMMARY+=("$line")
+	REPORT+=("  $line")
 	printf '  verdict                %s\n' "$verdict"
 }
 case_skip() {
-	SUMMARY+=("case $CASE_NO SKIPPED: $CASE_TITLE -- $1")
+	REPORT+=("  case $CASE_NO SKIPPED: $CASE_TITLE -- $1")
 	printf '  SKIPPED: %s\n' "$1"
 }
 
@@ -109,8 +111,8 @@ case_skip() {
 # A_LOST, A_OVER, A_OVERLAPS, A_STALE.
 audit() {
 	local op="${1:-}" ok200="${2:-}" inv
-	if ! inv="$(tb_audit)"; then
-		bad "GET /inventory did not answer"
+	if ! inv="$(inventory_settled "$URL")"; then
+		fail "GET /inventory did not answer"
 		A_SOLD=- A_LOST=- A_OVER=- A_OVERLAPS=- A_STALE=-
 		return
 	fi
@@ -118,11 +120,11 @@ audit() {
 		'[.sold, .stock, .initialStock, .lostUpdates, .oversold, .overlaps, .staleWritesRejected] | @tsv' <<<"$inv")
 	obs "audit" "sold $A_SOLD, stock $A_STOCK of $A_INIT (decrements $((A_INIT - A_STOCK))), lost updates $A_LOST, oversold $A_OVER, overlaps $A_OVERLAPS, stale writes rejected $A_STALE"
 	obs "by instance" "$(jq -r '.soldByInstance | to_entries | sort_by(.key) | map("\(.key)=\(.value)") | join(" ")' <<<"$inv")"
-	((A_LOST == 0)) || bad "$A_LOST lost updates (orders $A_SOLD != decrements $((A_INIT - A_STOCK)))"
-	((A_OVER == 0)) || bad "oversold $A_OVER"
+	((A_LOST == 0)) || fail "$A_LOST lost updates (orders $A_SOLD != decrements $((A_INIT - A_STOCK)))"
+	((A_OVER == 0)) || fail "oversold $A_OVER"
 	case "$op" in
-	eq) ((A_SOLD == ok200)) || bad "sold $A_SOLD but $ok200 answers were 200" ;;
-	ge) ((A_SOLD >= ok200)) || bad "sold $A_SOLD, fewer than the $ok200 answers that were 200" ;;
+	eq) ((A_SOLD == ok200)) || fail "sold $A_SOLD but $ok200 answers were 200" ;;
+	ge) ((A_SOLD >= ok200)) || fail "sold $A_SOLD, fewer than the $ok200 answers that were 200" ;;
 	esac
 }
 
@@ -165,7 +167,7 @@ wait_held() {
 metric_sum() {
 	local p total=0 v
 	for p in seckill-1 seckill-2 seckill-3; do
-		v="$(curl -sf --max-time 3 "http://127.0.0.1:$(tb_port "$p")/metrics" | awk -v s="$1" '$1 == s { v = $2 } END { printf "%d\n", v }')" || v=0
+		v="$(metric "$(tb_port "$p")" "$1")" || v=0
 		total=$((total + v))
 	done
 	printf '%s\n' "$total"
@@ -179,14 +181,14 @@ case1() {
 	local victim=seckill-2 vport oport f="$RUN_DIR/case1.csv" vid held pid t_kill t_free="" s work=8000
 	local all before first long_code bound
 	vport="$(tb_port "$victim")" oport="$(tb_port seckill-1)"
-	tb_reset "$STOCK" || {
-		bad "reset failed"
+	reset_stock "$URL" "$STOCK" || {
+		fail "reset failed"
 		case_end -
 		return
 	}
 	vid="$(curl -sf --max-time 3 "http://127.0.0.1:$vport/locks" | jq -r .instanceId)" || vid=""
 	[[ -n "$vid" && "$vid" != null ]] || {
-		bad "GET /locks on $victim did not name its lock client"
+		fail "GET /locks on $victim did not name its lock client"
 		case_end -
 		return
 	}
@@ -195,7 +197,7 @@ case1() {
 		"http://127.0.0.1:$vport/inventory/sale?lock=reentrant&workMs=$work" >"$RUN_DIR/case1-long.code" 2>/dev/null &
 	local long_pid=$!
 	if ! held="$(wait_held "$oport" reentrant "$vid")"; then
-		bad "the long sale on $victim never held the reentrant lock"
+		fail "the long sale on $victim never held the reentrant lock"
 		wait "$long_pid" || true
 		case_end -
 		return
@@ -205,7 +207,7 @@ case1() {
 	tb_load_start "$f" "lock=reentrant" "$CONCURRENCY" 10 10
 	tb_sleep_until 1.5
 	s="$(lock_state "$oport" reentrant)"
-	[[ "${s%% *}" == "${held%% *}" ]] || bad "the holder changed before the kill (now: ${s:-free})"
+	[[ "${s%% *}" == "${held%% *}" ]] || fail "the holder changed before the kill (now: ${s:-free})"
 	pid="$(tb_pid "$victim")" || die "$victim is not running"
 	kill -KILL "$pid"
 	t_kill="$(tb_at)"
@@ -219,7 +221,7 @@ case1() {
 		fi
 		sleep 0.05
 	done
-	tb_load_wait "$f" || bad "hey failed"
+	tb_load_wait "$f" || fail "hey failed"
 	wait "$long_pid" || true
 	long_code="$(cat "$RUN_DIR/case1-long.code" 2>/dev/null || echo '?')"
 	all="$(tb_answers "$f")"
@@ -231,17 +233,17 @@ case1() {
 	obs "answers" "$all (502: sales in flight on the killed instance)"
 	obs "before the kill" "$before (the holder kept everyone out)"
 	obs "long sale" "HTTP $long_code (the connection died with the process; it never wrote)"
-	[[ -n "$(tb_others "$all" 200 503 502)" ]] && bad "unexpected answers: $(tb_others "$all" 200 503 502)"
-	(($(tb_count "$before" 200) == 0)) || bad "$(tb_count "$before" 200) sales ended while the victim held the lock"
+	[[ -n "$(tb_others "$all" 200 503 502)" ]] && fail "unexpected answers: $(tb_others "$all" 200 503 502)"
+	(($(tb_count "$before" 200) == 0)) || fail "$(tb_count "$before" 200) sales ended while the victim held the lock"
 	if [[ -z "$first" ]]; then
-		bad "no sale succeeded after the kill"
+		fail "no sale succeeded after the kill"
 	else
 		obs "first 200 after kill" "$first s (bound: lease $LEASE_S s + 1 s = $bound s)"
-		tb_lt "$first" "$bound" || bad "first sale ${first}s after the kill, more than lease + 1 s ($bound s)"
+		num_lt "$first" "$bound" || fail "first sale ${first}s after the kill, more than lease + 1 s ($bound s)"
 	fi
 	audit eq "$(tb_count "$all" 200)"
 	obs "overlaps" "not meaningful here: the killed holder never left the critical section, so the lab's in-section counter stays at 1 and every later sale counts one"
-	tb_up_part "$victim" || bad "$victim did not start again"
+	tb_up_part "$victim" || fail "$victim did not start again"
 	obs "restarted" "$victim (pid $(tb_pid "$victim" || echo -)) for the next cases"
 	case_end "first 200 ${first:-none} s after the kill (<= $bound s), 0 sales while it held, answers $all, sold $A_SOLD, lost $A_LOST, oversold $A_OVER"
 }
@@ -260,8 +262,8 @@ case2() {
 	delay_ms=$((LEASE_MS + LEASE_MS / 100 + 2))
 	delay_s="$(secs "$delay_ms")"
 	obs "rule" "a master that lost its keys must stay away >= max TTL before rejoining (or persist with appendfsync always); no persistence here, so restart after lease $LEASE_MS ms + drift $((LEASE_MS / 100 + 2)) ms = $delay_ms ms"
-	tb_reset "$STOCK" || {
-		bad "reset failed"
+	reset_stock "$URL" "$STOCK" || {
+		fail "reset failed"
 		case_end -
 		return
 	}
@@ -273,24 +275,24 @@ case2() {
 	obs "kill -9" "$victim (master 2 of 3, pid $pid, port $(tb_port "$victim")) at t=${t_down}s"
 	tb_sleep_until "$(awk -v a="$t_down" -v d="$delay_s" 'BEGIN { printf "%.3f", a + d }')"
 	t_restart="$(tb_at)"
-	tb_up_part "$victim" || bad "$victim did not start again"
+	tb_up_part "$victim" || fail "$victim did not start again"
 	t_up="$(tb_at)"
 	dbsize="$(redis-cli -h 127.0.0.1 -p "$(tb_port "$victim")" dbsize 2>/dev/null || echo '?')"
 	down_s="$(awk -v a="$t_restart" -v b="$t_down" 'BEGIN { printf "%.3f", a - b }')"
 	obs "restart" "after $down_s s down (>= $delay_s s), answering at t=${t_up}s, empty (no persistence; $dbsize keys a moment later)"
-	tb_lt "$down_s" "$delay_s" && bad "restarted after $down_s s, before lease + drift"
-	tb_load_wait "$f" || bad "hey failed"
+	num_lt "$down_s" "$delay_s" && fail "restarted after $down_s s, before lease + drift"
+	tb_load_wait "$f" || fail "hey failed"
 	all="$(tb_answers "$f")"
 	during="$(tb_answers "$f" "$t_down" "$t_restart")"
 	after="$(tb_answers "$f" "$t_up")"
 	obs "answers" "$all"
 	obs "while it was down" "$during (sales started and ended in the outage: 2 of 3 is a majority)"
 	obs "after its restart" "$after"
-	[[ -n "$(tb_others "$all" 200 503)" ]] && bad "unexpected answers: $(tb_others "$all" 200 503)"
-	(($(tb_count "$during" 200) > 0)) || bad "nothing sold while one master of three was down"
-	(($(tb_count "$after" 200) > 0)) || bad "nothing sold after the master came back"
+	[[ -n "$(tb_others "$all" 200 503)" ]] && fail "unexpected answers: $(tb_others "$all" 200 503)"
+	(($(tb_count "$during" 200) > 0)) || fail "nothing sold while one master of three was down"
+	(($(tb_count "$after" 200) > 0)) || fail "nothing sold after the master came back"
 	audit eq "$(tb_count "$all" 200)"
-	[[ "$A_OVERLAPS" == 0 ]] || bad "$A_OVERLAPS overlaps (two holders in the critical section)"
+	[[ "$A_OVERLAPS" == 0 ]] || fail "$A_OVERLAPS overlaps (two holders in the critical section)"
 	case_end "$(tb_count "$during" 200) sold while down, restarted after $down_s s (>= $delay_s), $(tb_count "$after" 200) sold after, overlaps $A_OVERLAPS, lost $A_LOST, oversold $A_OVER"
 }
 
@@ -299,8 +301,8 @@ case3() {
 	case_begin 3 "multilock: kill -9 one master: clean 503s, nothing sold, no key left; resumes"
 	local victim=redis-1 f="$RUN_DIR/case3a.csv" f2="$RUN_DIR/case3b.csv" pid t_down settle sold_a sold_b
 	local all during sample keys p name first after total200 leftover=""
-	tb_reset "$STOCK" || {
-		bad "reset failed"
+	reset_stock "$URL" "$STOCK" || {
+		fail "reset failed"
 		case_end -
 		return
 	}
@@ -317,7 +319,7 @@ case3() {
 	sold_a="$(sold_now)" || sold_a="?"
 	sample="$(curl -s --max-time 10 -X POST -w ' HTTP %{http_code} in %{time_total}s' "$URL/inventory/sale?lock=multilock" || true)"
 	obs "a sale while down" "$(jq -r '.error // .message' <<<"${sample% HTTP*}" 2>/dev/null | cut -c1-240)${sample##*\}}"
-	tb_load_wait "$f" || bad "hey failed"
+	tb_load_wait "$f" || fail "hey failed"
 	sold_b="$(sold_now)" || sold_b="??"
 	# Lock keys on the surviving masters, once no request is in flight.
 	for p in redis-2 redis-3; do
@@ -325,25 +327,25 @@ case3() {
 		obs "keys on $p" "${keys:-none}"
 		[[ -z "$keys" ]] || leftover+="$p: $keys "
 	done
-	[[ -z "$leftover" ]] || bad "keys left behind on the surviving masters: $leftover"
+	[[ -z "$leftover" ]] || fail "keys left behind on the surviving masters: $leftover"
 	all="$(tb_answers "$f")"
 	during="$(tb_answers "$f" "$t_down")"
 	obs "answers" "$all"
 	obs "started after the kill" "$during"
 	obs "sold" "$sold_a at t=${settle}s, $sold_b after the load (nothing may change)"
 	obs "metrics" "seckill_sales_total{mode=\"multilock\",result=\"lock-error\"} = $(metric_sum 'seckill_sales_total{mode="multilock",result="lock-error"}') over the instances"
-	[[ "$sold_a" == "$sold_b" ]] || bad "sold moved from $sold_a to $sold_b while a master was down"
-	[[ -n "$(tb_others "$during" 503)" ]] && bad "answers other than 503 while down: $(tb_others "$during" 503)"
-	(($(tb_count "$during" 503) > 0)) || bad "no request was answered while the master was down"
-	tb_up_part "$victim" || bad "$victim did not start again"
+	[[ "$sold_a" == "$sold_b" ]] || fail "sold moved from $sold_a to $sold_b while a master was down"
+	[[ -n "$(tb_others "$during" 503)" ]] && fail "answers other than 503 while down: $(tb_others "$during" 503)"
+	(($(tb_count "$during" 503) > 0)) || fail "no request was answered while the master was down"
+	tb_up_part "$victim" || fail "$victim did not start again"
 	obs "restart" "$victim answers again (empty); no service restarted"
 	tb_load_start "$f2" "lock=multilock" "$CONCURRENCY" 3 10
-	tb_load_wait "$f2" || bad "hey failed"
+	tb_load_wait "$f2" || fail "hey failed"
 	after="$(tb_answers "$f2")"
 	first="$(tb_first_after "$f2" 0 200)"
 	obs "after its return" "$after (first 200 after ${first:-never} s)"
-	(($(tb_count "$after" 200) > 0)) || bad "selling did not resume after the master came back"
-	[[ -n "$(tb_others "$all $after" 200 503)" ]] && bad "unexpected answers: $(tb_others "$all $after" 200 503)"
+	(($(tb_count "$after" 200) > 0)) || fail "selling did not resume after the master came back"
+	[[ -n "$(tb_others "$all $after" 200 503)" ]] && fail "unexpected answers: $(tb_others "$all $after" 200 503)"
 	total200=$(($(tb_count "$all" 200) + $(tb_count "$after" 200)))
 	audit eq "$total200"
 	case_end "while down: $during, sold $sold_a -> $sold_b, keys left none; after return $(tb_count "$after" 200) sold (first after ${first:-never} s), lost $A_LOST, oversold $A_OVER"
@@ -362,8 +364,8 @@ case4() {
 	# audit counts orders, so orders == decrements must hold anyway; such sales show as
 	# sold > 200 answers.
 	obs "fault" "SIGSTOP, not a restart: no persistence here, a restart would empty the data and void the audit; a stopped Redis keeps it"
-	tb_reset "$STOCK" || {
-		bad "reset failed"
+	reset_stock "$URL" "$STOCK" || {
+		fail "reset failed"
 		case_end -
 		return
 	}
@@ -385,7 +387,7 @@ case4() {
 	lock_after="$(lock_state "$(tb_port seckill-1)" reentrant)"
 	obs "lock 0.2 s after CONT" "${lock_after:-free}${lock_after:+ ms left (an acquire queued in the stopped Redis ran at SIGCONT for a client that had given up: nobody renews or releases it, it expires one lease later)}"
 	wait "$sample_pid" || true
-	tb_load_wait "$f" || bad "hey failed"
+	tb_load_wait "$f" || fail "hey failed"
 	obs "a sale while stopped" "$(sed 's/ HTTP.*//' "$sample_file" | jq -r '.error // .message' 2>/dev/null | cut -c1-150) $(grep -o 'HTTP.*' "$sample_file" || true)"
 	all="$(tb_answers "$f")"
 	during="$(tb_answers "$f" "$t_stop" "$t_cont")"
@@ -394,17 +396,17 @@ case4() {
 	obs "answers" "$all"
 	obs "while stopped" "$during (started and ended in the outage)"
 	obs "first 200 after CONT" "${first:-never} s; instances' pids before $pids_before, after $pids_after"
-	[[ -n "$(tb_others "$all" 200 503)" ]] && bad "answers other than 200/503 (no 500, no partial sale): $(tb_others "$all" 200 503)"
-	[[ -n "$(tb_others "$during" 503)" ]] && bad "answers other than 503 while stopped: $(tb_others "$during" 503)"
-	(($(tb_count "$during" 503) > 0)) || bad "no request was answered while the data Redis was stopped"
+	[[ -n "$(tb_others "$all" 200 503)" ]] && fail "answers other than 200/503 (no 500, no partial sale): $(tb_others "$all" 200 503)"
+	[[ -n "$(tb_others "$during" 503)" ]] && fail "answers other than 503 while stopped: $(tb_others "$during" 503)"
+	(($(tb_count "$during" 503) > 0)) || fail "no request was answered while the data Redis was stopped"
 	# Selling resumes at the latest when a lock orphaned by a queued acquire has expired.
 	bound="$(awk -v l="$LEASE_S" 'BEGIN { printf "%.3f", l + 2 }')"
 	if [[ -z "$first" ]]; then
-		bad "selling did not resume after SIGCONT"
-	elif ! tb_lt "$first" "$bound"; then
-		bad "selling resumed only $first s after SIGCONT (more than lease + 2 s = $bound s)"
+		fail "selling did not resume after SIGCONT"
+	elif ! num_lt "$first" "$bound"; then
+		fail "selling resumed only $first s after SIGCONT (more than lease + 2 s = $bound s)"
 	fi
-	[[ "$pids_before" == "$pids_after" ]] || bad "an instance was restarted ($pids_before -> $pids_after)"
+	[[ "$pids_before" == "$pids_after" ]] || fail "an instance was restarted ($pids_before -> $pids_after)"
 	ok200="$(tb_count "$all" 200)"
 	audit ge "$ok200"
 	if [[ "$A_SOLD" =~ ^[0-9]+$ ]] && ((A_SOLD > ok200)); then
@@ -418,10 +420,10 @@ case5() {
 	case_begin 5 "fenced: SIGSTOP the holder past its lease while others sell, then SIGCONT"
 	local attempt
 	for attempt in 1 2 3; do
-		CASE_FAILS=()
+		case_retry
 		case5_try "$attempt" && return
 	done
-	bad "the frozen holder's write was never rejected as stale in 3 attempts"
+	fail "the frozen holder's write was never rejected as stale in 3 attempts"
 	case_end -
 }
 
@@ -431,8 +433,8 @@ case5_try() {
 	local victim=seckill-3 vport oport f="$RUN_DIR/case5-$1.csv" held pid t_stop t_cont work=1500 stop_s
 	local long_code long_body during all ok200 token_before token_after
 	vport="$(tb_port "$victim")" oport="$(tb_port seckill-1)"
-	tb_reset "$STOCK" || {
-		bad "reset failed"
+	reset_stock "$URL" "$STOCK" || {
+		fail "reset failed"
 		case_end -
 		return 0
 	}
@@ -440,7 +442,7 @@ case5_try() {
 		"http://127.0.0.1:$vport/inventory/sale?lock=fenced&workMs=$work" >"$RUN_DIR/case5-long.code" 2>/dev/null &
 	local long_pid=$!
 	if ! held="$(wait_held "$oport" fenced)"; then
-		bad "the long sale on $victim never held the fenced lock"
+		fail "the long sale on $victim never held the fenced lock"
 		wait "$long_pid" || true
 		case_end -
 		return 0
@@ -465,7 +467,7 @@ case5_try() {
 	long_code="$(cat "$RUN_DIR/case5-long.code" 2>/dev/null || echo '?')"
 	long_body="$(cat "$RUN_DIR/case5-long.json" 2>/dev/null || true)"
 	obs "its sale" "HTTP $long_code: $(jq -r '"token \(.token // "-"), staleWrite \(.staleWrite // false): \(.message // .error)"' <<<"$long_body" 2>/dev/null | cut -c1-170)"
-	tb_load_wait "$f" || bad "hey failed"
+	tb_load_wait "$f" || fail "hey failed"
 	all="$(tb_answers "$f")"
 	during="$(tb_answers "$f" "$t_stop" "$t_cont" end)"
 	obs "answers" "$all (hey dropped the requests stuck on the stopped instance after 2 s)"
@@ -475,17 +477,17 @@ case5_try() {
 		return 1
 	fi
 	if [[ "$long_code" != 409 ]] || ! jq -e '.staleWrite == true' <<<"$long_body" >/dev/null 2>&1; then
-		bad "the frozen holder's sale was not rejected as a stale write (HTTP $long_code)"
+		fail "the frozen holder's sale was not rejected as a stale write (HTTP $long_code)"
 	fi
-	(($(tb_count "$during" 200) > 0)) || bad "the others sold nothing while the holder was stopped"
-	[[ -n "$(tb_others "$all" 200 409 503)" ]] && bad "unexpected answers: $(tb_others "$all" 200 409 503)"
+	(($(tb_count "$during" 200) > 0)) || fail "the others sold nothing while the holder was stopped"
+	[[ -n "$(tb_others "$all" 200 409 503)" ]] && fail "unexpected answers: $(tb_others "$all" 200 409 503)"
 	ok200="$(tb_count "$all" 200)"
 	audit ge "$ok200"
-	if [[ ! "$A_STALE" =~ ^[0-9]+$ ]] || ((A_STALE < 1)); then bad "staleWritesRejected is $A_STALE, expected >= 1"; fi
+	if [[ ! "$A_STALE" =~ ^[0-9]+$ ]] || ((A_STALE < 1)); then fail "staleWritesRejected is $A_STALE, expected >= 1"; fi
 	local m
 	m="$(metric_sum 'seckill_stale_writes_rejected_total{mode="fenced"}')"
 	obs "metrics" "seckill_stale_writes_rejected_total{mode=\"fenced\"} = $m over the instances"
-	((m >= 1)) || bad "/metrics did not count the stale write"
+	((m >= 1)) || fail "/metrics did not count the stale write"
 	obs "overlaps" "$A_OVERLAPS, not asserted: the frozen holder really sat in the critical section while others sold (the fence, not the lease, kept the data right); the lab's in-section counter also stays raised by sales cancelled by their client"
 	case_end "holder stopped $stop_s s, others sold $(tb_count "$during" 200) meanwhile (token $token_before -> $token_after), its write HTTP $long_code stale, staleWritesRejected $A_STALE, lost $A_LOST, oversold $A_OVER (attempt $1)"
 	return 0
@@ -517,21 +519,12 @@ case6() {
 }
 
 # ---- main ------------------------------------------------------------------------------------
-tb_on_exit() {
-	local rc="$1"
-	printf '\nchaos summary (lease %s, wait %s, %s clients through nginx):\n' "$LOCK_LEASE" "$LOCK_WAIT" "$CONCURRENCY"
-	((${#SUMMARY[@]} == 0)) || printf '  %s\n' "${SUMMARY[@]}"
-	if ((rc != 0)) || ((${#FAILED_CASES[@]} > 0)); then
-		printf 'chaos: FAILED (cases: %s)\n' "${FAILED_CASES[*]:-none; see above}"
-	else
-		printf 'chaos: PASSED in %d s\n' "$SECONDS"
-	fi
-}
-
 tb_init chaos
+REPORT=("chaos summary (lease $LOCK_LEASE, wait $LOCK_WAIT, $CONCURRENCY clients through nginx):")
 printf 'chaos: run dir %s; ports: data %s, masters %s, instances from %s, nginx %s; lease %s, wait %s\n' \
 	"$RUN_DIR" "$DATA_PORT" "$MASTER_PORTS" "$SERVICE_PORT" "$NGINX_PORT" "$LOCK_LEASE" "$LOCK_WAIT"
 tb_up
 log "cluster up: $(grep -c '^PART=' "$RUN_DIR/cluster.env") parts"
 for c in $CASES; do "case$c"; done
+PASS_NOTE="in $SECONDS s"
 ((${#FAILED_CASES[@]} == 0)) || exit 1

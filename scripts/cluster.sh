@@ -65,9 +65,7 @@ SENTINEL_FAILOVER_TIMEOUT="${SENTINEL_FAILOVER_TIMEOUT:-2000}"
 CLUSTER_PORTS="${CLUSTER_PORTS:-7001 7002 7003}"
 SKUS="${SKUS:-}"
 
-for v in DATA_PORT SERVICE_PORT NGINX_PORT INSTANCES READY_TIMEOUT REPLICA_PORT SENTINEL_DOWN_AFTER SENTINEL_FAILOVER_TIMEOUT; do
-	[[ "${!v}" =~ ^[0-9]+$ ]] || die "$v=${!v} is not a number"
-done
+need_whole DATA_PORT SERVICE_PORT NGINX_PORT INSTANCES READY_TIMEOUT REPLICA_PORT SENTINEL_DOWN_AFTER SENTINEL_FAILOVER_TIMEOUT
 for p in $MASTER_PORTS; do [[ "$p" =~ ^[0-9]+$ ]] || die "MASTER_PORTS has a non-number: $p"; done
 for p in $SENTINEL_PORTS $CLUSTER_PORTS; do [[ "$p" =~ ^[0-9]+$ ]] || die "SENTINEL_PORTS/CLUSTER_PORTS has a non-number: $p"; done
 [[ "$SENTINEL_MASTER" =~ ^[A-Za-z0-9_.-]+$ ]] || die "SENTINEL_MASTER=$SENTINEL_MASTER: letters, digits, _ . - only"
@@ -83,37 +81,31 @@ declare -A KIND=() PORT=()
 SVC_ENV=()
 
 topology_standalone() {
-	local p i masters=()
 	PARTS+=(redis-data)
 	KIND[redis-data]=redis PORT[redis-data]=$DATA_PORT
-	i=1
-	for p in $MASTER_PORTS; do
-		PARTS+=("redis-$i")
-		KIND[redis-$i]=redis PORT[redis-$i]=$p
-		masters+=("127.0.0.1:$p")
+	SVC_ENV=("SECKILL_REDIS_ADDR=127.0.0.1:$DATA_PORT")
+	add_masters
+	add_front
+}
+
+# add_parts PREFIX KIND PORTS: parts PREFIX1..N of KIND, one per port of the list PORTS; sets
+# ADDRS (their addresses, comma-separated) and ADDR_COUNT.
+add_parts() {
+	local p i=1 addrs=()
+	for p in $3; do
+		PARTS+=("$1$i")
+		KIND[$1$i]=$2 PORT[$1$i]=$p
+		addrs+=("127.0.0.1:$p")
 		i=$((i + 1))
 	done
-	for ((i = 1; i <= INSTANCES; i++)); do
-		PARTS+=("seckill-$i")
-		KIND[seckill-$i]=seckill PORT[seckill-$i]=$((SERVICE_PORT + i - 1))
-	done
-	PARTS+=(nginx)
-	KIND[nginx]=nginx PORT[nginx]=$NGINX_PORT
-	local IFS=,
-	SVC_ENV=("SECKILL_REDIS_ADDR=127.0.0.1:$DATA_PORT" "SECKILL_REDIS_MASTERS=${masters[*]}")
+	ADDRS="$(IFS=,; printf '%s' "${addrs[*]}")"
+	ADDR_COUNT=${#addrs[@]}
 }
 
 # add_masters: the independent lock masters redis-1..N (multilock, redlock) and their env.
 add_masters() {
-	local p i=1 masters=()
-	for p in $MASTER_PORTS; do
-		PARTS+=("redis-$i")
-		KIND[redis-$i]=redis PORT[redis-$i]=$p
-		masters+=("127.0.0.1:$p")
-		i=$((i + 1))
-	done
-	local IFS=,
-	SVC_ENV+=("SECKILL_REDIS_MASTERS=${masters[*]}")
+	add_parts redis- redis "$MASTER_PORTS"
+	SVC_ENV+=("SECKILL_REDIS_MASTERS=$ADDRS")
 }
 
 # add_front: the instances and nginx (and the SKUs the instances sell, when SKUS is set).
@@ -129,40 +121,24 @@ add_front() {
 }
 
 topology_sentinel() {
-	local p i=1 sentinels=()
 	PARTS+=(redis-data redis-replica)
 	KIND[redis-data]=redis PORT[redis-data]=$DATA_PORT
 	KIND[redis-replica]=replica PORT[redis-replica]=$REPLICA_PORT
-	for p in $SENTINEL_PORTS; do
-		PARTS+=("sentinel-$i")
-		KIND[sentinel-$i]=sentinel PORT[sentinel-$i]=$p
-		sentinels+=("127.0.0.1:$p")
-		i=$((i + 1))
-	done
-	((${#sentinels[@]} >= 1)) || die "SENTINEL_PORTS is empty"
-	local joined
-	joined="$(IFS=,; printf '%s' "${sentinels[*]}")"
-	SVC_ENV=("SECKILL_REDIS_SENTINELMASTER=$SENTINEL_MASTER" "SECKILL_REDIS_SENTINELADDRS=$joined")
+	add_parts sentinel- sentinel "$SENTINEL_PORTS"
+	((ADDR_COUNT >= 1)) || die "SENTINEL_PORTS is empty"
+	SVC_ENV=("SECKILL_REDIS_SENTINELMASTER=$SENTINEL_MASTER" "SECKILL_REDIS_SENTINELADDRS=$ADDRS")
 	add_masters
 	add_front
 }
 
 topology_cluster() {
-	local p i=1 nodes=()
-	for p in $CLUSTER_PORTS; do
-		PARTS+=("redis-c$i")
-		KIND[redis-c$i]=cnode PORT[redis-c$i]=$p
-		nodes+=("127.0.0.1:$p")
-		i=$((i + 1))
-	done
-	((${#nodes[@]} >= 3)) || die "CLUSTER_PORTS needs at least 3 ports (a Redis Cluster has at least 3 masters)"
+	add_parts redis-c cnode "$CLUSTER_PORTS"
+	((ADDR_COUNT >= 3)) || die "CLUSTER_PORTS needs at least 3 ports (a Redis Cluster has at least 3 masters)"
 	if [[ -z "$SKUS" ]]; then
 		SKUS="$(printf 'inventory%03d,' $(seq 1 16))"
 		SKUS="${SKUS%,}"
 	fi
-	local joined
-	joined="$(IFS=,; printf '%s' "${nodes[*]}")"
-	SVC_ENV=("SECKILL_REDIS_CLUSTERADDRS=$joined")
+	SVC_ENV=("SECKILL_REDIS_CLUSTERADDRS=$ADDRS")
 	add_masters
 	add_front
 }
@@ -180,24 +156,16 @@ settings() {
 }
 
 # ---- redis -----------------------------------------------------------------------------------
-start_redis() {
-	local name="$1" port="${PORT[$1]}"
-	# No persistence: each part starts empty, as the lab's scenarios expect.
-	proc_start "$RUN_DIR" "$name" "$RUN_DIR/$name" redis-server --bind 127.0.0.1 --port "$port" \
-		--daemonize no --save '' --appendonly no --dir "$RUN_DIR/$name" --logfile '' \
-		--protected-mode yes --maxclients 4000
-}
-ready_redis() { [[ "$(redis-cli -h 127.0.0.1 -p "${PORT[$1]}" ping 2>/dev/null)" == PONG ]]; }
+# Every redis-server part is started by lib.sh's redis_start: no persistence, so each part starts
+# empty, as the lab's scenarios expect.
+start_redis() { redis_start "$RUN_DIR" "$1" "${PORT[$1]}"; }
+ready_redis() { redis_ping "${PORT[$1]}"; }
 
 # ---- replica (sentinel topology) ---------------------------------------------------------------
+# Diskless sync without its 5 s default delay: whichever is master after a failover syncs its
+# new replica at once.
 start_replica() {
-	local name="$1" port="${PORT[$1]}"
-	# Diskless sync without its 5 s default delay: whichever is master after a failover syncs its
-	# new replica at once.
-	proc_start "$RUN_DIR" "$name" "$RUN_DIR/$name" redis-server --bind 127.0.0.1 --port "$port" \
-		--daemonize no --save '' --appendonly no --dir "$RUN_DIR/$name" --logfile '' \
-		--protected-mode yes --maxclients 4000 --repl-diskless-sync-delay 0 \
-		--replicaof 127.0.0.1 "${PORT[redis-data]}"
+	redis_start "$RUN_DIR" "$1" "${PORT[$1]}" --repl-diskless-sync-delay 0 --replicaof 127.0.0.1 "${PORT[redis-data]}"
 }
 # Ready once its first sync is done (a replica still syncing answers PING already).
 ready_replica() {
@@ -242,13 +210,10 @@ ready_sentinel() {
 }
 
 # ---- cnode (cluster topology) ----------------------------------------------------------------
+# nodes.conf lives in the part's directory: a node restarted alone rejoins the cluster (empty, as
+# every part here, since nothing is persisted).
 start_cnode() {
-	local name="$1" port="${PORT[$1]}"
-	# nodes.conf lives in the part's directory: a node restarted alone rejoins the cluster (empty,
-	# as every part here, since nothing is persisted).
-	proc_start "$RUN_DIR" "$name" "$RUN_DIR/$name" redis-server --bind 127.0.0.1 --port "$port" \
-		--daemonize no --save '' --appendonly no --dir "$RUN_DIR/$name" --logfile '' \
-		--protected-mode yes --maxclients 4000 --cluster-enabled yes --cluster-config-file nodes.conf \
+	redis_start "$RUN_DIR" "$1" "${PORT[$1]}" --cluster-enabled yes --cluster-config-file nodes.conf \
 		--cluster-node-timeout 2000
 }
 
@@ -266,12 +231,12 @@ cluster_info() { redis-cli -h 127.0.0.1 -p "$1" cluster info 2>/dev/null | tr -d
 # yet), then waits for cluster_state:ok on every node.
 ready_cnode() {
 	local port="${PORT[$1]}" last n addr info nodes=()
-	[[ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" == PONG ]] || return 1
+	redis_ping "$port" || return 1
 	mapfile -t nodes < <(cluster_nodes)
 	last="${nodes[${#nodes[@]} - 1]}"
 	[[ "$last" == "127.0.0.1:$port" ]] || return 0
 	for addr in "${nodes[@]}"; do
-		[[ "$(redis-cli -h 127.0.0.1 -p "${addr##*:}" ping 2>/dev/null)" == PONG ]] || return 1
+		redis_ping "${addr##*:}" || return 1
 	done
 	if [[ "${cmd:-}" == up ]]; then
 		n=0
@@ -294,18 +259,7 @@ ready_cnode() {
 }
 
 # ---- seckill ---------------------------------------------------------------------------------
-build_seckill() {
-	if [[ -n "$SECKILL_BIN" ]]; then
-		[[ -x "$SECKILL_BIN" ]] || die "SECKILL_BIN=$SECKILL_BIN is not an executable"
-		cp -f "$SECKILL_BIN" "$RUN_DIR/seckill.new" && mv -f "$RUN_DIR/seckill.new" "$RUN_DIR/seckill"
-		return
-	fi
-	need_cmd go golang "Go >= 1.26 from https://go.dev/dl, or set SECKILL_BIN to a prebuilt binary"
-	log "building the service: go build -o $RUN_DIR/seckill ."
-	(cd "$ROOT" && CGO_ENABLED=0 go build -o "$RUN_DIR/seckill.new" .) || die "go build failed"
-	mv -f "$RUN_DIR/seckill.new" "$RUN_DIR/seckill"
-}
-
+# The binary: lib.sh's build_seckill (a copy of SECKILL_BIN, or go build) into RUN_DIR.
 start_seckill() {
 	local name="$1" port="${PORT[$1]}" args=(serve)
 	[[ -z "$CONFIG" ]] || args+=(--config "$CONFIG")
@@ -317,7 +271,7 @@ start_seckill() {
 	# unless CONFIG names a file.
 	proc_start "$RUN_DIR" "$name" "$RUN_DIR/$name" env "${envs[@]}" "$RUN_DIR/seckill" "${args[@]}"
 }
-ready_seckill() { [[ "$(http_status "http://127.0.0.1:${PORT[$1]}/readyz")" == 200 ]]; }
+ready_seckill() { http_ok "http://127.0.0.1:${PORT[$1]}/readyz"; }
 
 # ---- nginx -----------------------------------------------------------------------------------
 nginx_conf() {
@@ -390,8 +344,7 @@ start_nginx() {
 	proc_start "$RUN_DIR" nginx "$dir" nginx -p "$dir/" -e "$dir/logs/error.log" -c "$dir/conf/nginx.conf"
 }
 ready_nginx() {
-	[[ "$(http_status "http://127.0.0.1:${PORT[nginx]}/nginx-health")" == 200 ]] &&
-		[[ "$(http_status "http://127.0.0.1:${PORT[nginx]}/readyz")" == 200 ]]
+	http_ok "http://127.0.0.1:${PORT[nginx]}/nginx-health" && http_ok "http://127.0.0.1:${PORT[nginx]}/readyz"
 }
 
 # ---- commands --------------------------------------------------------------------------------
@@ -469,7 +422,7 @@ cmd_up() {
 		for p in "${PARTS[@]}"; do
 			if [[ "${KIND[$p]}" == seckill ]] && proc_pid "$RUN_DIR" "$p" >/dev/null; then running=1; fi
 		done
-		if [[ -z "$running" || ! -x "$RUN_DIR/seckill" ]]; then build_seckill; fi
+		if [[ -z "$running" || ! -x "$RUN_DIR/seckill" ]]; then build_seckill "$RUN_DIR"; fi
 	fi
 
 	for p in "${SELECTED[@]}"; do
@@ -498,7 +451,7 @@ cmd_up() {
 }
 
 cmd_down() {
-	local p f name rc=0 order=()
+	local f name order=()
 	if (($# > 0)); then
 		select_parts "$@"
 		order=("${SELECTED[@]}")
@@ -514,10 +467,7 @@ cmd_down() {
 			[[ " ${order[*]} " == *" $name "* ]] || order+=("$name")
 		done
 	fi
-	for ((i = ${#order[@]} - 1; i >= 0; i--)); do
-		proc_stop "$RUN_DIR" "${order[$i]}" || rc=1
-	done
-	((rc == 0)) || die "some parts could not be stopped"
+	proc_stop_all "$RUN_DIR" 10 "${order[@]}" || die "some parts could not be stopped"
 	if (($# > 0)); then log "down: $* not running any more"; else log "down: nothing of $RUN_DIR runs any more"; fi
 }
 
@@ -573,7 +523,7 @@ status)
 	;;
 parts) printf '%s\n' "${PARTS[@]}" ;;
 *)
-	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+	usage >&2
 	exit 2
 	;;
 esac

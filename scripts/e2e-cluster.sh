@@ -28,9 +28,7 @@ REQUESTS="${REQUESTS:-200}"
 CONCURRENCY="${CONCURRENCY:-10}"
 PARALLEL="${PARALLEL:-8}"
 HEY_TIMEOUT="${HEY_TIMEOUT:-30}"
-for v in SKU_COUNT STOCK REQUESTS CONCURRENCY PARALLEL HEY_TIMEOUT; do
-	[[ "${!v}" =~ ^[0-9]+$ ]] || die "$v=${!v} is not a whole number"
-done
+need_whole SKU_COUNT STOCK REQUESTS CONCURRENCY PARALLEL HEY_TIMEOUT
 ((SKU_COUNT >= 1 && SKU_COUNT <= 999)) || die "SKU_COUNT=$SKU_COUNT is out of range 1..999"
 ((CONCURRENCY >= 1 && REQUESTS >= CONCURRENCY)) || die "need 1 <= CONCURRENCY <= REQUESTS (hey's rule)"
 ((REQUESTS >= STOCK)) || die "REQUESTS=$REQUESTS must be at least STOCK=$STOCK, so every SKU can sell out"
@@ -43,50 +41,12 @@ for c in redis-server redis-cli nginx hey curl jq; do
 	esac
 done
 
-FAILURES=()
-fail() {
-	FAILURES+=("$*")
-	printf 'e2e-cluster: FAIL: %s\n' "$*" >&2
-}
-
-tb_on_exit() {
-	local rc="$1"
-	if ((rc != 0)) || ((${#FAILURES[@]} > 0)); then
-		printf '\ne2e-cluster: FAILED\n' >&2
-		((${#FAILURES[@]} == 0)) || printf '  %s\n' "${FAILURES[@]}" >&2
-	else
-		printf '\ne2e-cluster: PASSED (%s SKUs on a 3-master Redis Cluster, %s each sold exactly %s through nginx on %s instances)\n' \
-			"$SKU_COUNT" "$MODES" "$STOCK" "$INSTANCES"
-	fi
-}
-
-# pick_cluster_ports: three free ports whose cluster bus ports (+10000) are free too, all below
-# the kernel's ephemeral range and away from the block tb_init picked.
-pick_cluster_ports() {
-	local try base p ok lo=32768 _hi
-	read -r lo _hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
-	((lo > 21000)) || lo=32768
-	for ((try = 0; try < 50; try++)); do
-		base=$((10000 + RANDOM % (lo - 10000 - 10000 - 3)))
-		ok=1
-		for ((p = base; p < base + 3; p++)); do
-			if port_in_use "$p" || port_in_use $((p + 10000)) ||
-				[[ " $MASTER_PORTS $DATA_PORT $NGINX_PORT " == *" $p "* ]] ||
-				((p >= SERVICE_PORT && p < SERVICE_PORT + INSTANCES)); then
-				ok=""
-				break
-			fi
-		done
-		if [[ -n "$ok" ]]; then
-			export CLUSTER_PORTS="$base $((base + 1)) $((base + 2))"
-			return 0
-		fi
-	done
-	die "no 3 free cluster ports (with their bus ports) found in 50 tries"
-}
-
 tb_init e2e-cluster
-pick_cluster_ports
+# The cluster nodes: three free ports whose cluster bus ports (+10000) are free too, apart from
+# the block tb_init took.
+free_ports base 3 10000
+export CLUSTER_PORTS="$base $((base + 1)) $((base + 2))"
+PASS_NOTE="($SKU_COUNT SKUs on a 3-master Redis Cluster, $MODES each sold exactly $STOCK through nginx on $INSTANCES instances)"
 SKUS="$(printf 'inventory%03d,' $(seq 1 "$SKU_COUNT"))"
 export TOPOLOGY=cluster SKUS="${SKUS%,}" LOCK_MODE=reentrant
 IFS=, read -r -a SKU_LIST <<<"$SKUS"
@@ -113,13 +73,9 @@ sell_sku() {
 export -f sell_sku
 export URL REQUESTS CONCURRENCY HEY_TIMEOUT RUN_DIR
 
-# ok_answers FILE: the number of 200 answers in a hey report.
-ok_answers() { awk '/^Status code distribution:/ { s = 1; next } s && /\[200\]/ { print $2; f = 1; exit } END { if (!f) print 0 }' "$1"; }
-
 for mode in $MODES; do
 	for sku in "${SKU_LIST[@]}"; do
-		code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -X POST "$URL/inventory/reset?sku=$sku&stock=$STOCK")"
-		[[ "$code" == 200 ]] || fail "$mode: reset $sku answered $code"
+		reset_stock "$URL" "$STOCK" "$sku" || fail "$mode: reset $sku failed"
 	done
 	start=$SECONDS
 	# shellcheck disable=SC2016 # $0 and $1 are bash -c's own arguments
@@ -135,7 +91,8 @@ for mode in $MODES; do
 			continue
 		fi
 		read -r sold stock lost over < <(jq -r '"\(.sold) \(.stock) \(.lostUpdates) \(.oversold)"' <<<"$inv")
-		oks="$(ok_answers "$RUN_DIR/hey-$mode-$sku.txt")"
+		eval "$(parse_hey "$RUN_DIR/hey-$mode-$sku.txt")"
+		oks=$H_200
 		total=$((total + sold))
 		if ((sold != STOCK || stock != 0 || lost != 0 || over != 0 || oks != sold)); then
 			fail "$mode: $sku sold $sold of $STOCK (stock left $stock, lost $lost, oversold $over, 200 answers $oks)"

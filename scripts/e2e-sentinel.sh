@@ -23,7 +23,7 @@ source "$ROOT/scripts/testbed.sh"
 MODE="${MODE:-reentrant}"
 SALES="${SALES:-20}"
 STOCK="${STOCK:-100}"
-for v in SALES STOCK; do [[ "${!v}" =~ ^[0-9]+$ ]] || die "$v=${!v} is not a whole number"; done
+need_whole SALES STOCK
 ((2 * SALES <= STOCK)) || die "STOCK=$STOCK must be at least 2*SALES=$((2 * SALES))"
 need_cmd redis-server redis-server
 need_cmd redis-sentinel redis-sentinel
@@ -32,43 +32,11 @@ need_cmd nginx nginx
 need_cmd curl curl
 need_cmd jq jq
 
-FAILURES=()
-fail() {
-	FAILURES+=("$*")
-	printf 'e2e-sentinel: FAIL: %s\n' "$*" >&2
-}
-tb_on_exit() {
-	if (($1 != 0)) || ((${#FAILURES[@]} > 0)); then
-		printf '\ne2e-sentinel: FAILED\n' >&2
-		((${#FAILURES[@]} == 0)) || printf '  %s\n' "${FAILURES[@]}" >&2
-	else
-		printf '\ne2e-sentinel: PASSED (%s sold %s before and %s after a failover through nginx, none lost)\n' "$MODE" "$SALES" "$SALES"
-	fi
-}
-
-# pick_extra_ports: the replica's and the sentinels' ports, free and apart from tb_init's block.
-pick_extra_ports() {
-	local try p ports=() lo=32768 _hi
-	read -r lo _hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
-	((lo > 11000)) || lo=32768
-	for ((try = 0; try < 200 && ${#ports[@]} < 4; try++)); do
-		p=$((10000 + RANDOM % (lo - 10000)))
-		if port_in_use "$p" || [[ " $MASTER_PORTS $DATA_PORT $NGINX_PORT ${ports[*]} " == *" $p "* ]] ||
-			((p >= SERVICE_PORT && p < SERVICE_PORT + INSTANCES)); then
-			continue
-		fi
-		ports+=("$p")
-	done
-	((${#ports[@]} == 4)) || die "no 4 free ports for the replica and the sentinels"
-	export REPLICA_PORT="${ports[0]}" SENTINEL_PORTS="${ports[1]} ${ports[2]} ${ports[3]}"
-}
-
 # sell N: N sales through nginx, one at a time; prints how many answered 200.
 sell() {
-	local i ok=0 code
+	local i ok=0
 	for ((i = 0; i < $1; i++)); do
-		code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -X POST "$URL/inventory/sale?lock=$MODE")" || true
-		if [[ "$code" == 200 ]]; then ok=$((ok + 1)); fi
+		if http_ok "$URL/inventory/sale?lock=$MODE" -X POST --max-time 10; then ok=$((ok + 1)); fi
 	done
 	printf '%s\n' "$ok"
 }
@@ -77,12 +45,15 @@ master_of() { redis-cli -h 127.0.0.1 -p "$1" sentinel get-master-addr-by-name se
 offset_of() { redis-cli -h 127.0.0.1 -p "$1" info replication 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"; }
 
 tb_init e2e-sentinel
-pick_extra_ports
+PASS_NOTE="($MODE sold $SALES before and $SALES after a failover through nginx, none lost)"
+# The replica's and the three sentinels' ports, apart from the block tb_init took.
+free_ports base 4
+export REPLICA_PORT=$base SENTINEL_PORTS="$((base + 1)) $((base + 2)) $((base + 3))"
 export TOPOLOGY=sentinel LOCK_MODE="$MODE"
 printf 'e2e-sentinel: run dir %s; master %s, replica %s, sentinels %s, instances from %s, nginx %s\n' \
 	"$RUN_DIR" "$DATA_PORT" "$REPLICA_PORT" "$SENTINEL_PORTS" "$SERVICE_PORT" "$NGINX_PORT"
 tb_up
-tb_reset "$STOCK" || fail "reset failed"
+reset_stock "$URL" "$STOCK" || fail "reset failed"
 read -r -a SENTINELS <<<"$SENTINEL_PORTS"
 
 before="$(sell "$SALES")"
@@ -119,16 +90,13 @@ done
 
 # The first sale on each instance may meet a pooled connection to the dead master (503); the
 # instances then ask Sentinel. Allow that, bounded, then require every sale to go through.
-for ((i = 0; i < 30; i++)); do
-	[[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$URL/readyz")" == 200 ]] && break
-	sleep 0.2
-done
+wait_for 6 "GET /readyz through nginx" http_ok "$URL/readyz" || true
 after=0
 for ((i = 0; i < 3 * SALES && after < SALES; i++)); do
 	after=$((after + $(sell 1)))
 done
 ((after == SALES)) || fail "after the failover: $after of $SALES sales went through"
-inv="$(tb_audit || true)"
+inv="$(inventory_settled "$URL" || true)"
 [[ -n "$inv" ]] || die "GET /inventory did not answer after the failover"
 read -r sold stock lost < <(jq -r '"\(.sold) \(.stock) \(.lostUpdates)"' <<<"$inv")
 printf 'e2e-sentinel: audit: sold %s, stock %s, lost updates %s\n' "$sold" "$stock" "$lost"

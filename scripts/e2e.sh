@@ -16,88 +16,15 @@ set -euo pipefail
 
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=scripts/testbed.sh
+source "$ROOT/scripts/testbed.sh"
 
 SAFE_MODES="${SAFE_MODES:-lua reentrant multilock redlock fenced atomic}"
 STOCK="${STOCK:-500}"
 REQUESTS="${REQUESTS:-2000}"
 CONCURRENCY="${CONCURRENCY:-50}"
 TIME="${TIME:-300}"
-INSTANCES="${INSTANCES:-3}"
-KEEP_RUN_DIR="${KEEP_RUN_DIR:-0}"
-
-RUN_DIR="$(mktemp -d "${TMPDIR:-/tmp}/seckill-e2e.XXXXXX")"
-export RUN_DIR INSTANCES
-CLUSTER="$ROOT/scripts/cluster.sh"
-FAILURES=()
-fail() {
-	FAILURES+=("$*")
-	printf 'e2e: FAIL: %s\n' "$*" >&2
-}
-
-# A block of consecutive free ports below the kernel's ephemeral range (shared with chaos/soak).
-# shellcheck source=scripts/testbed.sh
-source "$ROOT/scripts/testbed.sh"
-pick_ports() { tb_pick_ports; }
-
-# Stamps of every process the cluster started, read before `down` ("name pid starttime").
-STAMPS=()
-record_stamps() {
-	local f name pid start
-	STAMPS=()
-	for f in "$RUN_DIR"/*.pid; do
-		[[ -e "$f" ]] || continue
-		name="$(basename "$f" .pid)"
-		read -r pid <"$f"
-		read -r start _ <"$RUN_DIR/$name.stamp"
-		STAMPS+=("$name $pid $start")
-	done
-}
-
-TORN_DOWN=""
-teardown() {
-	[[ -z "$TORN_DOWN" ]] || return 0
-	TORN_DOWN=1
-	record_stamps
-	"$CLUSTER" down || fail "cluster.sh down failed"
-	local s name pid start now left=()
-	for s in "${STAMPS[@]}"; do
-		read -r name pid start <<<"$s"
-		# Gone, a zombie, or a new process reusing the pid all mean ours has ended.
-		if now="$(proc_start_time "$pid")" && [[ "$now" == "$start" ]]; then left+=("$name (pid $pid)"); fi
-	done
-	if ((${#left[@]} > 0)); then
-		fail "processes left behind after down: ${left[*]}"
-	else
-		printf 'e2e: down left no process behind (%d checked)\n' "${#STAMPS[@]}"
-	fi
-}
-
-on_exit() {
-	local rc=$?
-	set +e
-	teardown
-	if ((rc != 0)) || ((${#FAILURES[@]} > 0)); then
-		local f n
-		for f in "$RUN_DIR"/*.log "$RUN_DIR"/nginx/logs/error.log; do
-			[[ -s "$f" ]] || continue
-			# Redis logs mostly say hello and goodbye: fewer lines of them.
-			n=15
-			[[ "$(basename "$f")" != redis-* ]] || n=4
-			printf '\n--- last lines of %s\n' "$f" >&2
-			tail -n "$n" "$f" >&2
-		done
-		printf '\ne2e: FAILED\n' >&2
-		((${#FAILURES[@]} == 0)) || printf '  %s\n' "${FAILURES[@]}" >&2
-		((rc != 0)) || rc=1
-	else
-		printf '\ne2e: PASSED (none showed its anomaly; %s each sold exactly %s through nginx on %s instances)\n' \
-			"$SAFE_MODES" "$STOCK" "$INSTANCES"
-	fi
-	if [[ "$KEEP_RUN_DIR" == 1 ]]; then printf 'e2e: logs kept in %s\n' "$RUN_DIR" >&2; else rm -rf "$RUN_DIR"; fi
-	exit "$rc"
-}
-trap on_exit EXIT
-trap 'exit 130' INT TERM
+need_whole STOCK REQUESTS CONCURRENCY TIME
 
 # Static checks of the deployment files that cannot run here (no Docker engine, no JMeter).
 static_checks() {
@@ -132,8 +59,9 @@ static_checks() {
 }
 
 need_cmd nginx nginx
+tb_init e2e
+PASS_NOTE="(none showed its anomaly; $SAFE_MODES each sold exactly $STOCK through nginx on $INSTANCES instances)"
 static_checks
-pick_ports
 printf 'e2e: run dir %s; ports: data %s, masters %s, instances from %s, nginx %s\n' \
 	"$RUN_DIR" "$DATA_PORT" "$MASTER_PORTS" "$SERVICE_PORT" "$NGINX_PORT"
 "$CLUSTER" up || die "cluster.sh up failed (see above)"
@@ -147,7 +75,7 @@ printf 'e2e: a second up started nothing\n'
 
 results="$RUN_DIR/results.tsv"
 # shellcheck disable=SC2086 # SAFE_MODES is a word list
-URL="http://127.0.0.1:$NGINX_PORT" STOCK="$STOCK" REQUESTS="$REQUESTS" CONCURRENCY="$CONCURRENCY" TIME="$TIME" \
+URL="$URL" STOCK="$STOCK" REQUESTS="$REQUESTS" CONCURRENCY="$CONCURRENCY" TIME="$TIME" \
 	REQUIRE_ALL=1 EXACT=1 RESULTS="$results" "$ROOT/scripts/loadtest.sh" none $SAFE_MODES ||
 	fail "loadtest.sh exited with status $? (see its FAILED list above)"
 [[ -s "$results" ]] || die "loadtest.sh wrote no results"
@@ -179,5 +107,5 @@ for mode in none $SAFE_MODES; do
 	[[ -n "${seen[$mode]:-}" ]] || fail "$mode: missing from the results"
 done
 
-teardown
+tb_teardown || fail "teardown: cluster.sh down failed, or left a process behind"
 ((${#FAILURES[@]} == 0))

@@ -46,13 +46,11 @@ HEY_VERSION=v0.1.4
 DEFAULT_MODES=(none lua reentrant multilock redlock fenced atomic)
 
 case "${1:-}" in -h | --help)
-	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+	usage
 	exit 0
 	;;
 esac
-for v in STOCK REQUESTS CONCURRENCY TIME HEY_TIMEOUT PROGRESS; do
-	[[ "${!v}" =~ ^[0-9]+$ ]] || die "$v=${!v} is not a whole number"
-done
+need_whole STOCK REQUESTS CONCURRENCY TIME HEY_TIMEOUT PROGRESS
 ((CONCURRENCY >= 1 && REQUESTS >= CONCURRENCY)) || die "need 1 <= CONCURRENCY ($CONCURRENCY) <= REQUESTS ($REQUESTS) (hey's rule)"
 ((TIME >= 1 && PROGRESS >= 1)) || die "TIME and PROGRESS must be at least 1"
 
@@ -102,30 +100,6 @@ if [[ "${MODES[*]}" == all ]]; then MODES=("${VALID[@]}"); fi
 is_valid() { [[ " ${VALID[*]} " == *" $1 "* ]]; }
 is_safe() { [[ " $UNSAFE_MODES " != *" $1 "* ]]; }
 
-# parse_hey FILE: hey's text report as shell assignments.
-parse_hey() {
-	awk '
-		/^  Total:/ { secs = $2 }
-		/^  Requests\/sec:/ { rps = $2 }
-		/^  50% in / { p50 = $3 * 1000 }
-		/^  99% in / { p99 = $3 * 1000 }
-		/^Status code distribution:/ { sec = "status"; next }
-		/^Error distribution:/ { sec = "error"; next }
-		/^[^ ]/ { sec = "" }
-		sec == "status" && match($0, /\[[0-9]+\]/) {
-			code = substr($0, RSTART + 1, RLENGTH - 2); n = $2
-			if (code == 200 || code == 409 || code == 503) s[code] += n; else other += n
-			total += n
-		}
-		sec == "error" && match($0, /^  \[[0-9]+\]/) {
-			n = substr($0, RSTART + 3, RLENGTH - 4); errors += n; total += n
-		}
-		END {
-			printf "H_SECS=%.2f\nH_RPS=%.1f\nH_P50=%.1f\nH_P99=%.1f\n", secs, rps, p50, p99
-			printf "H_200=%d\nH_409=%d\nH_503=%d\nH_OTHER=%d\nH_ERRORS=%d\nH_TOTAL=%d\n", s[200], s[409], s[503], other, errors, total
-		}' "$1"
-}
-
 ROWS=()
 FAILED=()
 joined() {
@@ -146,14 +120,11 @@ table() {
 }
 
 run_mode() {
-	local mode="$1" reset out rc=0 started inv prev i verdict reasons=() safe=unsafe
+	local mode="$1" out rc=0 started inv i verdict reasons=() safe=unsafe
 	is_safe "$mode" && safe=safe
 	printf '\n== %s (%s): %d sales at concurrency %d through %s, stock %d\n' "$mode" "$safe" "$REQUESTS" "$CONCURRENCY" "$URL" "$STOCK"
-	local auth=()
-	[[ -z "$ADMIN_TOKEN" ]] || auth=(-H "X-Admin-Token: $ADMIN_TOKEN")
-	reset="$(curl -s --max-time 10 -X POST "${auth[@]}" -w '\n%{http_code}' "$URL/inventory/reset?stock=$STOCK$(q_sku)" || true)"
-	if [[ "${reset##*$'\n'}" != 200 ]]; then
-		printf '  reset failed: %s\n' "${reset//$'\n'/ }"
+	if ! reset_stock "$URL" "$STOCK" "$SKU"; then
+		printf '  reset failed (see the warning above)\n'
 		row "$mode" FAIL - - - - - - - - - - - - - "reset failed"
 		FAILED+=("$mode: reset failed")
 		return
@@ -184,21 +155,15 @@ run_mode() {
 	fi
 
 	# Requests abandoned by the client may still finish on the server: wait until the audit is stable.
-	prev="" inv=""
-	for ((i = 0; i < 25; i++)); do
-		inv="$(inventory || true)"
-		[[ -n "$inv" && "$inv" == "$prev" ]] && break
-		prev="$inv"
-		sleep 0.2
-	done
-	if [[ -z "$inv" ]]; then
+	if ! inv="$(inventory_settled "$URL" "$SKU")"; then
 		printf '  GET /inventory failed\n'
 		row "$mode" FAIL - - - - - - - - - - - - - "GET /inventory failed"
 		FAILED+=("$mode: GET /inventory failed")
 		return
 	fi
 
-	local H_SECS H_RPS H_P50 H_P99 H_200 H_409 H_503 H_OTHER H_ERRORS H_TOTAL
+	# shellcheck disable=SC2034 # set by the eval below, not every one read
+	local H_SECS H_RPS H_P50 H_P99 H_200 H_409 H_503 H_OTHER H_ERRORS H_TOTAL H_CODES
 	eval "$(parse_hey "$out")"
 	local sold stock lost over stale foreign overlaps by
 	sold="$(jq -r .sold <<<"$inv")"

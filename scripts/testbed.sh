@@ -1,16 +1,22 @@
 # shellcheck shell=bash
-# testbed.sh: shared by scripts/chaos.sh and scripts/soak.sh. Source it after lib.sh; it defines
-# functions only (and CLUSTER), and changes no shell option.
+# testbed.sh: the test harness around scripts/cluster.sh, shared by e2e.sh, e2e-cluster.sh,
+# e2e-sentinel.sh, chaos.sh and soak.sh. Source it after lib.sh, whose helpers it uses and never
+# redefines (every helper of scripts/ is defined once: the generic ones in lib.sh, the ones about
+# a cluster.sh run under test here, named tb_*). It defines functions only (and CLUSTER), and
+# changes no shell option.
 #
 #   tb_init NAME         a fresh RUN_DIR (mktemp) and a block of free ports, exported for cluster.sh;
-#                        an EXIT trap that tears the cluster down (tb_teardown) and runs tb_on_exit
+#                        an EXIT trap (tb_exit) that tears the cluster down (tb_teardown) and ends
+#                        with lib.sh's verdict (set PASS_NOTE, FAIL_NOTE, REPORT for it)
 #   tb_teardown          cluster.sh down, then proof that none of the processes it started is left
+#   tb_up, tb_up_part    cluster.sh up (all, or one part again), its output into RUN_DIR/up.log
 #   tb_pid PART          the pid of a part, only while it is still the process cluster.sh started
 #   tb_port PART         the port of a part (redis-data, redis-N, seckill-N, nginx)
-#   tb_load_start F Q C SECONDS TIMEOUT   hey through nginx (POST /inventory/sale?Q) in the background,
-#                        C clients for SECONDS, one CSV line per answer into F (see tb_at)
-#   tb_load_wait         wait for that hey; tb_at: seconds since it started (ms resolution)
-#   tb_audit             GET /inventory once the figures have stopped moving (JSON on stdout)
+#   tb_load_start F Q C SECONDS TIMEOUT [text]   hey through nginx (POST /inventory/sale?Q) in the
+#                        background, C clients for SECONDS, one CSV line per answer into F (see
+#                        tb_at), or with "text" hey's report (see parse_hey)
+#   tb_load_wait F       wait for that hey; tb_at: seconds since it started (ms resolution)
+#   tb_answers, tb_count, tb_others, tb_first_after   the answers of a CSV load, by time and status
 #
 # The timeline: hey -o csv writes, per answer, its response time and its start offset from hey's
 # own start (Go's process start, a few ms after tb_load_start records T0). So "answer ended at"
@@ -40,29 +46,13 @@ tb_sleep_until() {
 	((us <= 0)) || sleep "$(awk -v u="$us" 'BEGIN { printf "%.3f", u / 1000000 }')"
 }
 
-# tb_pick_ports: a block of consecutive free ports (data, 3 masters, the instances, nginx) below
-# the kernel's ephemeral range: a port inside it can be taken, between the check and the bind, as
-# the local end of some outgoing connection (the instances' own Redis connections, for one).
+# tb_pick_ports: one block of consecutive free ports (lib.sh's free_ports) for data, 3 masters,
+# the instances and nginx, exported for cluster.sh.
 tb_pick_ports() {
-	local try base p n=$((4 + INSTANCES + 1)) ok lo=32768 _hi
-	read -r lo _hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
-	((lo - n > 11000)) || lo=32768
-	for ((try = 0; try < 30; try++)); do
-		base=$((10000 + RANDOM % (lo - n - 10000)))
-		ok=1
-		for ((p = base; p < base + n; p++)); do
-			if port_in_use "$p"; then
-				ok=""
-				break
-			fi
-		done
-		if [[ -n "$ok" ]]; then
-			export DATA_PORT=$base MASTER_PORTS="$((base + 1)) $((base + 2)) $((base + 3))"
-			export SERVICE_PORT=$((base + 4)) NGINX_PORT=$((base + 4 + INSTANCES))
-			return 0
-		fi
-	done
-	die "no block of $n free ports found in 30 tries"
+	local base
+	free_ports base $((4 + INSTANCES + 1))
+	export DATA_PORT=$base MASTER_PORTS="$((base + 1)) $((base + 2)) $((base + 3))"
+	export SERVICE_PORT=$((base + 4)) NGINX_PORT=$((base + 4 + INSTANCES))
 }
 
 tb_port() {
@@ -131,11 +121,13 @@ tb_teardown() {
 	log "cluster down, no process left behind (${#TB_STAMPS[@]} checked)"
 }
 
-# tb_exit: the EXIT trap. Calls tb_on_exit RC (defined by the script) after the teardown.
+# tb_exit: the EXIT trap: the teardown, the last lines of the logs when something failed, then
+# lib.sh's verdict (its status is the script's).
 tb_exit() {
 	local rc=$?
 	set +e
-	tb_teardown || rc=1
+	tb_teardown || fail "teardown: cluster.sh down failed, or left a process behind"
+	((${#FAILURES[@]} == 0)) || ((rc != 0)) || rc=1
 	if ((rc != 0)); then
 		local f n
 		for f in "$RUN_DIR"/*.log "$RUN_DIR"/nginx/logs/error.log; do
@@ -146,7 +138,8 @@ tb_exit() {
 			tail -n "$n" "$f" >&2
 		done
 	fi
-	if declare -F tb_on_exit >/dev/null; then tb_on_exit "$rc"; fi
+	verdict "$rc"
+	rc=$?
 	if [[ "${KEEP_RUN_DIR:-0}" == 1 ]]; then log "run dir kept: $RUN_DIR"; else rm -rf "$RUN_DIR"; fi
 	exit "$rc"
 }
@@ -166,35 +159,11 @@ tb_up_part() {
 	}
 }
 
-# tb_reset STOCK: POST /inventory/reset through nginx (X-Admin-Token when ADMIN_TOKEN is set).
-tb_reset() {
-	local auth=() out
-	[[ -z "${ADMIN_TOKEN:-}" ]] || auth=(-H "X-Admin-Token: $ADMIN_TOKEN")
-	out="$(curl -s --max-time 10 -X POST "${auth[@]}" -w '\n%{http_code}' "$URL/inventory/reset?stock=$1")" || true
-	[[ "${out##*$'\n'}" == 200 ]] || {
-		warn "reset failed: ${out//$'\n'/ }"
-		return 1
-	}
-}
-
-# tb_audit: the audit, read until two reads 0.3 s apart agree (sales abandoned by a client may
-# still be finishing on the server). Fails when nothing answers for 10 s.
-tb_audit() {
-	local prev="" inv="" i
-	for ((i = 0; i < 33; i++)); do
-		inv="$(curl -sf --max-time 3 "$URL/inventory" | jq -c 'del(.soldByInstance)' 2>/dev/null || true)"
-		[[ -n "$inv" && "$inv" == "$prev" ]] && break
-		prev="$inv"
-		sleep 0.3
-	done
-	[[ -n "$inv" ]] || return 1
-	curl -sf --max-time 3 "$URL/inventory"
-}
-
 tb_load_start() {
-	local file="$1" query="$2" conc="$3" secs="$4" timeout="$5"
+	local file="$1" query="$2" conc="$3" secs="$4" timeout="$5" csv=(-o csv)
+	[[ "${6:-csv}" != text ]] || csv=()
 	TB_LOAD_T0=$(tb_now_us)
-	hey -z "${secs}s" -c "$conc" -t "$timeout" -m POST -o csv "$URL/inventory/sale?$query" >"$file" 2>"$file.err" &
+	hey -z "${secs}s" -c "$conc" -t "$timeout" -m POST "${csv[@]}" "$URL/inventory/sale?$query" >"$file" 2>"$file.err" &
 	TB_LOAD_PID=$!
 }
 
@@ -247,6 +216,3 @@ tb_first_after() {
 		$7 == st { e = $8 + $1; if (e > t && (best == "" || e < best)) best = e }
 		END { if (best != "") printf "%.3f\n", best - t }' "$1"
 }
-
-# tb_lt A B: A < B for decimal numbers.
-tb_lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
