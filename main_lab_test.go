@@ -16,8 +16,8 @@ import (
 // labEnv points the configuration at fresh Redis servers (never the default ports).
 func labEnv(t *testing.T) func(string) string {
 	t.Helper()
-	data := testredis.Start(t)
-	ms := testredis.StartN(t, 3)
+	all := testredis.StartN(t, 4)
+	data, ms := all[0], all[1:]
 	env := map[string]string{
 		"SECKILL_REDIS_ADDR":     data.Addr,
 		"SECKILL_REDIS_MASTERS":  ms[0].Addr + "," + ms[1].Addr + "," + ms[2].Addr,

@@ -19,8 +19,8 @@ import (
 // default ports), so that --config, not the environment, decides where the lab runs.
 func labConfigFile(t *testing.T) string {
 	t.Helper()
-	data := testredis.Start(t)
-	ms := testredis.StartN(t, 3)
+	all := testredis.StartN(t, 4)
+	data, ms := all[0], all[1:]
 	yaml := "redis:\n  addr: " + data.Addr + "\n  embedded: never\n  masters:\n"
 	for _, m := range ms {
 		yaml += "    - " + m.Addr + "\n"

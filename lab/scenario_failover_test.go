@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"seckill/internal/redisproc"
+	"seckill/internal/testredis"
 	"seckill/lab"
 )
 
-// failoverRuns is how often row 12 runs: 3 (each run starts and fails over two or three Sentinel
-// topologies, a few seconds each), 1 with -short; SECKILL_FAILOVER_RUNS overrides.
+// failoverRuns is how often row 12 runs: once by default, 3 times with SECKILL_TEST_LONG=1 (each
+// run starts and fails over two or three Sentinel topologies, a few seconds each);
+// SECKILL_FAILOVER_RUNS overrides both.
 func failoverRuns(t *testing.T) int {
 	if v := os.Getenv("SECKILL_FAILOVER_RUNS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -23,10 +25,10 @@ func failoverRuns(t *testing.T) int {
 		}
 		return n
 	}
-	if testing.Short() {
-		return 1
+	if testredis.Long() {
+		return 3
 	}
-	return 3
+	return 1
 }
 
 // TestFailoverVerdictsAreStable runs row 12 again and again: REPRODUCED without waiting for a

@@ -28,8 +28,9 @@ type hoServers struct {
 
 func hoStart(t *testing.T) hoServers {
 	t.Helper()
-	s := hoServers{data: testredis.Client(t, testredis.Start(t))}
-	for _, srv := range testredis.StartN(t, 3) {
+	all := testredis.StartN(t, 4)
+	s := hoServers{data: testredis.Client(t, all[0])}
+	for _, srv := range all[1:] {
 		s.masters = append(s.masters, testredis.Client(t, srv))
 	}
 	s.calls = testredis.Count(append(s.masters, s.data)...)

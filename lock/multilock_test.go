@@ -1,8 +1,10 @@
 package lock_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -238,28 +240,38 @@ func TestMultilockWithoutMasters(t *testing.T) {
 	}
 }
 
-// mlGet fetches url and decodes its JSON body into out (when out is not nil).
+// mlGet fetches url and decodes its JSON body into out (when out is not nil); the test's own
+// goroutine only (it stops the test on an error).
 func mlGet(t *testing.T, method, url string, out any) int {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, url, nil)
+	code, err := mlDo(t.Context(), method, url, out)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return code
+}
+
+// mlDo is mlGet for any goroutine: it returns the error.
+func mlDo(ctx context.Context, method, url string, out any) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	if err != nil {
+		return 0, err
+	}
 	r, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
+		return 0, fmt.Errorf("%s %s: %w", method, url, err)
 	}
 	defer r.Body.Close()
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
-		t.Fatal(err)
+		return 0, fmt.Errorf("%s %s: read: %w", method, url, err)
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
-			t.Fatalf("%s %s: %d %s: %v", method, url, r.StatusCode, raw, err)
+			return 0, fmt.Errorf("%s %s: %d %s: %w", method, url, r.StatusCode, raw, err)
 		}
 	}
-	return r.StatusCode
+	return r.StatusCode, nil
 }
 
 // mlBuyers resets the stock to stock and fires buyers concurrent sales with lock=mode.
@@ -273,7 +285,11 @@ func mlBuyers(t *testing.T, f *apptest.Fixture, mode string, stock, buyers int) 
 	var wg sync.WaitGroup
 	for range buyers {
 		wg.Go(func() {
-			code := mlGet(t, http.MethodPost, f.HTTP.URL+"/inventory/sale?lock="+mode, nil)
+			code, err := mlDo(t.Context(), http.MethodPost, f.HTTP.URL+"/inventory/sale?lock="+mode, nil)
+			if err != nil {
+				t.Errorf("buyer: %v", err)
+				return
+			}
 			mu.Lock()
 			codes[code]++
 			mu.Unlock()

@@ -43,8 +43,8 @@ func Config(t testing.TB, masters int) (config.Config, *redisproc.Server, []*red
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	data := testredis.Start(t)
-	ms := testredis.StartN(t, masters)
+	all := testredis.StartN(t, 1+masters)
+	data, ms := all[0], all[1:]
 	cfg.Redis.Addr = data.Addr
 	cfg.Redis.Masters = nil
 	for _, m := range ms {

@@ -5,6 +5,8 @@ package testredis
 
 import (
 	"context"
+	"errors"
+	"os"
 	"sync"
 	"testing"
 
@@ -12,6 +14,14 @@ import (
 
 	"seckill/internal/redisproc"
 )
+
+// Long reports whether the long, stability-minded repetitions are asked for
+// (SECKILL_TEST_LONG=1, which CI sets): the lab run 10 times, multi-second loops. By default
+// every behaviour is still checked, once.
+func Long() bool {
+	v := os.Getenv("SECKILL_TEST_LONG")
+	return v != "" && v != "0"
+}
 
 // Start starts one server for t.
 func Start(t testing.TB) *redisproc.Server {
@@ -24,12 +34,24 @@ func Start(t testing.TB) *redisproc.Server {
 	return s
 }
 
-// StartN starts n servers for t (for the independent masters).
+// StartN starts n servers for t (for the independent masters), at once: a real redis-server
+// takes about 100 ms to answer, and most tests want four.
 func StartN(t testing.TB, n int) []*redisproc.Server {
 	t.Helper()
 	out := make([]*redisproc.Server, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
 	for i := range out {
-		out[i] = Start(t)
+		wg.Go(func() { out[i], errs[i] = redisproc.Start(redisproc.Options{}) })
+	}
+	wg.Wait()
+	for _, s := range out {
+		if s != nil {
+			t.Cleanup(s.Close)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("start redis: %v", err)
 	}
 	return out
 }
