@@ -165,29 +165,30 @@ port_in_use() {
 # ports it hands out are remembered (PORTS_TAKEN).
 PORTS_TAKEN=" "
 free_ports() {
-	local n="${2:-1}" off="${3:-0}" lo=32768 _hi try base p ok
-	read -r lo _hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
-	((lo - n - off > 11000)) || lo=32768
-	for ((try = 0; try < 50; try++)); do
-		base=$((10000 + RANDOM % (lo - n - off - 10000)))
-		ok=1
-		for ((p = base; p < base + n; p++)); do
-			if [[ "$PORTS_TAKEN" == *" $p "* ]] || port_in_use "$p" ||
-				{ ((off > 0)) && { [[ "$PORTS_TAKEN" == *" $((p + off)) "* ]] || port_in_use $((p + off)); }; }; then
-				ok=""
+	# Locals with a prefix: printf -v sets VAR in the caller only if no local here has its name.
+	local _fp_n="${2:-1}" _fp_off="${3:-0}" _fp_lo=32768 _fp_hi _fp_try _fp_base _fp_p _fp_ok
+	read -r _fp_lo _fp_hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || _fp_lo=32768
+	((_fp_lo - _fp_n - _fp_off > 11000)) || _fp_lo=32768
+	for ((_fp_try = 0; _fp_try < 50; _fp_try++)); do
+		_fp_base=$((10000 + RANDOM % (_fp_lo - _fp_n - _fp_off - 10000)))
+		_fp_ok=1
+		for ((_fp_p = _fp_base; _fp_p < _fp_base + _fp_n; _fp_p++)); do
+			if [[ "$PORTS_TAKEN" == *" $_fp_p "* ]] || port_in_use "$_fp_p" ||
+				{ ((_fp_off > 0)) && { [[ "$PORTS_TAKEN" == *" $((_fp_p + _fp_off)) "* ]] || port_in_use $((_fp_p + _fp_off)); }; }; then
+				_fp_ok=""
 				break
 			fi
 		done
-		if [[ -n "$ok" ]]; then
-			for ((p = base; p < base + n; p++)); do
-				PORTS_TAKEN+="$p "
-				((off == 0)) || PORTS_TAKEN+="$((p + off)) "
+		if [[ -n "$_fp_ok" ]]; then
+			for ((_fp_p = _fp_base; _fp_p < _fp_base + _fp_n; _fp_p++)); do
+				PORTS_TAKEN+="$_fp_p "
+				((_fp_off == 0)) || PORTS_TAKEN+="$((_fp_p + _fp_off)) "
 			done
-			printf -v "$1" '%s' "$base"
+			printf -v "$1" '%s' "$_fp_base"
 			return 0
 		fi
 	done
-	die "no block of $n free ports${3:+ (with their ports + $off)} found in 50 tries"
+	die "no block of $_fp_n free ports${3:+ (with their ports + $_fp_off)} found in 50 tries"
 }
 
 # http_status URL [CURL ARGS...]: print the HTTP status of URL (000 when nothing answers).
