@@ -82,12 +82,12 @@ for mode in $MODES; do
 	printf '%s\n' "${SKU_LIST[@]}" | xargs -P "$PARALLEL" -I{} bash -c 'sell_sku "$0" "$1"' "$mode" {} ||
 		fail "$mode: a hey run failed (see $RUN_DIR/hey-$mode-*.txt)"
 	took=$((SECONDS - start))
-	bad=0 total=0
+	wrong=0 total=0
 	for sku in "${SKU_LIST[@]}"; do
 		inv="$(curl -sf --max-time 5 "$URL/inventory?sku=$sku" || true)"
 		if [[ -z "$inv" ]]; then
 			fail "$mode: GET /inventory?sku=$sku did not answer"
-			bad=$((bad + 1))
+			wrong=$((wrong + 1))
 			continue
 		fi
 		read -r sold stock lost over < <(jq -r '"\(.sold) \(.stock) \(.lostUpdates) \(.oversold)"' <<<"$inv")
@@ -96,10 +96,10 @@ for mode in $MODES; do
 		total=$((total + sold))
 		if ((sold != STOCK || stock != 0 || lost != 0 || over != 0 || oks != sold)); then
 			fail "$mode: $sku sold $sold of $STOCK (stock left $stock, lost $lost, oversold $over, 200 answers $oks)"
-			bad=$((bad + 1))
+			wrong=$((wrong + 1))
 		fi
 	done
-	printf 'e2e-cluster: %-9s %d SKUs, %d sold in %ds, %d SKU(s) wrong\n' "$mode" "$SKU_COUNT" "$total" "$took" "$bad"
+	printf 'e2e-cluster: %-9s %d SKUs, %d sold in %ds, %d SKU(s) wrong\n' "$mode" "$SKU_COUNT" "$total" "$took" "$wrong"
 done
 
 # Every node holds some SKU's keys (the SKUs really are spread), and a stock key reads under its
