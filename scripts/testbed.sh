@@ -73,9 +73,10 @@ tb_pid() { proc_pid "$RUN_DIR" "$1"; }
 
 tb_init() {
 	INSTANCES="${INSTANCES:-3}"
+	tb_pick_ports
+	# The run dir last, right before the trap that removes it: nothing before may leave it behind.
 	RUN_DIR="$(mktemp -d "${TMPDIR:-/tmp}/seckill-$1.XXXXXX")"
 	export RUN_DIR INSTANCES
-	tb_pick_ports
 	URL="http://127.0.0.1:$NGINX_PORT"
 	trap tb_exit EXIT
 	trap 'exit 130' INT TERM
