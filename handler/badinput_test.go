@@ -210,6 +210,7 @@ func runBadInputTable(t *testing.T, f *apptest.Fixture, cases []badRequest) {
 // parameter: each must get its 4xx with a JSON error that names the problem, and leave every key
 // of the data Redis and of every master as it was.
 func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, func(c *config.Config) {
 		c.Lab.MaxWork, c.Lab.MaxFreeze, c.Lab.MaxPause = 5*time.Second, 5*time.Second, 5*time.Second
 	})
@@ -324,6 +325,7 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 // TestBadInputWithTheLabDisabled: fault parameters, reset and the lab are refused when
 // lab.enabled=false, also when the rest of the request is well-formed.
 func TestBadInputWithTheLabDisabled(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, func(c *config.Config) { c.Lab.Enabled = false })
 	// seed resets through the API, which the disabled lab refuses: give it the stock directly.
 	servers := redisServers(t, f)
@@ -363,6 +365,7 @@ func TestBadInputWithTheLabDisabled(t *testing.T) {
 // reset, and a key that only gains a TTL (so "nothing changed" is not a snapshot that cannot
 // tell).
 func TestSnapshotNoticesChanges(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	servers := redisServers(t, f)
 	seed(t, f, servers)

@@ -52,6 +52,7 @@ func inventory(t *testing.T, f *apptest.Fixture) store.Inventory {
 }
 
 func TestSaleSellsOneAndReportsIt(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	for _, method := range []string{http.MethodPost, http.MethodGet} {
 		r := do(t, method, f.HTTP.URL+"/inventory/sale", nil)
@@ -77,6 +78,7 @@ func TestSaleSellsOneAndReportsIt(t *testing.T) {
 }
 
 func TestSoldOutIs409WithTheSameShape(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	if r := do(t, http.MethodPost, f.HTTP.URL+"/inventory/reset?stock=1", nil); r.status != 200 {
 		t.Fatalf("reset: %d %s", r.status, r.raw)
@@ -97,6 +99,7 @@ func TestSoldOutIs409WithTheSameShape(t *testing.T) {
 }
 
 func TestUnknownLockModeIs400AndListsModes(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	before := inventory(t, f)
 	r := do(t, http.MethodPost, f.HTTP.URL+"/inventory/sale?lock=spinlock", nil)
@@ -113,6 +116,7 @@ func TestUnknownLockModeIs400AndListsModes(t *testing.T) {
 }
 
 func TestLockNotObtainedIs503WithRetryAfter(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, func(c *config.Config) { c.Lock.Wait = 200 * time.Millisecond })
 	key := store.LockKey("inventory001", "lua")
 	if err := f.RDB.Set(context.Background(), key, "someone-else", 10*time.Second).Err(); err != nil {
@@ -132,6 +136,7 @@ func TestLockNotObtainedIs503WithRetryAfter(t *testing.T) {
 }
 
 func TestRedisDownIs503AndReadyzSaysSo(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	if r := do(t, http.MethodGet, f.HTTP.URL+"/readyz", nil); r.status != http.StatusOK {
 		t.Fatalf("readyz %d %s", r.status, r.raw)
@@ -168,6 +173,7 @@ func TestRedisDownIs503AndReadyzSaysSo(t *testing.T) {
 }
 
 func TestNonIntegerStockIs500NamingTheKeyAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	ctx := context.Background()
 	if err := f.RDB.Set(ctx, "inventory001", "lots", 0).Err(); err != nil {
@@ -191,6 +197,7 @@ func TestNonIntegerStockIs500NamingTheKeyAndWritesNothing(t *testing.T) {
 }
 
 func TestReset(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	do(t, http.MethodPost, f.HTTP.URL+"/inventory/sale", nil)
 	r := do(t, http.MethodPost, f.HTTP.URL+"/inventory/reset?stock=42", nil)
@@ -215,6 +222,7 @@ func TestReset(t *testing.T) {
 }
 
 func TestAdminTokenGuardsReset(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, func(c *config.Config) { c.Server.AdminToken = "t0ken" })
 	if r := do(t, http.MethodPost, f.HTTP.URL+"/inventory/reset?stock=5", nil); r.status != http.StatusUnauthorized {
 		t.Fatalf("without token: %d", r.status)
@@ -232,6 +240,7 @@ func TestAdminTokenGuardsReset(t *testing.T) {
 }
 
 func TestSwaggerUIAndHealth(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	if r := do(t, http.MethodGet, f.HTTP.URL+"/swagger/index.html", nil); r.status != 200 || !strings.Contains(r.raw, "swagger") {
 		t.Fatalf("swagger ui: %d", r.status)
@@ -252,6 +261,7 @@ func TestSwaggerUIAndHealth(t *testing.T) {
 }
 
 func TestSeveralSKUs(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, func(c *config.Config) { c.Inventory.SKUs = []string{"inventory001", "inventory002"} })
 	if r := do(t, http.MethodPost, f.HTTP.URL+"/inventory/reset?sku=inventory002&stock=3", nil); r.status != 200 {
 		t.Fatalf("reset inventory002: %d %s", r.status, r.raw)

@@ -85,6 +85,7 @@ func TestGetMultiLockShowsRenewalsOnEveryMaster(t *testing.T) {
 }
 
 func TestGetMultiLockRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, func(c *config.Config) { c.Lab.MaxWork = 5 * time.Second })
 	for _, q := range []string{"holdSeconds=abc", "holdSeconds=-1", "holdSeconds=6", "holdSeconds=1.5", "hold=1"} {
 		if code, raw := lkGet(t, f.HTTP.URL+"/getMultiLock?"+q, nil); code != http.StatusBadRequest {
@@ -101,6 +102,7 @@ func TestGetMultiLockRejectsBadInput(t *testing.T) {
 // TestLocksShowsHolders: while a reentrant lock is held on the data Redis and the multilock on
 // the masters, /locks names the holder field and its hold count on each, and nothing after.
 func TestLocksShowsHolders(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, func(c *config.Config) { c.Lock.Lease = time.Second })
 	sku := f.Cfg.Inventory.Key
 	reg := f.App.Service.Locks()
@@ -181,6 +183,7 @@ func TestLocksShowsHolders(t *testing.T) {
 // TestLocksReportsADownMasterAndTheFence: a stopped master is reported in its entry while the
 // others are still shown, and the fencing token is read from the data Redis.
 func TestLocksReportsADownMasterAndTheFence(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	if err := f.RDB.Set(t.Context(), store.KeysFor(f.Cfg.Inventory.Key).Fence, 42, 0).Err(); err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ func metricValue(t *testing.T, body, series string) float64 {
 }
 
 func TestMetricsAreScraped(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	do(t, http.MethodPost, f.HTTP.URL+"/inventory/reset?stock=2", nil)
 	for range 3 {
@@ -54,6 +55,7 @@ func TestMetricsAreScraped(t *testing.T) {
 }
 
 func TestLabDisabledRefusesFaultsAndReset(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, func(c *config.Config) { c.Lab.Enabled = false })
 	if r := do(t, http.MethodPost, f.HTTP.URL+"/inventory/reset?stock=5", nil); r.status != http.StatusForbidden {
 		t.Fatalf("reset with the lab disabled: %d %s", r.status, r.raw)

@@ -104,6 +104,7 @@ func passwordConfig(t *testing.T) (config.Config, string, []*redisproc.Server) {
 // TestRedisPasswordNeverShows: with AUTH on every Redis, the service works; with a wrong password
 // and with every Redis unreachable, no answer body, header or log line carries the password.
 func TestRedisPasswordNeverShows(t *testing.T) {
+	t.Parallel()
 	cfg, password, servers := passwordConfig(t)
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -231,6 +232,7 @@ func TestRedisPasswordNeverShows(t *testing.T) {
 // the lock-holding /getMultiLock) needs X-Admin-Token: missing, wrong, prefixed or extended tokens
 // are 401 and change nothing in Redis; the right one passes.
 func TestAdminTokenGuardsResetAndTheLab(t *testing.T) {
+	t.Parallel()
 	token := secret(t, "tok-")
 	f := apptest.New(t, func(c *config.Config) { c.Server.AdminToken = token })
 	servers := redisServers(t, f)
@@ -320,6 +322,7 @@ func doReq(t *testing.T, req *http.Request) resp {
 // compared with subtle.ConstantTimeCompare, and no == or != may compare two strings there (a
 // plain comparison returns at the first differing byte, which a caller can time).
 func TestAdminTokenIsComparedInConstantTime(t *testing.T) {
+	t.Parallel()
 	fset := token.NewFileSet()
 	file, err := parser.ParseFile(fset, "routes.go", nil, 0)
 	if err != nil {

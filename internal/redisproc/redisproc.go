@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -96,10 +97,22 @@ func Start(opt Options) (*Server, error) {
 			s.dir = d
 		}
 	}
-	if err := s.Restart(); err != nil {
-		return nil, err
+	// A port picked free can be taken by another process before the server binds it; then
+	// try another one.
+	for try := 1; ; try++ {
+		err := s.Restart()
+		if err == nil {
+			return s, nil
+		}
+		if opt.Port != 0 || s.Kind != KindReal || try == 5 || !(errors.Is(err, errNotOurs) || errors.Is(err, errExited)) {
+			return nil, err
+		}
+		p, perr := FreePort()
+		if perr != nil {
+			return nil, errors.Join(err, perr)
+		}
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 	}
-	return s, nil
 }
 
 // Restart starts the server again on the same address, empty. It is a no-op while it runs.
@@ -133,7 +146,7 @@ func (s *Server) Restart() error {
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	s.cmd, s.done = cmd, done
-	if err := waitPing(s.Addr, 5*time.Second, done); err != nil {
+	if err := waitPing(s.Addr, 5*time.Second, done, cmd.Process.Pid); err != nil {
 		_ = cmd.Process.Kill()
 		<-done
 		s.cmd = nil
@@ -142,20 +155,31 @@ func (s *Server) Restart() error {
 	return nil
 }
 
-func waitPing(addr string, limit time.Duration, exited <-chan struct{}) error {
+// errExited: the server exited before it answered (most often: the port was taken).
+var errExited = errors.New("exited before answering PING")
+
+// errNotOurs: the port answered, but not the process just started (another test's server took
+// the free port first; ours then fails to bind and exits).
+var errNotOurs = errors.New("another process answers on the port")
+
+// waitPing waits until the server with process id pid answers on addr.
+func waitPing(addr string, limit time.Duration, exited <-chan struct{}, pid int) error {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer c.Close()
 	deadline := time.Now().Add(limit)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := c.Ping(ctx).Err()
+		info, err := c.Info(ctx, "server").Result()
 		cancel()
 		if err == nil {
+			if !strings.Contains(info, "process_id:"+strconv.Itoa(pid)+"\r\n") {
+				return errNotOurs
+			}
 			return nil
 		}
 		select {
 		case <-exited:
-			return errors.New("exited before answering PING")
+			return errExited
 		default:
 		}
 		if time.Now().After(deadline) {

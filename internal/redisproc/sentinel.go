@@ -161,7 +161,7 @@ func (s *Sentinel) start(conf string) error {
 	s.mu.Lock()
 	s.cmd, s.done = cmd, done
 	s.mu.Unlock()
-	if err := waitPing(s.Addr, 5*time.Second, done); err != nil {
+	if err := waitPing(s.Addr, 5*time.Second, done, cmd.Process.Pid); err != nil {
 		s.Stop()
 		return fmt.Errorf("redisproc: redis-sentinel on %s (config %s): %w", s.Addr, conf, err)
 	}

@@ -6,7 +6,10 @@ package testredis
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -145,4 +148,20 @@ func (h counterHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 		h.c.add(cmds...)
 		return next(ctx, cmds)
 	}
+}
+
+// RunParallel is a TestMain for packages whose tests mostly wait (on leases, TTLs, servers
+// starting) rather than compute: it runs up to n of their parallel tests at once instead of
+// GOMAXPROCS, unless -test.parallel is given.
+func RunParallel(m *testing.M, n int) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+			fmt.Fprintln(os.Stderr, "testredis:", err)
+			os.Exit(2)
+		}
+	}
+	os.Exit(m.Run())
 }
