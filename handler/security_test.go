@@ -63,15 +63,9 @@ func secret(t *testing.T, prefix string) string {
 // so the password is set after the start).
 func requirePass(t *testing.T, password string, servers ...*redisproc.Server) {
 	t.Helper()
-	if !redisproc.UseReal() {
-		t.Skip("needs redis-server (CONFIG SET requirepass)")
-	}
 	for _, s := range servers {
-		c := s.Client()
-		err := c.ConfigSet(context.Background(), "requirepass", password).Err()
-		_ = c.Close()
-		if err != nil {
-			t.Fatalf("requirepass on %s: %v", s.Addr, err)
+		if err := s.RequirePass(password); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
@@ -200,16 +194,22 @@ func TestRedisPasswordNeverShows(t *testing.T) {
 	// Unreachable: every server paused (connections hang, clients time out), then stopped
 	// (connections refused). While paused, the slowest reads (several servers one after the
 	// other, 2 s each) are left to the stopped phase.
-	for _, s := range servers {
-		if err := s.Pause(); err != nil {
-			t.Fatal(err)
+	if servers[0].PID() != 0 {
+		for _, s := range servers {
+			if err := s.Pause(); err != nil {
+				t.Fatal(err)
+			}
 		}
+		check("paused", "/readyz", "/locks", "/inventory/sale?lock=redlock")
+		for _, s := range servers {
+			if err := s.Resume(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	} else {
+		t.Log("the paused phase needs real redis-server processes to SIGSTOP (apt-get install redis-server); checking the stopped phase only")
 	}
-	check("paused", "/readyz", "/locks", "/inventory/sale?lock=redlock")
 	for _, s := range servers {
-		if err := s.Resume(); err != nil {
-			t.Fatal(err)
-		}
 		s.Stop()
 	}
 	check("stopped")

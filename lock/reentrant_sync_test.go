@@ -39,7 +39,7 @@ func syncLocker(t *testing.T, c redis.UniversalClient, n int, timeout time.Durat
 func replicated(t *testing.T) (master, replica *redisproc.Server) {
 	t.Helper()
 	if !redisproc.UseReal() {
-		t.Skip("needs a real redis-server (replication)")
+		t.Skip("needs a real redis-server for replication and WAIT (apt-get install redis-server)")
 	}
 	m, err := redisproc.Start(redisproc.Options{Args: []string{"--repl-diskless-sync-delay", "0"}})
 	if err != nil {

@@ -317,7 +317,7 @@ func TestReentrantWatchdogKeepsLockThroughThreeLeases(t *testing.T) {
 func TestReentrantWatchdogRidesOutAStalledRedis(t *testing.T) {
 	srv := testredis.Start(t)
 	if srv.PID() == 0 {
-		t.Skip("needs a real redis-server to pause")
+		t.Skip("needs a real redis-server to pause with SIGSTOP (apt-get install redis-server)")
 	}
 	c := testredis.Client(t, srv)
 	const lease = 600 * time.Millisecond // renewal every 200ms, each call bounded by 200ms

@@ -204,6 +204,24 @@ func (s *Server) Stop() {
 	}
 }
 
+// RequirePass turns on AUTH with password on the running server (CONFIG SET requirepass on a
+// real one); clients without it are refused from then on.
+func (s *Server) RequirePass(password string) error {
+	s.mu.Lock()
+	mini := s.mini
+	s.mu.Unlock()
+	if mini != nil {
+		mini.RequireAuth(password)
+		return nil
+	}
+	c := s.Client()
+	defer c.Close()
+	if err := c.ConfigSet(context.Background(), "requirepass", password).Err(); err != nil {
+		return fmt.Errorf("redisproc: requirepass on %s: %w", s.Addr, err)
+	}
+	return nil
+}
+
 // Pause freezes a real server (SIGSTOP); Resume continues it. In-process servers cannot be paused.
 func (s *Server) Pause() error  { return s.signal(syscall.SIGSTOP) }
 func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
