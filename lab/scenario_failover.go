@@ -159,7 +159,7 @@ func holdsOn(ctx context.Context, addr, key, field string) (bool, error) {
 func (in *failoverInstance) acquire(ctx context.Context, key, owner string, wait time.Duration) (lock.Lease, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		le, err := in.locker.Acquire(lock.WithOwner(ctx, owner), key, lock.Options{Wait: wait, Lease: failoverLease})
+		le, err := in.locker.Acquire(ctx, key, lock.Options{Wait: wait, Lease: failoverLease, Owner: owner})
 		if err == nil || !errors.Is(err, lock.ErrUnavailable) || errors.Is(err, lock.ErrNotReplicated) ||
 			time.Now().After(deadline) {
 			return le, err

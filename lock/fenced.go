@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -45,7 +46,7 @@ type fencedLocker struct {
 }
 
 func newFenced(d Deps) (Locker, error) {
-	l := &fencedLocker{rdb: d.Data, lease: d.Lease, log: logOf(d), id: uuid.NewString()}
+	l := &fencedLocker{rdb: d.Data, lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d), id: uuid.NewString()}
 	l.sub = newSubscriber(d.Data, logOf(d), func(payload string) bool { return payload != l.id })
 	l.line = newHandoff(func(key string, ring func()) (<-chan struct{}, func()) {
 		h := l.sub.join(context.Background(), unlockChannel(key), ring)

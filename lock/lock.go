@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Sentinel errors, checked with errors.Is.
@@ -35,8 +37,12 @@ type Locker interface {
 	// Name is the mode name used in configuration and in ?lock=NAME.
 	Name() string
 	// Acquire blocks until the lock named key is held, opts.Wait has elapsed (ErrNotObtained) or
-	// ctx is done. The owner identity for reentrancy is taken from ctx (see WithOwner).
+	// ctx is done (ErrNotObtained wrapping ctx.Err()). A Redis server that does not answer is
+	// ErrUnavailable.
 	Acquire(ctx context.Context, key string, opts Options) (Lease, error)
+	// Close ends the Locker's own connections (the waiters' subscriptions). Leases still held
+	// keep their lock until they are released or expire.
+	Close() error
 }
 
 // Options tune one acquisition.
@@ -48,6 +54,10 @@ type Options struct {
 	Lease time.Duration
 	// ExplicitLease, for modes with a watchdog, turns the watchdog off (Redisson's lock(lease)).
 	ExplicitLease bool
+	// Owner identifies the holder for re-entry: acquisitions of a reentrant lock with the same
+	// Owner re-enter it and need as many releases (Redisson uses the thread id). Empty: a new
+	// owner for this acquisition alone. Modes without re-entry ignore it.
+	Owner string
 }
 
 // Lease is one held lock.
@@ -74,16 +84,31 @@ type Lease interface {
 
 type ownerKey struct{}
 
-// WithOwner attaches an owner identity to ctx. Acquires made with the same owner re-enter a
-// reentrant lock; the service gives every request its own owner, as Redisson uses the thread id.
+// WithOwner attaches an owner identity to ctx, used where Options.Owner is empty.
+//
+// Deprecated: set Options.Owner; an identity in a context is easy to lose or to share by
+// accident.
 func WithOwner(ctx context.Context, owner string) context.Context {
 	return context.WithValue(ctx, ownerKey{}, owner)
 }
 
 // Owner returns the owner identity attached to ctx, or "" when there is none.
+//
+// Deprecated: set Options.Owner.
 func Owner(ctx context.Context) string {
 	s, _ := ctx.Value(ownerKey{}).(string)
 	return s
+}
+
+// ownerOf is the owner of one acquisition: opts.Owner, else the one in ctx, else a new one.
+func ownerOf(ctx context.Context, opts Options) string {
+	if opts.Owner != "" {
+		return opts.Owner
+	}
+	if o := Owner(ctx); o != "" {
+		return o
+	}
+	return uuid.NewString()
 }
 
 // Faults are the injected faults that happen inside a lock mode's own steps (the others, such as

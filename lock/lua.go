@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -37,7 +38,7 @@ type luaLocker struct {
 }
 
 func newLua(d Deps) (Locker, error) {
-	l := &luaLocker{rdb: d.Data, lease: d.Lease, id: uuid.NewString()}
+	l := &luaLocker{rdb: d.Data, lease: cmp.Or(d.Lease, DefaultLease), id: uuid.NewString()}
 	l.sub = newSubscriber(d.Data, logOf(d), func(payload string) bool { return payload != l.id })
 	l.line = newHandoff(func(key string, ring func()) (<-chan struct{}, func()) {
 		h := l.sub.join(context.Background(), unlockChannel(key), ring)

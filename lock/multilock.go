@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,7 +32,7 @@ type multiLocker struct {
 }
 
 func newMultilock(d Deps) (Locker, error) {
-	m := &multiLocker{retry: jitter(50*time.Millisecond, 150*time.Millisecond)}
+	m := &multiLocker{retry: retryOr(d, 50*time.Millisecond, 150*time.Millisecond)}
 	for _, c := range d.Masters {
 		m.parts = append(m.parts, newReentrantOn("multilock", c, d))
 		m.addrs = append(m.addrs, ClientAddr(c))
@@ -49,9 +48,7 @@ func (m *multiLocker) Acquire(ctx context.Context, key string, opts Options) (Le
 		return nil, fmt.Errorf("lock: multilock: %w: no masters configured (redis.masters)", ErrUnavailable)
 	}
 	// One owner for every part and every retry, or the parts would not re-enter each other.
-	if Owner(ctx) == "" {
-		ctx = WithOwner(ctx, uuid.NewString())
-	}
+	opts.Owner = ownerOf(ctx, opts)
 	deadline := time.Now().Add(opts.Wait)
 	for {
 		held := make([]*reentrantLease, 0, len(m.parts))

@@ -37,14 +37,15 @@ import (
 // process wait in line (handoff.go) and only the head attempts; a release here wakes it at once,
 // a release by another process wakes it through a PUBLISH on a master (redlockChannel), and
 // where no release will come (a split vote, a crashed holder) it retries after a random 1-10 ms,
-// bounded by Options.Wait and ctx. Drift stays at redsync's default (WithDriftFactor 0.01: 1% of
-// the ttl).
+// bounded by Options.Wait and ctx. Drift is redsync's default unless WithDriftFactor says
+// otherwise (0.01: 1% of the ttl).
 type redlockLocker struct {
 	rs      *redsync.Redsync // shared: it only holds the pools; every acquisition has its own Mutex
 	masters []redis.UniversalClient
 	nodes   int
 	quorum  int
 	lease   time.Duration
+	drift   float64
 	log     *slog.Logger
 	// id is the payload of this Locker's release messages: its own releases wake its line
 	// directly, so its subscribers ignore them.
@@ -76,12 +77,15 @@ func newRedlock(d Deps) (Locker, error) {
 	// never use redlock; Acquire reports it instead.
 	l := &redlockLocker{
 		rs: redsync.New(pools...), masters: d.Masters, nodes: len(pools), quorum: len(pools)/2 + 1,
-		lease: lease, log: log, id: uuid.NewString(), local: map[string]map[*redlockLease]struct{}{},
+		lease: lease, drift: d.DriftFactor, log: log, id: uuid.NewString(), local: map[string]map[*redlockLease]struct{}{},
+	}
+	if l.drift <= 0 {
+		l.drift = DefaultDriftFactor
 	}
 	for _, m := range d.Masters {
 		l.subs = append(l.subs, newSubscriber(m, log, func(payload string) bool { return payload != l.id }))
 	}
-	l.line = newHandoff(l.listen, jitter(time.Millisecond, 10*time.Millisecond))
+	l.line = newHandoff(l.listen, retryOr(d, time.Millisecond, 10*time.Millisecond))
 	l.line.localRing = true
 	return l, nil
 }
@@ -137,7 +141,8 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 	}
 	// One Mutex per acquisition: it keeps the value and validity of this acquisition, so it is
 	// never shared (redsync's Mutex is not safe to reuse across holders).
-	m := l.rs.NewMutex(key, redsync.WithExpiry(ttl), redsync.WithTimeoutFactor(nodeTimeout(ttl).Seconds()/ttl.Seconds()))
+	m := l.rs.NewMutex(key, redsync.WithExpiry(ttl), redsync.WithTimeoutFactor(nodeTimeout(ttl).Seconds()/ttl.Seconds()),
+		redsync.WithDriftFactor(l.drift))
 	attempts := 0
 	var last error
 	// One attempt: the attempt and its clean-up release run to the end even if the caller goes

@@ -123,7 +123,7 @@ func newReentrant(d Deps) (Locker, error) {
 
 func (l *reentrantLocker) Name() string { return l.name }
 
-// Acquire takes the lock for the owner in ctx (a fresh owner when ctx has none).
+// Acquire takes the lock for opts.Owner (a fresh owner when there is none).
 func (l *reentrantLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
 	return l.acquire(ctx, key, opts)
 }
@@ -132,10 +132,7 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 	if l.rdb == nil {
 		return nil, fmt.Errorf("lock: %s: %w: no Redis configured", l.name, ErrUnavailable)
 	}
-	owner := Owner(ctx)
-	if owner == "" {
-		owner = uuid.NewString()
-	}
+	owner := ownerOf(ctx, opts)
 	field := l.id + ":" + owner
 	lease := opts.Lease
 	if lease <= 0 {

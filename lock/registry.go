@@ -65,6 +65,11 @@ type Deps struct {
 	WaitReplicas        int
 	WaitReplicasTimeout time.Duration
 	Logger              *slog.Logger
+	// DriftFactor is redlock's clock-drift allowance (0: redsync's default, 0.01).
+	DriftFactor float64
+	// RetryMin..RetryMax is the random pause between attempts where no release will wake a
+	// waiter (0: each mode's default; see WithRetryDelay).
+	RetryMin, RetryMax time.Duration
 }
 
 var (

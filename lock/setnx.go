@@ -79,6 +79,7 @@ func spinInterval() func() time.Duration { return jitter(2*time.Millisecond, 10*
 // before its DEL leaves the key forever and every later buyer spins until its wait runs out
 // (deadlock, Pitfalls, case 2). Waiters poll with SETNX; release is a blind DEL.
 type setnxLocker struct {
+	noConns
 	rdb   redis.UniversalClient
 	retry func() time.Duration
 }
@@ -105,6 +106,7 @@ func (l *setnxLocker) Acquire(ctx context.Context, key string, opts Options) (Le
 // command, so a holder that dies between the two leaves a key with no TTL (deadlock,
 // Pitfalls, case 3). The expiry is sent as PEXPIRE so the lab can use sub-second leases.
 type setnxExpireLocker struct {
+	noConns
 	rdb   redis.UniversalClient
 	lease time.Duration
 	retry func() time.Duration
@@ -140,6 +142,7 @@ func (l *setnxExpireLocker) Acquire(ctx context.Context, key string, opts Option
 // so when the business time outlasts the lease, B acquires the expired lock and A's DEL removes
 // B's lock (foreign unlock, then overlap and lost updates; Pitfalls, case 4).
 type setnxExLocker struct {
+	noConns
 	rdb   redis.UniversalClient
 	lease time.Duration
 	retry func() time.Duration

@@ -76,8 +76,14 @@ func jitter(lo, hi time.Duration) func() time.Duration {
 	return func() time.Duration { return lo + rand.N(hi-lo+1) }
 }
 
+// noConns is embedded by the Lockers that keep no connection of their own: Close has nothing to
+// end.
+type noConns struct{}
+
+func (noConns) Close() error { return nil }
+
 // noneLocker is mode none: no lock at all, so concurrent read-check-writes lose updates.
-type noneLocker struct{}
+type noneLocker struct{ noConns }
 
 func (noneLocker) Name() string { return "none" }
 

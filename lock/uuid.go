@@ -14,6 +14,7 @@ import (
 // DEL and B acquires, A's DEL removes B's lock (foreign unlock; Pitfalls, case 5; Jedis lock). The
 // value check does stop the simple case of Pitfalls, case 4 (the key is already B's when A checks).
 type uuidLocker struct {
+	noConns
 	rdb   redis.UniversalClient
 	lease time.Duration
 	retry func() time.Duration

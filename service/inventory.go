@@ -230,14 +230,13 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 		return res, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 
-	ctx = lock.WithOwner(ctx, order.ID)
 	ctx = lock.WithFaults(ctx, lock.Faults{
 		CrashBeforeExpire: req.Crash == CrashBeforeExpire,
 		PauseBeforeDel:    req.PauseBeforeDel,
 	})
 	key := store.LockKey(req.SKU, mode.Name)
 	start := time.Now()
-	lease, err := locker.Acquire(ctx, key, lock.Options{Wait: s.set.Wait, Lease: s.set.Lease})
+	lease, err := locker.Acquire(ctx, key, lock.Options{Wait: s.set.Wait, Lease: s.set.Lease, Owner: order.ID})
 	res.WaitMs = ms(time.Since(start))
 	if err != nil {
 		s.observer.ObserveSale(mode.Name, "lock-error", time.Since(start), 0)

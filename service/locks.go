@@ -130,7 +130,7 @@ func (s *Service) HoldMultiLock(ctx context.Context, hold time.Duration) (MultiL
 		LeaseMs: deps.Lease.Milliseconds(), RenewEveryMs: (deps.Lease / 3).Milliseconds()}
 
 	start := time.Now()
-	lease, err := locker.Acquire(lock.WithOwner(ctx, "getMultiLock-"+uuid.NewString()), key, lock.Options{Wait: s.set.Wait})
+	lease, err := locker.Acquire(ctx, key, lock.Options{Wait: s.set.Wait, Owner: "getMultiLock-" + uuid.NewString()})
 	out.WaitMs = ms(time.Since(start))
 	if err != nil {
 		return out, s.lockError(err, "multilock", key)

@@ -1,0 +1,143 @@
+package lock
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults of the safe modes' constructors.
+const (
+	// DefaultLease is how long a lock lives in Redis without renewal: Redisson's
+	// lockWatchdogTimeout. A mode with a watchdog renews a held lock every DefaultLease/3.
+	DefaultLease = 30 * time.Second
+	// DefaultDriftFactor is redlock's allowance for clock drift, as a fraction of the lease
+	// (redsync's default): validity = lease − time taken to acquire − (lease × factor + 2 ms).
+	DefaultDriftFactor = 0.01
+)
+
+// Option configures a Locker built by NewLua, NewReentrant, NewFenced, NewMultilock or
+// NewRedlock.
+type Option func(*Deps)
+
+// WithLease sets the default lease, used when an acquisition does not give its own
+// (Options.Lease). Default DefaultLease (30 s). In the modes with a watchdog (reentrant,
+// multilock, redlock, fenced) it is also the watchdog timeout: a held lock is renewed every
+// lease/3 until it is released, and a holder that dies leaves it to expire one lease later.
+func WithLease(d time.Duration) Option { return func(o *Deps) { o.Lease = d } }
+
+// WithInstanceID names this process, like the UUID of a Redisson client: the reentrant and
+// multilock modes store a holder as the hash field "<instance-id>:<owner>". Give every process
+// its own. Default: a random UUID for each Locker.
+func WithInstanceID(id string) Option { return func(o *Deps) { o.InstanceID = id } }
+
+// WithLogger receives the lock's own troubles (lost subscriptions, failed renewals). Default:
+// discarded.
+func WithLogger(l *slog.Logger) Option { return func(o *Deps) { o.Logger = l } }
+
+// WithDriftFactor sets redlock's clock-drift allowance as a fraction of the lease. Default
+// DefaultDriftFactor (0.01). Other modes ignore it.
+func WithDriftFactor(f float64) Option { return func(o *Deps) { o.DriftFactor = f } }
+
+// WithRetryDelay sets the random pause between two attempts where no release will wake the
+// waiter: a master that did not answer (multilock; default 50–150 ms) or a split vote among the
+// masters (redlock; default 1–10 ms). Waiters for a lock that is held never poll: a release wakes
+// them. Other modes ignore it.
+func WithRetryDelay(lo, hi time.Duration) Option {
+	return func(o *Deps) { o.RetryMin, o.RetryMax = lo, hi }
+}
+
+// build applies opts over the defaults and checks the result.
+func build(name string, d Deps, opts []Option) (Deps, error) {
+	d.Lease = DefaultLease
+	d.DriftFactor = DefaultDriftFactor
+	for _, o := range opts {
+		o(&d)
+	}
+	switch {
+	case d.Lease <= 0:
+		return d, fmt.Errorf("lock: %s: lease %s: want above 0", name, d.Lease)
+	case d.DriftFactor < 0 || d.DriftFactor >= 0.5:
+		return d, fmt.Errorf("lock: %s: drift factor %g: want 0 <= f < 0.5", name, d.DriftFactor)
+	case d.RetryMin < 0 || d.RetryMax < d.RetryMin:
+		return d, fmt.Errorf("lock: %s: retry delay %s..%s: want 0 <= min <= max", name, d.RetryMin, d.RetryMax)
+	}
+	return d, nil
+}
+
+// NewLua returns a lock on one Redis: SET NX PX with a random value, released by a Lua
+// compare-and-delete, so a holder never deletes another's lock. It has no watchdog: a holder
+// that outlives its lease loses the lock (and Lost is never closed), so keep the critical
+// section well under the lease. Waiters in this process wait in line and are woken by the
+// release; those in other processes by its PUBLISH.
+func NewLua(rdb redis.UniversalClient, opts ...Option) (Locker, error) {
+	d, err := build("lua", Deps{Data: rdb}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newLua(d)
+}
+
+// NewReentrant returns Redisson's RLock on one Redis, wire-compatible with Redisson's
+// RedissonLock: a hash whose field "<instance-id>:<owner>" counts the holds of one owner
+// (Options.Owner), renewed by a watchdog every lease/3 while held (unless Options.ExplicitLease),
+// waiters woken by the release's PUBLISH on redisson_lock__channel:{key}.
+func NewReentrant(rdb redis.UniversalClient, opts ...Option) (Locker, error) {
+	d, err := build("reentrant", Deps{Data: rdb}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newReentrant(d)
+}
+
+// NewFenced returns a lock on one Redis whose every acquisition carries a fencing token
+// (Lease.Token) larger than any before it on the same key. The protected resource must refuse
+// a write whose token is older than the newest it has seen: that, not the lock, is what stops a
+// holder that was paused past its lease. Renewed by a watchdog while held.
+func NewFenced(rdb redis.UniversalClient, opts ...Option) (Locker, error) {
+	d, err := build("fenced", Deps{Data: rdb}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newFenced(d)
+}
+
+// NewMultilock returns Redisson's MultiLock: a reentrant lock on every one of masters
+// (independent Redis servers), all of them required. A master that does not answer makes the
+// acquisition fail with ErrUnavailable within its wait, with nothing left locked on the others.
+func NewMultilock(masters []redis.UniversalClient, opts ...Option) (Locker, error) {
+	if len(masters) == 0 {
+		return nil, fmt.Errorf("lock: multilock: %w: no masters", ErrUnavailable)
+	}
+	d, err := build("multilock", Deps{Masters: masters}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newMultilock(d)
+}
+
+// NewRedlock returns a Redlock over masters (independent Redis servers, 3 or 5) built on
+// redsync: a majority must grant the lock within its validity (lease − time taken − drift);
+// a failed attempt deletes its value everywhere. Renewed every lease/3 while held; when the
+// renewal cannot reach a majority, or the validity runs out first, Lost is closed. Errors name
+// the masters that failed.
+func NewRedlock(masters []redis.UniversalClient, opts ...Option) (Locker, error) {
+	if len(masters) == 0 {
+		return nil, fmt.Errorf("lock: redlock: %w: no masters", ErrUnavailable)
+	}
+	d, err := build("redlock", Deps{Masters: masters}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newRedlock(d)
+}
+
+// retryOr is the retry delay of d, or lo..hi where none was set.
+func retryOr(d Deps, lo, hi time.Duration) func() time.Duration {
+	if d.RetryMax > 0 {
+		return jitter(d.RetryMin, d.RetryMax)
+	}
+	return jitter(lo, hi)
+}
