@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -264,8 +265,8 @@ func nodeTimeout(ttl time.Duration) time.Duration {
 // many masters did not answer that no quorum could have been reached.
 func (l *redlockLocker) notObtained(ctx context.Context, key string, attempts int, last error) error {
 	err := fmt.Errorf("%w: %s: redlock, %d attempt(s) on %d masters (quorum %d)", ErrNotObtained, key, attempts, l.nodes, l.quorum)
-	if down := len(failedNodes(last)); down > 0 && l.nodes-down < l.quorum {
-		err = fmt.Errorf("%w: %d of %d masters did not answer: %w", err, down, l.nodes, ErrUnavailable)
+	if down := failedNodes(last); len(down) > 0 && l.nodes-len(down) < l.quorum {
+		err = fmt.Errorf("%w: %d of %d masters did not answer (%s): %w", err, len(down), l.nodes, l.names(down), ErrUnavailable)
 	}
 	if last != nil {
 		err = fmt.Errorf("%w: %w", err, last)
@@ -274,6 +275,17 @@ func (l *redlockLocker) notObtained(ctx context.Context, key string, attempts in
 		err = fmt.Errorf("%w: %w", err, cerr)
 	}
 	return err
+}
+
+// names lists masters by number (from 1, as in the configuration) and address.
+func (l *redlockLocker) names(nodes map[int]bool) string {
+	var out []string
+	for i, m := range l.masters {
+		if nodes[i] {
+			out = append(out, fmt.Sprintf("master %d %s", i+1, ClientAddr(m)))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // failedNodes lists the masters that failed to answer in a redsync error (its errors are

@@ -1,0 +1,168 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/redisproc"
+	"seckill/lock"
+)
+
+// exampleRedis starts n throwaway Redis servers for an example (a real redis-server when
+// installed, else an in-process one) and returns a client on each and a function that stops them.
+func exampleRedis(n int) ([]redis.UniversalClient, []*redisproc.Server, func()) {
+	var clients []redis.UniversalClient
+	var servers []*redisproc.Server
+	for range n {
+		s, err := redisproc.Start(redisproc.Options{})
+		if err != nil {
+			log.Fatal(err)
+		}
+		servers = append(servers, s)
+		clients = append(clients, s.Client())
+	}
+	return clients, servers, func() {
+		for i := range servers {
+			_ = clients[i].Close()
+			servers[i].Close()
+		}
+	}
+}
+
+// A reentrant lock held three leases long: the watchdog renews it every lease/3, so it is still
+// ours at the end; the same owner re-enters and needs as many releases.
+func ExampleNewReentrant() {
+	clients, _, stop := exampleRedis(1)
+	defer stop()
+	rdb := clients[0]
+	ctx := context.Background()
+
+	locker, err := lock.NewReentrant(rdb, lock.WithLease(300*time.Millisecond), lock.WithInstanceID("worker-1"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locker.Close()
+
+	lease, err := locker.Acquire(ctx, "report", lock.Options{Owner: "job-42", Wait: time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	select {
+	case <-lease.Lost():
+		fmt.Println("lost the lock")
+	case <-time.After(900 * time.Millisecond): // the job: three leases long
+		fmt.Println("still held after three leases:", rdb.HGet(ctx, "report", "worker-1:job-42").Val() == "1")
+	}
+
+	inner, err := locker.Acquire(ctx, "report", lock.Options{Owner: "job-42"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("re-entered, holds:", rdb.HGet(ctx, "report", "worker-1:job-42").Val())
+	_, err = locker.Acquire(ctx, "report", lock.Options{Owner: "someone-else"})
+	fmt.Println("another owner:", errors.Is(err, lock.ErrNotObtained))
+
+	for _, l := range []lock.Lease{inner, lease} {
+		if err := l.Release(ctx); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println("released, key left:", rdb.Exists(ctx, "report").Val())
+	// Output:
+	// still held after three leases: true
+	// re-entered, holds: 2
+	// another owner: true
+	// released, key left: 0
+}
+
+// Fencing: a holder that stalls past its lease loses the lock to the next one, which gets a newer
+// token; the resource refuses the stale holder's write because its token is older.
+func ExampleNewFenced() {
+	clients, _, stop := exampleRedis(1)
+	defer stop()
+	rdb := clients[0]
+	ctx := context.Background()
+
+	// The resource keeps the newest token it accepted and refuses older ones, in one script.
+	write := redis.NewScript(`
+local newest = tonumber(redis.call('GET', KEYS[2]) or '0')
+if tonumber(ARGV[1]) < newest then return 0 end
+redis.call('SET', KEYS[2], ARGV[1])
+redis.call('SET', KEYS[1], ARGV[2])
+return 1`)
+	store := func(token int64, value string) bool {
+		ok, err := write.Run(ctx, rdb, []string{"{doc}:value", "{doc}:token"}, token, value).Int()
+		if err != nil {
+			log.Fatal(err)
+		}
+		return ok == 1
+	}
+
+	locker, err := lock.NewFenced(rdb)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locker.Close()
+
+	// A takes the lock with a short lease and no watchdog, then stalls past it.
+	a, err := locker.Acquire(ctx, "{doc}:lock", lock.Options{Lease: 100 * time.Millisecond, ExplicitLease: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+
+	b, err := locker.Acquire(ctx, "{doc}:lock", lock.Options{Wait: time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("B's token is newer:", b.Token() > a.Token())
+	fmt.Println("B writes:", store(b.Token(), "from B"))
+	fmt.Println("A writes late:", store(a.Token(), "from A"))
+	fmt.Println("value:", rdb.Get(ctx, "{doc}:value").Val())
+	fmt.Println("A's release:", errors.Is(a.Release(ctx), lock.ErrNotHeld))
+	if err := b.Release(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// B's token is newer: true
+	// B writes: true
+	// A writes late: false
+	// value: from B
+	// A's release: true
+}
+
+// Redlock on three independent masters keeps working with one of them down, and refuses the
+// lock when a majority is gone; the error names the masters that failed.
+func ExampleNewRedlock() {
+	masters, servers, stop := exampleRedis(3)
+	defer stop()
+	ctx := context.Background()
+
+	locker, err := lock.NewRedlock(masters, lock.WithLease(2*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locker.Close()
+
+	servers[2].Stop()
+	lease, err := locker.Acquire(ctx, "payout", lock.Options{Wait: time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("held with one master down")
+	if err := lease.Release(ctx); err != nil {
+		log.Fatal(err)
+	}
+
+	servers[1].Stop()
+	_, err = locker.Acquire(ctx, "payout", lock.Options{Wait: 300 * time.Millisecond})
+	fmt.Println("two masters down, not obtained:", errors.Is(err, lock.ErrNotObtained))
+	// Output:
+	// held with one master down
+	// two masters down, not obtained: true
+}
