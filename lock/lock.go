@@ -1,8 +1,15 @@
-// Package lock holds every lock mode of the seckill lab behind one small interface. The service
-// asks the Registry for a Locker by name and never touches a mode's Redis keys itself.
+// Package lock is a library of Redis distributed locks, the safe steps of the Redis-lock story:
+// a Lua compare-and-delete lock (NewLua), Redisson's reentrant lock with its watchdog
+// (NewReentrant), a lock with fencing tokens (NewFenced), Redisson's MultiLock (NewMultilock) and
+// Redlock over independent masters (NewRedlock). Each takes go-redis clients and Options; waiters
+// are woken by the release instead of polling, and the modes with a watchdog renew a held lock
+// every lease/3 and close Lease.Lost when they cannot.
 //
 // A Locker is shared and stateless per acquisition: every Acquire hands out a Lease that carries
 // its own token, so many requests can use one Locker at once (as in bsm/redislock).
+//
+// The seckill service reaches every mode, the deliberately broken ones of its lab included,
+// through the Registry by name.
 package lock
 
 import (
