@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -47,12 +46,7 @@ type fencedLocker struct {
 
 func newFenced(d Deps) (Locker, error) {
 	l := &fencedLocker{rdb: d.Data, lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d), id: uuid.NewString()}
-	l.sub = newSubscriber(d.Data, logOf(d), func(payload string) bool { return payload != l.id })
-	l.line = newHandoff(func(key string, ring func()) (<-chan struct{}, func()) {
-		h := l.sub.join(context.Background(), unlockChannel(key), ring)
-		return h.ready, func() { l.sub.leave(h) }
-	}, nil)
-	l.line.localRing = true
+	l.sub, l.line = newSubscribedLine(d.Data, l.log, func(payload string) bool { return payload != l.id }, true)
 	return l, nil
 }
 
@@ -90,19 +84,7 @@ func (l *fencedLocker) Acquire(ctx context.Context, key string, opts Options) (L
 		}
 		return false, holderTTL(r[1]), nil
 	}
-	var err error
-	if opts.Wait <= 0 {
-		var ok bool
-		if ok, _, err = try(ctx); err == nil && !ok {
-			err = notObtained(ctx, key)
-		}
-	} else {
-		err = l.line.acquire(ctx, key, opts.Wait, lease, try)
-	}
-	if err != nil {
-		if !errors.Is(err, ErrNotObtained) && ctx.Err() != nil {
-			return nil, notObtained(ctx, key)
-		}
+	if err := l.line.obtain(ctx, key, opts.Wait, lease, false, try); err != nil {
 		return nil, err
 	}
 	fl := &fencedLease{key: key, value: value, token: token, rdb: l.rdb, l: l}

@@ -2,9 +2,13 @@ package lock
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // handoff is how a Locker's waiters wait. Within one process they form a line per lock key and
@@ -143,6 +147,47 @@ func (h *handoff) acquire(ctx context.Context, key string, wait, lease time.Dura
 			return notObtained(ctx, key)
 		}
 	}
+}
+
+// obtain runs the rules every waiting mode shares around acquire: a zero wait is one attempt, and
+// so is an attempt the mode wants made at once (direct: an owner re-entering a lock it holds must
+// not queue behind the waiters for it); otherwise the key's line. An error that comes while ctx
+// is ending is ErrNotObtained wrapping ctx.Err(), not Redis trouble.
+func (h *handoff) obtain(ctx context.Context, key string, wait, lease time.Duration, direct bool,
+	try func(context.Context) (bool, time.Duration, error)) error {
+	if wait <= 0 || direct {
+		held, _, err := try(ctx)
+		switch {
+		case err != nil:
+			return obtainErr(ctx, key, err)
+		case held:
+			return nil
+		case wait <= 0:
+			return notObtained(ctx, key)
+		}
+	}
+	return obtainErr(ctx, key, h.acquire(ctx, key, wait, lease, try))
+}
+
+func obtainErr(ctx context.Context, key string, err error) error {
+	if err != nil && !errors.Is(err, ErrNotObtained) && ctx.Err() != nil {
+		return notObtained(ctx, key)
+	}
+	return err
+}
+
+// newSubscribedLine builds the line of a mode whose releases PUBLISH on the key's unlock channel
+// (unlockChannel): one subscriber on rdb, which passes on the messages accept lets through, and
+// a handoff whose lines join it per key. localRing: the mode rings its own releases (and accept
+// drops their messages).
+func newSubscribedLine(rdb redis.UniversalClient, log *slog.Logger, accept func(payload string) bool, localRing bool) (*subscriber, *handoff) {
+	sub := newSubscriber(rdb, log, accept)
+	line := newHandoff(func(key string, ring func()) (<-chan struct{}, func()) {
+		h := sub.join(context.Background(), unlockChannel(key), ring)
+		return h.ready, func() { sub.leave(h) }
+	}, nil)
+	line.localRing = localRing
+	return sub, line
 }
 
 // enter joins key's line; the first in an empty line is its head at once.

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	_ "embed"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -39,12 +38,7 @@ type luaLocker struct {
 
 func newLua(d Deps) (Locker, error) {
 	l := &luaLocker{rdb: d.Data, lease: cmp.Or(d.Lease, DefaultLease), id: uuid.NewString()}
-	l.sub = newSubscriber(d.Data, logOf(d), func(payload string) bool { return payload != l.id })
-	l.line = newHandoff(func(key string, ring func()) (<-chan struct{}, func()) {
-		h := l.sub.join(context.Background(), unlockChannel(key), ring)
-		return h.ready, func() { l.sub.leave(h) }
-	}, nil)
-	l.line.localRing = true
+	l.sub, l.line = newSubscribedLine(d.Data, logOf(d), func(payload string) bool { return payload != l.id }, true)
 	return l, nil
 }
 
@@ -59,20 +53,7 @@ func (l *luaLocker) Acquire(ctx context.Context, key string, opts Options) (Leas
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		return setNXPXOrTTL(ctx, l.rdb, key, value, lease)
 	}
-	var err error
-	if opts.Wait <= 0 {
-		var ok bool
-		ok, _, err = try(ctx)
-		if err == nil && !ok {
-			err = notObtained(ctx, key)
-		}
-	} else {
-		err = l.line.acquire(ctx, key, opts.Wait, lease, try)
-	}
-	if err != nil {
-		if !errors.Is(err, ErrNotObtained) && ctx.Err() != nil {
-			return nil, notObtained(ctx, key)
-		}
+	if err := l.line.obtain(ctx, key, opts.Wait, lease, false, try); err != nil {
 		return nil, err
 	}
 	return &plainLease{key: key, release: func(ctx context.Context) error {

@@ -105,11 +105,8 @@ func newReentrantOn(name string, rdb redis.UniversalClient, d Deps) *reentrantLo
 		log = slog.New(slog.DiscardHandler)
 	}
 	l := &reentrantLocker{name: name, rdb: rdb, id: id, lease: lease, log: log,
-		sub: newSubscriber(rdb, log, unlockOnly), entries: map[string]*renewal{}, holds: map[string]int{}}
-	l.line = newHandoff(func(key string, ring func()) (<-chan struct{}, func()) {
-		h := l.sub.join(context.Background(), unlockChannel(key), ring)
-		return h.ready, func() { l.sub.leave(h) }
-	}, nil)
+		entries: map[string]*renewal{}, holds: map[string]int{}}
+	l.sub, l.line = newSubscribedLine(rdb, log, unlockOnly, false)
 	return l
 }
 
@@ -141,30 +138,16 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 	leaseMs := max(lease.Milliseconds(), 1)
 	watch := !opts.ExplicitLease
 
-	// One attempt without a wait, and a re-entry by an owner that holds the lock here already,
-	// go straight to Redis: the owner must not queue behind waiters for a lock it holds.
-	if opts.Wait <= 0 || l.holding(key, field) {
-		sent := time.Now()
-		held, _, err := l.try(ctx, key, field, leaseMs)
-		if err != nil {
-			return nil, l.failed(ctx, key, err)
-		}
-		if held {
-			return l.held(key, field, lease, watch, sent), nil
-		}
-		if opts.Wait <= 0 {
-			return nil, notObtained(ctx, key)
-		}
-	}
-	// Wait in this process's line for the key; the head subscribes to the unlock channel before
+	// A re-entry by an owner that holds the lock here already goes straight to Redis. Otherwise
+	// wait in this process's line for the key; the head subscribes to the unlock channel before
 	// it tries again, as Redisson does, so a release after its failed try is sure to wake it.
 	var sent time.Time
-	err := l.line.acquire(ctx, key, opts.Wait, lease, func(ctx context.Context) (bool, time.Duration, error) {
+	err := l.line.obtain(ctx, key, opts.Wait, lease, l.holding(key, field), func(ctx context.Context) (bool, time.Duration, error) {
 		sent = time.Now()
 		return l.try(ctx, key, field, leaseMs)
 	})
 	if err != nil {
-		return nil, l.failed(ctx, key, err)
+		return nil, err
 	}
 	return l.held(key, field, lease, watch, sent), nil
 }
@@ -186,15 +169,6 @@ func (l *reentrantLocker) unheld(key, field string) {
 		return
 	}
 	l.holds[id]--
-}
-
-// failed turns an error of the acquire script into the Acquire error: a request that went away
-// while waiting did not obtain the lock; anything else is Redis trouble.
-func (l *reentrantLocker) failed(ctx context.Context, key string, err error) error {
-	if ctx.Err() != nil {
-		return notObtained(ctx, key)
-	}
-	return err
 }
 
 // try runs the acquire script once: held, or the holder's remaining PTTL (-1ms: no TTL).
