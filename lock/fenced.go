@@ -89,12 +89,15 @@ func (l *fencedLocker) Acquire(ctx context.Context, key string, opts Options) (L
 	}
 	fl := &fencedLease{key: key, value: value, token: token, rdb: l.rdb, l: l}
 	if !opts.ExplicitLease {
-		fl.wd = startWatchdog(max(lease/3, time.Millisecond), func(ctx context.Context) (bool, error) {
+		fl.wd = startWatchdog(max(lease/3, time.Millisecond), func(ctx context.Context) (renewOutcome, error) {
 			n, err := fencedRenew.Run(ctx, l.rdb, []string{key}, value, leaseMs).Int()
-			if err != nil {
-				return false, redisErr("fenced renew "+key, err)
+			switch {
+			case err != nil:
+				return renewLost, redisErr("fenced renew "+key, err)
+			case n != 1:
+				return renewLost, nil
 			}
-			return n == 1, nil
+			return renewed, nil
 		}, func(err error) {
 			l.log.Warn("fenced lock lost: renewal failed", "key", key, "token", token, "err", err)
 		})

@@ -355,13 +355,13 @@ func newRedlockLease(rl *redlockLocker, m *redsync.Mutex, key string, ttl time.D
 }
 
 // extend runs on the watchdog goroutine, the only one that touches the Mutex while held.
-func (l *redlockLease) extend(ctx context.Context) (bool, error) {
+func (l *redlockLease) extend(ctx context.Context) (renewOutcome, error) {
 	ok, err := l.m.ExtendContext(ctx)
 	if err != nil || !ok {
-		return false, fmt.Errorf("redlock: extend %s on a quorum of masters: %w", l.key, errors.Join(err, ErrLost))
+		return renewLost, fmt.Errorf("redlock: extend %s on a quorum of masters: %w", l.key, errors.Join(err, ErrLost))
 	}
 	l.until.Store(l.m.Until().UnixNano())
-	return true, nil
+	return renewed, nil
 }
 
 // checkValidity fires when the last known validity ends; if an extension moved it meanwhile, it

@@ -70,11 +70,7 @@ type renewal struct {
 	// ctx ends when the renewal is stopped, so a renewal being retried never delays a release.
 	ctx    context.Context
 	cancel context.CancelFunc
-	unreal atomic.Int64 // rounds answered "renewed" only because the renewal was stopped
 }
-
-// renewals counts the real successful renewals.
-func (e *renewal) renewals() int64 { return e.wd.Renewals() - e.unreal.Load() }
 
 // stop ends the renewal and waits for its goroutine.
 func (e *renewal) stop() {
@@ -218,7 +214,7 @@ func (l *reentrantLocker) held(key, field string, lease time.Duration, watch boo
 		e.ctx, e.cancel = context.WithCancel(context.Background())
 		e.lastOK.Store(acquired.UnixNano())
 		interval := max(lease/3, time.Millisecond)
-		renew := func(context.Context) (bool, error) {
+		renew := func(context.Context) (renewOutcome, error) {
 			return l.renew(e, key, field, le.leaseMs, lease, interval)
 		}
 		onFail := func(err error) {
@@ -236,7 +232,7 @@ func (l *reentrantLocker) held(key, field string, lease time.Duration, watch boo
 // renew is one watchdog round: the renew script, retried after a transient error (a slow
 // reply, a busy connection pool) as long as the lock is surely still ours, i.e. until shortly
 // before lastOK + lease. Only then, or when the script says the field is gone, is the lock lost.
-func (l *reentrantLocker) renew(e *renewal, key, field string, leaseMs int64, lease, interval time.Duration) (bool, error) {
+func (l *reentrantLocker) renew(e *renewal, key, field string, leaseMs int64, lease, interval time.Duration) (renewOutcome, error) {
 	pause := min(max(interval/10, time.Millisecond), 50*time.Millisecond)
 	for {
 		sent := time.Now()
@@ -244,21 +240,20 @@ func (l *reentrantLocker) renew(e *renewal, key, field string, leaseMs int64, le
 		n, err := reentrantRenew.Run(ctx, l.rdb, []string{key}, leaseMs, field).Int()
 		cancel()
 		if err == nil {
-			if n == 1 {
-				e.lastOK.Store(sent.UnixNano())
+			if n != 1 {
+				return renewLost, nil
 			}
-			return n == 1, nil
+			e.lastOK.Store(sent.UnixNano())
+			return renewed, nil
 		}
 		if e.ctx.Err() != nil {
 			// A release (or a crash) stopped the renewal while this round was under way: that
-			// is not a loss. Answer "renewed" so the watchdog ends quietly without closing Lost,
-			// and keep that answer out of the renewal count.
-			e.unreal.Add(1)
-			return true, nil
+			// is not a loss.
+			return renewStopped, nil
 		}
 		safeUntil := time.Unix(0, e.lastOK.Load()).Add(lease - lease/10)
 		if time.Until(safeUntil) <= pause {
-			return false, redisErr("renew "+key, err)
+			return renewLost, redisErr("renew "+key, err)
 		}
 		l.log.Debug("watchdog: renewal failed, retrying", "lock", l.name, "key", key, "err", err)
 		sleep(e.ctx, pause)
@@ -333,7 +328,7 @@ func (le *reentrantLease) Renewals() int64 {
 	if le.entry == nil {
 		return 0
 	}
-	return le.entry.renewals()
+	return le.entry.wd.Renewals()
 }
 
 // Release gives back one hold. A release by someone who no longer holds the lock (its lease ran

@@ -13,7 +13,7 @@ import (
 // it for a while (a stop-the-world pause); Abandon stops it without telling anyone (a crash).
 type watchdog struct {
 	interval time.Duration
-	renew    func(ctx context.Context) (bool, error)
+	renew    func(ctx context.Context) (renewOutcome, error)
 	onFail   func(error)
 
 	lost     chan struct{}
@@ -25,9 +25,22 @@ type watchdog struct {
 	renewals atomic.Int64
 }
 
+// renewOutcome is what one round of a watchdog did.
+type renewOutcome int
+
+const (
+	// renewed: the lock is ours for another lease.
+	renewed renewOutcome = iota
+	// renewStopped: the holder stopped the renewal while the round was under way (a release or a
+	// crash): not a loss, so the watchdog ends quietly.
+	renewStopped
+	// renewLost: the lock is no longer ours (or could not be renewed in time): Lost closes.
+	renewLost
+)
+
 // startWatchdog starts renewing every interval. onFail (may be nil) is told why renewal ended
-// when it ends by failure.
-func startWatchdog(interval time.Duration, renew func(ctx context.Context) (bool, error), onFail func(error)) *watchdog {
+// when it ends by a loss.
+func startWatchdog(interval time.Duration, renew func(ctx context.Context) (renewOutcome, error), onFail func(error)) *watchdog {
 	w := &watchdog{
 		interval: interval, renew: renew, onFail: onFail,
 		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
@@ -55,9 +68,15 @@ func (w *watchdog) run() {
 			t.Reset(0)
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), w.interval)
-			ok, err := w.renew(ctx)
+			r, err := w.renew(ctx)
 			cancel()
-			if err != nil || !ok {
+			switch r {
+			case renewed:
+				w.renewals.Add(1)
+				t.Reset(w.interval)
+			case renewStopped:
+				return
+			default:
 				if err == nil {
 					err = ErrLost
 				}
@@ -67,8 +86,6 @@ func (w *watchdog) run() {
 				w.markLost()
 				return
 			}
-			w.renewals.Add(1)
-			t.Reset(w.interval)
 		}
 	}
 }
