@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"seckill/lock"
 	"seckill/service"
 	"seckill/store"
 )
@@ -90,37 +91,48 @@ func Select(names []string) ([]Scenario, error) {
 	return out, nil
 }
 
+// registerMode registers the scenario of a lock mode's own row. Its row, its source and whether
+// it is safe come from the mode (lock.Modes), the one place they are stated.
+func registerMode(sc Scenario) {
+	m, err := lock.LookupMode(sc.Mode)
+	if err != nil {
+		panic("lab: scenario " + sc.Name + ": " + err.Error())
+	}
+	sc.Row, sc.Step, sc.Safe = m.Row, m.Source, m.Safe
+	register(sc)
+}
+
 func init() {
-	register(Scenario{Name: "none", Row: 1, Short: "lost updates, oversold", Mode: "none", Step: "Pitfalls, case 1",
+	registerMode(Scenario{Name: "none", Short: "lost updates, oversold", Mode: "none",
 		Expect: "lost updates > 0; with stock < buyers, oversold > 0", Drive: driveNone})
-	register(Scenario{Name: "setnx", Row: 2, Short: "deadlock", Mode: "setnx", Step: "Pitfalls, case 2",
+	registerMode(Scenario{Name: "setnx", Short: "deadlock", Mode: "setnx",
 		Expect: "deadlock: a crashed holder's key has no TTL, every later sale times out",
 		Drive:  driveDeadlock(service.CrashAfterLock)})
-	register(Scenario{Name: "setnx-expire", Row: 3, Short: "deadlock", Mode: "setnx-expire", Step: "Pitfalls, case 3",
+	registerMode(Scenario{Name: "setnx-expire", Short: "deadlock", Mode: "setnx-expire",
 		Expect: "deadlock: the holder died between SETNX and EXPIRE, the key has no TTL",
 		Drive:  driveDeadlock(service.CrashBeforeExpire)})
-	register(Scenario{Name: "setnx-ex", Row: 4, Short: "foreign unlock, overlap, lost", Mode: "setnx-ex", Step: "Pitfalls, case 4",
+	registerMode(Scenario{Name: "setnx-ex", Short: "foreign unlock, overlap, lost", Mode: "setnx-ex",
 		Expect: "business time > TTL: A's blind DEL removes B's lock: foreign unlock, overlap, lost updates",
 		Drive:  driveSetnxEx})
-	register(Scenario{Name: "uuid", Row: 5, Short: "foreign unlock", Mode: "uuid", Step: "Pitfalls, case 5; Jedis lock",
+	registerMode(Scenario{Name: "uuid", Short: "foreign unlock", Mode: "uuid",
 		Expect: "the lock expires between A's compare and DEL, B acquires, A deletes B's lock: foreign unlock",
 		Drive:  driveUUID})
-	register(Scenario{Name: "lua", Row: 6, Short: "overlap, no foreign unlock", Mode: "lua", Step: "Pitfalls, case 6; Jedis lock",
+	registerMode(Scenario{Name: "lua", Short: "overlap, no foreign unlock", Mode: "lua",
 		Expect: "no foreign unlock, but business time > TTL lets two holders overlap (no watchdog)",
 		Drive:  driveLua})
-	register(Scenario{Name: "reentrant", Row: 7, LeaseFactor: 2, Short: "none", Mode: "reentrant", Step: "Redisson walkthrough, internals", Safe: true,
+	registerMode(Scenario{Name: "reentrant", LeaseFactor: 2, Short: "none", Mode: "reentrant",
 		Expect: "none: the watchdog holds the lock through 3 leases of business time; a crashed holder's lock expires one lease later",
 		Drive:  driveReentrant})
-	register(Scenario{Name: "multilock", Row: 8, LeaseFactor: 2, Short: "none", Mode: "multilock", Step: "Redisson walkthrough, MultiLock", Safe: true,
+	registerMode(Scenario{Name: "multilock", LeaseFactor: 2, Short: "none", Mode: "multilock",
 		Expect: "none with all masters up; with one master down nothing is sold and nothing stays locked",
 		Drive:  driveMultilock})
-	register(Scenario{Name: "redlock", Row: 9, LeaseFactor: 2, Short: "none", Mode: "redlock", Step: "Redlock algorithm; Pitfalls 7.2", Safe: true,
+	registerMode(Scenario{Name: "redlock", LeaseFactor: 2, Short: "none", Mode: "redlock",
 		Expect: "none with all masters up and with one of three down; with two down nothing is sold",
 		Drive:  driveRedlock})
-	register(Scenario{Name: "fenced", Row: 10, LeaseFactor: 2, Short: "stale write rejected", Mode: "fenced", Step: "beyond: RFencedLock, Kleppmann", Safe: true,
+	registerMode(Scenario{Name: "fenced", LeaseFactor: 2, Short: "stale write rejected", Mode: "fenced",
 		Expect: "a frozen holder outlives its lease; its stale write is rejected: no lost update",
 		Drive:  driveFenced})
-	register(Scenario{Name: "atomic", Row: 11, Short: "none, exact stock", Mode: "atomic", Step: "beyond: atomic Lua decrement", Safe: true,
+	registerMode(Scenario{Name: "atomic", Short: "none, exact stock", Mode: "atomic",
 		Expect: "none: exactly the stock is sold, the fastest of all",
 		Drive:  driveAtomic})
 }

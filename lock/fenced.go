@@ -170,7 +170,7 @@ func (l *fencedLease) Release(ctx context.Context) error {
 
 func init() {
 	register(Mode{
-		Name: "fenced", Row: 10, Step: "beyond the sources: Redisson RFencedLock, Kleppmann's fencing tokens",
+		Name: "fenced", Row: 10, Step: "beyond the sources: Redisson RFencedLock, Kleppmann's fencing tokens", Source: "beyond: RFencedLock, Kleppmann",
 		Safe: true,
 		Summary: "SET NX PX + INCR token in one script, watchdog every lease/3, compare-and-delete release; " +
 			"the stock write is accepted only with a token not older than the newest written, so a frozen " +

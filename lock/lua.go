@@ -109,7 +109,7 @@ func logOf(d Deps) *slog.Logger {
 
 func init() {
 	register(Mode{
-		Name: "lua", Row: 6, Step: "Pitfalls, case 6; Jedis lock", Safe: false,
+		Name: "lua", Row: 6, Step: "Pitfalls, case 6; Jedis lock", Source: "Pitfalls, case 6; Jedis lock", Safe: false,
 		Summary: "UUID value, SET NX PX, Lua compare-and-delete release: never deletes another's lock, " +
 			"but with business time > lease two holders overlap (no watchdog)",
 		Faults: lockedFaults,

@@ -467,7 +467,7 @@ func (l *redlockLease) Release(ctx context.Context) error {
 
 func init() {
 	register(Mode{
-		Name: "redlock", Row: 9, Step: "Redlock algorithm; Pitfalls 7.2; Jedis lock (RedissonRedLock)", Safe: true,
+		Name: "redlock", Row: 9, Step: "Redlock algorithm; Pitfalls 7.2; Jedis lock (RedissonRedLock)", Source: "Redlock algorithm; Pitfalls 7.2", Safe: true,
 		Summary: "Redlock via redsync over the independent masters: majority quorum, validity = ttl - elapsed - drift, " +
 			"release everywhere after a failed attempt; waiters woken by the release (1-10 ms random retry only when none comes); " +
 			"extended every ttl/3 while held, " +

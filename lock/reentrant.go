@@ -377,7 +377,7 @@ func (le *reentrantLease) Freeze(ctx context.Context, d time.Duration) {
 
 func init() {
 	register(Mode{
-		Name: "reentrant", Row: 7, Step: "Redisson walkthrough; Redisson internals; Pitfalls 7.2 (Redisson part)", Safe: true,
+		Name: "reentrant", Row: 7, Step: "Redisson walkthrough; Redisson internals; Pitfalls 7.2 (Redisson part)", Source: "Redisson walkthrough, internals", Safe: true,
 		Summary: "Redisson RLock layout: hash field <instance>:<owner> = hold count, renewed every lease/3 by a " +
 			"watchdog, waiters woken by the unlock PUBLISH; never overlaps, a crashed holder's lock expires one lease later",
 		Faults: lockedFaults,

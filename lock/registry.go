@@ -34,6 +34,8 @@ type Mode struct {
 	// Step cites the source tutorials the mode comes from, by the short forms listed in
 	// docs/scenarios.md.
 	Step string
+	// Source is Step short enough for a table column (the lab's SOURCE).
+	Source string
 	// Safe modes must never show an anomaly; unsafe ones must reliably show theirs.
 	Safe bool
 	// Summary is one line for listings: what the mode does and what goes wrong or why it holds.

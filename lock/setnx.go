@@ -162,7 +162,7 @@ func (l *setnxExLocker) Acquire(ctx context.Context, key string, opts Options) (
 
 func init() {
 	register(Mode{
-		Name: "setnx", Row: 2, Step: "Pitfalls, case 2",
+		Name: "setnx", Row: 2, Step: "Pitfalls, case 2", Source: "Pitfalls, case 2",
 		Summary: "BROKEN: SETNX with no expiry, blind DEL; a holder that crashes before its DEL leaves " +
 			"the key with no TTL and every later sale times out (deadlock)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultFreeze},
@@ -171,7 +171,7 @@ func init() {
 		},
 	})
 	register(Mode{
-		Name: "setnx-expire", Row: 3, Step: "Pitfalls, case 3",
+		Name: "setnx-expire", Row: 3, Step: "Pitfalls, case 3", Source: "Pitfalls, case 3",
 		Summary: "BROKEN: SETNX, then EXPIRE as a second command; a holder that dies between the two " +
 			"leaves the key with no TTL (deadlock)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultCrashBeforeExpire, FaultFreeze},
@@ -180,7 +180,7 @@ func init() {
 		},
 	})
 	register(Mode{
-		Name: "setnx-ex", Row: 4, Step: "Pitfalls, case 4",
+		Name: "setnx-ex", Row: 4, Step: "Pitfalls, case 4", Source: "Pitfalls, case 4",
 		Summary: "BROKEN: atomic SET NX PX, blind DEL; with business time > lease the lock expires, " +
 			"B acquires and A's DEL removes B's lock (foreign unlock, overlap, lost updates)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultFreeze},

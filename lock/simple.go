@@ -96,13 +96,13 @@ func (noneLocker) Acquire(ctx context.Context, key string, _ Options) (Lease, er
 
 func init() {
 	register(Mode{
-		Name: "none", Row: 1, Step: "Pitfalls, case 1",
+		Name: "none", Row: 1, Step: "Pitfalls, case 1", Source: "Pitfalls, case 1",
 		Summary: "BROKEN: no lock; concurrent read-check-writes of the stock lose updates and oversell",
 		Faults:  []string{FaultWork},
 		New:     func(Deps) (Locker, error) { return noneLocker{}, nil },
 	})
 	register(Mode{
-		Name: "atomic", Row: 11, Step: "beyond the sources: the atomic Lua decrement production uses", Safe: true, Atomic: true,
+		Name: "atomic", Row: 11, Step: "beyond the sources: the atomic Lua decrement production uses", Source: "beyond: atomic Lua decrement", Safe: true, Atomic: true,
 		Summary: "no lock: one Lua script decrements only while stock > 0 and records the order; the throughput ceiling",
 	})
 }

@@ -54,7 +54,7 @@ func (l *uuidLocker) release(ctx context.Context, key, value string) error {
 
 func init() {
 	register(Mode{
-		Name: "uuid", Row: 5, Step: "Pitfalls, case 5; Jedis lock",
+		Name: "uuid", Row: 5, Step: "Pitfalls, case 5; Jedis lock", Source: "Pitfalls, case 5; Jedis lock",
 		Summary: "BROKEN: UUID value, SET NX PX; release = GET, compare, then DEL as separate commands; " +
 			"if the lock expires between compare and DEL and B acquires, A deletes B's lock (foreign unlock)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultFreeze, FaultPauseBeforeDel},
