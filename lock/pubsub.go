@@ -24,10 +24,9 @@ func unlockChannel(name string) string {
 }
 
 // subscriber is one Locker's pub/sub connection, shared by all its waiters (Redisson keeps one
-// per client too). A channel is subscribed while a local line of waiters (handoff.go) needs it;
-// every release message rings that line, which wakes only its head, like a semaphore permit in
-// Redisson's LockPubSub, so a release does not stampede every waiter at the lock at once. Waiters
-// never rely on the message alone: they also wake after the holder's PTTL.
+// per client too). A channel is subscribed while a local line of waiters needs it; every release
+// message rings that line, which wakes only its head, like a semaphore permit in Redisson's
+// LockPubSub. The invariants it serves are stated once, above handoff in handoff.go.
 type subscriber struct {
 	rdb redis.UniversalClient
 	log *slog.Logger
