@@ -31,7 +31,8 @@ import (
 //     So every mode keeps its expiry semantics: a lock whose holder died is taken when it
 //     expires, as with polling.
 //  6. A head that won leaves a hint for the next: the lock is held in this process until at most
-//     now + lease, and its release will ring, so the next head need not try before that ring.
+//     now + lease, and its release will ring, so the next head need not try before that ring
+//     or that time.
 //     The hint is used only where the ring is sure to come (the mode rings its own releases, or
 //     the subscription is confirmed).
 //  7. An empty line keeps its subscription for a while (linger) so a crowd that thins out for a
