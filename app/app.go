@@ -20,6 +20,7 @@ import (
 	"seckill/config"
 	"seckill/embedded"
 	"seckill/handler"
+	"seckill/lab"
 	"seckill/lock"
 	"seckill/metrics"
 	"seckill/service"
@@ -36,7 +37,8 @@ type App struct {
 	Masters  []redis.UniversalClient
 	Metrics  *metrics.Metrics
 	embedded *embedded.Servers
-	locks    *lock.Registry
+	// Locks is the lock registry the service sells with.
+	Locks *lock.Registry
 }
 
 // NewLogger builds the service's logger at the configured level.
@@ -113,7 +115,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		a.Masters = append(a.Masters, m)
 		pingers[fmt.Sprintf("master%d %s", i+1, addr)] = pinger{m}
 	}
-	a.locks, err = lock.NewRegistry(lock.Deps{
+	a.Locks, err = lock.NewRegistry(lock.Deps{
 		Data: a.Data, Masters: a.Masters, InstanceID: uuid.NewString(), Lease: cfg.Lock.Lease, Logger: log,
 		WaitReplicas: cfg.Lock.WaitReplicas, WaitReplicasTimeout: cfg.Lock.WaitReplicasTimeout,
 	})
@@ -128,10 +130,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 			return nil, fmt.Errorf("app: initialise %s on %s: %w", sku, DataName(cfg), err)
 		}
 	}
-	a.Service = service.New(st, a.locks, Settings(cfg), pingers, log)
+	a.Service = service.New(st, a.Locks, Settings(cfg), pingers, log)
 	a.Metrics = metrics.New()
 	a.Service.SetObserver(a.Metrics)
-	a.Handler = handler.New(a.Service, handler.Options{AdminToken: cfg.Server.AdminToken, Logger: log, Metrics: a.Metrics})
+	a.Handler = handler.New(a.Service, handler.Options{AdminToken: cfg.Server.AdminToken, Logger: log, Metrics: a.Metrics,
+		Lab: &lab.Runner{Data: a.Data, Masters: a.Masters, Log: log.With("component", "lab")}})
 	return a, nil
 }
 
@@ -147,8 +150,8 @@ func Settings(cfg config.Config) service.Settings {
 
 // Close releases every client and in-process server.
 func (a *App) Close() {
-	if a.locks != nil {
-		_ = a.locks.Close()
+	if a.Locks != nil {
+		_ = a.Locks.Close()
 	}
 	if a.Data != nil {
 		_ = a.Data.Close()

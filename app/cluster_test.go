@@ -177,7 +177,7 @@ func TestClusterDataStore(t *testing.T) {
 	// message must still reach a waiter whose subscription sits on whichever node. The holder's
 	// lease is far longer than the wait, so only the message can wake the waiter in time.
 	t.Run("unlock message wakes waiters", func(t *testing.T) {
-		locker, _, err := svc.Locks().Locker("reentrant")
+		locker, _, err := a.Locks.Locker("reentrant")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +213,7 @@ func TestClusterDataStore(t *testing.T) {
 	// The read-only lock view scans every master of the cluster: a held lock shows up whichever
 	// node owns its SKU.
 	t.Run("locks view", func(t *testing.T) {
-		locker, _, err := svc.Locks().Locker("reentrant")
+		locker, _, err := a.Locks.Locker("reentrant")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +222,7 @@ func TestClusterDataStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			view := svc.Locks().Inspect(ctx, store.KeysFor(sku).LockPrefix)
+			view := a.Locks.Inspect(ctx, store.KeysFor(sku).LockPrefix)
 			if len(view) == 0 || view[0].Name != "data" || view[0].Error != "" || len(view[0].Keys) != 1 ||
 				len(view[0].Keys[0].Holders) != 1 {
 				t.Errorf("%s: the data entry of the lock view is %+v; want the one held lock", sku, view[0])

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"seckill/lab"
 	"seckill/lock"
 	"seckill/metrics"
 	"seckill/service"
@@ -28,6 +29,14 @@ type Options struct {
 	Logger  *slog.Logger
 	// Metrics, when set, is served at /metrics and told about lab runs.
 	Metrics *metrics.Metrics
+	// Lab runs the lab's scenarios on the service's own Redis servers (POST
+	// /lab/scenarios/{name}/run); app builds it. Without it that endpoint answers 503.
+	Lab LabRunner
+}
+
+// LabRunner runs one scenario of the lab (a *lab.Runner; tests may fake it).
+type LabRunner interface {
+	Run(ctx context.Context, sc lab.Scenario) lab.Result
 }
 
 // API holds the handlers' dependencies.

@@ -21,18 +21,9 @@ type labAPI struct {
 	a       *API
 	mu      sync.Mutex
 	running string // name of what runs now, "" when idle
-	// runner builds the Runner for the service's own Redis clients (tests may shorten things).
-	runner func() *lab.Runner
 }
 
-func newLabAPI(a *API) *labAPI {
-	l := &labAPI{a: a}
-	l.runner = func() *lab.Runner {
-		deps := a.svc.Locks().Deps()
-		return &lab.Runner{Data: a.svc.Store().Client(), Masters: deps.Masters, Log: a.log.With("component", "lab")}
-	}
-	return l
-}
+func newLabAPI(a *API) *labAPI { return &labAPI{a: a} }
 
 // errLabBusy: another experiment is running.
 var errLabBusy = errors.New("another lab experiment is running")
@@ -131,6 +122,11 @@ func (l *labAPI) runScenario(c *gin.Context) {
 		c.AbortWithStatusJSON(http.StatusNotFound, ErrorBody{Error: err.Error(), Status: http.StatusNotFound})
 		return
 	}
+	if l.a.opt.Lab == nil {
+		c.AbortWithStatusJSON(http.StatusServiceUnavailable, ErrorBody{
+			Error: "this server was built without a lab runner", Status: http.StatusServiceUnavailable})
+		return
+	}
 	if what, ok := l.begin("scenario " + sc.Name); !ok {
 		busy(c, what)
 		return
@@ -138,7 +134,7 @@ func (l *labAPI) runScenario(c *gin.Context) {
 	defer l.end()
 	// The scenario must finish even if the client goes away: its fleet cleans up after itself.
 	ctx := context.WithoutCancel(ctxOf(c))
-	res := l.runner().Run(ctx, sc)
+	res := l.a.opt.Lab.Run(ctx, sc)
 	l.a.log.Info("lab scenario", "name", sc.Name, "verdict", res.Verdict, "ms", res.DurationMs)
 	if l.a.opt.Metrics != nil {
 		l.a.opt.Metrics.ObserveLabRun(sc.Name, res.Verdict)

@@ -1,13 +1,16 @@
 package handler_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"seckill/config"
+	"seckill/handler"
 	"seckill/internal/apptest"
 	"seckill/lab"
 )
@@ -217,5 +220,35 @@ func TestDashboardIsServed(t *testing.T) {
 		if r := do(t, http.MethodGet, f.HTTP.URL+path, nil); r.status != http.StatusNotFound {
 			t.Fatalf("GET %s: want 404, got %d", path, r.status)
 		}
+	}
+}
+
+// fakeLab is a LabRunner that answers a canned result and remembers what it ran.
+type fakeLab struct{ ran []string }
+
+func (f *fakeLab) Run(_ context.Context, sc lab.Scenario) lab.Result {
+	f.ran = append(f.ran, sc.Name)
+	return lab.Result{Name: sc.Name, Row: sc.Row, Verdict: lab.Held, Reason: "from the fake"}
+}
+
+// TestLabRunGoesThroughTheRunnerItIsGiven: the handler runs scenarios only through the
+// LabRunner app gives it (no reaching into the service for Redis clients), and without one the
+// run endpoint answers 503.
+func TestLabRunGoesThroughTheRunnerItIsGiven(t *testing.T) {
+	f := apptest.New(t, nil)
+	fake := &fakeLab{}
+	for _, c := range []struct {
+		runner handler.LabRunner
+		status int
+	}{{fake, http.StatusOK}, {nil, http.StatusServiceUnavailable}} {
+		srv := httptest.NewServer(handler.New(f.App.Service, handler.Options{Lab: c.runner}))
+		r := do(t, http.MethodPost, srv.URL+"/lab/scenarios/atomic/run", nil)
+		srv.Close()
+		if r.status != c.status {
+			t.Fatalf("runner %v: status %d, want %d: %s", c.runner, r.status, c.status, r.raw)
+		}
+	}
+	if len(fake.ran) != 1 || fake.ran[0] != "atomic" {
+		t.Fatalf("the fake ran %v, want [atomic]", fake.ran)
 	}
 }

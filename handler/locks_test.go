@@ -105,7 +105,7 @@ func TestLocksShowsHolders(t *testing.T) {
 	t.Parallel()
 	f := apptest.New(t, func(c *config.Config) { c.Lock.Lease = time.Second })
 	sku := f.Cfg.Inventory.Key
-	reg := f.App.Service.Locks()
+	reg := f.App.Locks
 	ctx := lock.WithOwner(t.Context(), "order-7")
 	rl, _, err := reg.Locker("reentrant")
 	if err != nil {

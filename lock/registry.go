@@ -195,5 +195,8 @@ func (r *Registry) ClearMasters(ctx context.Context, prefix string) error {
 	return errors.Join(errs...)
 }
 
-// Deps returns what the registry's modes were built from (for read-only views such as /locks).
-func (r *Registry) Deps() Deps { return r.deps }
+// InstanceID is the id this process writes into Redisson-layout hash fields.
+func (r *Registry) InstanceID() string { return r.deps.InstanceID }
+
+// Lease is the default lease of the modes (lock.lease).
+func (r *Registry) Lease() time.Duration { return r.deps.Lease }

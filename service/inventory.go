@@ -99,12 +99,6 @@ func (s *Service) SetObserver(o Observer) { s.observer = o }
 // Settings returns the service settings.
 func (s *Service) Settings() Settings { return s.set }
 
-// Store returns the store (for the lab and read-only views).
-func (s *Service) Store() *store.Store { return s.store }
-
-// Locks returns the lock registry (for the lab and read-only views).
-func (s *Service) Locks() *lock.Registry { return s.locks }
-
 // SaleRequest is one buyer's request. Zero values mean the configured defaults and no faults.
 type SaleRequest struct {
 	SKU            string

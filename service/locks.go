@@ -2,13 +2,10 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/redis/go-redis/v9"
 
 	"seckill/lock"
 	"seckill/store"
@@ -38,20 +35,10 @@ func (s *Service) LockKeys(ctx context.Context, sku string) (LocksView, error) {
 		return LocksView{}, err
 	}
 	k := store.KeysFor(sku)
-	v := LocksView{SKU: sku, Instance: s.set.Instance, InstanceID: s.locks.Deps().InstanceID, Prefix: k.LockPrefix,
+	v := LocksView{SKU: sku, Instance: s.set.Instance, InstanceID: s.locks.InstanceID(), Prefix: k.LockPrefix,
 		Servers: s.locks.Inspect(ctx, k.LockPrefix)}
-	// The fence key belongs to the store's companions; reading it is a plain GET.
-	raw, err := s.store.Client().Get(ctx, k.Fence).Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-	case err != nil:
+	if v.FenceToken, err = s.store.FenceToken(ctx, sku); err != nil {
 		v.FenceError = err.Error()
-	default:
-		n, perr := strconv.ParseInt(raw, 10, 64)
-		if perr != nil {
-			v.FenceError = fmt.Sprintf("%s holds %q, not a token", k.Fence, raw)
-		}
-		v.FenceToken = n
 	}
 	return v, nil
 }
@@ -124,10 +111,10 @@ func (s *Service) HoldMultiLock(ctx context.Context, hold time.Duration) (MultiL
 	if err != nil || locker == nil {
 		return MultiLockHold{}, fmt.Errorf("%w: multilock mode is not available: %w", ErrUnavailable, err)
 	}
-	deps := s.locks.Deps()
+	ttl := s.locks.Lease()
 	key := store.LockKey(s.set.SKU, "multilock")
 	out := MultiLockHold{Key: key, Instance: s.set.Instance, HoldSeconds: int64(hold / time.Second),
-		LeaseMs: deps.Lease.Milliseconds(), RenewEveryMs: (deps.Lease / 3).Milliseconds()}
+		LeaseMs: ttl.Milliseconds(), RenewEveryMs: (ttl / 3).Milliseconds()}
 
 	start := time.Now()
 	lease, err := locker.Acquire(ctx, key, lock.Options{Wait: s.set.Wait, Owner: "getMultiLock-" + uuid.NewString()})
@@ -152,7 +139,7 @@ func (s *Service) HoldMultiLock(ctx context.Context, hold time.Duration) (MultiL
 	}
 
 	// Sample often enough to see the TTL fall and jump back at every lease/3 renewal.
-	every := min(max(deps.Lease/6, 50*time.Millisecond), time.Second)
+	every := min(max(ttl/6, 50*time.Millisecond), time.Second)
 	every = max(every, hold/maxSamples)
 	tick := time.NewTicker(every)
 	defer tick.Stop()

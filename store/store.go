@@ -73,8 +73,22 @@ type Store struct {
 // New returns a Store on rdb.
 func New(rdb redis.UniversalClient) *Store { return &Store{rdb: rdb} }
 
-// Client is the data Redis client (for readiness checks).
-func (s *Store) Client() redis.UniversalClient { return s.rdb }
+// FenceToken is the newest fencing token whose write was accepted for sku (0: none yet).
+func (s *Store) FenceToken(ctx context.Context, sku string) (int64, error) {
+	k := KeysFor(sku)
+	raw, err := s.rdb.Get(ctx, k.Fence).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return 0, nil
+	case err != nil:
+		return 0, wrap("GET "+k.Fence, err)
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("store: %s holds %q, not a token", k.Fence, raw)
+	}
+	return n, nil
+}
 
 // wrap classifies a Redis error: reply errors stay internal, everything else is ErrUnavailable.
 func wrap(op string, err error) error {
