@@ -506,6 +506,12 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/handler.ErrorBody"
                         }
+                    },
+                    "503": {
+                        "description": "the server was built without a lab runner",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
                     }
                 }
             }

@@ -108,6 +108,7 @@ func (l *labAPI) listScenarios(c *gin.Context) {
 //	@Failure		403				{object}	ErrorBody	"the lab is disabled (lab.enabled=false)"
 //	@Failure		404				{object}	ErrorBody	"unknown scenario"
 //	@Failure		409				{object}	ErrorBody	"another experiment is running"
+//	@Failure		503				{object}	ErrorBody	"the server was built without a lab runner"
 //	@Router			/lab/scenarios/{name}/run [post]
 func (l *labAPI) runScenario(c *gin.Context) {
 	if !l.enabled(c) {
