@@ -49,8 +49,11 @@ func WithRetryDelay(lo, hi time.Duration) Option {
 	return func(o *Deps) { o.RetryMin, o.RetryMax = lo, hi }
 }
 
-// build applies opts over the defaults and checks the result.
-func build(name string, d Deps, opts []Option) (Deps, error) {
+// construct applies opts over the defaults, checks the result and builds the mode from it.
+func construct(name string, d Deps, opts []Option, newMode func(Deps) (Locker, error)) (Locker, error) {
+	if d.Data == nil && len(d.Masters) == 0 {
+		return nil, fmt.Errorf("lock: %s: %w: no Redis client", name, ErrUnavailable)
+	}
 	d.Lease = DefaultLease
 	d.DriftFactor = DefaultDriftFactor
 	for _, o := range opts {
@@ -58,13 +61,13 @@ func build(name string, d Deps, opts []Option) (Deps, error) {
 	}
 	switch {
 	case d.Lease <= 0:
-		return d, fmt.Errorf("lock: %s: lease %s: want above 0", name, d.Lease)
+		return nil, fmt.Errorf("lock: %s: lease %s: want above 0", name, d.Lease)
 	case d.DriftFactor < 0 || d.DriftFactor >= 0.5:
-		return d, fmt.Errorf("lock: %s: drift factor %g: want 0 <= f < 0.5", name, d.DriftFactor)
+		return nil, fmt.Errorf("lock: %s: drift factor %g: want 0 <= f < 0.5", name, d.DriftFactor)
 	case d.RetryMin < 0 || d.RetryMax < d.RetryMin:
-		return d, fmt.Errorf("lock: %s: retry delay %s..%s: want 0 <= min <= max", name, d.RetryMin, d.RetryMax)
+		return nil, fmt.Errorf("lock: %s: retry delay %s..%s: want 0 <= min <= max", name, d.RetryMin, d.RetryMax)
 	}
-	return d, nil
+	return newMode(d)
 }
 
 // NewLua returns a lock on one Redis: SET NX PX with a random value, released by a Lua
@@ -73,11 +76,7 @@ func build(name string, d Deps, opts []Option) (Deps, error) {
 // section well under the lease. Waiters in this process wait in line and are woken by the
 // release; those in other processes by its PUBLISH.
 func NewLua(rdb redis.UniversalClient, opts ...Option) (Locker, error) {
-	d, err := build("lua", Deps{Data: rdb}, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newLua(d)
+	return construct("lua", Deps{Data: rdb}, opts, newLua)
 }
 
 // NewReentrant returns Redisson's RLock on one Redis, wire-compatible with Redisson's
@@ -85,11 +84,7 @@ func NewLua(rdb redis.UniversalClient, opts ...Option) (Locker, error) {
 // (Options.Owner), renewed by a watchdog every lease/3 while held (unless Options.ExplicitLease),
 // waiters woken by the release's PUBLISH on redisson_lock__channel:{key}.
 func NewReentrant(rdb redis.UniversalClient, opts ...Option) (Locker, error) {
-	d, err := build("reentrant", Deps{Data: rdb}, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newReentrant(d)
+	return construct("reentrant", Deps{Data: rdb}, opts, newReentrant)
 }
 
 // NewFenced returns a lock on one Redis whose every acquisition carries a fencing token
@@ -97,25 +92,14 @@ func NewReentrant(rdb redis.UniversalClient, opts ...Option) (Locker, error) {
 // a write whose token is older than the newest it has seen: that, not the lock, is what stops a
 // holder that was paused past its lease. Renewed by a watchdog while held.
 func NewFenced(rdb redis.UniversalClient, opts ...Option) (Locker, error) {
-	d, err := build("fenced", Deps{Data: rdb}, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newFenced(d)
+	return construct("fenced", Deps{Data: rdb}, opts, newFenced)
 }
 
 // NewMultilock returns Redisson's MultiLock: a reentrant lock on every one of masters
 // (independent Redis servers), all of them required. A master that does not answer makes the
 // acquisition fail with ErrUnavailable within its wait, with nothing left locked on the others.
 func NewMultilock(masters []redis.UniversalClient, opts ...Option) (Locker, error) {
-	if len(masters) == 0 {
-		return nil, fmt.Errorf("lock: multilock: %w: no masters", ErrUnavailable)
-	}
-	d, err := build("multilock", Deps{Masters: masters}, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newMultilock(d)
+	return construct("multilock", Deps{Masters: masters}, opts, newMultilock)
 }
 
 // NewRedlock returns a Redlock over masters (independent Redis servers, 3 or 5) built on
@@ -124,14 +108,7 @@ func NewMultilock(masters []redis.UniversalClient, opts ...Option) (Locker, erro
 // renewal cannot reach a majority, or the validity runs out first, Lost is closed. Errors name
 // the masters that failed.
 func NewRedlock(masters []redis.UniversalClient, opts ...Option) (Locker, error) {
-	if len(masters) == 0 {
-		return nil, fmt.Errorf("lock: redlock: %w: no masters", ErrUnavailable)
-	}
-	d, err := build("redlock", Deps{Masters: masters}, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newRedlock(d)
+	return construct("redlock", Deps{Masters: masters}, opts, newRedlock)
 }
 
 // retryOr is the retry delay of d, or lo..hi where none was set.
