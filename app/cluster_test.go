@@ -183,15 +183,15 @@ func TestClusterDataStore(t *testing.T) {
 		}
 		for _, sku := range skus {
 			key := store.LockKey(sku, "reentrant")
-			holder, err := locker.Acquire(lock.WithOwner(ctx, "holder"), key,
-				lock.Options{Lease: time.Minute, ExplicitLease: true})
+			holder, err := locker.Acquire(ctx, key,
+				lock.Options{Owner: "holder", Lease: time.Minute, ExplicitLease: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := make(chan error, 1)
 			start := time.Now()
 			go func() {
-				le, err := locker.Acquire(lock.WithOwner(ctx, "waiter"), key, lock.Options{Wait: 5 * time.Second})
+				le, err := locker.Acquire(ctx, key, lock.Options{Owner: "waiter", Wait: 5 * time.Second})
 				if err == nil {
 					err = le.Release(ctx)
 				}

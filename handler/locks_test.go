@@ -106,16 +106,16 @@ func TestLocksShowsHolders(t *testing.T) {
 	f := apptest.New(t, func(c *config.Config) { c.Lock.Lease = time.Second })
 	sku := f.Cfg.Inventory.Key
 	reg := f.App.Locks
-	ctx := lock.WithOwner(t.Context(), "order-7")
+	ctx, owner := t.Context(), lock.Options{Owner: "order-7"}
 	rl, _, err := reg.Locker("reentrant")
 	if err != nil {
 		t.Fatal(err)
 	}
-	re, err := rl.Acquire(ctx, store.LockKey(sku, "reentrant"), lock.Options{})
+	re, err := rl.Acquire(ctx, store.LockKey(sku, "reentrant"), owner)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nested, err := rl.Acquire(ctx, store.LockKey(sku, "reentrant"), lock.Options{})
+	nested, err := rl.Acquire(ctx, store.LockKey(sku, "reentrant"), owner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestLocksShowsHolders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mle, err := ml.Acquire(ctx, store.LockKey(sku, "multilock"), lock.Options{})
+	mle, err := ml.Acquire(ctx, store.LockKey(sku, "multilock"), owner)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func TestHandoffServesOneProcessInArrivalOrder(t *testing.T) {
 			ls, _, _ := hoLockers(t, srv, mode, 1, lease)
 			l := ls[0]
 			key := "{ho}:lock:" + mode
-			first, err := l.Acquire(ctx(t, "first"), key, Options{})
+			first, err := l.Acquire(t.Context(), key, Options{Owner: "first"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +94,7 @@ func TestHandoffServesOneProcessInArrivalOrder(t *testing.T) {
 			t.Cleanup(wg.Wait)
 			for i := range waiters {
 				wg.Go(func() {
-					le, err := l.Acquire(ctx(t, fmt.Sprint("w", i)), key, Options{Wait: 5 * time.Second})
+					le, err := l.Acquire(t.Context(), key, Options{Owner: fmt.Sprint("w", i), Wait: 5 * time.Second})
 					if err != nil {
 						t.Errorf("waiter %d: %v", i, err)
 						return
@@ -152,14 +152,14 @@ func TestHandoffExpiredLockPassesOn(t *testing.T) {
 			const lease = 300 * time.Millisecond
 			ls, _, _ := hoLockers(t, srv, mode, 2, lease)
 			key := "{ho}:lock:expire:" + mode
-			a, err := ls[0].Acquire(ctx(t, "a"), key, Options{Lease: lease, ExplicitLease: true})
+			a, err := ls[0].Acquire(t.Context(), key, Options{Owner: "a", Lease: lease, ExplicitLease: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			a.Abandon()
 			for i, l := range ls { // a waiter in the holder's process and one in another
 				start := time.Now()
-				b, err := l.Acquire(ctx(t, fmt.Sprint("b", i)), key, Options{Wait: 3 * time.Second, Lease: lease, ExplicitLease: true})
+				b, err := l.Acquire(t.Context(), key, Options{Owner: fmt.Sprint("b", i), Wait: 3 * time.Second, Lease: lease, ExplicitLease: true})
 				if err != nil {
 					t.Fatalf("waiter in process %d: %v", i, err)
 				}
@@ -190,7 +190,7 @@ func TestHandoffWakesOtherProcesses(t *testing.T) {
 				for i := range per {
 					wg.Go(func() {
 						for time.Now().Before(stop) {
-							le, err := l.Acquire(ctx(t, fmt.Sprintf("p%dw%d", p, i)), key, Options{Wait: 3 * time.Second})
+							le, err := l.Acquire(t.Context(), key, Options{Owner: fmt.Sprintf("p%dw%d", p, i), Wait: 3 * time.Second})
 							if err != nil {
 								t.Errorf("process %d waiter %d: %v", p, i, err)
 								return
@@ -231,14 +231,13 @@ func TestHandoffReentryDoesNotQueue(t *testing.T) {
 	ls, _, _ := hoLockers(t, hoStart(t), "reentrant", 1, 5*time.Second)
 	l := ls[0]
 	key := "{ho}:lock:reenter"
-	owner := ctx(t, "owner")
-	outer, err := l.Acquire(owner, key, Options{})
+	outer, err := l.Acquire(t.Context(), key, Options{Owner: "owner"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waiter := make(chan error, 1)
 	go func() {
-		le, err := l.Acquire(ctx(t, "other"), key, Options{Wait: 3 * time.Second})
+		le, err := l.Acquire(t.Context(), key, Options{Owner: "other", Wait: 3 * time.Second})
 		if err == nil {
 			err = le.Release(context.Background())
 		}
@@ -246,7 +245,7 @@ func TestHandoffReentryDoesNotQueue(t *testing.T) {
 	}()
 	time.Sleep(50 * time.Millisecond) // the other owner waits in line
 	start := time.Now()
-	inner, err := l.Acquire(owner, key, Options{Wait: time.Second})
+	inner, err := l.Acquire(t.Context(), key, Options{Owner: "owner", Wait: time.Second})
 	if err != nil {
 		t.Fatalf("re-entry while another waits: %v", err)
 	}
@@ -272,29 +271,29 @@ func TestHandoffWaitEnds(t *testing.T) {
 			ls, _, _ := hoLockers(t, srv, mode, 1, 5*time.Second)
 			l := ls[0]
 			key := "{ho}:lock:ends:" + mode
-			held, err := l.Acquire(ctx(t, "holder"), key, Options{})
+			held, err := l.Acquire(t.Context(), key, Options{Owner: "holder"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := l.Acquire(ctx(t, "once"), key, Options{}); !errors.Is(err, ErrNotObtained) {
+			if _, err := l.Acquire(t.Context(), key, Options{Owner: "once"}); !errors.Is(err, ErrNotObtained) {
 				t.Fatalf("one attempt on a held lock: %v, want ErrNotObtained", err)
 			}
 			short := make(chan error, 1)
 			go func() {
-				_, err := l.Acquire(ctx(t, "short"), key, Options{Wait: 100 * time.Millisecond})
+				_, err := l.Acquire(t.Context(), key, Options{Owner: "short", Wait: 100 * time.Millisecond})
 				short <- err
 			}()
-			cctx, cancel := context.WithTimeout(ctx(t, "cancelled"), 150*time.Millisecond)
+			cctx, cancel := context.WithTimeout(t.Context(), 150*time.Millisecond)
 			defer cancel()
 			cancelled := make(chan error, 1)
 			go func() {
-				_, err := l.Acquire(cctx, key, Options{Wait: 5 * time.Second})
+				_, err := l.Acquire(cctx, key, Options{Owner: "cancelled", Wait: 5 * time.Second})
 				cancelled <- err
 			}()
 			last := make(chan error, 1)
 			go func() {
 				time.Sleep(20 * time.Millisecond)
-				le, err := l.Acquire(ctx(t, "last"), key, Options{Wait: 5 * time.Second})
+				le, err := l.Acquire(t.Context(), key, Options{Owner: "last", Wait: 5 * time.Second})
 				if err == nil {
 					err = le.Release(context.Background())
 				}
@@ -319,5 +318,3 @@ func TestHandoffWaitEnds(t *testing.T) {
 		})
 	}
 }
-
-func ctx(t *testing.T, owner string) context.Context { return WithOwner(t.Context(), owner) }

@@ -89,31 +89,10 @@ type Lease interface {
 	Renewals() int64
 }
 
-type ownerKey struct{}
-
-// WithOwner attaches an owner identity to ctx, used where Options.Owner is empty.
-//
-// Deprecated: set Options.Owner; an identity in a context is easy to lose or to share by
-// accident.
-func WithOwner(ctx context.Context, owner string) context.Context {
-	return context.WithValue(ctx, ownerKey{}, owner)
-}
-
-// Owner returns the owner identity attached to ctx, or "" when there is none.
-//
-// Deprecated: set Options.Owner.
-func Owner(ctx context.Context) string {
-	s, _ := ctx.Value(ownerKey{}).(string)
-	return s
-}
-
-// ownerOf is the owner of one acquisition: opts.Owner, else the one in ctx, else a new one.
-func ownerOf(ctx context.Context, opts Options) string {
+// ownerOf is the owner of one acquisition: opts.Owner, or a new one for this acquisition alone.
+func ownerOf(opts Options) string {
 	if opts.Owner != "" {
 		return opts.Owner
-	}
-	if o := Owner(ctx); o != "" {
-		return o
 	}
 	return uuid.NewString()
 }

@@ -48,7 +48,7 @@ func (m *multiLocker) Acquire(ctx context.Context, key string, opts Options) (Le
 		return nil, fmt.Errorf("lock: multilock: %w: no masters configured (redis.masters)", ErrUnavailable)
 	}
 	// One owner for every part and every retry, or the parts would not re-enter each other.
-	opts.Owner = ownerOf(ctx, opts)
+	opts.Owner = ownerOf(opts)
 	deadline := time.Now().Add(opts.Wait)
 	for {
 		held := make([]*reentrantLease, 0, len(m.parts))

@@ -88,7 +88,7 @@ func TestMultilockTakesEveryMasterAndExcludes(t *testing.T) {
 			t.Fatalf("master %d PTTL = %d", i+1, p)
 		}
 	}
-	if _, err := b.Acquire(lock.WithOwner(t.Context(), "order-2"), key, lock.Options{Wait: 100 * time.Millisecond}); !errors.Is(err, lock.ErrNotObtained) {
+	if _, err := b.Acquire(t.Context(), key, lock.Options{Owner: "order-2", Wait: 100 * time.Millisecond}); !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("second owner = %v, want ErrNotObtained", err)
 	}
 	for i, c := range clients {
@@ -115,7 +115,7 @@ func TestMultilockGivesBackPartialAcquisition(t *testing.T) {
 	lo := reentAcquire(t, other, "thread-1", key, lock.Options{})
 
 	start := time.Now()
-	_, err := a.Acquire(lock.WithOwner(t.Context(), "buyer"), key, lock.Options{Wait: 300 * time.Millisecond})
+	_, err := a.Acquire(t.Context(), key, lock.Options{Owner: "buyer", Wait: 300 * time.Millisecond})
 	if !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("acquire with master 2 taken = %v, want ErrNotObtained", err)
 	}
@@ -141,7 +141,7 @@ func TestMultilockMasterDownFailsCleanlyThenRecovers(t *testing.T) {
 
 	const wait = 400 * time.Millisecond
 	start := time.Now()
-	_, err := a.Acquire(lock.WithOwner(t.Context(), "buyer"), key, lock.Options{Wait: wait})
+	_, err := a.Acquire(t.Context(), key, lock.Options{Owner: "buyer", Wait: wait})
 	took := time.Since(start)
 	if !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, lock.ErrUnavailable) {
 		t.Fatalf("acquire with master 3 down = %v, want ErrNotObtained wrapping ErrUnavailable", err)
@@ -155,7 +155,7 @@ func TestMultilockMasterDownFailsCleanlyThenRecovers(t *testing.T) {
 	if err := srvs[2].Restart(); err != nil {
 		t.Fatal(err)
 	}
-	la, err := a.Acquire(lock.WithOwner(t.Context(), "buyer"), key, lock.Options{Wait: 2 * time.Second})
+	la, err := a.Acquire(t.Context(), key, lock.Options{Owner: "buyer", Wait: 2 * time.Second})
 	if err != nil {
 		t.Fatalf("acquire after master 3 came back: %v", err)
 	}

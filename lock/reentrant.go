@@ -125,7 +125,7 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 	if l.rdb == nil {
 		return nil, fmt.Errorf("lock: %s: %w: no Redis configured", l.name, ErrUnavailable)
 	}
-	owner := ownerOf(ctx, opts)
+	owner := ownerOf(opts)
 	field := l.id + ":" + owner
 	lease := opts.Lease
 	if lease <= 0 {

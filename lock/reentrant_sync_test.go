@@ -104,7 +104,7 @@ func TestWaitReplicasRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, err := l.Acquire(lock.WithOwner(t.Context(), "A"), key, lock.Options{})
+	_, err := l.Acquire(t.Context(), key, lock.Options{Owner: "A"})
 	if !errors.Is(err, lock.ErrNotReplicated) || !errors.Is(err, lock.ErrUnavailable) {
 		t.Fatalf("nested acquire with the replica stopped: %v; want ErrNotReplicated and ErrUnavailable", err)
 	}
@@ -117,7 +117,7 @@ func TestWaitReplicasRefused(t *testing.T) {
 	// Another owner, first hold: nothing of it may stay on the master.
 	other := syncLocker(t, mc, 1, 200*time.Millisecond)
 	const key2 = "{sku2}:lock:reentrant"
-	if _, err := other.Acquire(lock.WithOwner(t.Context(), "B"), key2, lock.Options{}); !errors.Is(err, lock.ErrNotReplicated) {
+	if _, err := other.Acquire(t.Context(), key2, lock.Options{Owner: "B"}); !errors.Is(err, lock.ErrNotReplicated) {
 		t.Fatalf("first acquire with the replica stopped: %v", err)
 	}
 	if n := mc.Exists(t.Context(), key2).Val(); n != 0 {

@@ -39,7 +39,8 @@ func reentLocker(t *testing.T, c *redis.Client, id string, lease time.Duration) 
 
 func reentAcquire(t *testing.T, l lock.Locker, owner, key string, opts lock.Options) lock.Lease {
 	t.Helper()
-	le, err := l.Acquire(lock.WithOwner(t.Context(), owner), key, opts)
+	opts.Owner = owner
+	le, err := l.Acquire(t.Context(), key, opts)
 	if err != nil {
 		t.Fatalf("acquire %s as %s: %v", key, owner, err)
 	}
@@ -109,7 +110,7 @@ func reentWaitAsync(t *testing.T, l lock.Locker, owner, key string, wait time.Du
 	t.Helper()
 	got := make(chan reentWaited, 1)
 	go func() {
-		le, err := l.Acquire(lock.WithOwner(context.Background(), owner), key, lock.Options{Wait: wait})
+		le, err := l.Acquire(context.Background(), key, lock.Options{Owner: owner, Wait: wait})
 		got <- reentWaited{lease: le, at: time.Now(), err: err}
 	}()
 	return got
@@ -188,7 +189,7 @@ func TestReentrantExcludesWithJavaRedisson(t *testing.T) {
 	if err := c.Eval(t.Context(), javaLock, []string{key}, 30000, javaField).Err(); !errors.Is(err, redis.Nil) {
 		t.Fatalf("java lock = %v, want nil (acquired)", err)
 	}
-	if _, err := l.Acquire(lock.WithOwner(t.Context(), "o1"), key, lock.Options{}); !errors.Is(err, lock.ErrNotObtained) {
+	if _, err := l.Acquire(t.Context(), key, lock.Options{Owner: "o1"}); !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("acquire while Java holds = %v, want ErrNotObtained", err)
 	}
 	got := reentWaitAsync(t, l, "o1", key, 5*time.Second)
@@ -231,7 +232,7 @@ func TestReentrantNestedAcquireNeedsAsManyReleases(t *testing.T) {
 		leases = append(leases, reentAcquire(t, l, "req-1", key, lock.Options{}))
 	}
 	for i, le := range leases {
-		if _, err := l.Acquire(lock.WithOwner(t.Context(), "req-2"), key, lock.Options{}); !errors.Is(err, lock.ErrNotObtained) {
+		if _, err := l.Acquire(t.Context(), key, lock.Options{Owner: "req-2"}); !errors.Is(err, lock.ErrNotObtained) {
 			t.Fatalf("another owner after %d of 3 releases: %v, want ErrNotObtained", i, err)
 		}
 		reentRelease(t, le)
@@ -278,7 +279,7 @@ func TestReentrantWatchdogKeepsLockThroughThreeLeases(t *testing.T) {
 	const key = "watched"
 	la := reentAcquire(t, a, "holder", key, lock.Options{})
 	start := time.Now()
-	_, err := b.Acquire(lock.WithOwner(t.Context(), "intruder"), key, lock.Options{Wait: 3 * lease})
+	_, err := b.Acquire(t.Context(), key, lock.Options{Owner: "intruder", Wait: 3 * lease})
 	if !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("another owner during 3 leases of business time: %v, want ErrNotObtained", err)
 	}
@@ -301,7 +302,7 @@ func TestReentrantWatchdogKeepsLockThroughThreeLeases(t *testing.T) {
 
 	// Control: without the watchdog the same business time lets the intruder in.
 	lx := reentAcquire(t, a, "holder", key, lock.Options{Lease: lease, ExplicitLease: true})
-	lb, err := b.Acquire(lock.WithOwner(t.Context(), "intruder"), key, lock.Options{Wait: 3 * lease})
+	lb, err := b.Acquire(t.Context(), key, lock.Options{Owner: "intruder", Wait: 3 * lease})
 	if err != nil {
 		t.Fatalf("with an explicit lease the intruder should get in after one lease: %v", err)
 	}
@@ -354,7 +355,7 @@ func TestReentrantCrashedHolderExpiresOneLeaseLater(t *testing.T) {
 	start := time.Now()
 	la := reentAcquire(t, a, "dead", key, lock.Options{})
 	la.Abandon()
-	lb, err := b.Acquire(lock.WithOwner(t.Context(), "next"), key, lock.Options{Wait: 3 * lease})
+	lb, err := b.Acquire(t.Context(), key, lock.Options{Owner: "next", Wait: 3 * lease})
 	if err != nil {
 		t.Fatalf("the crashed holder's lock never expired: %v", err)
 	}
@@ -420,7 +421,7 @@ func TestReentrantHandoffWakesOneWaiterAtATime(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range waiters {
 		wg.Go(func() {
-			le, err := l.Acquire(lock.WithOwner(context.Background(), fmt.Sprint("w", i)), key, lock.Options{Wait: 3 * time.Second})
+			le, err := l.Acquire(context.Background(), key, lock.Options{Owner: fmt.Sprint("w", i), Wait: 3 * time.Second})
 			if err != nil {
 				t.Errorf("waiter %d: %v", i, err)
 				return
@@ -468,7 +469,7 @@ func TestReentrantFreezeStopsWatchdog(t *testing.T) {
 	la := reentAcquire(t, a, "gc", key, lock.Options{})
 	took := make(chan lock.Lease, 1)
 	go func() {
-		le, err := b.Acquire(lock.WithOwner(context.Background(), "other"), key, lock.Options{Wait: 2 * time.Second})
+		le, err := b.Acquire(context.Background(), key, lock.Options{Owner: "other", Wait: 2 * time.Second})
 		if err != nil {
 			t.Errorf("other owner during the freeze: %v", err)
 		}
@@ -500,10 +501,10 @@ func TestReentrantWaitEndsWithContextAndWait(t *testing.T) {
 	held := reentAcquire(t, l, "holder", key, lock.Options{})
 	defer reentRelease(t, held)
 
-	ctx, cancel := context.WithTimeout(lock.WithOwner(t.Context(), "w1"), 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := l.Acquire(ctx, key, lock.Options{Wait: 3 * time.Second})
+	_, err := l.Acquire(ctx, key, lock.Options{Owner: "w1", Wait: 3 * time.Second})
 	if !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("cancelled wait = %v, want ErrNotObtained and DeadlineExceeded", err)
 	}
@@ -511,7 +512,7 @@ func TestReentrantWaitEndsWithContextAndWait(t *testing.T) {
 		t.Fatalf("the cancelled wait took %s", d)
 	}
 	start = time.Now()
-	_, err = l.Acquire(lock.WithOwner(t.Context(), "w2"), key, lock.Options{Wait: 200 * time.Millisecond})
+	_, err = l.Acquire(t.Context(), key, lock.Options{Owner: "w2", Wait: 200 * time.Millisecond})
 	if !errors.Is(err, lock.ErrNotObtained) {
 		t.Fatalf("wait ran out = %v, want ErrNotObtained", err)
 	}
