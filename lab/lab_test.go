@@ -57,6 +57,7 @@ func runs(t *testing.T) int {
 // row's verdict every time: REPRODUCED for the unsafe modes, HELD for the safe ones. Row 12 (a
 // Sentinel failover, several seconds a run) has its own repeated test.
 func TestLabVerdictsAreStable(t *testing.T) {
+	t.Parallel() // beside row 12's test, which mostly waits for Sentinel
 	rows := map[int]bool{}
 	var names []string
 	for _, sc := range lab.Scenarios() {

@@ -35,6 +35,7 @@ func failoverRuns(t *testing.T) int {
 // replica, HELD with lock.waitReplicas=1, every time; SKIPPED (never UNEXPECTED) where
 // redis-sentinel is not installed.
 func TestFailoverVerdictsAreStable(t *testing.T) {
+	t.Parallel()
 	names := []string{"failover", "failover-wait"}
 	r := newRunner(t)
 	n := failoverRuns(t)
