@@ -149,6 +149,7 @@ func TestHandoffExpiredLockPassesOn(t *testing.T) {
 	srv := hoStart(t)
 	for _, mode := range waitingModes {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel() // own keys and lockers; the modes run side by side
 			const lease = 300 * time.Millisecond
 			ls, _, _ := hoLockers(t, srv, mode, 2, lease)
 			key := "{ho}:lock:expire:" + mode
@@ -179,6 +180,7 @@ func TestHandoffWakesOtherProcesses(t *testing.T) {
 	srv := hoStart(t)
 	for _, mode := range waitingModes {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel() // own keys and lockers; the modes run side by side
 			const lease, per = 5 * time.Second, 4
 			ls, _, _ := hoLockers(t, srv, mode, 2, lease)
 			key := "{ho}:lock:procs:" + mode
