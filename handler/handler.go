@@ -19,6 +19,7 @@ import (
 	"seckill/lock"
 	"seckill/metrics"
 	"seckill/service"
+	"seckill/store"
 )
 
 // Options configure the router.
@@ -39,9 +40,34 @@ type LabRunner interface {
 	Run(ctx context.Context, sc lab.Scenario) lab.Result
 }
 
+// Shop is what the sale, inventory, reset and health handlers need of the service.
+type Shop interface {
+	Sale(ctx context.Context, req service.SaleRequest) (service.SaleResult, error)
+	Inventory(ctx context.Context, sku string) (store.Inventory, error)
+	InventoryAll(ctx context.Context) ([]store.Inventory, error)
+	Reset(ctx context.Context, sku string, stock int64) (store.Inventory, error)
+	SKUs() []string
+	Settings() service.Settings
+	Ready(ctx context.Context) (map[string]string, error)
+}
+
+// LockViews is what /locks and /getMultiLock need of the service.
+type LockViews interface {
+	LockKeys(ctx context.Context, sku string) (service.LocksView, error)
+	HoldMultiLock(ctx context.Context, hold time.Duration) (service.MultiLockHold, error)
+}
+
+// Service is everything the handlers use of the service: a *service.Service, or a fake in tests.
+type Service interface {
+	Shop
+	LockViews
+}
+
+var _ Service = (*service.Service)(nil)
+
 // API holds the handlers' dependencies.
 type API struct {
-	svc *service.Service
+	svc Service
 	opt Options
 	log *slog.Logger
 }

@@ -10,11 +10,10 @@ import (
 	ginSwagger "github.com/swaggo/gin-swagger"
 
 	_ "seckill/docs" // the generated OpenAPI document served by Swagger UI
-	"seckill/service"
 )
 
 // New builds the whole HTTP API; every route is listed here.
-func New(svc *service.Service, opt Options) http.Handler {
+func New(svc Service, opt Options) http.Handler {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}

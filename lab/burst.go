@@ -33,9 +33,15 @@ type Bucket struct {
 	Failed int   `json:"failed"` // every answer that was not a sale (sold out included)
 }
 
+// Seller is what a burst needs of the service (a *service.Service).
+type Seller interface {
+	Sale(ctx context.Context, req service.SaleRequest) (service.SaleResult, error)
+	Settings() service.Settings
+}
+
 // Burst fires n concurrent sales of req through svc (its own SKU and settings) and reports the
 // answers and when they came. n is clamped to 1..MaxBurst.
-func Burst(ctx context.Context, svc *service.Service, n int, req service.SaleRequest) BurstResult {
+func Burst(ctx context.Context, svc Seller, n int, req service.SaleRequest) BurstResult {
 	n = min(max(n, 1), MaxBurst)
 	type answer struct {
 		kind string
