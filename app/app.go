@@ -21,6 +21,7 @@ import (
 	"seckill/embedded"
 	"seckill/handler"
 	"seckill/lab"
+	"seckill/lab/fault"
 	"seckill/lock"
 	"seckill/metrics"
 	"seckill/service"
@@ -115,10 +116,17 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		a.Masters = append(a.Masters, m)
 		pingers[fmt.Sprintf("master%d %s", i+1, addr)] = pinger{m}
 	}
-	a.Locks, err = lock.NewRegistry(lock.Deps{
+	deps := lock.Deps{
 		Data: a.Data, Masters: a.Masters, InstanceID: uuid.NewString(), Lease: cfg.Lock.Lease, Logger: log,
 		WaitReplicas: cfg.Lock.WaitReplicas, WaitReplicasTimeout: cfg.Lock.WaitReplicasTimeout,
-	})
+	}
+	if cfg.Lab.Enabled {
+		// The faults a sale may ask for act through a hook on the clients and the broken
+		// modes' knobs; without the lab, the service refuses them.
+		fault.Install(append([]redis.UniversalClient{a.Data}, a.Masters...)...)
+		deps.Steps = lab.Steps()
+	}
+	a.Locks, err = lock.NewRegistry(deps)
 	if err != nil {
 		a.Close()
 		return nil, err

@@ -23,6 +23,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/lab/fault"
 	"seckill/lock"
 	"seckill/service"
 	"seckill/store"
@@ -159,6 +160,11 @@ type Runner struct {
 	Progress func(Progress)
 }
 
+// Steps are the broken modes' knobs wired to the lab's faults.
+func Steps() lock.StepHooks {
+	return lock.StepHooks{BeforeExpire: fault.BeforeExpire, BeforeDel: fault.BeforeDel}
+}
+
 func (r *Runner) lease() time.Duration {
 	if r.Lease <= 0 {
 		return 300 * time.Millisecond
@@ -215,6 +221,8 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) Result {
 		res.Reason = fmt.Sprintf("lock mode %s is not available in this build: %v", sc.Mode, err)
 		return res
 	}
+	// The faults act through a hook on the clients (once per client, however often Run runs).
+	fault.Install(append([]redis.UniversalClient{r.Data}, r.Masters...)...)
 	// Bounded: the longest scenario takes about a dozen leases.
 	ctx, cancel := context.WithTimeout(ctx, 60*lease+20*time.Second)
 	defer cancel()
@@ -345,7 +353,7 @@ func (e *Env) newFleet(ctx context.Context, sku string, data redis.UniversalClie
 	for i := range e.runner.instances() {
 		name := fmt.Sprintf("lab-%c", 'A'+i)
 		reg, err := lock.NewRegistry(lock.Deps{Data: data, Masters: masters, InstanceID: uuid.NewString(),
-			Lease: e.Lease, Logger: e.runner.log().With("instance", name)})
+			Lease: e.Lease, Logger: e.runner.log().With("instance", name), Steps: Steps()})
 		if err != nil {
 			return nil, fmt.Errorf("lab: lock registry for %s: %w", name, err)
 		}

@@ -89,7 +89,7 @@ func (l *fencedLocker) Acquire(ctx context.Context, key string, opts Options) (L
 	}
 	fl := &fencedLease{key: key, value: value, token: token, rdb: l.rdb, l: l}
 	if !opts.ExplicitLease {
-		fl.wd = startWatchdog(max(lease/3, time.Millisecond), func(ctx context.Context) (renewOutcome, error) {
+		fl.wd = startWatchdog(ctx, max(lease/3, time.Millisecond), func(ctx context.Context) (renewOutcome, error) {
 			n, err := fencedRenew.Run(ctx, l.rdb, []string{key}, value, leaseMs).Int()
 			switch {
 			case err != nil:
@@ -125,6 +125,7 @@ func (l *fencedLease) Lost() <-chan struct{} {
 	return l.wd.Lost()
 }
 
+// Renewals counts the watchdog's successful renewals.
 func (l *fencedLease) Renewals() int64 {
 	if l.wd == nil {
 		return 0
@@ -132,27 +133,10 @@ func (l *fencedLease) Renewals() int64 {
 	return l.wd.Renewals()
 }
 
-// Abandon is the holder's death: renewal stops and the key is left to expire one lease later.
-func (l *fencedLease) Abandon() {
-	l.done.Store(true)
-	if l.wd != nil {
-		l.wd.Stop()
-	}
-}
-
-// Freeze pauses the holder and its watchdog together, so the lease can run out meanwhile.
-func (l *fencedLease) Freeze(ctx context.Context, d time.Duration) {
-	if l.wd == nil {
-		sleep(ctx, d)
-		return
-	}
-	l.wd.Freeze(ctx, d)
-}
-
 // Release stops the watchdog and deletes the key only while it still holds our value.
 func (l *fencedLease) Release(ctx context.Context) error {
 	if !l.done.CompareAndSwap(false, true) {
-		return fmt.Errorf("%w: %s (token %d) was already released or abandoned", ErrNotHeld, l.key, l.token)
+		return fmt.Errorf("%w: %s (token %d) was already released", ErrNotHeld, l.key, l.token)
 	}
 	if l.wd != nil {
 		l.wd.Stop()
@@ -175,7 +159,7 @@ func init() {
 		Summary: "SET NX PX + INCR token in one script, watchdog every lease/3, compare-and-delete release; " +
 			"the stock write is accepted only with a token not older than the newest written, so a frozen " +
 			"holder's stale write is rejected (no lost update)",
-		Faults: []string{FaultWork, FaultCrashAfterLock, FaultFreeze},
+		Faults: []string{FaultWork, FaultCrashAfterLock, FaultHolderPause},
 		New:    newFenced,
 	})
 }

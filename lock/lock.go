@@ -8,6 +8,11 @@
 // A Locker is shared and stateless per acquisition: every Acquire hands out a Lease that carries
 // its own token, so many requests can use one Locker at once (as in bsm/redislock).
 //
+// The commands of an acquisition, its watchdog's renewals included, run under the values of the
+// context given to Acquire (not its cancellation), so tracing and go-redis hooks see a renewal as
+// part of the acquisition that started it. That is also how the seckill lab injects its faults (a
+// crash, a stop-the-world pause) from outside the package, in seckill/lab/fault.
+//
 // The seckill service reaches every mode, the deliberately broken ones of its lab included,
 // through the Registry by name.
 package lock
@@ -35,8 +40,6 @@ var (
 	ErrUnavailable = errors.New("lock: redis unavailable")
 	// ErrLost: the lock was lost while held (renewal failed or validity ran out).
 	ErrLost = errors.New("lock: lost while held")
-	// ErrFaultNotApplicable: a fault was requested that this mode cannot simulate.
-	ErrFaultNotApplicable = errors.New("lock: fault does not apply to this mode")
 )
 
 // Locker acquires one kind of lock. Implementations must be safe for concurrent use.
@@ -79,13 +82,11 @@ type Lease interface {
 	// Release gives the lock back. Releasing twice, or a lock one no longer holds, is
 	// ErrNotHeld (or ErrForeignUnlock for the broken modes that delete blindly).
 	Release(ctx context.Context) error
-	// Abandon simulates the holder's process dying: renewal stops and the lock is never
-	// released; only its TTL (if any) frees it.
-	Abandon()
-	// Freeze simulates a stop-the-world pause of the holder: renewal stops for d, then resumes.
-	// It returns early if ctx ends.
-	Freeze(ctx context.Context, d time.Duration)
-	// Renewals counts successful watchdog renewals so far (0 for modes without a watchdog).
+}
+
+// Renewer is implemented by the leases of the modes with a watchdog (reentrant, fenced,
+// multilock, redlock): how many renewals have succeeded so far, for metrics and tests.
+type Renewer interface {
 	Renewals() int64
 }
 
@@ -96,29 +97,3 @@ func ownerOf(opts Options) string {
 	}
 	return uuid.NewString()
 }
-
-// Faults are the injected faults that happen inside a lock mode's own steps (the others, such as
-// business time, happen in the service). Only the lab sets them.
-type Faults struct {
-	// CrashBeforeExpire: setnx-expire dies between SETNX and EXPIRE.
-	CrashBeforeExpire bool
-	// PauseBeforeDel: uuid sleeps between its value check and its DEL.
-	PauseBeforeDel time.Duration
-}
-
-type faultsKey struct{}
-
-// WithFaults attaches faults to ctx for the lock mode to act on.
-func WithFaults(ctx context.Context, f Faults) context.Context {
-	return context.WithValue(ctx, faultsKey{}, f)
-}
-
-// FaultsFrom returns the faults attached to ctx.
-func FaultsFrom(ctx context.Context) Faults {
-	f, _ := ctx.Value(faultsKey{}).(Faults)
-	return f
-}
-
-// ErrCrashed is returned by Acquire when a CrashBeforeExpire fault stopped the holder half way:
-// the lock key was written but the holder is "dead".
-var ErrCrashed = errors.New("lock: holder crashed (injected fault)")

@@ -170,30 +170,10 @@ func (ml *multiLease) Parts() []Lease {
 // the whole release ErrNotHeld.
 func (ml *multiLease) Release(ctx context.Context) error {
 	if !ml.over.CompareAndSwap(false, true) {
-		return fmt.Errorf("%w: %s: this lease was already released or abandoned", ErrNotHeld, ml.key)
+		return fmt.Errorf("%w: %s: this lease was already released", ErrNotHeld, ml.key)
 	}
 	ml.once.Do(func() { close(ml.stop) })
 	return releaseParts(ctx, ml.parts)
-}
-
-// Abandon simulates the holder dying: every master's watchdog stops, nothing is released.
-func (ml *multiLease) Abandon() {
-	if !ml.over.CompareAndSwap(false, true) {
-		return
-	}
-	ml.once.Do(func() { close(ml.stop) })
-	for _, p := range ml.parts {
-		p.Abandon()
-	}
-}
-
-// Freeze pauses the holder and every master's watchdog together for d.
-func (ml *multiLease) Freeze(ctx context.Context, d time.Duration) {
-	var wg sync.WaitGroup
-	for _, p := range ml.parts {
-		wg.Go(func() { p.Freeze(ctx, d) })
-	}
-	wg.Wait()
 }
 
 // ClientAddr names the server a client talks to ("host:port"), for messages and views.

@@ -19,6 +19,7 @@ import (
 	"seckill/internal/apptest"
 	"seckill/internal/redisproc"
 	"seckill/internal/testredis"
+	"seckill/lab/fault"
 	"seckill/lock"
 	"seckill/store"
 )
@@ -40,6 +41,7 @@ func mlLocker(t *testing.T, clients []*redis.Client, id string, lease time.Durat
 	if err != nil {
 		t.Fatal(err)
 	}
+	fault.Install(testredis.Universal(clients...)...) // inert unless a test acquires under a fault.Holder
 	l, err := m.New(lock.Deps{Masters: testredis.Universal(clients...), Lease: lease, InstanceID: id,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -169,7 +171,7 @@ func TestMultilockWatchdogRenewsEveryMasterAndReportsLoss(t *testing.T) {
 	la := reentAcquire(t, a, "holder", key, lock.Options{})
 	time.Sleep(3 * lease)
 	for i, p := range la.(lock.MultiLease).Parts() {
-		if n := p.Renewals(); n < 2 {
+		if n := renewals(t, p); n < 2 {
 			t.Fatalf("master %d renewed %d times over 3 leases, want >= 2", i+1, n)
 		}
 	}
@@ -196,33 +198,35 @@ func TestMultilockWatchdogRenewsEveryMasterAndReportsLoss(t *testing.T) {
 	}
 }
 
-func TestMultilockFreezeAndAbandon(t *testing.T) {
+// TestMultilockPausedAndCrashedHolders: a paused holder's watchdogs pause with it, so its lock
+// expires on every master; a crashed holder's lock stays until its lease ends, then goes.
+func TestMultilockPausedAndCrashedHolders(t *testing.T) {
 	const lease = 300 * time.Millisecond
 	a, _, clients := mlSetup(t, "inst-a", lease)
 	const key = "faults"
-	la := reentAcquire(t, a, "gc", key, lock.Options{})
-	la.Freeze(t.Context(), 2*lease)
+	la, gc := heldUnderFault(t, a, "gc", key)
+	gc.Freeze(t.Context(), 2*lease)
 	if left := mlKeysLeft(t, clients, key); len(left) != 0 {
-		t.Fatalf("the frozen holder's watchdogs kept masters %v alive", left)
+		t.Fatalf("the paused holder's watchdogs kept masters %v alive", left)
 	}
 	select {
 	case <-la.Lost():
 	case <-time.After(lease):
-		t.Fatal("not Lost after the freeze")
+		t.Fatal("not Lost after the pause")
 	}
 	if err := la.Release(t.Context()); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("release after the lock expired = %v, want ErrNotHeld", err)
 	}
 
-	ld := reentAcquire(t, a, "dead", key, lock.Options{})
-	ld.Abandon()
+	_, dead := heldUnderFault(t, a, "dead", key)
+	dead.Crash()
 	time.Sleep(lease / 2)
 	if left := mlKeysLeft(t, clients, key); len(left) != 3 {
-		t.Fatalf("abandoned lock should stay until its lease ends, found on %v", left)
+		t.Fatalf("a crashed holder's lock should stay until its lease ends, found on %v", left)
 	}
 	time.Sleep(lease)
 	if left := mlKeysLeft(t, clients, key); len(left) != 0 {
-		t.Fatalf("abandoned lock still on masters %v one lease later: its watchdogs still run", left)
+		t.Fatalf("a crashed holder's lock still on masters %v one lease later: its watchdogs still run", left)
 	}
 }
 

@@ -187,7 +187,7 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	le := newRedlockLease(l, m, key, ttl, !opts.ExplicitLease)
+	le := newRedlockLease(ctx, l, m, key, ttl, !opts.ExplicitLease)
 	l.mu.Lock()
 	if l.local[key] == nil {
 		l.local[key] = map[*redlockLease]struct{}{}
@@ -211,7 +211,7 @@ func (l *redlockLocker) heldHere(key string) (time.Time, bool) {
 	return until, time.Now().Before(until)
 }
 
-// forget drops a lease from the ones held here (release or crash).
+// forget drops a lease from the ones held here (released or lost).
 func (l *redlockLocker) forget(le *redlockLease) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -327,18 +327,17 @@ type redlockLease struct {
 	wd  *watchdog // nil with an explicit lease: no renewal
 	log *slog.Logger
 
-	until     atomic.Int64 // validity end (unix ns), written by the watchdog goroutine
-	lost      chan struct{}
-	lostOnce  sync.Once
-	abandoned atomic.Bool
-	released  atomic.Bool
+	until    atomic.Int64 // validity end (unix ns), written by the watchdog goroutine
+	lost     chan struct{}
+	lostOnce sync.Once
+	released atomic.Bool
 
 	vmu      sync.Mutex // guards validity and stopped
 	validity *time.Timer
 	stopped  bool
 }
 
-func newRedlockLease(rl *redlockLocker, m *redsync.Mutex, key string, ttl time.Duration, renew bool) *redlockLease {
+func newRedlockLease(ctx context.Context, rl *redlockLocker, m *redsync.Mutex, key string, ttl time.Duration, renew bool) *redlockLease {
 	l := &redlockLease{key: key, m: m, l: rl, log: rl.log, rs: rl.rs, lost: make(chan struct{})}
 	l.until.Store(m.Until().UnixNano())
 	l.vmu.Lock()
@@ -347,7 +346,7 @@ func newRedlockLease(rl *redlockLocker, m *redsync.Mutex, key string, ttl time.D
 	if renew {
 		// Extend at a third of the ttl, as Redisson's watchdog does: two more chances before the
 		// validity (ttl - elapsed - drift) runs out.
-		l.wd = startWatchdog(max(ttl/3, time.Millisecond), l.extend, func(err error) {
+		l.wd = startWatchdog(ctx, max(ttl/3, time.Millisecond), l.extend, func(err error) {
 			l.markLost(fmt.Errorf("%w: %w", ErrLost, err))
 		})
 	}
@@ -380,14 +379,16 @@ func (l *redlockLease) checkValidity() {
 	l.markLost(fmt.Errorf("%w: %s: validity ran out before an extension succeeded", ErrLost, l.key))
 }
 
+// markLost closes Lost; the lease no longer counts as held in this process.
 func (l *redlockLease) markLost(why error) {
 	l.lostOnce.Do(func() {
 		l.log.Warn("redlock lost while held", "key", l.key, "err", why)
 		close(l.lost)
+		l.l.forget(l)
 	})
 }
 
-// stop ends renewal and validity tracking (release or crash).
+// stop ends renewal and validity tracking (a release).
 func (l *redlockLease) stop() {
 	if l.wd != nil {
 		l.wd.Stop()
@@ -402,6 +403,7 @@ func (l *redlockLease) Key() string           { return l.key }
 func (l *redlockLease) Token() int64          { return 0 }
 func (l *redlockLease) Lost() <-chan struct{} { return l.lost }
 
+// Renewals counts the successful extensions on a quorum of masters.
 func (l *redlockLease) Renewals() int64 {
 	if l.wd == nil {
 		return 0
@@ -409,30 +411,11 @@ func (l *redlockLease) Renewals() int64 {
 	return l.wd.Renewals()
 }
 
-// Abandon is the holder's crash: renewal stops and nothing is deleted, so the keys on the masters
-// live out their ttl.
-func (l *redlockLease) Abandon() {
-	l.abandoned.Store(true)
-	l.stop()
-	l.l.forget(l)
-}
-
-// Freeze pauses the holder and its renewal for d. The validity keeps running, as the clock does
-// for a paused process: a pause longer than it closes Lost, though a frozen holder that does not
-// look carries on regardless (the weakness fencing tokens address).
-func (l *redlockLease) Freeze(ctx context.Context, d time.Duration) {
-	if l.wd == nil {
-		sleep(ctx, d)
-		return
-	}
-	l.wd.Freeze(ctx, d)
-}
-
 // Release deletes the lock on every master where it still carries this acquisition's value.
 // It succeeds when a quorum did; when the lock had already expired or was taken by another
 // holder on some master it is ErrNotHeld, when the masters did not answer, ErrUnavailable.
 func (l *redlockLease) Release(ctx context.Context) error {
-	if l.abandoned.Load() || !l.released.CompareAndSwap(false, true) {
+	if !l.released.CompareAndSwap(false, true) {
 		return ErrNotHeld
 	}
 	l.stop()

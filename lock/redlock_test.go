@@ -12,6 +12,7 @@ import (
 
 	"seckill/internal/redisproc"
 	"seckill/internal/testredis"
+	"seckill/lab/fault"
 )
 
 // rlSetup starts n masters and a redlock Locker over them.
@@ -22,6 +23,7 @@ func rlSetup(t *testing.T, n int, lease time.Duration) (*redlockLocker, []*redis
 	for i, s := range servers {
 		clients[i] = testredis.Client(t, s)
 	}
+	fault.Install(testredis.Universal(clients...)...) // inert unless a test attaches a fault.Holder
 	l, err := newRedlock(Deps{Masters: testredis.Universal(clients...), Lease: lease})
 	if err != nil {
 		t.Fatalf("newRedlock: %v", err)
@@ -61,7 +63,7 @@ func TestRedlockRegistered(t *testing.T) {
 	if m.Row != 9 || !m.Safe || m.Atomic {
 		t.Fatalf("mode = %+v, want row 9, safe, not atomic", m)
 	}
-	for _, f := range []string{FaultWork, FaultCrashAfterLock, FaultFreeze} {
+	for _, f := range []string{FaultWork, FaultCrashAfterLock, FaultHolderPause} {
 		if !m.Supports(f) {
 			t.Errorf("redlock should support %s", f)
 		}
@@ -265,7 +267,7 @@ func TestRedlockRenewalKeepsLockThroughThreeLeases(t *testing.T) {
 		t.Fatal("Lost closed although every master was up")
 	default:
 	}
-	if n := lease.Renewals(); n < 2 {
+	if n := lease.(Renewer).Renewals(); n < 2 {
 		t.Fatalf("renewals after 3 ttls = %d, want >= 2", n)
 	}
 	for i, c := range clients {
@@ -308,8 +310,8 @@ func TestRedlockValidityRunsOutWithExplicitLease(t *testing.T) {
 	case <-time.After(2 * ttl):
 		t.Fatal("Lost not closed after the validity ran out")
 	}
-	if lease.Renewals() != 0 {
-		t.Fatalf("an explicit lease must not be renewed: %d renewals", lease.Renewals())
+	if n := lease.(Renewer).Renewals(); n != 0 {
+		t.Fatalf("an explicit lease must not be renewed: %d renewals", n)
 	}
 	// The keys expire a moment later; then someone else holds it and the old release is refused.
 	b, err := l.Acquire(context.Background(), rlKey, Options{Wait: time.Second, Lease: time.Second})
@@ -324,37 +326,47 @@ func TestRedlockValidityRunsOutWithExplicitLease(t *testing.T) {
 	}
 }
 
-func TestRedlockFreezeStopsRenewal(t *testing.T) {
+// TestRedlockPausedHolderLosesTheLock: a stop-the-world pause of the holder (injected from
+// outside by seckill/lab/fault) holds back its extensions too, so a pause longer than the
+// validity loses the lock.
+func TestRedlockPausedHolderLosesTheLock(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	l, _, _ := rlSetup(t, 3, ttl)
-	lease := rlMustAcquire(t, l, Options{})
-	before := lease.Renewals()
-	start := time.Now()
-	lease.Freeze(context.Background(), 2*ttl)
-	if el := time.Since(start); el < 2*ttl {
-		t.Fatalf("Freeze returned after %v, want it to block for %v", el, 2*ttl)
+	ctx, holder := fault.Attach(t.Context(), fault.Plan{})
+	lease, err := l.Acquire(ctx, rlKey, Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := lease.Renewals(); got != before {
+	before := lease.(Renewer).Renewals()
+	start := time.Now()
+	holder.Freeze(ctx, 2*ttl)
+	if el := time.Since(start); el < 2*ttl {
+		t.Fatalf("the pause returned after %v, want it to block for %v", el, 2*ttl)
+	}
+	if got := lease.(Renewer).Renewals(); got != before {
 		t.Fatalf("renewals went from %d to %d during the freeze", before, got)
 	}
 	select {
 	case <-lease.Lost():
 	default:
-		t.Fatal("a freeze longer than the validity must close Lost")
+		t.Fatal("a pause longer than the validity must close Lost")
 	}
 	if err := lease.Release(context.Background()); !errors.Is(err, ErrNotHeld) {
-		t.Fatalf("release after the lock expired in a freeze: %v, want ErrNotHeld", err)
+		t.Fatalf("release after the lock expired in a pause: %v, want ErrNotHeld", err)
 	}
 }
 
-func TestRedlockAbandonLeavesKeysUntilTTL(t *testing.T) {
+// TestRedlockCrashedHolderLeavesKeysUntilTTL: a holder whose process dies (its commands fail
+// from then on, injected by seckill/lab/fault) renews nothing and deletes nothing.
+func TestRedlockCrashedHolderLeavesKeysUntilTTL(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	l, _, clients := rlSetup(t, 3, ttl)
-	lease := rlMustAcquire(t, l, Options{})
-	lease.Abandon()
-	if err := lease.Release(context.Background()); !errors.Is(err, ErrNotHeld) {
-		t.Fatalf("release after a crash: %v, want ErrNotHeld", err)
+	ctx, holder := fault.Attach(t.Context(), fault.Plan{})
+	lease, err := l.Acquire(ctx, rlKey, Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
+	holder.Crash()
 	for i, v := range rlValues(t, clients) {
 		if v == "" {
 			t.Fatalf("master %d lost the crashed holder's key at once", i)
@@ -368,8 +380,8 @@ func TestRedlockAbandonLeavesKeysUntilTTL(t *testing.T) {
 	if el := time.Since(start); el < ttl/2 {
 		t.Fatalf("acquired %v after the crash: the abandoned lock should have lasted about its ttl %v (renewal must stop, nothing deleted)", el, ttl)
 	}
-	if lease.Renewals() != 0 {
-		t.Errorf("abandoned lease renewed %d times", lease.Renewals())
+	if n := lease.(Renewer).Renewals(); n != 0 {
+		t.Errorf("crashed holder's lease renewed %d times", n)
 	}
 	if err := b.Release(context.Background()); err != nil {
 		t.Fatal(err)

@@ -145,7 +145,7 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 	if err != nil {
 		return nil, err
 	}
-	return l.held(key, field, lease, watch, sent), nil
+	return l.held(ctx, key, field, lease, watch, sent), nil
 }
 
 // holding reports whether this process holds key for field (a nested acquisition).
@@ -155,7 +155,7 @@ func (l *reentrantLocker) holding(key, field string) bool {
 	return l.holds[key+"\x00"+field] > 0
 }
 
-// unheld ends one local hold of key by field (release or crash).
+// unheld ends one local hold of key by field (a release).
 func (l *reentrantLocker) unheld(key, field string) {
 	id := key + "\x00" + field
 	l.mu.Lock()
@@ -198,8 +198,8 @@ func holderTTL(pttlMs int64) time.Duration {
 }
 
 // held builds the lease of a successful acquisition and, in watchdog mode, joins or starts the
-// owner's renewal of this lock.
-func (l *reentrantLocker) held(key, field string, lease time.Duration, watch bool, acquired time.Time) *reentrantLease {
+// owner's renewal of this lock. The renewal carries ctx's values (not its cancellation).
+func (l *reentrantLocker) held(ctx context.Context, key, field string, lease time.Duration, watch bool, acquired time.Time) *reentrantLease {
 	le := &reentrantLease{l: l, key: key, field: field, leaseMs: max(lease.Milliseconds(), 1)}
 	id := key + "\x00" + field
 	l.mu.Lock()
@@ -211,7 +211,7 @@ func (l *reentrantLocker) held(key, field string, lease time.Duration, watch boo
 	e := l.entries[id]
 	if e == nil || e.dead() {
 		e = &renewal{}
-		e.ctx, e.cancel = context.WithCancel(context.Background())
+		e.ctx, e.cancel = context.WithCancel(context.WithoutCancel(ctx))
 		e.lastOK.Store(acquired.UnixNano())
 		interval := max(lease/3, time.Millisecond)
 		renew := func(context.Context) (renewOutcome, error) {
@@ -221,7 +221,7 @@ func (l *reentrantLocker) held(key, field string, lease time.Duration, watch boo
 			l.log.Warn("watchdog: lock lost", "lock", l.name, "key", key, "field", field, "err", err)
 			l.forget(id, e)
 		}
-		e.wd = startWatchdog(interval, renew, onFail)
+		e.wd = startWatchdog(e.ctx, interval, renew, onFail)
 		l.entries[id] = e
 	}
 	e.holds++
@@ -247,7 +247,7 @@ func (l *reentrantLocker) renew(e *renewal, key, field string, leaseMs int64, le
 			return renewed, nil
 		}
 		if e.ctx.Err() != nil {
-			// A release (or a crash) stopped the renewal while this round was under way: that
+			// A release (or the Locker closing) stopped the renewal while this round was under way: that
 			// is not a loss.
 			return renewStopped, nil
 		}
@@ -260,24 +260,24 @@ func (l *reentrantLocker) renew(e *renewal, key, field string, leaseMs int64, le
 	}
 }
 
-// forget drops a renewal entry from the map if it is still the current one.
+// forget drops a lost renewal entry from the map if it is still the current one, with the
+// owner's local holds: the lock is no longer held here, so the owner's next acquisition waits in
+// line like anyone's.
 func (l *reentrantLocker) forget(id string, e *renewal) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.entries[id] == e {
 		delete(l.entries, id)
+		delete(l.holds, id)
 	}
 }
 
 // unhold ends one hold of a renewal entry; the last one stops its watchdog (Redisson's
 // cancelExpirationRenewal). It runs before the release script, so a renewal can never race
 // the release and report a lock "lost" that was simply given back.
-func (l *reentrantLocker) unhold(id string, e *renewal, all bool) {
+func (l *reentrantLocker) unhold(id string, e *renewal) {
 	l.mu.Lock()
 	e.holds--
-	if all {
-		e.holds = 0
-	}
 	last := e.holds <= 0
 	if last && l.entries[id] == e {
 		delete(l.entries, id)
@@ -324,6 +324,7 @@ func (le *reentrantLease) Lost() <-chan struct{} {
 	return le.entry.wd.Lost()
 }
 
+// Renewals counts the watchdog's successful renewals of this lock for this owner.
 func (le *reentrantLease) Renewals() int64 {
 	if le.entry == nil {
 		return 0
@@ -336,11 +337,11 @@ func (le *reentrantLease) Renewals() int64 {
 // IllegalMonitorStateException.
 func (le *reentrantLease) Release(ctx context.Context) error {
 	if !le.over.CompareAndSwap(false, true) {
-		return fmt.Errorf("%w: %s: this lease was already released or abandoned", ErrNotHeld, le.key)
+		return fmt.Errorf("%w: %s: this lease was already released", ErrNotHeld, le.key)
 	}
 	le.l.unheld(le.key, le.field)
 	if le.entry != nil {
-		le.l.unhold(le.key+"\x00"+le.field, le.entry, false)
+		le.l.unhold(le.key+"\x00"+le.field, le.entry)
 	}
 	_, err := reentrantRelease.Run(ctx, le.l.rdb, []string{le.key, unlockChannel(le.key)},
 		unlockMessage, le.leaseMs, le.field).Int64()
@@ -352,27 +353,6 @@ func (le *reentrantLease) Release(ctx context.Context) error {
 		return redisErr("release "+le.key, err)
 	}
 	return nil
-}
-
-// Abandon simulates the holder's process dying: its watchdog stops (for every nested hold of the
-// owner, as the whole process is gone) and nothing is released.
-func (le *reentrantLease) Abandon() {
-	if !le.over.CompareAndSwap(false, true) {
-		return
-	}
-	le.l.unheld(le.key, le.field)
-	if le.entry != nil {
-		le.l.unhold(le.key+"\x00"+le.field, le.entry, true)
-	}
-}
-
-// Freeze pauses the holder and its watchdog together for d.
-func (le *reentrantLease) Freeze(ctx context.Context, d time.Duration) {
-	if le.entry == nil {
-		sleep(ctx, d)
-		return
-	}
-	le.entry.wd.Freeze(ctx, d)
 }
 
 func init() {

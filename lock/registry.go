@@ -14,17 +14,18 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Fault names, as accepted on /inventory/sale. A Mode lists the ones it can simulate.
+// Fault names, as accepted on /inventory/sale. A Mode lists the ones it can simulate; the lab
+// (seckill/lab/fault) injects them, from outside this package.
 const (
 	FaultWork              = "workMs"
 	FaultCrashAfterLock    = "crash=after-lock"
 	FaultCrashBeforeExpire = "crash=before-expire"
 	FaultPauseBeforeDel    = "pauseBeforeDelMs"
-	FaultFreeze            = "freezeMs"
+	FaultHolderPause       = "freezeMs" // a stop-the-world pause of the holder (a long GC)
 )
 
 // lockedFaults are the faults every mode that really takes a lock can simulate.
-var lockedFaults = []string{FaultWork, FaultCrashAfterLock, FaultFreeze}
+var lockedFaults = []string{FaultWork, FaultCrashAfterLock, FaultHolderPause}
 
 // Mode describes one lock mode: the row of docs/scenarios.md it reproduces and how to build it.
 type Mode struct {
@@ -72,6 +73,20 @@ type Deps struct {
 	// RetryMin..RetryMax is the random pause between attempts where no release will wake a
 	// waiter (0: each mode's default; see WithRetryDelay).
 	RetryMin, RetryMax time.Duration
+	// Steps are the knobs of the deliberately broken modes (zero: none).
+	Steps StepHooks
+}
+
+// StepHooks are the deliberately broken modes' own knobs. Each runs between the two commands that
+// its mode (wrongly) sends apart, so a test or the lab can crash or pause the holder exactly in
+// the window that is the bug. The safe modes have no such window and no knob.
+type StepHooks struct {
+	// BeforeExpire runs in setnx-expire between SETNX and EXPIRE. An error is the holder dying
+	// there: the EXPIRE is never sent (the key keeps no TTL) and Acquire returns the error.
+	BeforeExpire func(ctx context.Context, key string) error
+	// BeforeDel runs in uuid between its value check and its DEL (a pause there widens the
+	// window in which the DEL removes another holder's lock). An error ends the release there.
+	BeforeDel func(ctx context.Context, key string) error
 }
 
 var (

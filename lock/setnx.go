@@ -102,14 +102,16 @@ func (l *setnxLocker) Acquire(ctx context.Context, key string, opts Options) (Le
 	}}, nil
 }
 
-// setnxExpireLocker is mode setnx-expire, DELIBERATELY BROKEN: SETNX, then EXPIRE as a second
-// command, so a holder that dies between the two leaves a key with no TTL (deadlock,
-// Pitfalls, case 3). The expiry is sent as PEXPIRE so the lab can use sub-second leases.
+// setnxExpireLocker is mode setnx-expire, DELIBERATELY BROKEN, with a knob (StepHooks.BeforeExpire):
+// SETNX, then EXPIRE as a second command, so a holder that dies between the two leaves a key
+// with no TTL (deadlock, Pitfalls, case 3). The expiry is sent as PEXPIRE so the lab can use
+// sub-second leases.
 type setnxExpireLocker struct {
 	noConns
-	rdb   redis.UniversalClient
-	lease time.Duration
-	retry func() time.Duration
+	rdb          redis.UniversalClient
+	lease        time.Duration
+	retry        func() time.Duration
+	beforeExpire func(ctx context.Context, key string) error
 }
 
 func (l *setnxExpireLocker) Name() string { return "setnx-expire" }
@@ -124,9 +126,11 @@ func (l *setnxExpireLocker) Acquire(ctx context.Context, key string, opts Option
 	if err != nil {
 		return nil, err
 	}
-	if FaultsFrom(ctx).CrashBeforeExpire {
-		// The injected crash: the process "dies" here, so the EXPIRE below is never sent.
-		return nil, fmt.Errorf("%w: SETNX %s done, EXPIRE never sent: the key has no TTL", ErrCrashed, key)
+	if l.beforeExpire != nil {
+		if err := l.beforeExpire(ctx, key); err != nil {
+			// The holder died here: the EXPIRE below is never sent.
+			return nil, err
+		}
 	}
 	// A failure here (Redis unreachable, a timeout) has the same effect as the crash: the key
 	// stays with no TTL. The document's step does nothing about it, and neither does this mode.
@@ -165,7 +169,7 @@ func init() {
 		Name: "setnx", Row: 2, Step: "Pitfalls, case 2", Source: "Pitfalls, case 2",
 		Summary: "BROKEN: SETNX with no expiry, blind DEL; a holder that crashes before its DEL leaves " +
 			"the key with no TTL and every later sale times out (deadlock)",
-		Faults: []string{FaultWork, FaultCrashAfterLock, FaultFreeze},
+		Faults: []string{FaultWork, FaultCrashAfterLock, FaultHolderPause},
 		New: func(d Deps) (Locker, error) {
 			return &setnxLocker{rdb: d.Data, retry: spinInterval()}, nil
 		},
@@ -174,16 +178,16 @@ func init() {
 		Name: "setnx-expire", Row: 3, Step: "Pitfalls, case 3", Source: "Pitfalls, case 3",
 		Summary: "BROKEN: SETNX, then EXPIRE as a second command; a holder that dies between the two " +
 			"leaves the key with no TTL (deadlock)",
-		Faults: []string{FaultWork, FaultCrashAfterLock, FaultCrashBeforeExpire, FaultFreeze},
+		Faults: []string{FaultWork, FaultCrashAfterLock, FaultCrashBeforeExpire, FaultHolderPause},
 		New: func(d Deps) (Locker, error) {
-			return &setnxExpireLocker{rdb: d.Data, lease: d.Lease, retry: spinInterval()}, nil
+			return &setnxExpireLocker{rdb: d.Data, lease: d.Lease, retry: spinInterval(), beforeExpire: d.Steps.BeforeExpire}, nil
 		},
 	})
 	register(Mode{
 		Name: "setnx-ex", Row: 4, Step: "Pitfalls, case 4", Source: "Pitfalls, case 4",
 		Summary: "BROKEN: atomic SET NX PX, blind DEL; with business time > lease the lock expires, " +
 			"B acquires and A's DEL removes B's lock (foreign unlock, overlap, lost updates)",
-		Faults: []string{FaultWork, FaultCrashAfterLock, FaultFreeze},
+		Faults: []string{FaultWork, FaultCrashAfterLock, FaultHolderPause},
 		New: func(d Deps) (Locker, error) {
 			return &setnxExLocker{rdb: d.Data, lease: d.Lease, retry: spinInterval()}, nil
 		},

@@ -7,24 +7,19 @@ import (
 	"time"
 )
 
-// plainLease is the Lease of modes without a watchdog or fencing: Lost is nil, Abandon only
-// forgets the lock, Freeze only sleeps.
+// plainLease is the Lease of modes without a watchdog or fencing: Lost is nil.
 type plainLease struct {
-	key       string
-	abandoned atomic.Bool
-	released  atomic.Bool
-	release   func(ctx context.Context) error
+	key      string
+	released atomic.Bool
+	release  func(ctx context.Context) error
 }
 
-func (l *plainLease) Key() string                                 { return l.key }
-func (l *plainLease) Token() int64                                { return 0 }
-func (l *plainLease) Lost() <-chan struct{}                       { return nil }
-func (l *plainLease) Renewals() int64                             { return 0 }
-func (l *plainLease) Abandon()                                    { l.abandoned.Store(true) }
-func (l *plainLease) Freeze(ctx context.Context, d time.Duration) { sleep(ctx, d) }
+func (l *plainLease) Key() string           { return l.key }
+func (l *plainLease) Token() int64          { return 0 }
+func (l *plainLease) Lost() <-chan struct{} { return nil }
 
 func (l *plainLease) Release(ctx context.Context) error {
-	if l.abandoned.Load() || !l.released.CompareAndSwap(false, true) {
+	if !l.released.CompareAndSwap(false, true) {
 		return ErrNotHeld
 	}
 	if l.release == nil {

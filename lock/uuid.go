@@ -9,15 +9,16 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// uuidLocker is mode uuid, DELIBERATELY BROKEN: a UUID value with SET NX PX, released by GET,
+// uuidLocker is mode uuid, DELIBERATELY BROKEN, with a knob (StepHooks.BeforeDel): a UUID value with SET NX PX, released by GET,
 // compare, then DEL as separate commands, so when the lock expires between the compare and the
 // DEL and B acquires, A's DEL removes B's lock (foreign unlock; Pitfalls, case 5; Jedis lock). The
 // value check does stop the simple case of Pitfalls, case 4 (the key is already B's when A checks).
 type uuidLocker struct {
 	noConns
-	rdb   redis.UniversalClient
-	lease time.Duration
-	retry func() time.Duration
+	rdb       redis.UniversalClient
+	lease     time.Duration
+	retry     func() time.Duration
+	beforeDel func(ctx context.Context, key string) error
 }
 
 func (l *uuidLocker) Name() string { return "uuid" }
@@ -33,7 +34,7 @@ func (l *uuidLocker) Acquire(ctx context.Context, key string, opts Options) (Lea
 }
 
 // release is the document's unlock: GET, compare in the client, then DEL. The window between
-// the compare and the DEL is the bug; PauseBeforeDel widens it on demand.
+// the compare and the DEL is the bug; the BeforeDel knob widens it on demand.
 func (l *uuidLocker) release(ctx context.Context, key, value string) error {
 	got, err := l.rdb.Get(ctx, key).Result()
 	if errors.Is(err, redis.Nil) {
@@ -45,8 +46,10 @@ func (l *uuidLocker) release(ctx context.Context, key, value string) error {
 	if got != value {
 		return fmt.Errorf("%w: %s holds another holder's value; not deleted", ErrNotHeld, key)
 	}
-	if p := FaultsFrom(ctx).PauseBeforeDel; p > 0 && !sleep(ctx, p) {
-		return fmt.Errorf("lock: pause before DEL of %s: %w", key, ctx.Err())
+	if l.beforeDel != nil {
+		if err := l.beforeDel(ctx, key); err != nil {
+			return err
+		}
 	}
 	// The check above is already stale here: the DEL removes whatever holds the key now.
 	return blindRelease(ctx, l.rdb, key, value)
@@ -57,9 +60,9 @@ func init() {
 		Name: "uuid", Row: 5, Step: "Pitfalls, case 5; Jedis lock", Source: "Pitfalls, case 5; Jedis lock",
 		Summary: "BROKEN: UUID value, SET NX PX; release = GET, compare, then DEL as separate commands; " +
 			"if the lock expires between compare and DEL and B acquires, A deletes B's lock (foreign unlock)",
-		Faults: []string{FaultWork, FaultCrashAfterLock, FaultFreeze, FaultPauseBeforeDel},
+		Faults: []string{FaultWork, FaultCrashAfterLock, FaultHolderPause, FaultPauseBeforeDel},
 		New: func(d Deps) (Locker, error) {
-			return &uuidLocker{rdb: d.Data, lease: d.Lease, retry: spinInterval()}, nil
+			return &uuidLocker{rdb: d.Data, lease: d.Lease, retry: spinInterval(), beforeDel: d.Steps.BeforeDel}, nil
 		},
 	})
 }

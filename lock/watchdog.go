@@ -9,9 +9,12 @@ import (
 
 // watchdog keeps a lease alive by calling renew every interval while the lock is held, like
 // Redisson's renewExpiration (lease/3). It stops for good when renew reports the lock is no
-// longer ours or fails, and then closes Lost so the holder learns the lock is gone. Freeze stops
-// it for a while (a stop-the-world pause); Abandon stops it without telling anyone (a crash).
+// longer ours or fails, and then closes Lost so the holder learns the lock is gone.
+//
+// Its commands run under base: the acquiring context's values without its cancellation, so
+// tracing and client hooks see a renewal as part of the acquisition that started it.
 type watchdog struct {
+	base     context.Context
 	interval time.Duration
 	renew    func(ctx context.Context) (renewOutcome, error)
 	onFail   func(error)
@@ -21,7 +24,6 @@ type watchdog struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	done     chan struct{}
-	frozen   chan time.Duration
 	renewals atomic.Int64
 }
 
@@ -38,13 +40,12 @@ const (
 	renewLost
 )
 
-// startWatchdog starts renewing every interval. onFail (may be nil) is told why renewal ended
-// when it ends by a loss.
-func startWatchdog(interval time.Duration, renew func(ctx context.Context) (renewOutcome, error), onFail func(error)) *watchdog {
+// startWatchdog starts renewing every interval, with the values of acquireCtx. onFail (may be
+// nil) is told why renewal ended when it ends by a loss.
+func startWatchdog(acquireCtx context.Context, interval time.Duration, renew func(ctx context.Context) (renewOutcome, error), onFail func(error)) *watchdog {
 	w := &watchdog{
-		interval: interval, renew: renew, onFail: onFail,
+		base: context.WithoutCancel(acquireCtx), interval: interval, renew: renew, onFail: onFail,
 		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
-		frozen: make(chan time.Duration),
 	}
 	go w.run()
 	return w
@@ -58,16 +59,8 @@ func (w *watchdog) run() {
 		select {
 		case <-w.stop:
 			return
-		case d := <-w.frozen:
-			// Frozen with its holder: no renewal until the pause is over.
-			select {
-			case <-w.stop:
-				return
-			case <-time.After(d):
-			}
-			t.Reset(0)
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), w.interval)
+			ctx, cancel := context.WithTimeout(w.base, w.interval)
 			r, err := w.renew(ctx)
 			cancel()
 			switch r {
@@ -98,19 +91,8 @@ func (w *watchdog) Lost() <-chan struct{} { return w.lost }
 // Renewals counts successful renewals.
 func (w *watchdog) Renewals() int64 { return w.renewals.Load() }
 
-// Stop ends renewal (on release, or on a simulated crash) and waits for the goroutine to exit.
+// Stop ends renewal (on release, or when the Locker closes) and waits for the goroutine to exit.
 func (w *watchdog) Stop() {
 	w.stopOnce.Do(func() { close(w.stop) })
 	<-w.done
-}
-
-// Freeze pauses renewal for d and blocks the caller for d too (the whole process is paused).
-func (w *watchdog) Freeze(ctx context.Context, d time.Duration) {
-	select {
-	case w.frozen <- d:
-	case <-w.done:
-	case <-ctx.Done():
-		return
-	}
-	sleep(ctx, d)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"seckill/lab/fault"
 	"seckill/lock"
 	"seckill/store"
 )
@@ -158,7 +159,7 @@ func (s *Service) validate(req *SaleRequest) (mode lock.Mode, err error) {
 	}
 	checks := []faultCheck{
 		{lock.FaultWork, req.Work != 0, req.Work, s.set.MaxWork},
-		{lock.FaultFreeze, req.Freeze != 0, req.Freeze, s.set.MaxFreeze},
+		{lock.FaultHolderPause, req.Freeze != 0, req.Freeze, s.set.MaxFreeze},
 		{lock.FaultPauseBeforeDel, req.PauseBeforeDel != 0, req.PauseBeforeDel, s.set.MaxPause},
 	}
 	switch req.Crash {
@@ -224,7 +225,9 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 		return res, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 
-	ctx = lock.WithFaults(ctx, lock.Faults{
+	// The lab's faults act through the holder in ctx (seckill/lab/fault): its commands, the
+	// watchdog's renewals included, fail after a crash and wait out a pause.
+	ctx, holder := fault.Attach(ctx, fault.Plan{
 		CrashBeforeExpire: req.Crash == CrashBeforeExpire,
 		PauseBeforeDel:    req.PauseBeforeDel,
 	})
@@ -239,13 +242,13 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 	held := time.Now()
 	res.Token = lease.Token()
 	if req.Crash == CrashAfterLock {
-		lease.Abandon()
+		holder.Crash() // the process "dies": no renewal, no release; only the TTL frees the lock
 		s.log.Warn("injected crash after acquiring", "lock", mode.Name, "key", key)
 		s.observer.ObserveSale(mode.Name, "crashed", time.Since(start), time.Since(held))
 		return res, fmt.Errorf("%w: lock %s acquired and never released", ErrCrashed, key)
 	}
 
-	result, saleErr := s.critical(ctx, req, lease, order, &res)
+	result, saleErr := s.critical(ctx, req, lease, holder, order, &res)
 	// The release must run even if the buyer went away: a lock left behind blocks everyone.
 	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -264,7 +267,9 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 		}
 		res.ReleaseError = err.Error()
 	}
-	res.Renewals = lease.Renewals()
+	if r, ok := lease.(lock.Renewer); ok {
+		res.Renewals = r.Renewals()
+	}
 	s.observer.ObserveRenewals(mode.Name, res.Renewals)
 	if isClosed(lease.Lost()) {
 		s.observer.ObserveLeaseLost(mode.Name)
@@ -276,7 +281,7 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 }
 
 // critical is the read-check-write inside the lock. It returns a short result label.
-func (s *Service) critical(ctx context.Context, req SaleRequest, lease lock.Lease, order store.Order, res *SaleResult) (string, error) {
+func (s *Service) critical(ctx context.Context, req SaleRequest, lease lock.Lease, holder *fault.Holder, order store.Order, res *SaleResult) (string, error) {
 	if s.set.TrackOverlap {
 		// Leave even when Enter failed: its reply may be what was lost, and leaving is idempotent.
 		defer func() {
@@ -316,7 +321,7 @@ func (s *Service) critical(ctx context.Context, req SaleRequest, lease lock.Leas
 	if req.Freeze > 0 {
 		// The pause sits between the holder's last check of its lease and its write, where a GC
 		// pause does the damage Kleppmann describes: the holder carries on as if nothing happened.
-		lease.Freeze(ctx, req.Freeze)
+		holder.Freeze(ctx, req.Freeze)
 	}
 	order.Token = lease.Token()
 	cr, err := s.store.Commit(ctx, req.SKU, stock-1, order)
@@ -359,7 +364,7 @@ func (s *Service) lockError(err error, mode, key string) error {
 	switch {
 	case errors.Is(err, lock.ErrNotObtained):
 		return fmt.Errorf("%w: %s (mode %s, waited %s): %w", ErrLockTimeout, key, mode, s.set.Wait, err)
-	case errors.Is(err, lock.ErrCrashed):
+	case errors.Is(err, fault.ErrCrashed):
 		return fmt.Errorf("%w: %w", ErrCrashed, err)
 	case errors.Is(err, lock.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		s.log.Error("acquire lock", "lock", mode, "key", key, "err", err)

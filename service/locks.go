@@ -173,7 +173,9 @@ hold:
 	out.HeldMs = ms(time.Since(held))
 	for i := range out.Masters {
 		if i < len(parts) {
-			out.Masters[i].Renewals = parts[i].Renewals()
+			if r, ok := parts[i].(lock.Renewer); ok {
+				out.Masters[i].Renewals = r.Renewals()
+			}
 		}
 	}
 	// The release must run even if the caller went away.
