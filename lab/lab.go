@@ -127,6 +127,12 @@ type Result struct {
 	Checks  []Check  `json:"checks"`
 	Notes   []string `json:"notes,omitempty"`
 	Verdict string   `json:"verdict"`
+	// History is the second verdict, from the buyers' side alone: the main experiment's sales as
+	// the buyers recorded them (call, answer, remaining stock), checked for linearizability
+	// against a stock counter: linearizable, NOT linearizable, unknown (timeout) or "n/a: why".
+	History string `json:"history"`
+	// HistoryFile is porcupine's visualisation of a history that is NOT linearizable.
+	HistoryFile string `json:"historyFile,omitempty"`
 	// Reason explains an UNEXPECTED verdict: the failed checks or the error.
 	Reason     string  `json:"reason,omitempty"`
 	LeaseMs    int64   `json:"leaseMs"`
@@ -158,6 +164,9 @@ type Runner struct {
 	Log *slog.Logger
 	// Progress, if set, is told as scenarios start and finish.
 	Progress func(Progress)
+	// HistoryDir is where the visualisation of a history that is not linearizable is written
+	// (default: the OS temp dir).
+	HistoryDir string
 }
 
 // Steps are the broken modes' knobs wired to the lab's faults.
@@ -227,10 +236,18 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) Result {
 	ctx, cancel := context.WithTimeout(ctx, 60*lease+20*time.Second)
 	defer cancel()
 	e := &Env{Scenario: sc, SKU: res.SKU, Lease: lease, Data: r.Data, Masters: r.Masters,
-		runner: r, res: &res}
+		runner: r, res: &res, origin: start}
 	defer e.close()
 	err := sc.Drive(ctx, e)
 	e.finish(ctx)
+	switch {
+	case errors.Is(err, ErrSkipped):
+		res.History = "n/a: skipped"
+	case err != nil:
+		res.History = "n/a: the experiment did not run to its end"
+	default:
+		e.checkHistory()
+	}
 	res.DurationMs = float64(time.Since(start).Microseconds()) / 1000
 	switch {
 	case errors.Is(err, ErrSkipped):
@@ -269,7 +286,9 @@ type Outcome struct {
 	ReleaseError  string
 	Renewals      int64
 	Token         int64
-	Start, End    time.Time
+	// Remaining is the stock left after a sold answer, as the buyer was told.
+	Remaining  int64
+	Start, End time.Time
 }
 
 // kindOf classifies a sale's answer.
@@ -329,9 +348,11 @@ type Env struct {
 
 	runner   *Runner
 	res      *Result
+	origin   time.Time // of the history's times
 	mu       sync.Mutex
 	outcomes []Outcome // of the main fleet
 	phaseOut []Outcome // of the phases
+	stocks   []int64   // every stock e.SKU was set to
 	closers  []func()
 }
 
@@ -368,6 +389,7 @@ func (e *Env) newFleet(ctx context.Context, sku string, data redis.UniversalClie
 	if _, err := f.svcs[0].Reset(ctx, sku, stock); err != nil {
 		return nil, fmt.Errorf("lab: reset %s: %w", sku, err)
 	}
+	e.stockSet(sku, stock)
 	return f, nil
 }
 
@@ -384,6 +406,9 @@ func (e *Env) Buy(ctx context.Context, f *Fleet, i int, req service.SaleRequest)
 	o.End = time.Now()
 	o.Kind, o.Err = kindOf(res, err), err
 	o.ForeignUnlock, o.ReleaseError, o.Renewals, o.Token = res.ForeignUnlock, res.ReleaseError, res.Renewals, res.Token
+	if o.Kind == "sold" {
+		o.Remaining = res.Remaining
+	}
 	e.mu.Lock()
 	if main {
 		e.outcomes = append(e.outcomes, o)
@@ -392,6 +417,16 @@ func (e *Env) Buy(ctx context.Context, f *Fleet, i int, req service.SaleRequest)
 	}
 	e.mu.Unlock()
 	return o
+}
+
+// stockSet records that sku's stock was set (the history of the main SKU starts there).
+func (e *Env) stockSet(sku string, stock int64) {
+	if sku != e.SKU {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stocks = append(e.stocks, stock)
 }
 
 // Crowd runs n buyers at once, buyer k on instance k, with the request req(k), and waits for

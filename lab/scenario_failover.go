@@ -100,6 +100,7 @@ func (e *Env) newFailoverRig(ctx context.Context, sku string, wait int) (*failov
 	if err := r.a.st.Reset(ctx, sku, failoverStock); err != nil {
 		return nil, fmt.Errorf("lab: reset %s on the Sentinel master: %w", sku, err)
 	}
+	e.stockSet(sku, failoverStock)
 	// The stock itself must be on the replica before anything is held back.
 	rep := topo.Replica.Client()
 	defer rep.Close()
@@ -201,6 +202,7 @@ func driveFailover(ctx context.Context, e *Env) error {
 	if err := r.topo.HoldBackReplication(ctx); err != nil {
 		return err
 	}
+	aStart := time.Now() // A's sale, for the history, runs from its acquire to its write
 	la, err := r.a.acquire(ctx, r.key, "A", 0)
 	e.Check("A acquires on the master (replica paused, its link dropped)", "held", errText(err), err == nil)
 	if err != nil {
@@ -224,6 +226,7 @@ func driveFailover(ctx context.Context, e *Env) error {
 	}
 	e.Check("A's lock on the promoted replica", "absent (it never got there)", on, !on)
 
+	bStart := time.Now()
 	lb, err := r.b.acquire(ctx, r.key, "B", 2*time.Second)
 	bAt := time.Now()
 	e.Check("B acquires the same lock through Sentinel", "held", errText(err), err == nil)
@@ -246,12 +249,12 @@ func driveFailover(ctx context.Context, e *Env) error {
 		return err
 	}
 	soldB, errB := r.b.sell(ctx, r.sku, sb, lb)
+	e.record("lab-B", bStart, soldB, sb-1)
 	soldA, errA := r.a.sell(ctx, r.sku, sa, la)
+	e.record("lab-A", aStart, soldA, sa-1)
 	if err := errors.Join(errA, errB); err != nil {
 		return err
 	}
-	e.record("lab-B", soldB)
-	e.record("lab-A", soldA)
 	if err := lb.Release(ctx); err != nil {
 		return fmt.Errorf("lab: B's release: %w", err)
 	}
@@ -281,8 +284,9 @@ func driveFailoverWait(ctx context.Context, e *Env) error {
 	if err := r.topo.HoldBackReplication(ctx); err != nil {
 		return err
 	}
+	aStart := time.Now()
 	_, err = r.a.acquire(ctx, r.key, "A", 0)
-	e.record("lab-A", false)
+	e.record("lab-A", aStart, false, 0)
 	e.Check("held back: A's acquisition (WAIT 1: no replica can acknowledge)", "refused and undone",
 		errText(err), errors.Is(err, lock.ErrNotReplicated))
 	n, err := redisExists(ctx, r.topo.Master.Addr, r.key)
@@ -299,6 +303,7 @@ func driveFailoverWait(ctx context.Context, e *Env) error {
 	if err := r.rejoinOldMaster(ctx); err != nil {
 		return err
 	}
+	bStart := time.Now()
 	lb, err := r.b.acquire(ctx, r.key, "B", 2*time.Second)
 	e.Check("held back: B acquires after the failover (acknowledged by the rejoined replica)", "held", errText(err), err == nil)
 	if err != nil {
@@ -312,7 +317,7 @@ func driveFailoverWait(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	e.record("lab-B", soldB)
+	e.record("lab-B", bStart, soldB, sb-1)
 	if err := lb.Release(ctx); err != nil {
 		return fmt.Errorf("lab: B's release: %w", err)
 	}
@@ -422,11 +427,16 @@ func (e *Env) setFigures(inv store.Inventory) {
 	e.res.ForeignUnlocks, e.res.StaleRejected = inv.ForeignUnlocks, inv.StaleRejected
 }
 
-// record counts a holder of the main experiment as a buyer (sold, or refused: unavailable).
-func (e *Env) record(instance string, sold bool) {
+// record counts a holder of the main experiment as a buyer (sold with remaining stock left, or
+// refused), whose sale started at start and answers now.
+func (e *Env) record(instance string, start time.Time, sold bool, remaining int64) {
+	o := Outcome{Instance: instance, Kind: soldKind(sold), Start: start, End: time.Now()}
+	if sold {
+		o.Remaining = remaining
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.outcomes = append(e.outcomes, Outcome{Instance: instance, Kind: soldKind(sold)})
+	e.outcomes = append(e.outcomes, o)
 }
 
 // phaseRecord counts a buyer of a phase.

@@ -11,13 +11,14 @@ import (
 // WriteTable prints results as an aligned table, then the reason of every UNEXPECTED or SKIPPED verdict.
 // SOURCE cites the source tutorials (docs/scenarios.md), FOREIGN counts foreign unlocks, STALE
 // the stale writes the fence rejected, RENEWALS the watchdog renewals of the buyers' leases.
+// HISTORY is the client-side verdict: whether the sales the buyers recorded are linearizable.
 func WriteTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tSCENARIO\tMODE\tSOURCE\tEXPECTED\tSOLD\tINIT\tLOST\tOVERSOLD\tOVERLAPS\tFOREIGN\tDEADLOCK\tSTALE\tRENEWALS\tTIME\tVERDICT")
+	fmt.Fprintln(tw, "#\tSCENARIO\tMODE\tSOURCE\tEXPECTED\tSOLD\tINIT\tLOST\tOVERSOLD\tOVERLAPS\tFOREIGN\tDEADLOCK\tSTALE\tRENEWALS\tTIME\tHISTORY\tVERDICT")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%.1fs\t%s\n",
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%.1fs\t%s\t%s\n",
 			r.Row, r.Name, r.Mode, r.Step, r.Short, r.Sold, r.Initial, r.Lost, r.Oversold, r.Overlaps,
-			r.ForeignUnlocks, yesNo(r.Deadlock), r.StaleRejected, r.Renewals, r.DurationMs/1000, r.Verdict)
+			r.ForeignUnlocks, yesNo(r.Deadlock), r.StaleRejected, r.Renewals, r.DurationMs/1000, historyShort(r.History), r.Verdict)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("lab: write table: %w", err)

@@ -1,0 +1,188 @@
+package lab
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// The second verdict of a row: the history its buyers recorded (when each sale was called, when
+// it answered, and what it answered) checked for linearizability against a stock counter with
+// porcupine. It trusts nothing the service counts in Redis: only the stock the scenario set and
+// the answers the buyers got.
+
+// History verdicts (Result.History; "n/a: <reason>" when the history is not well defined).
+const (
+	Linearizable    = "linearizable"
+	NotLinearizable = "NOT linearizable"
+	HistoryTimeout  = "unknown (timeout)"
+)
+
+// historyTimeout bounds one check, so the lab never hangs on a large history.
+const historyTimeout = 5 * time.Second
+
+// saleOutput is what a buyer was told.
+type saleOutput struct {
+	// Kind: sold, soldout, or anything else: the sale may or may not have happened.
+	Kind string
+	// Remaining is the stock left after a sold answer.
+	Remaining int64
+}
+
+// known reports whether the answer says what the sale did: sold (one unit) or sold out (none).
+// Any other answer (timeout, crashed, lost, unavailable, stale, refused, error) may or may not
+// have taken a unit.
+func (o saleOutput) known() bool { return o.Kind == "sold" || o.Kind == "soldout" }
+
+// stockModel is a stock counter. A sold answer with remaining r is legal iff stock > 0 and
+// r == stock-1 (the new stock); a sold-out answer iff stock == 0; any other answer either took
+// one unit (when there was one) or none.
+var stockModel = porcupine.NondeterministicModel{
+	Step: func(state, _, output any) []any {
+		s, o := state.(int64), output.(saleOutput)
+		switch o.Kind {
+		case "sold":
+			if s > 0 && o.Remaining == s-1 {
+				return []any{s - 1}
+			}
+			return nil
+		case "soldout":
+			if s == 0 {
+				return []any{s}
+			}
+			return nil
+		default:
+			if s > 0 {
+				return []any{s, s - 1}
+			}
+			return []any{s}
+		}
+	},
+	Hash: func(state any) uint64 { return uint64(state.(int64)) },
+	DescribeOperation: func(_, output any) string {
+		o := output.(saleOutput)
+		switch o.Kind {
+		case "sold":
+			return fmt.Sprintf("sold, %d left", o.Remaining)
+		case "soldout":
+			return "sold out"
+		default:
+			return o.Kind + " (sold or not)"
+		}
+	},
+	DescribeState: func(state any) string { return fmt.Sprintf("stock %d", state.(int64)) },
+	DescribeOperationMetadata: func(info any) string {
+		if s, ok := info.(string); ok {
+			return s
+		}
+		return ""
+	},
+}
+
+// modelFrom is stockModel starting at the initial stock.
+func modelFrom(initial int64) porcupine.Model {
+	m := stockModel
+	m.Init = func() []any { return []any{initial} }
+	return m.ToModel()
+}
+
+// historyOps turns outcomes into porcupine operations, times in nanoseconds since origin (the
+// monotonic clock: time.Time.Sub). An answer that does not say what the sale did returns after
+// every other event of the history: that lets the checker place its effect (or none) anywhere
+// after its call, as an infinite return time would, and keeps the visualisation readable.
+func historyOps(origin time.Time, outs []Outcome) []porcupine.Operation {
+	ops := make([]porcupine.Operation, len(outs))
+	var last int64
+	for i, o := range outs {
+		ops[i] = porcupine.Operation{ClientId: i, Call: int64(o.Start.Sub(origin)), Return: int64(o.End.Sub(origin)),
+			Output: saleOutput{Kind: o.Kind, Remaining: o.Remaining}, Metadata: o.Instance}
+		last = max(last, ops[i].Return)
+	}
+	for i := range ops {
+		if !ops[i].Output.(saleOutput).known() {
+			ops[i].Return = last + 1
+		}
+	}
+	return ops
+}
+
+// CheckHistory checks the outcomes of sales on one SKU whose stock was set to initial, times
+// measured from origin. It returns the verdict and, for a violation, porcupine's
+// visualisation written to a file in dir (the OS temp dir when empty); file is "" otherwise.
+func CheckHistory(name string, initial int64, origin time.Time, outs []Outcome, dir string) (verdict, file string, err error) {
+	model := modelFrom(initial)
+	res, info := porcupine.CheckOperationsVerbose(model, historyOps(origin, outs), historyTimeout)
+	switch res {
+	case porcupine.Ok:
+		return Linearizable, "", nil
+	case porcupine.Unknown:
+		return HistoryTimeout, "", nil
+	}
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	f, err := os.CreateTemp(dir, "seckill-history-"+name+"-*.html")
+	if err != nil {
+		return NotLinearizable, "", fmt.Errorf("lab: history visualisation: %w", err)
+	}
+	err = porcupine.Visualize(model, info, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return NotLinearizable, "", fmt.Errorf("lab: history visualisation %s: %w", f.Name(), err)
+	}
+	return NotLinearizable, f.Name(), nil
+}
+
+// checkHistory is the row's history verdict: the main fleet's sales on e.SKU, from the stock the
+// scenario set once. A history that is not well defined (no stock set, set twice, a sale
+// recorded without times) is "n/a" with the reason.
+func (e *Env) checkHistory() {
+	e.mu.Lock()
+	outs := append([]Outcome(nil), e.outcomes...)
+	stocks := append([]int64(nil), e.stocks...)
+	e.mu.Unlock()
+	na := ""
+	switch {
+	case len(stocks) == 0:
+		na = "the main SKU's stock was never set"
+	case len(stocks) > 1:
+		na = fmt.Sprintf("the main SKU's stock was set %d times", len(stocks))
+	case len(outs) == 0:
+		na = "no sales on the main SKU"
+	}
+	for _, o := range outs {
+		if na == "" && (o.Start.IsZero() || o.End.IsZero()) {
+			na = "a sale was recorded without its times"
+		}
+	}
+	if na != "" {
+		e.res.History = "n/a: " + na
+		e.Note("history: not checked: %s", na)
+		return
+	}
+	verdict, file, err := CheckHistory(e.Scenario.Name, stocks[0], e.origin, outs, e.runner.HistoryDir)
+	e.res.History, e.res.HistoryFile = verdict, file
+	e.Note("history: the %d sales the buyers recorded (stock %d, checked with porcupine) are %s", len(outs), stocks[0], verdict)
+	switch {
+	case err != nil:
+		e.Note("history: %v", err)
+	case file != "":
+		e.Note("history: visualisation in %s", file)
+	}
+}
+
+// historyShort is a history verdict for the table: "n/a" without its reason.
+func historyShort(h string) string {
+	if h == "" {
+		return "-"
+	}
+	if rest, ok := strings.CutPrefix(h, "n/a"); ok && rest != "" {
+		return "n/a"
+	}
+	return h
+}
