@@ -26,7 +26,7 @@ func newRunner(t *testing.T) *lab.Runner {
 	for _, s := range all[1:] {
 		masters = append(masters, testredis.Client(t, s))
 	}
-	return &lab.Runner{Data: data, Masters: masters}
+	return &lab.Runner{Data: data, Masters: masters, HistoryDir: t.TempDir()}
 }
 
 func want(sc lab.Scenario) string {
@@ -54,8 +54,9 @@ func runs(t *testing.T) int {
 }
 
 // TestLabVerdictsAreStable runs every scenario of rows 1-11 again and again and requires the
-// row's verdict every time: REPRODUCED for the unsafe modes, HELD for the safe ones. Row 12 (a
-// Sentinel failover, several seconds a run) has its own repeated test.
+// row's verdict every time: REPRODUCED for the unsafe modes, HELD for the safe ones, and a
+// history verdict that agrees with the row's counters (historyAgrees). Row 12 (a Sentinel
+// failover, several seconds a run) has its own repeated test.
 func TestLabVerdictsAreStable(t *testing.T) {
 	t.Parallel() // beside row 12's test, which mostly waits for Sentinel
 	rows := map[int]bool{}
@@ -91,6 +92,7 @@ func TestLabVerdictsAreStable(t *testing.T) {
 				failed = true
 				t.Errorf("run %d: %s: verdict %s, want %s: %s", i+1, res.Name, res.Verdict, want(sc), res.Reason)
 			}
+			historyAgrees(t, i+1, res)
 		}
 		if i == 0 || failed {
 			var b bytes.Buffer
@@ -156,16 +158,19 @@ func TestSelect(t *testing.T) {
 
 func TestWriteTable(t *testing.T) {
 	var b bytes.Buffer
-	rs := []lab.Result{{Name: "x", Row: 1, Mode: "none", Verdict: lab.Unexpected, Reason: "because"},
-		{Name: "y", Row: 2, Mode: "lua", Verdict: lab.Held, Deadlock: true}}
+	rs := []lab.Result{{Name: "x", Row: 1, Mode: "none", Verdict: lab.Unexpected, Reason: "because", History: "n/a: no sales"},
+		{Name: "y", Row: 2, Mode: "lua", Verdict: lab.Held, Deadlock: true, History: lab.NotLinearizable}}
 	if err := lab.WriteTable(&b, rs); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, s := range []string{"VERDICT", "x: UNEXPECTED: because", "yes"} {
+	for _, s := range []string{"VERDICT", "x: UNEXPECTED: because", "yes", "HISTORY", "n/a", "NOT linearizable"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("table lacks %q:\n%s", s, out)
 		}
+	}
+	if strings.Contains(out, "no sales") {
+		t.Errorf("the table's HISTORY column should leave out the reason of n/a:\n%s", out)
 	}
 	if !lab.AnyUnexpected(rs) || lab.AnyUnexpected(rs[1:]) {
 		t.Error("AnyUnexpected is wrong")

@@ -32,8 +32,8 @@ func failoverRuns(t *testing.T) int {
 }
 
 // TestFailoverVerdictsAreStable runs row 12 again and again: REPRODUCED without waiting for a
-// replica, HELD with lock.waitReplicas=1, every time; SKIPPED (never UNEXPECTED) where
-// redis-sentinel is not installed.
+// replica, HELD with lock.waitReplicas=1, every time, with a history verdict that agrees with
+// the counters; SKIPPED (never UNEXPECTED) where redis-sentinel is not installed.
 func TestFailoverVerdictsAreStable(t *testing.T) {
 	t.Parallel()
 	names := []string{"failover", "failover-wait"}
@@ -64,6 +64,7 @@ func TestFailoverVerdictsAreStable(t *testing.T) {
 				failed = true
 				t.Errorf("run %d: %s: verdict %s, want %s: %s", i+1, res.Name, res.Verdict, want, res.Reason)
 			}
+			historyAgrees(t, i+1, res)
 			if res.Row != 12 || res.Mode != "reentrant" {
 				t.Errorf("%s: row %d mode %s, want row 12 on reentrant", res.Name, res.Row, res.Mode)
 			}

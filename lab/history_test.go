@@ -1,0 +1,102 @@
+package lab_test
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"seckill/lab"
+)
+
+// sale is one hand-made operation: called at from, answered at to (milliseconds since the
+// origin), with kind and, for a sold answer, the stock left.
+type sale struct {
+	from, to  int
+	kind      string
+	remaining int64
+}
+
+func outcomes(origin time.Time, sales []sale) []lab.Outcome {
+	at := func(msec int) time.Time { return origin.Add(time.Duration(msec) * time.Millisecond) }
+	out := make([]lab.Outcome, len(sales))
+	for i, s := range sales {
+		out[i] = lab.Outcome{Instance: "lab-A", Kind: s.kind, Remaining: s.remaining, Start: at(s.from), End: at(s.to)}
+	}
+	return out
+}
+
+// TestStockModel checks the history checker on hand-made histories of a stock counter.
+func TestStockModel(t *testing.T) {
+	cases := []struct {
+		name    string
+		initial int64
+		sales   []sale
+		want    string
+	}{
+		{"sequential sales, then sold out", 2,
+			[]sale{{0, 1, "sold", 1}, {2, 3, "sold", 0}, {4, 5, "soldout", 0}}, lab.Linearizable},
+		{"concurrent sales, answers in either order", 10,
+			[]sale{{0, 10, "sold", 8}, {1, 5, "sold", 9}}, lab.Linearizable},
+		{"oversell: a second sale of the last unit", 1,
+			[]sale{{0, 1, "sold", 0}, {2, 3, "sold", -1}}, lab.NotLinearizable},
+		{"sold out while stock is left", 1,
+			[]sale{{0, 1, "soldout", 0}}, lab.NotLinearizable},
+		{"lost update: two overlapping sales both leave 9 of 10", 10,
+			[]sale{{0, 10, "sold", 9}, {1, 11, "sold", 9}}, lab.NotLinearizable},
+		{"a timeout that did not sell", 10,
+			[]sale{{0, 1, "timeout", 0}, {2, 3, "sold", 9}}, lab.Linearizable},
+		{"a timeout that sold", 10,
+			[]sale{{0, 1, "timeout", 0}, {2, 3, "sold", 8}}, lab.Linearizable},
+		{"a crash that took the last unit", 1,
+			[]sale{{0, 1, "crashed", 0}, {2, 3, "soldout", 0}}, lab.Linearizable},
+		{"a timeout cannot sell before it was called", 10,
+			[]sale{{0, 1, "sold", 8}, {2, 3, "timeout", 0}}, lab.NotLinearizable},
+		{"a timeout cannot hide a lost update", 10,
+			[]sale{{0, 1, "timeout", 0}, {2, 5, "sold", 8}, {3, 6, "sold", 8}}, lab.NotLinearizable},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			origin := time.Now()
+			dir := t.TempDir()
+			got, file, err := lab.CheckHistory("unit", c.initial, origin, outcomes(origin, c.sales), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Fatalf("got %s, want %s", got, c.want)
+			}
+			if (file != "") != (got == lab.NotLinearizable) {
+				t.Fatalf("visualisation file %q for a history that is %s", file, got)
+			}
+			if file != "" {
+				if fi, err := os.Stat(file); err != nil || fi.Size() == 0 {
+					t.Fatalf("visualisation %s: %v", file, err)
+				}
+			}
+		})
+	}
+}
+
+// historyAgrees requires a row's history verdict (the buyers' side alone) to agree with the
+// counters the service kept in Redis: a lost update or an oversell must make the history NOT
+// linearizable, and a row with neither must have a linearizable history.
+func historyAgrees(t *testing.T, run int, res lab.Result) {
+	t.Helper()
+	if res.Verdict == lab.Skipped {
+		return
+	}
+	want := lab.Linearizable
+	if res.Lost > 0 || res.Oversold > 0 {
+		want = lab.NotLinearizable
+	}
+	if res.History != want {
+		t.Errorf("run %d: %s: history %q, but the counters (lost %d, oversold %d) say %s", run, res.Name,
+			res.History, res.Lost, res.Oversold, want)
+		return
+	}
+	if want == lab.NotLinearizable {
+		if _, err := os.Stat(res.HistoryFile); err != nil {
+			t.Errorf("run %d: %s: the visualisation of the violation: %v", run, res.Name, err)
+		}
+	}
+}
