@@ -87,6 +87,16 @@ func NewReentrant(rdb redis.UniversalClient, opts ...Option) (Locker, error) {
 	return construct("reentrant", Deps{Data: rdb}, opts, newReentrant)
 }
 
+// NewFair returns Redisson's RFairLock on one Redis, wire-compatible with Redisson's
+// RedissonFairLock: the reentrant lock's hash and watchdog, plus a queue in Redis
+// (redisson_lock_queue:{key}, with the waiters' deadlines in redisson_lock_timeout:{key}) that
+// serves waiters in the order they queued, across every process. Each waiter is told its turn
+// on its own channel, redisson_lock__channel:{key}:<instance-id>:<owner>. A waiter that dies
+// while queued holds the line up for at most its Options.Wait.
+func NewFair(rdb redis.UniversalClient, opts ...Option) (Locker, error) {
+	return construct("fair", Deps{Data: rdb}, opts, newFair)
+}
+
 // NewFenced returns a lock on one Redis whose every acquisition carries a fencing token
 // (Lease.Token) larger than any before it on the same key. The protected resource must refuse
 // a write whose token is older than the newest it has seen: that, not the lock, is what stops a

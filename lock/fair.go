@@ -1,0 +1,245 @@
+package lock
+
+import (
+	"cmp"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/fair_acquire.lua
+	fairAcquireLua string
+	//go:embed lua/fair_release.lua
+	fairReleaseLua string
+	//go:embed lua/fair_cancel.lua
+	fairCancelLua string
+
+	fairAcquire = redis.NewScript(fairAcquireLua)
+	fairRelease = redis.NewScript(fairReleaseLua)
+	fairCancel  = redis.NewScript(fairCancelLua)
+)
+
+// fairLocker is Redisson's RFairLock: the reentrant lock's hash, plus a queue of waiters in Redis
+// that decides the order across every process, so the first to queue is the first served
+// whichever instance it came through. Each waiter is woken on its own channel by the release
+// before it; a waiter that gives up leaves the queue and the ones behind it move up; a waiter
+// that dies stays at most its wait (Redisson's threadWaitTime) at the head before the next
+// acquire or release drops it.
+//
+// Unlike the other modes it has no per-process line (handoff.go): every waiter queues in Redis
+// at once, which is what makes the order global.
+type fairLocker struct {
+	rdb   redis.UniversalClient
+	id    string
+	lease time.Duration
+	log   *slog.Logger
+	sub   *subscriber
+}
+
+func newFair(d Deps) (Locker, error) {
+	l := &fairLocker{rdb: d.Data, id: cmp.Or(d.InstanceID, uuid.NewString()), lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d)}
+	if l.rdb != nil {
+		l.sub = newSubscriber(d.Data, l.log, unlockOnly)
+	}
+	return l, nil
+}
+
+// fairQueue and fairDeadlines name the fair lock's queue and deadline keys, as Redisson's
+// prefixName does (in the same hash slot as the lock).
+func fairQueue(name string) string     { return redissonPrefixed("redisson_lock_queue", name) }
+func fairDeadlines(name string) string { return redissonPrefixed("redisson_lock_timeout", name) }
+
+// fairChannel is the channel on which the waiter with field is told that its turn has come.
+func fairChannel(name, field string) string { return unlockChannel(name) + ":" + field }
+
+func redissonPrefixed(prefix, name string) string {
+	if strings.Contains(name, "{") {
+		return prefix + ":" + name
+	}
+	return prefix + ":{" + name + "}"
+}
+
+func (l *fairLocker) Name() string { return "fair" }
+
+// Acquire joins the queue for key and waits for its turn, at most opts.Wait. The wait is also
+// the thread wait of Redisson's tryLock(wait, ...): how long this waiter may stay at the head of
+// the queue without coming for the lock before the others pass it (should it die meanwhile).
+func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
+	if l.rdb == nil {
+		return nil, fmt.Errorf("lock: fair: %w: no Redis configured", ErrUnavailable)
+	}
+	owner := ownerOf(opts)
+	field := l.id + ":" + owner
+	lease := cmp.Or(max(opts.Lease, 0), l.lease)
+	leaseMs := max(lease.Milliseconds(), 1)
+	wait := max(opts.Wait, 0)
+	waitMs := max(wait.Milliseconds(), 1)
+	deadline := time.Now().Add(wait)
+
+	due, held, err := l.try(ctx, key, field, leaseMs, waitMs)
+	if err == nil && held {
+		return l.held(ctx, key, field, lease, leaseMs, !opts.ExplicitLease), nil
+	}
+	if err != nil || wait == 0 {
+		// The failed attempt queued us: leave the queue again.
+		l.giveUp(ctx, key, field, waitMs)
+		if err != nil {
+			return nil, err
+		}
+		return nil, notObtained(ctx, key)
+	}
+	// Wait on our own channel. A release between the failed attempt and the subscription is
+	// caught by the attempt right after it.
+	bell := make(chan struct{}, 1)
+	h := l.sub.join(ctx, fairChannel(key, field), func() {
+		select {
+		case bell <- struct{}{}:
+		default:
+		}
+	})
+	defer l.sub.leave(h)
+	select {
+	case <-h.ready:
+	case <-time.After(min(wait, 100*time.Millisecond)):
+	case <-ctx.Done():
+	}
+	for {
+		due, held, err = l.try(ctx, key, field, leaseMs, waitMs)
+		if err != nil {
+			l.giveUp(ctx, key, field, waitMs)
+			return nil, err
+		}
+		if held {
+			return l.held(ctx, key, field, lease, leaseMs, !opts.ExplicitLease), nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 || ctx.Err() != nil {
+			l.giveUp(ctx, key, field, waitMs)
+			return nil, notObtained(ctx, key)
+		}
+		// Sleep until told, or until our estimated turn (then look again: the waiter before us
+		// may be dead), bounded below so a stale estimate does not become a busy loop.
+		nap := min(max(due, 5*time.Millisecond), left)
+		t := time.NewTimer(nap)
+		select {
+		case <-bell:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+}
+
+// try runs the acquire script once: held, or about how long until this waiter's turn.
+func (l *fairLocker) try(ctx context.Context, key, field string, leaseMs, waitMs int64) (time.Duration, bool, error) {
+	n, err := fairAcquire.Run(ctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key)},
+		leaseMs, field, waitMs, time.Now().UnixMilli()).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, true, nil
+	}
+	if err != nil {
+		return 0, false, redisErr("fair acquire "+key, err)
+	}
+	return time.Duration(n) * time.Millisecond, false, nil
+}
+
+// giveUp leaves the queue (Redisson's acquireFailedAsync), even when the caller has gone.
+func (l *fairLocker) giveUp(ctx context.Context, key, field string, waitMs int64) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	err := fairCancel.Run(cctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key)},
+		field, waitMs, unlockMessage).Err()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		// The entry then expires by its deadline, as a dead waiter's does.
+		l.log.Warn("fair lock: leave the queue", "key", key, "field", field, "err", err)
+	}
+}
+
+// held builds the lease and, unless the lease is explicit, its watchdog (renewing every lease/3
+// with the acquisition's context values).
+func (l *fairLocker) held(ctx context.Context, key, field string, lease time.Duration, leaseMs int64, watch bool) *fairLease {
+	le := &fairLease{l: l, key: key, field: field, leaseMs: leaseMs}
+	if !watch {
+		return le
+	}
+	le.wd = startWatchdog(ctx, max(lease/3, time.Millisecond), func(ctx context.Context) (renewOutcome, error) {
+		n, err := reentrantRenew.Run(ctx, l.rdb, []string{key}, leaseMs, field).Int()
+		switch {
+		case err != nil:
+			return renewLost, redisErr("fair renew "+key, err)
+		case n != 1:
+			return renewLost, nil
+		}
+		return renewed, nil
+	}, func(err error) {
+		l.log.Warn("fair lock lost: renewal failed", "key", key, "field", field, "err", err)
+	})
+	return le
+}
+
+// Close ends the waiters' pub/sub connection.
+func (l *fairLocker) Close() error {
+	if l.sub == nil {
+		return nil
+	}
+	return l.sub.Close()
+}
+
+// fairLease is one hold of a fair lock.
+type fairLease struct {
+	l       *fairLocker
+	key     string
+	field   string
+	leaseMs int64
+	wd      *watchdog // nil with an explicit lease
+	over    atomic.Bool
+}
+
+func (le *fairLease) Key() string   { return le.key }
+func (le *fairLease) Field() string { return le.field }
+func (le *fairLease) Token() int64  { return 0 }
+
+// Lost is closed when the watchdog found the lock gone; nil with an explicit lease.
+func (le *fairLease) Lost() <-chan struct{} {
+	if le.wd == nil {
+		return nil
+	}
+	return le.wd.Lost()
+}
+
+// Renewals counts the watchdog's successful renewals.
+func (le *fairLease) Renewals() int64 {
+	if le.wd == nil {
+		return 0
+	}
+	return le.wd.Renewals()
+}
+
+// Release gives back one hold; the last one deletes the lock and tells the first waiter.
+func (le *fairLease) Release(ctx context.Context) error {
+	if !le.over.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: %s: this lease was already released", ErrNotHeld, le.key)
+	}
+	if le.wd != nil {
+		le.wd.Stop()
+	}
+	k := le.key
+	_, err := fairRelease.Run(ctx, le.l.rdb, []string{k, fairQueue(k), fairDeadlines(k), unlockChannel(k)},
+		unlockMessage, le.leaseMs, le.field, time.Now().UnixMilli()).Int64()
+	if errors.Is(err, redis.Nil) {
+		return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, k, le.field)
+	}
+	if err != nil {
+		return redisErr("fair release "+k, err)
+	}
+	return nil
+}

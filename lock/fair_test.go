@@ -1,0 +1,325 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/testredis"
+	"seckill/lab/fault"
+	"seckill/lock"
+)
+
+// fairLocker builds a fair lock on c as process id (its clients carry the fault hook).
+func fairLocker(t *testing.T, c *redis.Client, id string, lease time.Duration) lock.Locker {
+	t.Helper()
+	fault.Install(c)
+	l, err := lock.NewFair(c, lock.WithInstanceID(id), lock.WithLease(lease))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// queue is the fair lock's queue of waiting fields, first first.
+func queue(t *testing.T, c *redis.Client, key string) []string {
+	t.Helper()
+	q, err := c.LRange(context.Background(), "redisson_lock_queue:{"+key+"}", 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// waitQueue waits until the queue has n waiters.
+func waitQueue(t *testing.T, c *redis.Client, key string, n int) []string {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		q := queue(t, c, key)
+		if len(q) == n {
+			return q
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue %v, want %d waiters", q, n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestFairRedissonLayout(t *testing.T) {
+	c := testredis.Client(t, testredis.Start(t))
+	const lease = 5 * time.Second
+	a, b := fairLocker(t, c, "inst-a", lease), fairLocker(t, c, "inst-b", lease)
+	const key = "fair-layout"
+	la, err := a.Acquire(t.Context(), key, lock.Options{Owner: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := c.HGetAll(t.Context(), key).Val(); len(h) != 1 || h["inst-a:a"] != "1" {
+		t.Fatalf("lock hash %v, want {inst-a:a: 1}", h)
+	}
+	got := make(chan lock.Lease, 1)
+	const wait = 2 * time.Second
+	go func() {
+		lb, err := b.Acquire(context.Background(), key, lock.Options{Owner: "b", Wait: wait})
+		if err != nil {
+			t.Errorf("B: %v", err)
+		}
+		got <- lb
+	}()
+	if q := waitQueue(t, c, key, 1); q[0] != "inst-b:b" {
+		t.Fatalf("queue %v, want [inst-b:b]", q)
+	}
+	// B's deadline: the lock's TTL plus B's wait, from now.
+	score := c.ZScore(t.Context(), "redisson_lock_timeout:{"+key+"}", "inst-b:b").Val()
+	want := float64(time.Now().Add(lease + wait).UnixMilli())
+	if d := score - want; d < -500 || d > 500 {
+		t.Fatalf("B's deadline %0.f is %.0f ms from now+TTL+wait", score, d)
+	}
+	ch := "redisson_lock__channel:{" + key + "}:inst-b:b"
+	deadline := time.Now().Add(time.Second)
+	for !slices.Contains(c.PubSubChannels(t.Context(), "*").Val(), ch) {
+		if time.Now().After(deadline) {
+			t.Fatalf("nobody subscribed to %s: %v", ch, c.PubSubChannels(t.Context(), "*").Val())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	start := time.Now()
+	if err := la.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	lb := <-got
+	if lb == nil {
+		t.FailNow()
+	}
+	if el := time.Since(start); el > 200*time.Millisecond {
+		t.Errorf("B got the lock %s after the release: the release did not wake it", el)
+	}
+	if q := queue(t, c, key); len(q) != 0 {
+		t.Errorf("queue after B got the lock: %v", q)
+	}
+	if n := c.ZCard(t.Context(), "redisson_lock_timeout:{"+key+"}").Val(); n != 0 {
+		t.Errorf("%d deadlines left after B got the lock", n)
+	}
+	if err := lb.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFairServesInQueueOrderAcrossProcesses: waiters from two processes, queued one after the
+// other, get the lock exactly in that order.
+func TestFairServesInQueueOrderAcrossProcesses(t *testing.T) {
+	c := testredis.Client(t, testredis.Start(t))
+	ls := []lock.Locker{fairLocker(t, c, "p0", 5*time.Second), fairLocker(t, c, "p1", 5*time.Second)}
+	const key = "fair-order"
+	h, err := ls[0].Acquire(t.Context(), key, lock.Options{Owner: "holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const waiters = 8
+	var mu sync.Mutex
+	var served []string
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	var inside atomic.Int32
+	for i := range waiters {
+		owner := fmt.Sprint("w", i)
+		l := ls[i%2]
+		wg.Go(func() {
+			le, err := l.Acquire(context.Background(), key, lock.Options{Owner: owner, Wait: 5 * time.Second})
+			if err != nil {
+				t.Errorf("%s: %v", owner, err)
+				return
+			}
+			if inside.Add(1) != 1 {
+				t.Errorf("%s is not alone in the critical section", owner)
+			}
+			mu.Lock()
+			served = append(served, fmt.Sprintf("p%d:%s", i%2, owner))
+			mu.Unlock()
+			time.Sleep(2 * time.Millisecond)
+			inside.Add(-1)
+			if err := le.Release(context.Background()); err != nil {
+				t.Errorf("%s release: %v", owner, err)
+			}
+		})
+		waitQueue(t, c, key, i+1) // the next one queues behind this one
+	}
+	order := queue(t, c, key)
+	if err := h.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if !slices.Equal(served, order) {
+		t.Fatalf("served %v, queued %v", served, order)
+	}
+}
+
+// TestFairWaiterThatGivesUpLeavesTheQueue: the waiters behind it move up, and the next release
+// goes to them at once.
+func TestFairWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
+	c := testredis.Client(t, testredis.Start(t))
+	l := fairLocker(t, c, "p", 5*time.Second)
+	const key = "fair-give-up"
+	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const short = 300 * time.Millisecond
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := l.Acquire(context.Background(), key, lock.Options{Owner: "quitter", Wait: short})
+		gaveUp <- err
+	}()
+	waitQueue(t, c, key, 1)
+	got := make(chan lock.Lease, 1)
+	go func() {
+		le, err := l.Acquire(context.Background(), key, lock.Options{Owner: "patient", Wait: 5 * time.Second})
+		if err != nil {
+			t.Errorf("patient: %v", err)
+		}
+		got <- le
+	}()
+	waitQueue(t, c, key, 2)
+	deadlines := "redisson_lock_timeout:{" + key + "}"
+	before := c.ZScore(t.Context(), deadlines, "p:patient").Val()
+	if err := <-gaveUp; !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("quitter: %v, want ErrNotObtained", err)
+	}
+	if q := queue(t, c, key); !slices.Equal(q, []string{"p:patient"}) {
+		t.Fatalf("queue after the quitter left: %v", q)
+	}
+	after := c.ZScore(t.Context(), deadlines, "p:patient").Val()
+	if moved := before - after; moved != float64(short.Milliseconds()) {
+		t.Fatalf("the waiter behind moved up %.0f ms, want the quitter's wait %d ms", moved, short.Milliseconds())
+	}
+	start := time.Now()
+	if err := h.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	le := <-got
+	if le == nil {
+		t.FailNow()
+	}
+	if el := time.Since(start); el > 200*time.Millisecond {
+		t.Errorf("patient got the lock %s after the release", el)
+	}
+	_ = le.Release(t.Context())
+}
+
+// TestFairDeadWaiterHoldsTheLineForItsWait: a waiter that dies in the queue (its process
+// crashes: nothing it sends arrives, not even its leaving) is passed over once its wait has run
+// out, so the line moves on.
+func TestFairDeadWaiterHoldsTheLineForItsWait(t *testing.T) {
+	c := testredis.Client(t, testredis.Start(t))
+	l := fairLocker(t, c, "p", 5*time.Second)
+	const key = "fair-dead"
+	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder", Lease: 300 * time.Millisecond, ExplicitLease: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ghostWait = 500 * time.Millisecond
+	ctx, ghost := fault.Attach(t.Context(), fault.Plan{})
+	ghostDone := make(chan error, 1)
+	go func() {
+		_, err := l.Acquire(ctx, key, lock.Options{Owner: "ghost", Wait: 3 * time.Second})
+		ghostDone <- err
+	}()
+	waitQueue(t, c, key, 1)
+	ghost.Crash()
+	// The ghost queued with a 3 s wait; shorten its deadline as if it had asked for ghostWait.
+	deadlines := "redisson_lock_timeout:{" + key + "}"
+	c.ZAdd(t.Context(), deadlines, redis.Z{Score: float64(time.Now().Add(ghostWait).UnixMilli()), Member: "p:ghost"})
+	got := make(chan lock.Lease, 1)
+	go func() {
+		le, err := l.Acquire(context.Background(), key, lock.Options{Owner: "alive", Wait: 3 * time.Second})
+		if err != nil {
+			t.Errorf("alive: %v", err)
+		}
+		got <- le
+	}()
+	waitQueue(t, c, key, 2)
+	start := time.Now()
+	if err := h.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	le := <-got
+	if le == nil {
+		t.FailNow()
+	}
+	took := time.Since(start)
+	t.Logf("the dead waiter held the line up %s after the release", took)
+	if took < ghostWait/2 {
+		t.Errorf("alive got the lock %s after the release: it overtook a waiter whose wait had not run out", took)
+	}
+	if took > ghostWait+500*time.Millisecond {
+		t.Errorf("alive got the lock %s after the release, want about the dead waiter's wait (%s)", took, ghostWait)
+	}
+	if err := <-ghostDone; !errors.Is(err, fault.ErrCrashed) {
+		t.Errorf("the dead waiter's Acquire = %v, want its crash", err)
+	}
+	_ = le.Release(t.Context())
+}
+
+func TestFairReentryAndWatchdog(t *testing.T) {
+	c := testredis.Client(t, testredis.Start(t))
+	const lease = 300 * time.Millisecond
+	l := fairLocker(t, c, "p", lease)
+	const key = "fair-reentry"
+	outer, err := l.Acquire(t.Context(), key, lock.Options{Owner: "o"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := l.Acquire(t.Context(), key, lock.Options{Owner: "o"})
+	if err != nil {
+		t.Fatalf("re-entry: %v", err)
+	}
+	if n := c.HGet(t.Context(), key, "p:o").Val(); n != "2" {
+		t.Fatalf("hold count %s after re-entry, want 2", n)
+	}
+	time.Sleep(3 * lease)
+	if n := outer.(lock.Renewer).Renewals(); n < 2 {
+		t.Fatalf("%d renewals over 3 leases", n)
+	}
+	if err := inner.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.HGet(t.Context(), key, "p:o").Val(); n != "1" {
+		t.Fatalf("hold count %s after the inner release, want 1", n)
+	}
+	if err := outer.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if c.Exists(t.Context(), key).Val() != 0 {
+		t.Fatal("lock still there after the last release")
+	}
+	if err := outer.Release(t.Context()); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("second release: %v, want ErrNotHeld", err)
+	}
+}
+
+func TestFairTryOnceLeavesNoQueueEntry(t *testing.T) {
+	c := testredis.Client(t, testredis.Start(t))
+	l := fairLocker(t, c, "p", 5*time.Second)
+	const key = "fair-try"
+	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Acquire(t.Context(), key, lock.Options{Owner: "other"}); !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("try while held: %v, want ErrNotObtained", err)
+	}
+	if q := queue(t, c, key); len(q) != 0 {
+		t.Fatalf("a try without wait left %v in the queue", q)
+	}
+	_ = h.Release(t.Context())
+}

@@ -1,0 +1,65 @@
+-- Fair lock acquire, the rules of Redisson's RFairLock (RedissonFairLock.tryLockInnerAsync):
+-- the lock hash as in the reentrant lock, plus a queue of waiting fields (a list) and a zset of
+-- their deadlines. The first in the queue gets the lock; a waiter whose deadline has passed is
+-- dropped from the head of the queue, so a dead waiter holds the line up for at most its wait.
+-- KEYS[1] lock name; KEYS[2] queue "redisson_lock_queue:{<name>}";
+-- KEYS[3] deadlines "redisson_lock_timeout:{<name>}";
+-- ARGV[1] lease in ms; ARGV[2] field "<instance-id>:<owner>"; ARGV[3] thread wait in ms
+-- (how long a waiter at the head may take to come for the lock); ARGV[4] now, unix ms.
+-- Returns nil when held by us now, else roughly how many ms until our turn.
+local now = tonumber(ARGV[4])
+local wait = tonumber(ARGV[3])
+
+-- Waiters at the head whose deadline has passed are gone: drop them.
+while true do
+  local head = redis.call('lindex', KEYS[2], 0)
+  if head == false then
+    break
+  end
+  local deadline = tonumber(redis.call('zscore', KEYS[3], head))
+  if deadline ~= nil and deadline > now then
+    break
+  end
+  redis.call('zrem', KEYS[3], head)
+  redis.call('lpop', KEYS[2])
+end
+
+-- Free, and nobody waits or we are first in line: take it; everyone behind moves up one place.
+if redis.call('exists', KEYS[1]) == 0
+    and (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
+  redis.call('lpop', KEYS[2])
+  redis.call('zrem', KEYS[3], ARGV[2])
+  local waiting = redis.call('zrange', KEYS[3], 0, -1)
+  for i = 1, #waiting do
+    redis.call('zincrby', KEYS[3], -wait, waiting[i])
+  end
+  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+
+-- Re-entry by the holder.
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+
+-- Already in line: our turn comes about when the waiter before us is due.
+local mine = redis.call('zscore', KEYS[3], ARGV[2])
+if mine ~= false then
+  return tonumber(mine) - wait - now
+end
+
+-- Join at the tail, due one thread wait after the waiter before us (or after the lock's TTL).
+local last = redis.call('lindex', KEYS[2], -1)
+local ttl
+if last ~= false and last ~= ARGV[2] then
+  ttl = tonumber(redis.call('zscore', KEYS[3], last)) - now
+else
+  ttl = redis.call('pttl', KEYS[1])
+end
+if redis.call('zadd', KEYS[3], ttl + wait + now, ARGV[2]) == 1 then
+  redis.call('rpush', KEYS[2], ARGV[2])
+end
+return ttl
