@@ -167,7 +167,7 @@ func (e *Env) checkHistory() {
 	}
 	verdict, file, err := CheckHistory(e.Scenario.Name, stocks[0], e.origin, outs, e.runner.HistoryDir)
 	e.res.History, e.res.HistoryFile = verdict, file
-	e.Note("history: the %d sales the buyers recorded (stock %d, checked with porcupine) are %s", len(outs), stocks[0], verdict)
+	e.Note("history: the %d answers the buyers recorded, from stock %d, are %s (porcupine)", len(outs), stocks[0], verdict)
 	switch {
 	case err != nil:
 		e.Note("history: %v", err)
