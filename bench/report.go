@@ -117,7 +117,7 @@ type Target struct {
 }
 
 // lockedSafe are the lock modes the per-mode targets apply to (atomic takes no lock).
-var lockedSafe = []string{"lua", "reentrant", "multilock", "redlock", "fenced"}
+var lockedSafe = []string{"lua", "reentrant", "multilock", "redlock", "fenced", "fair"}
 
 // checkTargets computes the targets from the cells; a target whose cells were not run is left
 // out.
@@ -176,6 +176,11 @@ func checkTargets(cells []Cell, conc []int) []Target {
 			fmt.Sprintf("%.0f / %.0f (%s)", lua.Rate, best.Rate, best.Strategy))
 		atMost(fmt.Sprintf("lua ÷ faster redislock p99 at %d", hi), ratio(lua.P99Ms, best.P99Ms), 0.25,
 			fmt.Sprintf("%.2f ms / %.2f ms (%s)", lua.P99Ms, best.P99Ms, best.Strategy))
+	}
+	// The fair lock queues every waiter in Redis: it may cost some throughput, not most of it.
+	if fa, re := find("fair", hi), find("reentrant", hi); fa != nil && re != nil {
+		atLeast(fmt.Sprintf("fair ÷ reentrant sales/s at %d", hi), ratio(fa.Rate, re.Rate), 0.7,
+			fmt.Sprintf("%.0f / %.0f", fa.Rate, re.Rate))
 	}
 	if at, re := find("atomic", hi), find("reentrant", hi); at != nil && re != nil {
 		atLeast(fmt.Sprintf("atomic ÷ reentrant sales/s at %d", hi), ratio(at.Rate, re.Rate), 10,

@@ -68,6 +68,7 @@ func strategies() []Strategy {
 		mode("multilock", 6, "RLock on 3 masters in turn / GET / commit / release on 3 at once"),
 		mode("redlock", 4, "redsync SET NX on 3 at once / GET / commit / delete on 3 at once"),
 		mode("fenced", 4, "SET NX PX + INCR token / GET / fenced commit / compare-and-delete + PUBLISH"),
+		mode("fair", 4, "Redisson RFairLock script / GET / commit / release script + PUBLISH to the first in the queue"),
 		mode("atomic", 1, "one Lua decrement, no lock"),
 		{Name: RefRedsync, Kind: "reference", RoundTrips: 4, Locked: true,
 			About: "redsync v4 Mutex.Lock with default options (8 s expiry, 32 tries, 50-250 ms random retry) on the 3 masters",

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,10 +44,16 @@ type fairLocker struct {
 	lease time.Duration
 	log   *slog.Logger
 	sub   *subscriber
+
+	// bells wake the waiters of this process by field: a release here whose next waiter is also
+	// here rings it at once, without waiting for its own PUBLISH to come back.
+	mu    sync.Mutex
+	bells map[string]chan struct{}
 }
 
 func newFair(d Deps) (Locker, error) {
-	l := &fairLocker{rdb: d.Data, id: cmp.Or(d.InstanceID, uuid.NewString()), lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d)}
+	l := &fairLocker{rdb: d.Data, id: cmp.Or(d.InstanceID, uuid.NewString()), lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d),
+		bells: map[string]chan struct{}{}}
 	if l.rdb != nil {
 		l.sub = newSubscriber(d.Data, l.log, unlockOnly)
 	}
@@ -100,12 +107,22 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (Lea
 	// Wait on our own channel. A release between the failed attempt and the subscription is
 	// caught by the attempt right after it.
 	bell := make(chan struct{}, 1)
-	h := l.sub.join(ctx, fairChannel(key, field), func() {
+	ring := func() {
 		select {
 		case bell <- struct{}{}:
 		default:
 		}
-	})
+	}
+	bellID := key + "\x00" + field
+	l.mu.Lock()
+	l.bells[bellID] = bell
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.bells, bellID)
+		l.mu.Unlock()
+	}()
+	h := l.sub.join(ctx, fairChannel(key, field), ring)
 	defer l.sub.leave(h)
 	select {
 	case <-h.ready:
@@ -186,6 +203,22 @@ func (l *fairLocker) held(ctx context.Context, key, field string, lease time.Dur
 	return le
 }
 
+// ringLocal wakes the waiter with field on key at once if it waits in this process.
+func (l *fairLocker) ringLocal(key, field string) {
+	if !strings.HasPrefix(field, l.id+":") {
+		return
+	}
+	l.mu.Lock()
+	bell := l.bells[key+"\x00"+field]
+	l.mu.Unlock()
+	if bell != nil {
+		select {
+		case bell <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // Close ends the waiters' pub/sub connection.
 func (l *fairLocker) Close() error {
 	if l.sub == nil {
@@ -233,8 +266,13 @@ func (le *fairLease) Release(ctx context.Context) error {
 		le.wd.Stop()
 	}
 	k := le.key
-	_, err := fairRelease.Run(ctx, le.l.rdb, []string{k, fairQueue(k), fairDeadlines(k), unlockChannel(k)},
-		unlockMessage, le.leaseMs, le.field, time.Now().UnixMilli()).Int64()
+	r, err := fairRelease.Run(ctx, le.l.rdb, []string{k, fairQueue(k), fairDeadlines(k), unlockChannel(k)},
+		unlockMessage, le.leaseMs, le.field, time.Now().UnixMilli()).Slice()
+	if err == nil && len(r) == 2 {
+		if next, _ := r[1].(string); next != "" {
+			le.l.ringLocal(k, next)
+		}
+	}
 	if errors.Is(err, redis.Nil) {
 		return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, k, le.field)
 	}
@@ -242,4 +280,14 @@ func (le *fairLease) Release(ctx context.Context) error {
 		return redisErr("fair release "+k, err)
 	}
 	return nil
+}
+
+func init() {
+	register(Mode{
+		Name: "fair", Row: 13, Step: "Redisson walkthrough (getFairLock); Redisson internals", Source: "Redisson walkthrough, getFairLock", Safe: true,
+		Summary: "Redisson RFairLock layout: the reentrant hash and watchdog plus a queue and deadlines in Redis; " +
+			"waiters are served in the order they queued, across instances, each woken on its own channel",
+		Faults: lockedFaults,
+		New:    newFair,
+	})
 }

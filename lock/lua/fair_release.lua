@@ -4,8 +4,8 @@
 -- KEYS[1] lock name; KEYS[2] queue; KEYS[3] deadlines; KEYS[4] channel prefix
 -- "redisson_lock__channel:{<name>}"; ARGV[1] unlock message ("0"); ARGV[2] lease in ms;
 -- ARGV[3] field "<instance-id>:<owner>"; ARGV[4] now, unix ms.
--- Returns nil when the field is not there (not held by this owner), 0 when still held (nested),
--- 1 when deleted (and the next waiter told).
+-- Returns nil when the field is not there (not held by this owner); else {0, ''} when still held
+-- (nested), {1, first} when deleted and the first waiter (its field, '' if none) told.
 local now = tonumber(ARGV[4])
 while true do
   local head = redis.call('lindex', KEYS[2], 0)
@@ -34,11 +34,12 @@ end
 local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
 if counter > 0 then
   redis.call('pexpire', KEYS[1], ARGV[2])
-  return 0
+  return {0, ''}
 end
 redis.call('del', KEYS[1])
 local first = redis.call('lindex', KEYS[2], 0)
-if first ~= false then
-  redis.call('publish', KEYS[4] .. ':' .. first, ARGV[1])
+if first == false then
+  return {1, ''}
 end
-return 1
+redis.call('publish', KEYS[4] .. ':' .. first, ARGV[1])
+return {1, first}
