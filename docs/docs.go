@@ -863,6 +863,14 @@ const docTemplate = `{
                 "foreignUnlocks": {
                     "type": "integer"
                 },
+                "history": {
+                    "description": "History is the second verdict, from the buyers' side alone: the main experiment's sales as\nthe buyers recorded them (call, answer, remaining stock), checked for linearizability\nagainst a stock counter: linearizable, NOT linearizable, unknown (timeout) or \"n/a: why\".",
+                    "type": "string"
+                },
+                "historyFile": {
+                    "description": "HistoryFile is porcupine's visualisation of a history that is NOT linearizable.",
+                    "type": "string"
+                },
                 "initialStock": {
                     "type": "integer"
                 },
@@ -1017,6 +1025,13 @@ const docTemplate = `{
                     "type": "integer",
                     "example": 29950
                 },
+                "queue": {
+                    "description": "Queue lists a fair lock's waiters, first first, each with its deadline.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/lock.Waiter"
+                    }
+                },
                 "type": {
                     "type": "string",
                     "example": "hash"
@@ -1051,6 +1066,30 @@ const docTemplate = `{
                 },
                 "truncated": {
                     "description": "Truncated: more keys matched than were read.",
+                    "type": "boolean"
+                }
+            }
+        },
+        "lock.Waiter": {
+            "type": "object",
+            "properties": {
+                "deadlineMs": {
+                    "description": "DeadlineMs is the waiter's deadline (unix ms, from redisson_lock_timeout:{name}): should\nit not take the lock by then, the next acquire or release passes it over. 0: none found.",
+                    "type": "integer",
+                    "example": 1763900000000
+                },
+                "field": {
+                    "type": "string",
+                    "example": "6f1c...:order-43"
+                },
+                "instance": {
+                    "type": "string"
+                },
+                "owner": {
+                    "type": "string"
+                },
+                "thisInstance": {
+                    "description": "ThisInstance: the waiter came through this service instance.",
                     "type": "boolean"
                 }
             }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,7 +33,11 @@ func fairLocker(t *testing.T, c *redis.Client, id string, lease time.Duration) l
 // queue is the fair lock's queue of waiting fields, first first.
 func queue(t *testing.T, c *redis.Client, key string) []string {
 	t.Helper()
-	q, err := c.LRange(context.Background(), "redisson_lock_queue:{"+key+"}", 0, -1).Result()
+	name := "redisson_lock_queue:{" + key + "}"
+	if strings.Contains(key, "{") { // Redisson keeps a hash tag the name already has
+		name = "redisson_lock_queue:" + key
+	}
+	q, err := c.LRange(context.Background(), name, 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,4 +327,51 @@ func TestFairTryOnceLeavesNoQueueEntry(t *testing.T) {
 		t.Fatalf("a try without wait left %v in the queue", q)
 	}
 	_ = h.Release(t.Context())
+}
+
+// TestFairQueueShownByInspect: the /locks view reads the queue and each waiter's deadline.
+func TestFairQueueShownByInspect(t *testing.T) {
+	c := testredis.Client(t, testredis.Start(t))
+	reg, err := lock.NewRegistry(lock.Deps{Data: c, InstanceID: "inst", Lease: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Close() })
+	l, _, err := reg.Locker("fair")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "{sku}:lock:fair"
+	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if le, err := l.Acquire(context.Background(), key, lock.Options{Owner: "next", Wait: 3 * time.Second}); err == nil {
+			_ = le.Release(context.Background())
+		}
+	}()
+	waitQueue(t, c, key, 1)
+	var ks lock.KeyState
+	for _, srv := range reg.Inspect(t.Context(), "{sku}:lock:") {
+		for _, k := range srv.Keys {
+			if k.Key == key {
+				ks = k
+			}
+		}
+	}
+	if len(ks.Holders) != 1 || ks.Holders[0].Owner != "holder" {
+		t.Fatalf("holders %+v", ks.Holders)
+	}
+	if len(ks.Queue) != 1 {
+		t.Fatalf("queue %+v, want the one waiter", ks.Queue)
+	}
+	w := ks.Queue[0]
+	if w.Owner != "next" || !w.ThisInstance || w.DeadlineMs <= time.Now().UnixMilli() {
+		t.Fatalf("waiter %+v: want owner next, this instance, a deadline ahead", w)
+	}
+	_ = h.Release(t.Context())
+	<-done
 }

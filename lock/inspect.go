@@ -39,6 +39,20 @@ type KeyState struct {
 	Value string `json:"value,omitempty"`
 	// Holders are a hash lock's fields (Redisson layout: "<instance-id>:<owner>" -> hold count).
 	Holders []Holder `json:"holders,omitempty"`
+	// Queue lists a fair lock's waiters, first first, each with its deadline.
+	Queue []Waiter `json:"queue,omitempty"`
+}
+
+// Waiter is one entry of a fair lock's queue (redisson_lock_queue:{name}).
+type Waiter struct {
+	Field    string `json:"field" example:"6f1c...:order-43"`
+	Instance string `json:"instance,omitempty"`
+	Owner    string `json:"owner,omitempty"`
+	// DeadlineMs is the waiter's deadline (unix ms, from redisson_lock_timeout:{name}): should
+	// it not take the lock by then, the next acquire or release passes it over. 0: none found.
+	DeadlineMs int64 `json:"deadlineMs" example:"1763900000000"`
+	// ThisInstance: the waiter came through this service instance.
+	ThisInstance bool `json:"thisInstance"`
 }
 
 // Holder is one field of a Redisson-layout lock hash.
@@ -137,7 +151,66 @@ func inspectServer(ctx context.Context, c redis.UniversalClient, prefix, self st
 			keys[i].Value = strs[i].Val()
 		}
 	}
-	return keys, truncated, nil
+	keys, err := fairQueues(ctx, c, prefix, self, keys)
+	return keys, truncated, err
+}
+
+// fairQueues adds the fair locks' queues under prefix to keys: a queue whose lock key is not
+// there (the lock is free, the first waiter not yet in) gets an entry of its own.
+func fairQueues(ctx context.Context, c redis.UniversalClient, prefix, self string, keys []KeyState) ([]KeyState, error) {
+	if !strings.Contains(prefix, "{") {
+		return keys, nil // the store's lock keys carry a hash tag; nothing else queues here
+	}
+	qPrefix := fairQueue(prefix)
+	var queues []string
+	iter := c.Scan(ctx, 0, globEscape(qPrefix)+"*", 100).Iterator()
+	for iter.Next(ctx) && len(queues) < maxInspectKeys {
+		queues = append(queues, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		return keys, redisErr("SCAN "+qPrefix+"*", err)
+	}
+	slices.Sort(queues)
+	queues = slices.Compact(queues)
+	lists := make([]*redis.StringSliceCmd, len(queues))
+	deadlines := make([]*redis.ZSliceCmd, len(queues))
+	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, q := range queues {
+			name := strings.TrimPrefix(q, "redisson_lock_queue:")
+			lists[i] = p.LRange(ctx, q, 0, -1)
+			deadlines[i] = p.ZRangeWithScores(ctx, fairDeadlines(name), 0, -1)
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return keys, redisErr("LRANGE/ZRANGE", err)
+	}
+	for i, q := range queues {
+		name := strings.TrimPrefix(q, "redisson_lock_queue:")
+		due := map[string]int64{}
+		for _, z := range deadlines[i].Val() {
+			if m, ok := z.Member.(string); ok {
+				due[m] = int64(z.Score)
+			}
+		}
+		var line []Waiter
+		for _, f := range lists[i].Val() {
+			w := Waiter{Field: f, DeadlineMs: due[f]}
+			if inst, owner, ok := strings.Cut(f, ":"); ok {
+				w.Instance, w.Owner, w.ThisInstance = inst, owner, inst == self
+			}
+			line = append(line, w)
+		}
+		if len(line) == 0 {
+			continue
+		}
+		at := slices.IndexFunc(keys, func(k KeyState) bool { return k.Key == name })
+		if at < 0 {
+			keys = append(keys, KeyState{Key: name, Type: "none", PTTLMs: -2})
+			at = len(keys) - 1
+		}
+		keys[at].Queue = line
+	}
+	return keys, nil
 }
 
 func holders(h map[string]string, self string) []Holder {

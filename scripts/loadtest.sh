@@ -43,7 +43,7 @@ RESULTS="${RESULTS:-}"
 PROGRESS="${PROGRESS:-2}"
 ADMIN_TOKEN="${ADMIN_TOKEN:-}"
 HEY_VERSION=v0.1.4
-DEFAULT_MODES=(none lua reentrant multilock redlock fenced atomic)
+DEFAULT_MODES=(none lua reentrant multilock redlock fenced fair atomic)
 
 case "${1:-}" in -h | --help)
 	usage
