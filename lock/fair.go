@@ -107,12 +107,6 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (Lea
 	// Wait on our own channel. A release between the failed attempt and the subscription is
 	// caught by the attempt right after it.
 	bell := make(chan struct{}, 1)
-	ring := func() {
-		select {
-		case bell <- struct{}{}:
-		default:
-		}
-	}
 	bellID := key + "\x00" + field
 	l.mu.Lock()
 	l.bells[bellID] = bell
@@ -122,7 +116,12 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (Lea
 		delete(l.bells, bellID)
 		l.mu.Unlock()
 	}()
-	h := l.sub.join(ctx, fairChannel(key, field), ring)
+	// One pattern per key per process, "<channel of key>:<instance-id>:*", hears every waiter of
+	// this process by its own channel (as a Redisson client publishes it), so a waiter neither
+	// subscribes nor unsubscribes on its own while others of this process wait for the key.
+	h := l.sub.joinPattern(ctx, globEscape(fairChannel(key, l.id+":"))+"*", func(ch string) {
+		l.ringLocal(key, strings.TrimPrefix(ch, unlockChannel(key)+":"))
+	})
 	defer l.sub.leave(h)
 	select {
 	case <-h.ready:

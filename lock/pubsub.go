@@ -50,15 +50,19 @@ type chanState struct {
 	need      uint64 // confirmations needed before ready (the SUBSCRIBE of this round)
 	ready     chan struct{}
 	readyDone bool
-	rings     map[uint64]func() // what each joined listener wants called on a release message
+	// rings: what each joined listener wants called on a release message, with the channel it
+	// came on (a pattern's listeners hear many channels).
+	rings map[uint64]func(channel string)
 }
 
 // waitHandle is one listener's registration on a channel; copied out under the lock.
 type waitHandle struct {
-	ch    string
-	st    *chanState
-	id    uint64
-	ready <-chan struct{}
+	ch      string
+	key     string // ch's key in subscriber.chans
+	pattern bool
+	st      *chanState
+	id      uint64
+	ready   <-chan struct{}
 }
 
 // unlockOnly accepts the unlock message of Redisson's LockPubSub.
@@ -77,12 +81,28 @@ func newSubscriber(rdb redis.UniversalClient, log *slog.Logger, accept func(payl
 // is sure to ring. join never fails: without a subscription a waiter still wakes on its PTTL
 // timer.
 func (s *subscriber) join(ctx context.Context, ch string, ring func()) waitHandle {
+	return s.listen(ctx, ch, false, func(string) { ring() })
+}
+
+// joinPattern is join for a PSUBSCRIBE pattern: ring is told the channel of each message.
+func (s *subscriber) joinPattern(ctx context.Context, pattern string, ring func(channel string)) waitHandle {
+	return s.listen(ctx, pattern, true, ring)
+}
+
+// patternKey keeps patterns apart from channels of the same name in s.chans.
+func patternKey(pattern string) string { return "\x00p:" + pattern }
+
+func (s *subscriber) listen(ctx context.Context, ch string, pattern bool, ring func(string)) waitHandle {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.chans[ch]
+	key := ch
+	if pattern {
+		key = patternKey(ch)
+	}
+	st := s.chans[key]
 	if st == nil {
-		st = &chanState{rings: map[uint64]func(){}}
-		s.chans[ch] = st
+		st = &chanState{rings: map[uint64]func(string){}}
+		s.chans[key] = st
 	}
 	s.nextID++
 	id := s.nextID
@@ -94,7 +114,7 @@ func (s *subscriber) join(ctx context.Context, ch string, ring func()) waitHandl
 		if s.closed {
 			close(st.ready)
 			st.readyDone = true
-			return waitHandle{ch: ch, st: st, id: id, ready: st.ready}
+			return waitHandle{ch: ch, key: key, pattern: pattern, st: st, id: id, ready: st.ready}
 		}
 		if s.ps == nil {
 			s.start()
@@ -103,12 +123,16 @@ func (s *subscriber) join(ctx context.Context, ch string, ring func()) waitHandl
 		// order this map saw them.
 		st.sent++
 		st.need = st.sent
-		if err := s.ps.Subscribe(ctx, ch); err != nil {
+		subscribe := s.ps.Subscribe
+		if pattern {
+			subscribe = s.ps.PSubscribe
+		}
+		if err := subscribe(ctx, ch); err != nil {
 			// go-redis keeps the channel and subscribes it again when it reconnects.
-			s.log.Debug("subscribe to unlock channel", "channel", ch, "err", err)
+			s.log.Debug("subscribe to unlock channel", "channel", ch, "pattern", pattern, "err", err)
 		}
 	}
-	return waitHandle{ch: ch, st: st, id: id, ready: st.ready}
+	return waitHandle{ch: ch, key: key, pattern: pattern, st: st, id: id, ready: st.ready}
 }
 
 // leave unregisters a listener; the last one unsubscribes the channel.
@@ -122,12 +146,16 @@ func (s *subscriber) leave(h waitHandle) {
 		return
 	}
 	if s.ps != nil && !s.closed {
-		if err := s.ps.Unsubscribe(context.Background(), h.ch); err != nil {
-			s.log.Debug("unsubscribe from unlock channel", "channel", h.ch, "err", err)
+		unsubscribe := s.ps.Unsubscribe
+		if h.pattern {
+			unsubscribe = s.ps.PUnsubscribe
+		}
+		if err := unsubscribe(context.Background(), h.ch); err != nil {
+			s.log.Debug("unsubscribe from unlock channel", "channel", h.ch, "pattern", h.pattern, "err", err)
 		}
 	}
-	if st.confirmed >= st.sent && s.chans[h.ch] == st {
-		delete(s.chans, h.ch)
+	if st.confirmed >= st.sent && s.chans[h.key] == st {
+		delete(s.chans, h.key)
 	}
 }
 
@@ -149,10 +177,15 @@ func (s *subscriber) dispatch(m any) {
 	defer s.mu.Unlock()
 	switch m := m.(type) {
 	case *redis.Subscription:
-		if m.Kind != "subscribe" {
+		key := m.Channel
+		switch m.Kind {
+		case "subscribe":
+		case "psubscribe":
+			key = patternKey(m.Channel)
+		default:
 			return
 		}
-		st := s.chans[m.Channel]
+		st := s.chans[key]
 		if st == nil {
 			return
 		}
@@ -163,18 +196,22 @@ func (s *subscriber) dispatch(m any) {
 			st.readyDone = true
 		}
 		if st.refs == 0 && st.confirmed >= st.sent {
-			delete(s.chans, m.Channel)
+			delete(s.chans, key)
 		}
 	case *redis.Message:
 		if !s.accept(m.Payload) {
 			return
 		}
-		st := s.chans[m.Channel]
+		key := m.Channel
+		if m.Pattern != "" {
+			key = patternKey(m.Pattern)
+		}
+		st := s.chans[key]
 		if st == nil || st.refs == 0 {
 			return
 		}
 		for _, ring := range st.rings {
-			ring()
+			ring(m.Channel)
 		}
 	}
 }
