@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"seckill/config"
 	"seckill/internal/apptest"
 	"seckill/store"
@@ -218,6 +220,27 @@ func TestReset(t *testing.T) {
 	}
 	if r := do(t, http.MethodGet, f.HTTP.URL+"/inventory/reset", nil); r.status != http.StatusMethodNotAllowed {
 		t.Fatalf("GET reset: %d", r.status)
+	}
+}
+
+// TestResetClearsTheFairQueue: a reset deletes the fair lock's queue and deadlines with the lock
+// key, so no waiter left over from before holds up the new stock.
+func TestResetClearsTheFairQueue(t *testing.T) {
+	t.Parallel()
+	f := apptest.New(t, nil)
+	ctx := t.Context()
+	keys := []string{"{inventory001}:lock:fair", "redisson_lock_queue:{inventory001}:lock:fair", "redisson_lock_timeout:{inventory001}:lock:fair"}
+	f.RDB.HSet(ctx, keys[0], "ghost:1", 1)
+	f.RDB.RPush(ctx, keys[1], "ghost:2")
+	f.RDB.ZAdd(ctx, keys[2], redis.Z{Score: 1, Member: "ghost:2"})
+	if r := do(t, http.MethodPost, f.HTTP.URL+"/inventory/reset?stock=5", nil); r.status != 200 {
+		t.Fatalf("reset: %d %s", r.status, r.raw)
+	}
+	if n := f.RDB.Exists(ctx, keys...).Val(); n != 0 {
+		t.Fatalf("%d of the fair lock's keys left after the reset", n)
+	}
+	if r := do(t, http.MethodPost, f.HTTP.URL+"/inventory/sale?lock=fair", nil); r.status != 200 || r.body["sold"] != true {
+		t.Fatalf("sale with lock=fair after the reset: %d %s", r.status, r.raw)
 	}
 }
 

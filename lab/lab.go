@@ -548,8 +548,10 @@ func (e *Env) close() {
 	}
 	prefix := store.KeysFor(e.SKU).LockPrefix
 	for _, c := range append([]redis.UniversalClient{e.Data}, e.Masters...) {
-		if _, err := deleteKeys(ctx, c, prefix); err != nil {
-			e.runner.log().Warn("lab: delete lock keys", "prefix", prefix, "err", err)
+		for _, p := range append([]string{prefix}, lock.FairKeyPrefixes(prefix)...) {
+			if _, err := deleteKeys(ctx, c, p); err != nil {
+				e.runner.log().Warn("lab: delete lock keys", "prefix", p, "err", err)
+			}
 		}
 	}
 }

@@ -65,6 +65,13 @@ func newFair(d Deps) (Locker, error) {
 func fairQueue(name string) string     { return redissonPrefixed("redisson_lock_queue", name) }
 func fairDeadlines(name string) string { return redissonPrefixed("redisson_lock_timeout", name) }
 
+// FairKeyPrefixes are the prefixes of the fair lock's own keys (its queue and its deadlines) for
+// the lock keys that start with lockPrefix, which must carry a hash tag ("{sku}:lock:"): what a
+// reset must delete besides the lock keys themselves.
+func FairKeyPrefixes(lockPrefix string) []string {
+	return []string{fairQueue(lockPrefix), fairDeadlines(lockPrefix)}
+}
+
 // fairChannel is the channel on which the waiter with field is told that its turn has come.
 func fairChannel(name, field string) string { return unlockChannel(name) + ":" + field }
 

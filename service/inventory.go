@@ -447,7 +447,7 @@ func (s *Service) Reset(ctx context.Context, sku string, stock int64) (store.Inv
 	if stock > s.set.MaxStock {
 		return store.Inventory{}, fmt.Errorf("%w: stock %d is out of range 0..%d", ErrBadRequest, stock, s.set.MaxStock)
 	}
-	if err := s.store.Reset(ctx, sku, stock); err != nil {
+	if err := s.store.Reset(ctx, sku, stock, lock.FairKeyPrefixes(store.KeysFor(sku).LockPrefix)...); err != nil {
 		return store.Inventory{}, s.storeError(err)
 	}
 	if err := s.locks.ClearMasters(ctx, store.KeysFor(sku).LockPrefix); err != nil {

@@ -173,12 +173,17 @@ func orderRecord(o Order) string {
 }
 
 // Reset sets the stock of sku, records it as the initial stock and clears the orders, counters
-// and every single-instance lock key of the SKU.
-func (s *Store) Reset(ctx context.Context, sku string, stock int64) error {
+// and every single-instance lock key of the SKU: those under its LockPrefix, and those under
+// lockPrefixes (the fair lock's queue and deadlines, named after the lock key).
+func (s *Store) Reset(ctx context.Context, sku string, stock int64, lockPrefixes ...string) error {
 	k := KeysFor(sku)
+	args := []any{stock, k.LockPrefix}
+	for _, p := range lockPrefixes {
+		args = append(args, p)
+	}
 	err := resetScript.Run(ctx, s.rdb,
 		[]string{k.Stock, k.Orders, k.Initial, k.ByInstance, k.Fence, k.Stale, k.Foreign, k.InSection, k.Overlaps},
-		stock, k.LockPrefix).Err()
+		args...).Err()
 	return wrap("reset", err)
 }
 

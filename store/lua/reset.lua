@@ -1,18 +1,21 @@
 -- Reset one SKU: set the stock and the initial stock, clear orders and counters, and delete the
--- SKU's single-instance lock keys (they all start with ARGV[2], inside the same hash slot).
--- KEYS: 1 stock, 2 orders, 3 initial, then every other key to delete; ARGV: 1 stock, 2 lock key prefix.
+-- SKU's single-instance lock keys (they all start with one of ARGV[2..], inside the same hash slot).
+-- KEYS: 1 stock, 2 orders, 3 initial, then every other key to delete; ARGV: 1 stock, 2.. lock key
+-- prefixes.
 redis.call('set', KEYS[1], ARGV[1])
 redis.call('del', KEYS[2])
 redis.call('set', KEYS[3], ARGV[1])
 for i = 4, #KEYS do
   redis.call('del', KEYS[i])
 end
-local cursor = '0'
-repeat
-  local r = redis.call('scan', cursor, 'MATCH', ARGV[2] .. '*', 'COUNT', 1000)
-  cursor = r[1]
-  for _, k in ipairs(r[2]) do
-    redis.call('del', k)
-  end
-until cursor == '0'
+for p = 2, #ARGV do
+  local cursor = '0'
+  repeat
+    local r = redis.call('scan', cursor, 'MATCH', ARGV[p] .. '*', 'COUNT', 1000)
+    cursor = r[1]
+    for _, k in ipairs(r[2]) do
+      redis.call('del', k)
+    end
+  until cursor == '0'
+end
 return 1
