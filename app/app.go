@@ -152,7 +152,7 @@ func Settings(cfg config.Config) service.Settings {
 		Instance: cfg.Server.Instance, SKU: cfg.Inventory.Key, SKUs: cfg.SKUs(), Stock: cfg.Inventory.Stock,
 		Mode: cfg.Lock.Mode, Lease: cfg.Lock.Lease, Wait: cfg.Lock.Wait,
 		LabEnabled: cfg.Lab.Enabled, MaxWork: cfg.Lab.MaxWork, MaxFreeze: cfg.Lab.MaxFreeze,
-		MaxPause: cfg.Lab.MaxPause, MaxStock: config.MaxStock, TrackOverlap: cfg.Lab.Enabled,
+		MaxPause: cfg.Lab.MaxPause, MaxLease: cfg.Lab.MaxLease, MaxStock: config.MaxStock, TrackOverlap: cfg.Lab.Enabled,
 	}
 }
 

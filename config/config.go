@@ -93,6 +93,7 @@ type Lab struct {
 	MaxWork   time.Duration `mapstructure:"maxwork"`
 	MaxFreeze time.Duration `mapstructure:"maxfreeze"`
 	MaxPause  time.Duration `mapstructure:"maxpause"`
+	MaxLease  time.Duration `mapstructure:"maxlease"`
 }
 
 // Log sets the log level.
@@ -163,6 +164,7 @@ func (c *Config) Validate(modes []string) error {
 		"server.readTimeout": c.Server.ReadTimeout, "server.writeTimeout": c.Server.WriteTimeout,
 		"server.shutdownTimeout": c.Server.ShutdownTimeout, "lock.lease": c.Lock.Lease,
 		"lab.maxWork": c.Lab.MaxWork, "lab.maxFreeze": c.Lab.MaxFreeze, "lab.maxPause": c.Lab.MaxPause,
+		"lab.maxLease": c.Lab.MaxLease,
 	} {
 		if d <= 0 {
 			return bad(key, "%s must be a positive duration such as 30s", d)

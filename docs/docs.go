@@ -233,6 +233,12 @@ const docTemplate = `{
                         "in": "query"
                     },
                     {
+                        "type": "integer",
+                        "description": "an explicit lease, ms: the watchdog is off, as Redisson's lock(leaseTime) (lab)",
+                        "name": "leaseMs",
+                        "in": "query"
+                    },
+                    {
                         "enum": [
                             "after-lock",
                             "before-expire"
@@ -314,6 +320,12 @@ const docTemplate = `{
                         "type": "integer",
                         "description": "uuid: pause between the value check and the DEL, ms (lab)",
                         "name": "pauseBeforeDelMs",
+                        "in": "query"
+                    },
+                    {
+                        "type": "integer",
+                        "description": "an explicit lease, ms: the watchdog is off, as Redisson's lock(leaseTime) (lab)",
+                        "name": "leaseMs",
                         "in": "query"
                     },
                     {

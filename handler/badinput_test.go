@@ -212,7 +212,7 @@ func runBadInputTable(t *testing.T, f *apptest.Fixture, cases []badRequest) {
 func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 	t.Parallel()
 	f := apptest.New(t, func(c *config.Config) {
-		c.Lab.MaxWork, c.Lab.MaxFreeze, c.Lab.MaxPause = 5*time.Second, 5*time.Second, 5*time.Second
+		c.Lab.MaxWork, c.Lab.MaxFreeze, c.Lab.MaxPause, c.Lab.MaxLease = 5*time.Second, 5*time.Second, 5*time.Second, 5*time.Second
 	})
 	scenario := lab.Scenarios()[0].Name
 	huge := "99999999999999999999" // beyond int64
@@ -239,6 +239,9 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		{name: "sale workMs above lab.maxWork", method: P, target: "/inventory/sale?lock=lua&workMs=5001", status: s400, want: []string{"workMs", "maximum of 5000 ms"}},
 		{name: "sale freezeMs not a number", method: P, target: "/inventory/sale?lock=fenced&freezeMs=soon", status: s400, want: []string{"freezeMs", "whole number"}},
 		{name: "sale freezeMs above lab.maxFreeze", method: P, target: "/inventory/sale?lock=fenced&freezeMs=5001", status: s400, want: []string{"freezeMs", "maximum"}},
+		{name: "sale leaseMs above lab.maxLease", method: P, target: "/inventory/sale?lock=reentrant&leaseMs=5001", status: s400, want: []string{"leaseMs", "maximum"}},
+		{name: "sale leaseMs on a mode without a watchdog", method: P, target: "/inventory/sale?lock=lua&leaseMs=100", status: s400, want: []string{"leaseMs", "does not apply", "reentrant"}},
+		{name: "sale leaseMs negative", method: P, target: "/inventory/sale?lock=reentrant&leaseMs=-1", status: s400, want: []string{"leaseMs"}},
 		{name: "sale pauseBeforeDelMs negative", method: P, target: "/inventory/sale?lock=uuid&pauseBeforeDelMs=-1", status: s400, want: []string{"pauseBeforeDelMs", "negative"}},
 		{name: "sale pauseBeforeDelMs above lab.maxPause", method: P, target: "/inventory/sale?lock=uuid&pauseBeforeDelMs=5001", status: s400, want: []string{"pauseBeforeDelMs", "maximum"}},
 		{name: "sale unknown fault", method: P, target: "/inventory/sale?crash=sometimes", status: s400, want: []string{`crash="sometimes"`, "not a fault"}},

@@ -26,7 +26,7 @@ func FuzzParseSale(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if req.Work < 0 || req.Freeze < 0 || req.PauseBeforeDel < 0 {
+		if req.Work < 0 || req.Freeze < 0 || req.PauseBeforeDel < 0 || req.Lease < 0 {
 			t.Fatalf("accepted a negative duration from %q: %+v", raw, req)
 		}
 		for name := range q {

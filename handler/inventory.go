@@ -22,7 +22,7 @@ func badRequest(format string, args ...any) error {
 }
 
 // saleParams are the query parameters /inventory/sale accepts.
-var saleParams = []string{"lock", "sku", "workMs", "freezeMs", "pauseBeforeDelMs", "crash"}
+var saleParams = []string{"lock", "sku", "workMs", "freezeMs", "pauseBeforeDelMs", "leaseMs", "crash"}
 
 // ParseSale turns the sale's query parameters into a request. It checks syntax only (numbers,
 // known parameters); the service checks meaning (modes, fault bounds, the lab switch).
@@ -52,7 +52,7 @@ func ParseSale(q url.Values) (service.SaleRequest, error) {
 	for _, p := range []struct {
 		name string
 		dst  *time.Duration
-	}{{"workMs", &req.Work}, {"freezeMs", &req.Freeze}, {"pauseBeforeDelMs", &req.PauseBeforeDel}} {
+	}{{"workMs", &req.Work}, {"freezeMs", &req.Freeze}, {"pauseBeforeDelMs", &req.PauseBeforeDel}, {"leaseMs", &req.Lease}} {
 		v, ok := q[p.name]
 		if !ok {
 			continue
@@ -79,6 +79,7 @@ func ParseSale(q url.Values) (service.SaleRequest, error) {
 //	@Param			workMs				query		int		false	"business time inside the critical section, ms (lab)"
 //	@Param			freezeMs			query		int		false	"stop-the-world pause of the holder and its watchdog before the write, ms (lab)"
 //	@Param			pauseBeforeDelMs	query		int		false	"uuid: pause between the value check and the DEL, ms (lab)"
+//	@Param			leaseMs				query		int		false	"an explicit lease, ms: the watchdog is off, as Redisson's lock(leaseTime) (lab)"
 //	@Param			crash				query		string	false	"after-lock | before-expire: the holder dies (lab)"	Enums(after-lock, before-expire)
 //	@Success		200					{object}	SaleBody	"one sold"
 //	@Failure		400					{object}	SaleBody	"bad parameter or unknown lock mode (validModes lists the modes)"

@@ -382,7 +382,7 @@ func (e *Env) newFleet(ctx context.Context, sku string, data redis.UniversalClie
 		f.svcs = append(f.svcs, service.New(st, reg, service.Settings{
 			Instance: name, SKU: sku, Stock: stock, Mode: e.Scenario.Mode,
 			Lease: e.Lease, Wait: wait, LabEnabled: true,
-			MaxWork: 20 * e.Lease, MaxFreeze: 20 * e.Lease, MaxPause: 20 * e.Lease,
+			MaxWork: 20 * e.Lease, MaxFreeze: 20 * e.Lease, MaxPause: 20 * e.Lease, MaxLease: 20 * e.Lease,
 			MaxStock: 1_000_000, TrackOverlap: true,
 		}, nil, e.runner.log().With("instance", name)))
 	}

@@ -293,7 +293,7 @@ func init() {
 		Name: "fair", Row: 13, Step: "Redisson walkthrough (getFairLock); Redisson internals", Source: "Redisson walkthrough, getFairLock", Safe: true,
 		Summary: "Redisson RFairLock layout: the reentrant hash and watchdog plus a queue and deadlines in Redis; " +
 			"waiters are served in the order they queued, across instances, each woken on its own channel",
-		Faults: lockedFaults,
+		Faults: watchdogFaults,
 		New:    newFair,
 	})
 }

@@ -159,7 +159,7 @@ func init() {
 		Summary: "SET NX PX + INCR token in one script, watchdog every lease/3, compare-and-delete release; " +
 			"the stock write is accepted only with a token not older than the newest written, so a frozen " +
 			"holder's stale write is rejected (no lost update)",
-		Faults: []string{FaultWork, FaultCrashAfterLock, FaultHolderPause},
+		Faults: watchdogFaults,
 		New:    newFenced,
 	})
 }

@@ -192,7 +192,7 @@ func init() {
 		Name: "multilock", Row: 8, Step: "Redisson walkthrough (getMultiLock); Redisson MultiLock", Source: "Redisson walkthrough, MultiLock", Safe: true,
 		Summary: "Redisson MultiLock: one reentrant lock on every master, all required, taken in order and " +
 			"given back on any failure; renewed on every master; with a master down it fails cleanly",
-		Faults: lockedFaults,
+		Faults: watchdogFaults,
 		New:    newMultilock,
 	})
 }

@@ -455,7 +455,7 @@ func init() {
 			"release everywhere after a failed attempt; waiters woken by the release (1-10 ms random retry only when none comes); " +
 			"extended every ttl/3 while held, " +
 			"a failed extension tells the holder the lock is lost",
-		Faults: lockedFaults,
+		Faults: watchdogFaults,
 		New:    newRedlock,
 	})
 }

@@ -360,7 +360,7 @@ func init() {
 		Name: "reentrant", Row: 7, Step: "Redisson walkthrough; Redisson internals; Pitfalls 7.2 (Redisson part)", Source: "Redisson walkthrough, internals", Safe: true,
 		Summary: "Redisson RLock layout: hash field <instance>:<owner> = hold count, renewed every lease/3 by a " +
 			"watchdog, waiters woken by the unlock PUBLISH; never overlaps, a crashed holder's lock expires one lease later",
-		Faults: lockedFaults,
+		Faults: watchdogFaults,
 		New:    newReentrant,
 	})
 }

@@ -22,10 +22,14 @@ const (
 	FaultCrashBeforeExpire = "crash=before-expire"
 	FaultPauseBeforeDel    = "pauseBeforeDelMs"
 	FaultHolderPause       = "freezeMs" // a stop-the-world pause of the holder (a long GC)
+	FaultExplicitLease     = "leaseMs"  // an explicit lease: the watchdog is off
 )
 
 // lockedFaults are the faults every mode that really takes a lock can simulate.
 var lockedFaults = []string{FaultWork, FaultCrashAfterLock, FaultHolderPause}
+
+// watchdogFaults are those of the modes with a watchdog, which an explicit lease turns off.
+var watchdogFaults = append(slices.Clone(lockedFaults), FaultExplicitLease)
 
 // Mode describes one lock mode: the row of docs/scenarios.md it reproduces and how to build it.
 type Mode struct {

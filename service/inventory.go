@@ -49,6 +49,7 @@ type Settings struct {
 	MaxWork      time.Duration
 	MaxFreeze    time.Duration
 	MaxPause     time.Duration
+	MaxLease     time.Duration
 	MaxStock     int64
 	TrackOverlap bool // count buyers inside the critical section (two extra INCR/DECR per sale)
 }
@@ -108,6 +109,10 @@ type SaleRequest struct {
 	Freeze         time.Duration // stop-the-world pause after the lease check, before the write
 	PauseBeforeDel time.Duration // uuid: pause between the value check and the DEL
 	Crash          string        // "", "after-lock" or "before-expire"
+	// Lease, when above 0, is an explicit lease for this acquisition: the modes with a watchdog
+	// then run without it (Redisson's lock(leaseTime)), so a business time longer than it loses
+	// the lock.
+	Lease time.Duration
 }
 
 // requestSlack is what a sale may take beyond its lock wait and injected faults: Redis round
@@ -161,6 +166,7 @@ func (s *Service) validate(req *SaleRequest) (mode lock.Mode, err error) {
 		{lock.FaultWork, req.Work != 0, req.Work, s.set.MaxWork},
 		{lock.FaultHolderPause, req.Freeze != 0, req.Freeze, s.set.MaxFreeze},
 		{lock.FaultPauseBeforeDel, req.PauseBeforeDel != 0, req.PauseBeforeDel, s.set.MaxPause},
+		{lock.FaultExplicitLease, req.Lease != 0, req.Lease, s.set.MaxLease},
 	}
 	switch req.Crash {
 	case "":
@@ -233,7 +239,11 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 	})
 	key := store.LockKey(req.SKU, mode.Name)
 	start := time.Now()
-	lease, err := locker.Acquire(ctx, key, lock.Options{Wait: s.set.Wait, Lease: s.set.Lease, Owner: order.ID})
+	opts := lock.Options{Wait: s.set.Wait, Lease: s.set.Lease, Owner: order.ID}
+	if req.Lease > 0 {
+		opts.Lease, opts.ExplicitLease = req.Lease, true
+	}
+	lease, err := locker.Acquire(ctx, key, opts)
 	res.WaitMs = ms(time.Since(start))
 	if err != nil {
 		s.observer.ObserveSale(mode.Name, "lock-error", time.Since(start), 0)
