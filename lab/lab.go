@@ -289,6 +289,8 @@ type Outcome struct {
 	// Remaining is the stock left after a sold answer, as the buyer was told.
 	Remaining  int64
 	Start, End time.Time
+	// Wait is how long the buyer waited for the lock (from the service's answer).
+	Wait time.Duration
 }
 
 // kindOf classifies a sale's answer.
@@ -326,6 +328,12 @@ type Fleet struct {
 
 // Service returns instance i (modulo the fleet's size).
 func (f *Fleet) Service(i int) *service.Service { return f.svcs[i%len(f.svcs)] }
+
+// Locker is lock mode name on instance i, for the scenarios that act on a lock directly.
+func (f *Fleet) Locker(i int, name string) (lock.Locker, error) {
+	l, _, err := f.regs[i%len(f.regs)].Locker(name)
+	return l, err
+}
 
 // Size is the number of instances.
 func (f *Fleet) Size() int { return len(f.svcs) }
@@ -409,6 +417,7 @@ func (e *Env) Buy(ctx context.Context, f *Fleet, i int, req service.SaleRequest)
 	if o.Kind == "sold" {
 		o.Remaining = res.Remaining
 	}
+	o.Wait = time.Duration(res.WaitMs * float64(time.Millisecond))
 	e.mu.Lock()
 	if main {
 		e.outcomes = append(e.outcomes, o)
