@@ -149,7 +149,10 @@ type env struct {
 	store   *store.Store
 	reg     *lock.Registry
 	svc     *service.Service
-	sku     string
+	// svcs are the service instances of the strategies that spread their buyers: svc, and a
+	// second with its own lock registry (its own instance id and waiters' lines).
+	svcs []*service.Service
+	sku  string
 	wait    time.Duration
 	// lease is the lock modes' lease, and the TTL of the redislock references.
 	lease time.Duration
@@ -232,6 +235,14 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 			Lease: opt.Lease, Wait: opt.Wait, MaxStock: benchStock, TrackOverlap: false,
 		}, nil, opt.Log)}
 
+	reg2, err := lock.NewRegistry(lock.Deps{Data: data, Masters: masters, InstanceID: uuid.NewString(),
+		Lease: opt.Lease, Logger: opt.Log})
+	if err != nil {
+		return rep, fmt.Errorf("bench: %w", err)
+	}
+	defer reg2.Close()
+	e.svcs = []*service.Service{e.svc, service.New(st, reg2, e.svc.Settings(), nil, opt.Log)}
+
 	total := len(list) * len(opt.Concurrency)
 	w := timing{warmup: opt.Warmup, dur: opt.Duration / time.Duration(opt.Rounds), grace: grace}
 	all := append([]redis.UniversalClient{data}, masters...)
@@ -250,7 +261,7 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 				if err := ctx.Err(); err != nil {
 					return rep, err
 				}
-				if err := e.measure(ctx, &acc[i], opt.Concurrency[i], w, sale, all); err != nil {
+				if err := e.measure(ctx, &acc[i], opt.Concurrency[i], max(s.Instances, 1), w, sale, all); err != nil {
 					return rep, fmt.Errorf("bench: %s × %d: %w", s.Name, opt.Concurrency[i], err)
 				}
 			}
@@ -302,7 +313,7 @@ type window struct {
 }
 
 // measure runs one round of a cell on a freshly reset stock and adds it to acc.
-func (e *env) measure(ctx context.Context, acc *window, n int, w timing, sale saleFunc, all []redis.UniversalClient) error {
+func (e *env) measure(ctx context.Context, acc *window, n, instances int, w timing, sale saleFunc, all []redis.UniversalClient) error {
 	if _, err := e.svc.Reset(ctx, e.sku, benchStock); err != nil {
 		return fmt.Errorf("reset: %w", err)
 	}
@@ -311,7 +322,7 @@ func (e *env) measure(ctx context.Context, acc *window, n int, w timing, sale sa
 	// (and the locks' background work: watchdogs, handoff) send during the round.
 	e.counter.reset()
 	cpu0, wall0 := processCPU(), time.Now()
-	st := runCell(ctx, n, w, sale)
+	st := runCell(ctx, n, instances, w, sale)
 	calls := e.counter.load()
 	after := context.WithoutCancel(ctx)
 	cpu1 := processCPU()

@@ -11,8 +11,8 @@ import (
 	"seckill/service"
 )
 
-// saleFunc is one buyer's attempt to buy one unit; nil means sold.
-type saleFunc func(ctx context.Context) error
+// saleFunc is buyer's attempt to buy one unit (buyers are numbered from 0); nil means sold.
+type saleFunc func(ctx context.Context, buyer int) error
 
 // timing is the part of a round that is measured.
 type timing struct {
@@ -29,12 +29,15 @@ type cellStats struct {
 	errors    map[string]int  // failed attempts inside the window, by kind
 	elapsed   time.Duration   // the window's length as measured
 	longest   time.Duration   // the longest time any buyer went without a sale inside the window
+	// byInstance holds the latencies by service instance (buyer b on instance b mod n) when the
+	// strategy spreads its buyers over n > 1 instances.
+	byInstance [][]time.Duration
 }
 
 // runCell runs buyers goroutines that call sale in a closed loop (a buyer starts its next
 // purchase as soon as the last one ends, as a seckill crowd hammering one button does) and
 // measures only what completes between warmup and warmup+dur.
-func runCell(ctx context.Context, buyers int, w timing, sale saleFunc) cellStats {
+func runCell(ctx context.Context, buyers, instances int, w timing, sale saleFunc) cellStats {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := time.Now()
@@ -59,7 +62,7 @@ func runCell(ctx context.Context, buyers int, w timing, sale saleFunc) cellStats
 				if !t0.Before(to) || ctx.Err() != nil {
 					break
 				}
-				err := sale(ctx)
+				err := sale(ctx, b)
 				t1 := time.Now()
 				if t1.Before(from) || t1.After(to) {
 					continue
@@ -91,9 +94,15 @@ func runCell(ctx context.Context, buyers int, w timing, sale saleFunc) cellStats
 	}
 
 	out := cellStats{errors: map[string]int{}, elapsed: to.Sub(from)}
-	for _, st := range stats {
+	if instances > 1 {
+		out.byInstance = make([][]time.Duration, instances)
+	}
+	for b, st := range stats {
 		out.perBuyer = append(out.perBuyer, st.sold)
 		out.latencies = append(out.latencies, st.lats...)
+		if instances > 1 {
+			out.byInstance[b%instances] = append(out.byInstance[b%instances], st.lats...)
+		}
 		for k, n := range st.errs {
 			out.errors[k] += n
 		}
@@ -116,6 +125,13 @@ func (c *cellStats) merge(o cellStats) {
 		}
 	}
 	c.latencies = append(c.latencies, o.latencies...)
+	for i, l := range o.byInstance {
+		if i < len(c.byInstance) {
+			c.byInstance[i] = append(c.byInstance[i], l...)
+		} else {
+			c.byInstance = append(c.byInstance, l)
+		}
+	}
 	for k, n := range o.errors {
 		c.errors[k] += n
 	}

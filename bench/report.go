@@ -76,6 +76,9 @@ type Cell struct {
 	// a measurement.
 	RedisCPUUnknown bool    `json:"redisCpuUnknown,omitempty"`
 	BusyPct         float64 `json:"busyPct"`
+	// InstanceP50Ms is the median sale latency on each service instance, for the strategies
+	// that spread their buyers over several (buyer b on instance b mod n).
+	InstanceP50Ms []float64 `json:"instanceP50Ms,omitempty"`
 }
 
 func newCell(s Strategy, buyers int, st cellStats, inv store.Inventory, rtt time.Duration) Cell {
@@ -95,6 +98,14 @@ func newCell(s Strategy, buyers int, st cellStats, inv store.Inventory, rtt time
 	}
 	if len(st.errors) > 0 {
 		c.Errors = st.errors
+	}
+	// Per instance only when every instance had buyers (one buyer leaves the second empty).
+	if !slices.ContainsFunc(st.byInstance, func(l []time.Duration) bool { return len(l) == 0 }) {
+		for _, l := range st.byInstance {
+			s := slices.Clone(l)
+			slices.Sort(s)
+			c.InstanceP50Ms = append(c.InstanceP50Ms, msf(percentile(s, 0.5)))
+		}
 	}
 	if rtt > 0 && s.RoundTrips > 0 {
 		c.SerialBound = 1 / (float64(s.RoundTrips) * rtt.Seconds())
@@ -182,6 +193,13 @@ func checkTargets(cells []Cell, conc []int) []Target {
 		atLeast(fmt.Sprintf("fair ÷ reentrant sales/s at %d", hi), ratio(fa.Rate, re.Rate), 0.7,
 			fmt.Sprintf("%.0f / %.0f", fa.Rate, re.Rate))
 	}
+	// Across two instances: every buyer served alike, whichever instance it reached.
+	if fa := find(fair2, hi); fa != nil && len(fa.InstanceP50Ms) == 2 {
+		atLeast(fmt.Sprintf("%s: Jain at %d (buyers on two instances)", fair2, hi), fa.Jain, 0.95, fmt.Sprintf("%.4f", fa.Jain))
+		a, b := fa.InstanceP50Ms[0], fa.InstanceP50Ms[1]
+		atMost(fmt.Sprintf("%s: p50 of the slower instance ÷ the faster at %d", fair2, hi), ratio(max(a, b), min(a, b)), 1.5,
+			fmt.Sprintf("%.2f ms / %.2f ms", max(a, b), min(a, b)))
+	}
 	if at, re := find("atomic", hi), find("reentrant", hi); at != nil && re != nil {
 		atLeast(fmt.Sprintf("atomic ÷ reentrant sales/s at %d", hi), ratio(at.Rate, re.Rate), 10,
 			fmt.Sprintf("%.0f / %.0f", at.Rate, re.Rate))
@@ -241,6 +259,11 @@ func writeTable(w io.Writer, rep Report) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, c := range rep.Cells {
+		if len(c.InstanceP50Ms) > 0 {
+			fmt.Fprintf(w, "%s × %d: p50 by instance %v ms\n", c.Strategy, c.Buyers, c.InstanceP50Ms)
+		}
 	}
 	fmt.Fprintln(w, "\nk = round trips in the critical section; bound/s = 1 / (k × RTT median), the serial bound of one key")
 	fmt.Fprintln(w, "(a lock lets one sale through at a time; atomic holds no lock, so its buyers overlap and can exceed it);")

@@ -34,7 +34,9 @@ type Strategy struct {
 	// Locked: the sale holds a lock (every strategy but atomic).
 	Locked bool `json:"locked"`
 
-	build func(e *env) saleFunc
+	// Instances is how many service instances the buyers are spread over (0: one).
+	Instances int
+	build     func(e *env) saleFunc
 }
 
 // Reference strategy names.
@@ -43,6 +45,12 @@ const (
 	RefSpin         = "spin-100ms"
 	RefRedislock100 = "redislock-100ms"
 	RefRedislock10  = "redislock-10ms"
+)
+
+// The lock modes with their buyers on two service instances.
+const (
+	reentrant2 = "reentrant-2proc"
+	fair2      = "fair-2proc"
 )
 
 // refRedislock lists the redislock settings, in table order.
@@ -56,8 +64,18 @@ func strategies() []Strategy {
 		m, _ := lock.LookupMode(name) // an unknown name fails its first sale, naming the mode
 		return Strategy{Name: name, Kind: "mode", RoundTrips: k, About: about, Locked: !m.Atomic,
 			build: func(e *env) saleFunc {
-				return func(ctx context.Context) error {
+				return func(ctx context.Context, _ int) error {
 					_, err := e.svc.Sale(ctx, service.SaleRequest{SKU: e.sku, Mode: name})
+					return err
+				}
+			}}
+	}
+	// The same, with buyer b on instance b mod 2 (two processes' lines contending).
+	twoInstances := func(name, mode string, k int, about string) Strategy {
+		return Strategy{Name: name, Kind: "mode", RoundTrips: k, About: about, Locked: true, Instances: 2,
+			build: func(e *env) saleFunc {
+				return func(ctx context.Context, buyer int) error {
+					_, err := e.svcs[buyer%2].Sale(ctx, service.SaleRequest{SKU: e.sku, Mode: mode})
 					return err
 				}
 			}}
@@ -70,6 +88,8 @@ func strategies() []Strategy {
 		mode("fenced", 4, "SET NX PX + INCR token / GET / fenced commit / compare-and-delete + PUBLISH"),
 		mode("fair", 4, "Redisson RFairLock script / GET / commit / release script + PUBLISH to the first in the queue"),
 		mode("atomic", 1, "one Lua decrement, no lock"),
+		twoInstances(reentrant2, "reentrant", 4, "reentrant with the buyers on two service instances (buyer b on instance b mod 2)"),
+		twoInstances(fair2, "fair", 4, "fair with the buyers on two service instances (buyer b on instance b mod 2)"),
 		{Name: RefRedsync, Kind: "reference", RoundTrips: 4, Locked: true,
 			About: "redsync v4 Mutex.Lock with default options (8 s expiry, 32 tries, 50-250 ms random retry) on the 3 masters",
 			build: buildRedsyncDefault},
@@ -112,7 +132,7 @@ func buildRedsyncDefault(e *env) saleFunc {
 	}
 	rs := redsync.New(pools...)
 	key := store.LockKey(e.sku, RefRedsync)
-	return func(ctx context.Context) error {
+	return func(ctx context.Context, _ int) error {
 		m := rs.NewMutex(key)
 		if err := m.LockContext(ctx); err != nil {
 			if ctx.Err() != nil {
@@ -147,7 +167,7 @@ const (
 // compare-and-delete.
 func buildSpin(e *env) saleFunc {
 	key := store.LockKey(e.sku, RefSpin)
-	return func(ctx context.Context) error {
+	return func(ctx context.Context, _ int) error {
 		value := uuid.NewString() + strconv.FormatInt(time.Now().UnixMilli(), 10)
 		first := time.Now()
 		for {
@@ -189,7 +209,7 @@ func buildRedislock(name string, d time.Duration) func(e *env) saleFunc {
 		locker := redislock.New(e.data)
 		key := store.LockKey(e.sku, name)
 		opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(d)}
-		return func(ctx context.Context) error {
+		return func(ctx context.Context, _ int) error {
 			octx, cancel := context.WithTimeout(ctx, e.wait)
 			l, err := locker.Obtain(octx, key, e.lease, opt)
 			cancel()
