@@ -99,6 +99,22 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (Lea
 	waitMs := max(wait.Milliseconds(), 1)
 	deadline := time.Now().Add(wait)
 
+	// The bell is there before the first attempt, so a release in this process after it
+	// queued us rings it; so does a release elsewhere if this process's subscription (one
+	// pattern per key, "<channel of key>:<instance-id>:*", which hears every waiter of this
+	// process by its own channel, as a Redisson client publishes it) was confirmed by then.
+	pattern := globEscape(fairChannel(key, l.id+":")) + "*"
+	bell := make(chan struct{}, 1)
+	bellID := key + "\x00" + field
+	l.mu.Lock()
+	l.bells[bellID] = bell
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.bells, bellID)
+		l.mu.Unlock()
+	}()
+	before := l.sub.patternRound(pattern)
 	due, held, err := l.try(ctx, key, field, leaseMs, waitMs)
 	if err == nil && held {
 		return l.held(ctx, key, field, lease, leaseMs, !opts.ExplicitLease), nil
@@ -111,31 +127,40 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (Lea
 		}
 		return nil, notObtained(ctx, key)
 	}
-	// Wait on our own channel. A release between the failed attempt and the subscription is
-	// caught by the attempt right after it.
-	bell := make(chan struct{}, 1)
-	bellID := key + "\x00" + field
-	l.mu.Lock()
-	l.bells[bellID] = bell
-	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		delete(l.bells, bellID)
-		l.mu.Unlock()
-	}()
-	// One pattern per key per process, "<channel of key>:<instance-id>:*", hears every waiter of
-	// this process by its own channel (as a Redisson client publishes it), so a waiter neither
-	// subscribes nor unsubscribes on its own while others of this process wait for the key.
-	h := l.sub.joinPattern(ctx, globEscape(fairChannel(key, l.id+":"))+"*", func(ch string) {
+	h := l.sub.joinPattern(ctx, pattern, func(ch string) {
 		l.ringLocal(key, strings.TrimPrefix(ch, unlockChannel(key)+":"))
 	})
 	defer l.sub.leave(h)
-	select {
-	case <-h.ready:
-	case <-time.After(min(wait, 100*time.Millisecond)):
-	case <-ctx.Done():
+	// If the subscription was not confirmed before the attempt and without a break since, a
+	// release elsewhere between the attempt and now went unheard: once it is confirmed, look
+	// again at once. Otherwise wait for the bell.
+	lookNow := before == 0 || l.sub.patternRound(pattern) != before
+	if lookNow {
+		select {
+		case <-h.ready:
+		case <-time.After(min(wait, 100*time.Millisecond)):
+		case <-ctx.Done():
+		}
 	}
 	for {
+		if !lookNow {
+			left := time.Until(deadline)
+			if left <= 0 || ctx.Err() != nil {
+				l.giveUp(ctx, key, field, waitMs)
+				return nil, notObtained(ctx, key)
+			}
+			// Sleep until told, or until our estimated turn (then look again: the waiter before
+			// us may be dead), bounded below so a stale estimate does not become a busy loop.
+			nap := min(max(due, 5*time.Millisecond), left)
+			t := time.NewTimer(nap)
+			select {
+			case <-bell:
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+		}
+		lookNow = false
 		due, held, err = l.try(ctx, key, field, leaseMs, waitMs)
 		if err != nil {
 			l.giveUp(ctx, key, field, waitMs)
@@ -144,21 +169,6 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (Lea
 		if held {
 			return l.held(ctx, key, field, lease, leaseMs, !opts.ExplicitLease), nil
 		}
-		left := time.Until(deadline)
-		if left <= 0 || ctx.Err() != nil {
-			l.giveUp(ctx, key, field, waitMs)
-			return nil, notObtained(ctx, key)
-		}
-		// Sleep until told, or until our estimated turn (then look again: the waiter before us
-		// may be dead), bounded below so a stale estimate does not become a busy loop.
-		nap := min(max(due, 5*time.Millisecond), left)
-		t := time.NewTimer(nap)
-		select {
-		case <-bell:
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		t.Stop()
 	}
 }
 
@@ -248,20 +258,10 @@ func (le *fairLease) Field() string { return le.field }
 func (le *fairLease) Token() int64  { return 0 }
 
 // Lost is closed when the watchdog found the lock gone; nil with an explicit lease.
-func (le *fairLease) Lost() <-chan struct{} {
-	if le.wd == nil {
-		return nil
-	}
-	return le.wd.Lost()
-}
+func (le *fairLease) Lost() <-chan struct{} { return le.wd.Lost() }
 
 // Renewals counts the watchdog's successful renewals.
-func (le *fairLease) Renewals() int64 {
-	if le.wd == nil {
-		return 0
-	}
-	return le.wd.Renewals()
-}
+func (le *fairLease) Renewals() int64 { return le.wd.Renewals() }
 
 // Release gives back one hold; the last one deletes the lock and tells the first waiter.
 func (le *fairLease) Release(ctx context.Context) error {

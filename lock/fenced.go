@@ -118,20 +118,10 @@ type fencedLease struct {
 func (l *fencedLease) Key() string  { return l.key }
 func (l *fencedLease) Token() int64 { return l.token }
 
-func (l *fencedLease) Lost() <-chan struct{} {
-	if l.wd == nil {
-		return nil
-	}
-	return l.wd.Lost()
-}
+func (l *fencedLease) Lost() <-chan struct{} { return l.wd.Lost() }
 
 // Renewals counts the watchdog's successful renewals.
-func (l *fencedLease) Renewals() int64 {
-	if l.wd == nil {
-		return 0
-	}
-	return l.wd.Renewals()
-}
+func (l *fencedLease) Renewals() int64 { return l.wd.Renewals() }
 
 // Release stops the watchdog and deletes the key only while it still holds our value.
 func (l *fencedLease) Release(ctx context.Context) error {

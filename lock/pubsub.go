@@ -40,6 +40,7 @@ type subscriber struct {
 	closed bool
 	chans  map[string]*chanState
 	nextID uint64
+	rounds uint64 // numbers subscriptions and their confirmations (chanState.round)
 }
 
 // chanState is one subscribed channel. Fields are guarded by subscriber.mu.
@@ -53,6 +54,9 @@ type chanState struct {
 	// rings: what each joined listener wants called on a release message, with the channel it
 	// came on (a pattern's listeners hear many channels).
 	rings map[uint64]func(channel string)
+	// round numbers the subscriptions of this channel across the subscriber (a new SUBSCRIBE,
+	// a reconnect's confirmation), so a pause in between is seen by patternRound.
+	round uint64
 }
 
 // waitHandle is one listener's registration on a channel; copied out under the lock.
@@ -89,6 +93,19 @@ func (s *subscriber) joinPattern(ctx context.Context, pattern string, ring func(
 	return s.listen(ctx, pattern, true, ring)
 }
 
+// patternRound identifies the current subscription to pattern while it is confirmed and has
+// listeners: the same non-zero value at two moments means it was confirmed, without a break,
+// all along between them. 0: not subscribed, or not confirmed yet.
+func (s *subscriber) patternRound(pattern string) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.chans[patternKey(pattern)]
+	if st == nil || st.refs == 0 || st.confirmed < st.sent || st.sent == 0 || s.closed {
+		return 0
+	}
+	return st.round
+}
+
 // patternKey keeps patterns apart from channels of the same name in s.chans.
 func patternKey(pattern string) string { return "\x00p:" + pattern }
 
@@ -123,6 +140,8 @@ func (s *subscriber) listen(ctx context.Context, ch string, pattern bool, ring f
 		// order this map saw them.
 		st.sent++
 		st.need = st.sent
+		s.rounds++
+		st.round = s.rounds
 		subscribe := s.ps.Subscribe
 		if pattern {
 			subscribe = s.ps.PSubscribe
@@ -191,6 +210,8 @@ func (s *subscriber) dispatch(m any) {
 		}
 		// A reconnect resubscribes every channel at once; never count past what was sent.
 		st.confirmed = min(st.confirmed+1, st.sent)
+		s.rounds++
+		st.round = s.rounds
 		if st.confirmed >= st.need && !st.readyDone && st.ready != nil {
 			close(st.ready)
 			st.readyDone = true

@@ -404,12 +404,7 @@ func (l *redlockLease) Token() int64          { return 0 }
 func (l *redlockLease) Lost() <-chan struct{} { return l.lost }
 
 // Renewals counts the successful extensions on a quorum of masters.
-func (l *redlockLease) Renewals() int64 {
-	if l.wd == nil {
-		return 0
-	}
-	return l.wd.Renewals()
-}
+func (l *redlockLease) Renewals() int64 { return l.wd.Renewals() }
 
 // Release deletes the lock on every master where it still carries this acquisition's value.
 // It succeeds when a quorum did; when the lock had already expired or was taken by another

@@ -85,11 +85,22 @@ func (w *watchdog) run() {
 
 func (w *watchdog) markLost() { w.lostOnce.Do(func() { close(w.lost) }) }
 
-// Lost is closed when renewal failed: the lock may now be someone else's.
-func (w *watchdog) Lost() <-chan struct{} { return w.lost }
+// Lost is closed when renewal failed: the lock may now be someone else's. A nil watchdog (an
+// explicit lease) has none.
+func (w *watchdog) Lost() <-chan struct{} {
+	if w == nil {
+		return nil
+	}
+	return w.lost
+}
 
-// Renewals counts successful renewals.
-func (w *watchdog) Renewals() int64 { return w.renewals.Load() }
+// Renewals counts successful renewals (0 for a nil watchdog).
+func (w *watchdog) Renewals() int64 {
+	if w == nil {
+		return 0
+	}
+	return w.renewals.Load()
+}
 
 // Stop ends renewal (on release, or when the Locker closes) and waits for the goroutine to exit.
 func (w *watchdog) Stop() {
