@@ -153,7 +153,7 @@ type env struct {
 	// second with its own lock registry (its own instance id and waiters' lines).
 	svcs []*service.Service
 	sku  string
-	wait    time.Duration
+	wait time.Duration
 	// lease is the lock modes' lease, and the TTL of the redislock references.
 	lease time.Duration
 	// counter counts the commands data, masters and everything built on them send.
