@@ -36,6 +36,11 @@ type Plan struct {
 	CrashBeforeExpire bool
 	// PauseBeforeDel: uuid sleeps this long between its value check and its DEL.
 	PauseBeforeDel time.Duration
+	// PauseAfterReply: the holder is paused this long each time a reply has come back, before it
+	// reads it (a pause between sending its commands and acting on their replies: Redlock's
+	// elapsed-time check is what must catch it). Like the pause it stands for, no deadline cuts
+	// it short.
+	PauseAfterReply time.Duration
 }
 
 // Holder is the fault state of one lock holder (one sale).
@@ -124,27 +129,42 @@ func (hook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if h := From(ctx); h != nil {
-			if err := h.gate(ctx); err != nil {
-				cmd.SetErr(err)
-				return err
-			}
+		h := From(ctx)
+		if h == nil {
+			return next(ctx, cmd)
 		}
-		return next(ctx, cmd)
+		if err := h.gate(ctx); err != nil {
+			cmd.SetErr(err)
+			return err
+		}
+		err := next(ctx, cmd)
+		h.afterReply()
+		return err
 	}
 }
 
 func (hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if h := From(ctx); h != nil {
-			if err := h.gate(ctx); err != nil {
-				for _, c := range cmds {
-					c.SetErr(err)
-				}
-				return err
-			}
+		h := From(ctx)
+		if h == nil {
+			return next(ctx, cmds)
 		}
-		return next(ctx, cmds)
+		if err := h.gate(ctx); err != nil {
+			for _, c := range cmds {
+				c.SetErr(err)
+			}
+			return err
+		}
+		err := next(ctx, cmds)
+		h.afterReply()
+		return err
+	}
+}
+
+// afterReply is the planned pause between a reply's arrival and the holder acting on it.
+func (h *Holder) afterReply() {
+	if d := h.plan.PauseAfterReply; d > 0 {
+		time.Sleep(d)
 	}
 }
 

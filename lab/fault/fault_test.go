@@ -94,6 +94,25 @@ func TestPausedHolderCommandsWaitForTheEndOfThePause(t *testing.T) {
 	}
 }
 
+func TestPauseAfterReplyIsNotCutShort(t *testing.T) {
+	c, _ := setup(t)
+	const pause = 150 * time.Millisecond
+	ctx, _ := fault.Attach(t.Context(), fault.Plan{PauseAfterReply: pause})
+	short, cancel := context.WithTimeout(ctx, pause/10)
+	defer cancel()
+	start := time.Now()
+	err := c.Set(short, "k", "v", 0).Err()
+	if took := time.Since(start); took < pause {
+		t.Fatalf("the reply came back after %s, want the whole pause %s even past the command's deadline", took, pause)
+	}
+	if err != nil {
+		t.Fatalf("the command itself = %v, want it done before the pause", err)
+	}
+	if v := c.Get(t.Context(), "k").Val(); v != "v" {
+		t.Fatalf("the SET was not sent before the pause: %q", v)
+	}
+}
+
 func TestStepKnobs(t *testing.T) {
 	ctx := t.Context()
 	if err := fault.BeforeExpire(ctx, "k"); err != nil {
