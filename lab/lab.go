@@ -376,6 +376,21 @@ func (e *Env) NewFleet(ctx context.Context, wait time.Duration, stock int64) err
 
 func (e *Env) newFleet(ctx context.Context, sku string, data redis.UniversalClient, masters []redis.UniversalClient,
 	wait time.Duration, stock int64) (*Fleet, error) {
+	f, err := e.buildFleet(sku, data, masters, wait, stock)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.svcs[0].Reset(ctx, sku, stock); err != nil {
+		return nil, fmt.Errorf("lab: reset %s: %w", sku, err)
+	}
+	e.stockSet(sku, stock)
+	return f, nil
+}
+
+// buildFleet builds a fleet on sku without touching its stock: a second view of the same SKU
+// (other masters, as a network partition gives each side its own).
+func (e *Env) buildFleet(sku string, data redis.UniversalClient, masters []redis.UniversalClient,
+	wait time.Duration, stock int64) (*Fleet, error) {
 	f := &Fleet{SKU: sku, Data: data, Masters: masters}
 	e.closers = append(e.closers, f.close)
 	st := store.New(data)
@@ -394,19 +409,16 @@ func (e *Env) newFleet(ctx context.Context, sku string, data redis.UniversalClie
 			MaxStock: 1_000_000, TrackOverlap: true,
 		}, nil, e.runner.log().With("instance", name)))
 	}
-	if _, err := f.svcs[0].Reset(ctx, sku, stock); err != nil {
-		return nil, fmt.Errorf("lab: reset %s: %w", sku, err)
-	}
-	e.stockSet(sku, stock)
 	return f, nil
 }
 
 // Buy is one buyer on instance i of fleet f (the main fleet when f is nil).
 func (e *Env) Buy(ctx context.Context, f *Fleet, i int, req service.SaleRequest) Outcome {
-	main := f == nil
-	if main {
+	if f == nil {
 		f = e.Fleet
 	}
+	// Every sale of the main SKU, whichever fleet it went through, is part of its history.
+	main := f.SKU == e.SKU
 	svc := f.Service(i)
 	req.SKU, req.Mode = f.SKU, e.Scenario.Mode
 	o := Outcome{Instance: svc.Settings().Instance, Start: time.Now()}

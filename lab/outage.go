@@ -15,12 +15,17 @@ import (
 // installed, else in-process ones) so that a phase can stop one of them. The lab never stops a
 // server it did not start: the configured masters are only ever read and written.
 func (e *Env) ownMasters(n int) ([]*redisproc.Server, []redis.UniversalClient, error) {
+	return e.ownMastersWith(n, nil)
+}
+
+// ownMastersWith is ownMasters with extra redis-server arguments (a real server only).
+func (e *Env) ownMastersWith(n int, args []string) ([]*redisproc.Server, []redis.UniversalClient, error) {
 	var (
 		srvs    []*redisproc.Server
 		clients []redis.UniversalClient
 	)
 	for range n {
-		s, err := redisproc.Start(redisproc.Options{})
+		s, err := redisproc.Start(redisproc.Options{Args: args})
 		if err != nil {
 			for _, s := range srvs {
 				s.Close()

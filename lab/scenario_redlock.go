@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/redisproc"
 	"seckill/lab/fault"
 	"seckill/lock"
 	"seckill/service"
@@ -24,6 +28,20 @@ func init() {
 		Expect: "the pause falls between sending the SETs and reading their replies: the time taken eats the validity, " +
 			"the lock is refused, and nobody holds it twice",
 		Drive: driveRedlockSlowAcquire})
+	register(Scenario{Name: "redlock-restart", Row: 9, LeaseFactor: 2, Short: "two holders after a restart", Mode: "redlock",
+		Step: "Redlock algorithm: a master restarted without persistence",
+		Expect: "a partition splits the masters; a master that granted A's lock restarts empty at once: " +
+			"B takes a majority too, both write",
+		Drive: driveRedlockRestart})
+	register(Scenario{Name: "redlock-restart-aof", Row: 9, LeaseFactor: 2, Short: "none", Mode: "redlock", Safe: true,
+		Step:   "Redlock algorithm: appendfsync always",
+		Expect: "the same restart on masters with appendfsync always: master 2 comes back with A's key, B gets no majority",
+		Drive:  driveRedlockRestartAOF})
+	register(Scenario{Name: "redlock-clock-jump", Row: 9, LeaseFactor: 2, Short: "two holders after a clock jump", Mode: "redlock",
+		Step: "Redlock algorithm; Kleppmann: a clock jump",
+		Expect: "a partition splits the masters; one master's clock jumps and A's key there expires early: " +
+			"B takes a majority too, both write (the jump is simulated by a short TTL)",
+		Drive: driveRedlockClockJump})
 }
 
 // driveRedlockPause: A acquires the Redlock on three masters and pauses, watchdog and all, for
@@ -112,4 +130,138 @@ func driveRedlockSlowAcquire(ctx context.Context, e *Env) error {
 	}
 	safeChecks(e, inv, 1, false)
 	return nil
+}
+
+// driveRedlockClockJump: Kleppmann's case. Three masters; a partition lets A reach masters 1
+// and 2 only, and B masters 2 and 3 only. A takes the lock on 1 and 2, a majority. Then master
+// 2's clock jumps forward and A's key there expires early; the lab simulates the jump by
+// shortening that key's TTL to 1 ms (PEXPIRE), which is what the jump does to it. B now gets
+// masters 2 and 3, a majority too: two holders, and both write.
+func driveRedlockClockJump(ctx context.Context, e *Env) error {
+	_, live, err := e.ownMasters(3)
+	if err != nil {
+		return err
+	}
+	return twoMajorities(ctx, e, live, "the clock jump on master 2", func() error {
+		err := live[1].PExpire(ctx, e.LockKey(e.SKU), time.Millisecond).Err()
+		time.Sleep(5 * time.Millisecond) // the millisecond passes
+		return err
+	}, true)
+}
+
+// driveRedlockRestart: the same partition; instead of a clock jump, master 2 restarts at once
+// without persistence and comes back empty, forgetting A's key. B takes masters 2 and 3.
+func driveRedlockRestart(ctx context.Context, e *Env) error {
+	srv, live, err := e.ownMasters(3)
+	if err != nil {
+		return err
+	}
+	return twoMajorities(ctx, e, live, "restart master 2 without persistence", func() error {
+		srv[1].Stop()
+		return srv[1].Restart()
+	}, true)
+}
+
+// driveRedlockRestartAOF: the same restart, on masters that write every command to their
+// append-only file before answering (appendfsync always): master 2 comes back with A's key and
+// its TTL, so B finds only master 3 free and must wait.
+func driveRedlockRestartAOF(ctx context.Context, e *Env) error {
+	if !redisproc.UseReal() {
+		return fmt.Errorf("%w: needs redis-server (apt install redis-server): the in-process Redis keeps nothing across a restart", ErrSkipped)
+	}
+	srv, live, err := e.ownMastersWith(3, []string{"--appendonly", "yes", "--appendfsync", "always"})
+	if err != nil {
+		return err
+	}
+	return twoMajorities(ctx, e, live, "restart master 2 with appendfsync always", func() error {
+		srv[1].Stop()
+		return srv[1].Restart()
+	}, false)
+}
+
+// twoMajorities is Kleppmann's partition on three masters: A reaches masters 1 and 2 only, B
+// masters 2 and 3 only. A takes the lock on 1 and 2, a majority; then fault happens to master 2,
+// and B tries for 2 and 3. twoHolders: the fault must hand B a majority too (both sell, an update
+// is lost); otherwise B must not get the lock while A holds it.
+func twoMajorities(ctx context.Context, e *Env, live []redis.UniversalClient, what string, fault func() error, twoHolders bool) error {
+	const stock = 10
+	// Sets the stock and clears the lock keys on the three masters, all reachable here.
+	if err := e.newFleetOn(ctx, live, 4*e.Lease, stock); err != nil {
+		return err
+	}
+	cut, err := unreachable()
+	if err != nil {
+		return err
+	}
+	e.closers = append(e.closers, func() { _ = cut.Close() })
+	// B waits less than A's lease: without a second majority it must give up while A holds.
+	sideA, err := e.buildFleet(e.SKU, e.Data, []redis.UniversalClient{live[0], live[1], cut}, 4*e.Lease, stock)
+	if err != nil {
+		return err
+	}
+	sideB, err := e.buildFleet(e.SKU, e.Data, []redis.UniversalClient{cut, live[1], live[2]}, e.Lease/2, stock)
+	if err != nil {
+		return err
+	}
+	key := e.LockKey(e.SKU)
+	// A's business time ends before its first extension (a third of the lease), so A never
+	// learns that its majority is gone.
+	var a Outcome
+	waitA := Go(func() { a = e.Buy(ctx, sideA, 0, service.SaleRequest{Work: e.Lease / 4}) })
+	if err := e.WaitHeld(ctx, live[0], key); err != nil {
+		waitA()
+		return err
+	}
+	if err := fault(); err != nil {
+		waitA()
+		return fmt.Errorf("lab: %s: %w", what, err)
+	}
+	kept, err := live[1].Exists(ctx, key).Result()
+	if err != nil {
+		kept = -1 // a connection broken by the restart; the check below says so
+	}
+	b := e.Buy(ctx, sideB, 0, service.SaleRequest{Work: 5 * time.Millisecond})
+	waitA()
+	inv, err := e.Snapshot(ctx, e.SKU)
+	if err != nil {
+		return err
+	}
+	e.Check("A (masters 1 and 2)", "sold", a.Kind, a.Kind == "sold")
+	if twoHolders {
+		e.Check("A's key on master 2 after "+what, "gone (0)", kept, kept == 0)
+		e.Check("B (masters 2 and 3), while A still held its lock", "sold", b.Kind, b.Kind == "sold")
+		e.Check("overlaps (two holders)", "> 0", inv.Overlaps, inv.Overlaps > 0)
+		e.Check("lost updates", "> 0", inv.LostUpdates, inv.LostUpdates > 0)
+		return nil
+	}
+	e.Check("A's key on master 2 after "+what, "still there (1)", kept, kept == 1)
+	// B gets no majority while A holds; it may sell once A has released.
+	e.Note("B: %s", b.Kind)
+	safeChecks(e, inv, int64(e.Count("sold")), false)
+	return nil
+}
+
+// newFleetOn builds the main fleet on the given masters instead of the Runner's.
+func (e *Env) newFleetOn(ctx context.Context, masters []redis.UniversalClient, wait time.Duration, stock int64) error {
+	f, err := e.newFleet(ctx, e.SKU, e.Data, masters, wait, stock)
+	if err != nil {
+		return err
+	}
+	e.Fleet = f
+	return nil
+}
+
+// unreachable is a client of an address nobody listens on: a master on the other side of a
+// partition (each command fails at once, connection refused).
+func unreachable() (redis.UniversalClient, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("lab: find a free port for the partition: %w", err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		return nil, err
+	}
+	return redis.NewClient(&redis.Options{Addr: addr, PoolSize: 4, MaxRetries: -1, DialerRetries: 1,
+		DialTimeout: 50 * time.Millisecond}), nil
 }
