@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/testredis"
 	"seckill/internal/redisproc"
+	"seckill/internal/testredis"
 	"seckill/lab"
 	"seckill/lock"
 )

@@ -40,8 +40,8 @@ func init() {
 
 // Fairness across instances: a busy instance and a quiet one sell one key in a closed loop.
 const (
-	busyBuyers, quietBuyers = 16, 1
-	fairStock               = 180
+	busyBuyers, quietBuyers = 24, 1
+	fairStock               = 200
 )
 
 // driveFairness runs the crowd and judges it: fair wants the same wait on both instances and
