@@ -463,6 +463,41 @@ const docTemplate = `{
                 }
             }
         },
+        "/lab/scenarios/{name}/history": {
+            "get": {
+                "description": "porcupine's visualisation (HTML) of the smallest part of the scenario's last recorded\nhistory that is not linearizable: the buyers' calls and answers against the stock\ncounter. 404 when the last run's history was linearizable, or the scenario has not run\non this instance.",
+                "produces": [
+                    "text/html"
+                ],
+                "tags": [
+                    "lab"
+                ],
+                "summary": "The failing history of a scenario's last run",
+                "parameters": [
+                    {
+                        "type": "string",
+                        "description": "scenario name (GET /lab/scenarios)",
+                        "name": "name",
+                        "in": "path",
+                        "required": true
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "the visualisation",
+                        "schema": {
+                            "type": "string"
+                        }
+                    },
+                    "404": {
+                        "description": "no failing history for this scenario",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    }
+                }
+            }
+        },
         "/lab/scenarios/{name}/run": {
             "post": {
                 "description": "Runs the scenario against this service's Redis servers on its own SKU (lab-\u003cname\u003e), with\nseveral simulated instances, many concurrent buyers and the row's faults, and answers\nthe observed figures and the verdict: REPRODUCED (an unsafe mode showed its anomaly),\nHELD (a safe mode showed none), UNEXPECTED, or SKIPPED (a row whose topology cannot be\nbuilt here, e.g. no redis-sentinel). Takes a few seconds. Outage phases stop\nonly Redis servers the lab starts for itself. One experiment at a time.",
@@ -955,6 +990,13 @@ const docTemplate = `{
                 "stock": {
                     "type": "integer"
                 },
+                "timeline": {
+                    "description": "Timeline is every sale of the main SKU as its buyer saw it, for the dashboard's drawing.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/lab.Span"
+                    }
+                },
                 "verdict": {
                     "type": "string"
                 }
@@ -990,6 +1032,28 @@ const docTemplate = `{
                 "step": {
                     "description": "Step cites the source tutorials the row comes from, by the short forms listed in\ndocs/scenarios.md (e.g. \"Pitfalls, case 4\").",
                     "type": "string"
+                }
+            }
+        },
+        "lab.Span": {
+            "type": "object",
+            "properties": {
+                "endMs": {
+                    "type": "number"
+                },
+                "heldMs": {
+                    "description": "HeldMs is when the buyer got the lock (-1: it never did, or the mode takes none), so\nHeldMs..EndMs is its time inside the lock.",
+                    "type": "number"
+                },
+                "instance": {
+                    "type": "string"
+                },
+                "kind": {
+                    "description": "Kind is the answer: sold, soldout, timeout, crashed, stale, lost, unavailable or error.",
+                    "type": "string"
+                },
+                "startMs": {
+                    "type": "number"
                 }
             }
         },

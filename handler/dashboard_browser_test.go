@@ -2,6 +2,7 @@ package handler_test
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,9 +111,20 @@ func TestDashboardInChromium(t *testing.T) {
 	step("run scenario none", chromedp.Click(css(`button.run[data-scenario="none"]`)))
 	waitJS("the verdict of none", `document.querySelector('#verdict-none').dataset.verdict !== undefined`, 30*time.Second)
 	noneVerdict := text("#verdict-none")
+	// Its timeline: every buyer inside at once (red), and the link to its failing history.
+	waitJS("the timeline of none", `!document.querySelector('#history-link').hidden &&
+		document.querySelector('#history-link').getAttribute('href') === '/lab/scenarios/none/history' &&
+		/inside together with another buyer \(([1-9][0-9]*)\)/.test(document.querySelector('#scenario-caption').textContent)`, 5*time.Second)
+	noneCaption := text("#scenario-caption")
+	if r := do(t, http.MethodGet, f.HTTP.URL+"/lab/scenarios/none/history", nil); r.status != http.StatusOK || !strings.Contains(r.raw, "<html") {
+		t.Errorf("the history link of none: %d %.200s", r.status, r.raw)
+	}
 	step("run scenario atomic", chromedp.Click(css(`button.run[data-scenario="atomic"]`)))
 	waitJS("the verdict of atomic", `document.querySelector('#verdict-atomic').dataset.verdict !== undefined`, 30*time.Second)
 	atomicVerdict := text("#verdict-atomic")
+	waitJS("the timeline of atomic", `document.querySelector('#history-link').hidden &&
+		document.querySelector('#scenario-caption').textContent.includes('another buyer (0)')`, 5*time.Second)
+	t.Logf("timeline of none: %s", noneCaption)
 	// The inventory cards refresh every 500ms; wait until they show the burst's sales.
 	waitJS("the sold card", `Number(document.querySelector('#sold').textContent) > 0`, 10*time.Second)
 	sold := text("#sold")

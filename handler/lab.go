@@ -21,9 +21,12 @@ type labAPI struct {
 	a       *API
 	mu      sync.Mutex
 	running string // name of what runs now, "" when idle
+	// histories maps a scenario to the visualisation of its last run's history when that was
+	// not linearizable (a file the lab wrote).
+	histories map[string]string
 }
 
-func newLabAPI(a *API) *labAPI { return &labAPI{a: a} }
+func newLabAPI(a *API) *labAPI { return &labAPI{a: a, histories: map[string]string{}} }
 
 // errLabBusy: another experiment is running.
 var errLabBusy = errors.New("another lab experiment is running")
@@ -140,7 +143,41 @@ func (l *labAPI) runScenario(c *gin.Context) {
 	if l.a.opt.Metrics != nil {
 		l.a.opt.Metrics.ObserveLabRun(sc.Name, res.Verdict)
 	}
+	l.mu.Lock()
+	if res.HistoryFile != "" {
+		l.histories[sc.Name] = res.HistoryFile
+	} else {
+		delete(l.histories, sc.Name)
+	}
+	l.mu.Unlock()
 	c.JSON(http.StatusOK, res)
+}
+
+// history godoc
+//
+//	@Summary		The failing history of a scenario's last run
+//	@Description	porcupine's visualisation (HTML) of the smallest part of the scenario's last recorded
+//	@Description	history that is not linearizable: the buyers' calls and answers against the stock
+//	@Description	counter. 404 when the last run's history was linearizable, or the scenario has not run
+//	@Description	on this instance.
+//	@Tags			lab
+//	@Produce		html
+//	@Param			name	path	string	true	"scenario name (GET /lab/scenarios)"
+//	@Success		200		{string}	string	"the visualisation"
+//	@Failure		404		{object}	ErrorBody	"no failing history for this scenario"
+//	@Router			/lab/scenarios/{name}/history [get]
+func (l *labAPI) history(c *gin.Context) {
+	l.mu.Lock()
+	file := l.histories[c.Param("name")]
+	l.mu.Unlock()
+	if file == "" {
+		c.AbortWithStatusJSON(http.StatusNotFound, ErrorBody{
+			Error:  "no failing history for scenario " + c.Param("name") + " (its last run here was linearizable, or it has not run)",
+			Status: http.StatusNotFound})
+		return
+	}
+	c.Header("Content-Type", "text/html; charset=utf-8")
+	c.File(file)
 }
 
 // burst godoc

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -224,11 +226,42 @@ func TestDashboardIsServed(t *testing.T) {
 }
 
 // fakeLab is a LabRunner that answers a canned result and remembers what it ran.
-type fakeLab struct{ ran []string }
+type fakeLab struct {
+	ran     []string
+	history string // the HistoryFile its results name
+}
 
 func (f *fakeLab) Run(_ context.Context, sc lab.Scenario) lab.Result {
 	f.ran = append(f.ran, sc.Name)
-	return lab.Result{Name: sc.Name, Row: sc.Row, Verdict: lab.Held, Reason: "from the fake"}
+	return lab.Result{Name: sc.Name, Row: sc.Row, Verdict: lab.Held, Reason: "from the fake", HistoryFile: f.history}
+}
+
+// TestFailingHistoryIsServed: after a run whose history was not linearizable, the dashboard's
+// link serves the lab's visualisation; after a run that was, or before any run, 404.
+func TestFailingHistoryIsServed(t *testing.T) {
+	f := apptest.New(t, nil)
+	file := filepath.Join(t.TempDir(), "history.html")
+	if err := os.WriteFile(file, []byte("<html>the failing part</html>"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fake := &fakeLab{}
+	srv := httptest.NewServer(handler.New(f.App.Service, handler.Options{Lab: fake}))
+	defer srv.Close()
+	url := srv.URL + "/lab/scenarios/lua/history"
+	if r := do(t, http.MethodGet, url, nil); r.status != http.StatusNotFound {
+		t.Fatalf("before any run: %d %s", r.status, r.raw)
+	}
+	fake.history = file
+	do(t, http.MethodPost, srv.URL+"/lab/scenarios/lua/run", nil)
+	r := do(t, http.MethodGet, url, nil)
+	if r.status != http.StatusOK || !strings.Contains(r.raw, "the failing part") || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
+		t.Fatalf("after a failing run: %d %q %s", r.status, r.header.Get("Content-Type"), r.raw)
+	}
+	fake.history = ""
+	do(t, http.MethodPost, srv.URL+"/lab/scenarios/lua/run", nil)
+	if r := do(t, http.MethodGet, url, nil); r.status != http.StatusNotFound {
+		t.Fatalf("after a linearizable run: %d %s", r.status, r.raw)
+	}
 }
 
 // TestLabRunGoesThroughTheRunnerItIsGiven: the handler runs scenarios only through the

@@ -49,6 +49,7 @@ func New(svc Service, opt Options) http.Handler {
 	lab := newLabAPI(a)
 	r.GET("/lab/scenarios", lab.listScenarios)
 	r.POST("/lab/scenarios/:name/run", a.admin, lab.runScenario)
+	r.GET("/lab/scenarios/:name/history", lab.history)
 	r.POST("/lab/burst", a.admin, lab.burst)
 	r.GET("/", dashboard)
 	r.GET("/dashboard/*file", dashboardAsset)

@@ -133,6 +133,8 @@ type Result struct {
 	History string `json:"history"`
 	// HistoryFile is porcupine's visualisation of a history that is NOT linearizable.
 	HistoryFile string `json:"historyFile,omitempty"`
+	// Timeline is every sale of the main SKU as its buyer saw it, for the dashboard's drawing.
+	Timeline []Span `json:"timeline,omitempty"`
 	// Reason explains an UNEXPECTED verdict: the failed checks or the error.
 	Reason     string  `json:"reason,omitempty"`
 	LeaseMs    int64   `json:"leaseMs"`
@@ -534,9 +536,39 @@ func (e *Env) PhaseMark() int {
 	return len(e.phaseOut)
 }
 
+// Span is one sale on a scenario's timeline, in ms since the scenario began.
+type Span struct {
+	Instance string  `json:"instance"`
+	StartMs  float64 `json:"startMs"`
+	EndMs    float64 `json:"endMs"`
+	// HeldMs is when the buyer got the lock (-1: it never did, or the mode takes none), so
+	// HeldMs..EndMs is its time inside the lock.
+	HeldMs float64 `json:"heldMs"`
+	// Kind is the answer: sold, soldout, timeout, crashed, stale, lost, unavailable or error.
+	Kind string `json:"kind"`
+}
+
+// timeline turns the main SKU's sales into spans.
+func (e *Env) timeline(outs []Outcome) []Span {
+	since := func(t time.Time) float64 { return float64(t.Sub(e.origin).Microseconds()) / 1000 }
+	spans := make([]Span, 0, len(outs))
+	for _, o := range outs {
+		s := Span{Instance: o.Instance, StartMs: since(o.Start), EndMs: since(o.End), HeldMs: -1, Kind: o.Kind}
+		switch o.Kind {
+		case "sold", "stale", "lost", "crashed":
+			if e.Scenario.Mode != "atomic" {
+				s.HeldMs = since(o.Start.Add(o.Wait))
+			}
+		}
+		spans = append(spans, s)
+	}
+	return spans
+}
+
 // finish fills the result's figures from Redis and from the buyers.
 func (e *Env) finish(ctx context.Context) {
 	e.mu.Lock()
+	e.res.Timeline = e.timeline(e.outcomes)
 	all := append(append([]Outcome(nil), e.outcomes...), e.phaseOut...)
 	for _, o := range e.outcomes {
 		e.res.Renewals += o.Renewals

@@ -349,6 +349,7 @@ async function runOne(name) {
     v.dataset.verdict = res.verdict;
     v.title = res.reason || (res.checks || []).map((c) => `${c.ok ? 'ok' : 'FAIL'} ${c.what}: ${c.got}`).join('\n');
     setText('lab-status', `${name}: ${res.verdict}`);
+    drawScenario(name, res);
     setText('lab-detail', `${name}: ` + (res.checks || []).map((c) => `${c.ok ? '✓' : '✗'} ${c.what} = ${c.got}`).join(' · ') +
       (res.notes && res.notes.length ? ' · ' + res.notes.join(' · ') : ''));
   } catch (e) {
@@ -357,6 +358,49 @@ async function runOne(name) {
     v.title = e.message;
     setText('lab-status', `${name}: ${e.message}`);
   }
+}
+
+// drawScenario draws a scenario's run as a timeline: one bar per sale from request to answer
+// (grey), its time inside the lock darker, coloured by the answer; time inside the lock that
+// overlaps another buyer's is red (two holders), a write rejected by its token is orange.
+function drawScenario(name, res) {
+  const link = $('history-link');
+  link.hidden = !res.historyFile;
+  link.href = '/lab/scenarios/' + encodeURIComponent(name) + '/history';
+  const canvas = $('scenario-chart');
+  const spans = res.timeline || [];
+  const dpr = window.devicePixelRatio || 1;
+  const w = canvas.clientWidth || 560;
+  const rowH = Math.max(2, Math.min(12, Math.floor(180 / Math.max(spans.length, 1))));
+  const h = 30 + rowH * spans.length;
+  canvas.style.height = h + 'px';
+  canvas.width = Math.round(w * dpr); canvas.height = Math.round(h * dpr);
+  const ctx = canvas.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, w, h);
+  ctx.font = '11px system-ui, sans-serif';
+  const tMax = Math.max(1, ...spans.map((s) => s.endMs));
+  const x = (t) => 34 + (w - 40) * t / tMax;
+  const held = spans.filter((s) => s.heldMs >= 0);
+  const overlapping = (s) => held.some((o) => o !== s && o.heldMs < s.endMs && s.heldMs < o.endMs);
+  const colour = { sold: '#3fb950', soldout: '#8a98a6', stale: '#d29922', lost: '#a371f7', crashed: '#f85149' };
+  let overlaps = 0;
+  spans.forEach((s, i) => {
+    const y = 20 + i * rowH;
+    ctx.fillStyle = '#2a3440';
+    ctx.fillRect(x(s.startMs), y, Math.max(1, x(s.endMs) - x(s.startMs)), rowH - 1);
+    if (s.heldMs < 0) return;
+    const two = overlapping(s);
+    if (two) overlaps++;
+    ctx.fillStyle = s.kind === 'stale' ? '#d29922' : two ? '#f85149' : (colour[s.kind] || '#58a6ff');
+    ctx.fillRect(x(s.heldMs), y, Math.max(1, x(s.endMs) - x(s.heldMs)), rowH - 1);
+  });
+  ctx.fillStyle = '#8a98a6';
+  ctx.fillText(Math.round(tMax) + ' ms', w - 60, 12);
+  setText('scenario-caption', spans.length
+    ? `${name}: ${spans.length} sales; grey: waiting, green: inside the lock, red: inside together with another buyer` +
+      ` (${overlaps}), orange: a write rejected by its token`
+    : `${name}: no sales on a timeline`);
 }
 
 $('run-all').addEventListener('click', async () => {
