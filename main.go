@@ -45,6 +45,7 @@ var commands = []struct{ name, about string }{
 	{"serve", "run the service (the default when no command is given)"},
 	{"lab", "run the scenario lab: every lock mode's experiment, with a verdict per row"},
 	{"bench", "benchmark the safe lock modes and reference libraries on Redis servers it starts"},
+	{"load", "fire sales at a running service, record each answer, and check that history for linearizability"},
 	{"help", "print this help, or a command's flags (seckill help lab)"},
 }
 
@@ -56,7 +57,7 @@ func (e usageError) Unwrap() error { return e.err }
 
 // run parses the command line and runs the command:
 //
-//	seckill [--config FILE] [serve|lab|bench|help] [--config FILE] [command flags]
+//	seckill [--config FILE] [serve|lab|bench|load|help] [--config FILE] [command flags]
 //
 // --config may stand before or after the command. An unknown command, flag or stray argument
 // prints the usage to stderr and is a usageError.
@@ -74,7 +75,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cmd == "help" {
 		return help(stdout, stderr, rest)
 	}
-	fs, labOpt, benchOpt, err := commandFlags(cmd, stderr)
+	fs, opts, err := commandFlags(cmd, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "seckill: %v\n", err)
 		printUsage(stderr)
@@ -96,9 +97,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	switch cmd {
 	case "lab":
-		return runLab(ctx, cfg, *labOpt, stdout, stderr)
+		return runLab(ctx, cfg, opts.lab, stdout, stderr)
 	case "bench":
-		return runBench(ctx, *benchOpt, stdout, stderr)
+		return runBench(ctx, opts.bench, stdout, stderr)
+	case "load":
+		return runLoad(ctx, opts.load, stdout)
 	default:
 		return app.Serve(ctx, cfg, stdout, app.NewLogger(stderr, cfg.Log.Level))
 	}
@@ -112,24 +115,33 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// cmdOptions are the flags of every command; commandFlags fills the one it parses for.
+type cmdOptions struct {
+	lab   labFlags
+	bench benchFlags
+	load  loadFlags
+}
+
 // commandFlags builds the flag set of cmd (its --config is added by the caller).
-func commandFlags(cmd string, stderr io.Writer) (*flag.FlagSet, *labFlags, *benchFlags, error) {
+func commandFlags(cmd string, stderr io.Writer) (*flag.FlagSet, *cmdOptions, error) {
 	fs := newFlagSet("seckill "+cmd, stderr)
-	labOpt, benchOpt := new(labFlags), new(benchFlags)
+	opts := new(cmdOptions)
 	switch cmd {
 	case "serve":
 	case "lab":
-		labOpt.register(fs)
+		opts.lab.register(fs)
 	case "bench":
-		benchOpt.register(fs)
+		opts.bench.register(fs)
+	case "load":
+		opts.load.register(fs)
 	default:
-		return nil, nil, nil, fmt.Errorf("unknown command %q", cmd)
+		return nil, nil, fmt.Errorf("unknown command %q", cmd)
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: seckill [--config FILE] %s [flags]\n\nflags of %s:\n", cmd, cmd)
 		fs.PrintDefaults()
 	}
-	return fs, labOpt, benchOpt, nil
+	return fs, opts, nil
 }
 
 // flagErr turns a parse error into a usageError (the flag package has printed the problem and
@@ -153,7 +165,7 @@ func help(stdout, stderr io.Writer, args []string) error {
 		printUsage(stderr)
 		return usageError{err}
 	}
-	fs, _, _, err := commandFlags(args[0], stdout)
+	fs, _, err := commandFlags(args[0], stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "seckill: %v\n", err)
 		printUsage(stderr)

@@ -76,13 +76,13 @@ printf 'e2e: a second up started nothing\n'
 results="$RUN_DIR/results.tsv"
 # shellcheck disable=SC2086 # SAFE_MODES is a word list
 URL="$URL" STOCK="$STOCK" REQUESTS="$REQUESTS" CONCURRENCY="$CONCURRENCY" TIME="$TIME" \
-	REQUIRE_ALL=1 EXACT=1 RESULTS="$results" "$ROOT/scripts/loadtest.sh" none $SAFE_MODES ||
+	SECKILL_BIN="$RUN_DIR/seckill" REQUIRE_ALL=1 EXACT=1 RESULTS="$results" "$ROOT/scripts/loadtest.sh" none $SAFE_MODES ||
 	fail "loadtest.sh exited with status $? (see its FAILED list above)"
 [[ -s "$results" ]] || die "loadtest.sh wrote no results"
 
 # Our own checks on the results, independent of loadtest.sh's verdicts.
 declare -A seen=()
-while IFS=$'\t' read -r mode verdict requests ok _c409 _c503 _other sold _left lost over _rps _p50 _p99 by notes; do
+while IFS=$'\t' read -r mode verdict requests ok _c409 _c503 _other sold _left lost over _rps _p50 _p99 by history notes; do
 	[[ "$mode" != mode ]] || continue
 	seen[$mode]=1
 	if [[ "$verdict" == SKIPPED || "$verdict" == FAIL && "$sold" == - ]]; then
@@ -91,8 +91,10 @@ while IFS=$'\t' read -r mode verdict requests ok _c409 _c503 _other sold _left l
 	fi
 	if [[ "$mode" == none ]]; then
 		((lost > 0 || over > 0)) || fail "none: no lost update and no oversell ($sold sold): the bug did not show"
+		[[ "$history" == "NOT linearizable" ]] || fail "none: its recorded history came out $history, want NOT linearizable"
 		continue
 	fi
+	[[ "$history" == linearizable ]] || fail "$mode: its recorded history came out $history, want linearizable"
 	((sold == STOCK)) || fail "$mode: sold $sold, expected exactly $STOCK"
 	((lost == 0)) || fail "$mode: $lost lost updates"
 	((over == 0)) || fail "$mode: oversold $over"

@@ -5,12 +5,16 @@
 #   scripts/loadtest.sh all           every mode the server knows
 #
 # Per mode: POST /inventory/reset?stock=STOCK, then REQUESTS sales (POST /inventory/sale?lock=MODE)
-# at CONCURRENCY with hey, bounded by TIME seconds, then the audit from GET /inventory. Prints per
-# mode: requests, status counts, sold, stock left, lost updates, oversold, requests/s, p50/p99
-# latency and sales per instance; then a summary table.
+# at CONCURRENCY with hey, bounded by TIME seconds, then the audit from GET /inventory. Then the
+# history check: the stock reset to HISTORY_STOCK, HISTORY_REQUESTS sales fired by `seckill load`,
+# which records every answer and when it came, and checks that history for linearizability with
+# porcupine (trusting none of the service's counters). Prints per mode: requests, status counts,
+# sold, stock left, lost updates, oversold, requests/s, p50/p99 latency, sales per instance and the
+# history's verdict; then a summary table.
 #
 # Exit status 1 when a safe mode (every mode but UNSAFE_MODES) lost an update, oversold, sold a
-# number different from its 200 answers, or (EXACT=1) did not sell exactly min(STOCK, REQUESTS).
+# number different from its 200 answers, (EXACT=1) did not sell exactly min(STOCK, REQUESTS), or
+# its history was not linearizable.
 # Unsafe modes only report whether their anomaly showed. A mode the server does not know (its 400
 # answer lists validModes) is skipped with a warning, or is a failure when REQUIRE_ALL=1.
 #
@@ -20,6 +24,8 @@
 #   UNSAFE_MODES ["none setnx setnx-expire setnx-ex uuid"]  EXACT [1]  REQUIRE_ALL [0]
 #   RESULTS (a file to write the results to, tab-separated, one line per mode)  PROGRESS [2] seconds
 #   ADMIN_TOKEN (sent as X-Admin-Token with the reset, when server.adminToken is set)
+#   HISTORY [1] (0: no history check)  HISTORY_STOCK [100]  HISTORY_REQUESTS [300]
+#   SECKILL_BIN (the seckill binary for `seckill load`; else go build into a temp dir)
 #   HEY (a hey binary; else `hey` on PATH (apt: hey), else github.com/rakyll/hey@v0.1.4 built with go)
 # Requires: curl, jq, timeout (coreutils), hey or go.
 set -euo pipefail
@@ -42,6 +48,9 @@ REQUIRE_ALL="${REQUIRE_ALL:-0}"
 RESULTS="${RESULTS:-}"
 PROGRESS="${PROGRESS:-2}"
 ADMIN_TOKEN="${ADMIN_TOKEN:-}"
+HISTORY="${HISTORY:-1}"
+HISTORY_STOCK="${HISTORY_STOCK:-100}"
+HISTORY_REQUESTS="${HISTORY_REQUESTS:-300}"
 HEY_VERSION=v0.1.4
 DEFAULT_MODES=(none lua reentrant multilock redlock fenced fair atomic)
 
@@ -50,7 +59,7 @@ case "${1:-}" in -h | --help)
 	exit 0
 	;;
 esac
-need_whole STOCK REQUESTS CONCURRENCY TIME HEY_TIMEOUT PROGRESS
+need_whole STOCK REQUESTS CONCURRENCY TIME HEY_TIMEOUT PROGRESS HISTORY_STOCK HISTORY_REQUESTS
 ((CONCURRENCY >= 1 && REQUESTS >= CONCURRENCY)) || die "need 1 <= CONCURRENCY ($CONCURRENCY) <= REQUESTS ($REQUESTS) (hey's rule)"
 ((TIME >= 1 && PROGRESS >= 1)) || die "TIME and PROGRESS must be at least 1"
 
@@ -125,7 +134,7 @@ run_mode() {
 	printf '\n== %s (%s): %d sales at concurrency %d through %s, stock %d\n' "$mode" "$safe" "$REQUESTS" "$CONCURRENCY" "$URL" "$STOCK"
 	if ! reset_stock "$URL" "$STOCK" "$SKU"; then
 		printf '  reset failed (see the warning above)\n'
-		row "$mode" FAIL - - - - - - - - - - - - - "reset failed"
+		row "$mode" FAIL - - - - - - - - - - - - - - "reset failed"
 		FAILED+=("$mode: reset failed")
 		return
 	fi
@@ -157,7 +166,7 @@ run_mode() {
 	# Requests abandoned by the client may still finish on the server: wait until the audit is stable.
 	if ! inv="$(inventory_settled "$URL" "$SKU")"; then
 		printf '  GET /inventory failed\n'
-		row "$mode" FAIL - - - - - - - - - - - - - "GET /inventory failed"
+		row "$mode" FAIL - - - - - - - - - - - - - - "GET /inventory failed"
 		FAILED+=("$mode: GET /inventory failed")
 		return
 	fi
@@ -175,6 +184,27 @@ run_mode() {
 	overlaps="$(jq -r .overlaps <<<"$inv")"
 	by="$(jq -r '.soldByInstance // {} | to_entries | sort_by(.key) | map("\(.key)=\(.value)") | join(" ")' <<<"$inv")"
 	local want=$((STOCK < REQUESTS ? STOCK : REQUESTS))
+
+	# The history: every answer as the client saw it, checked against a stock counter.
+	local history=- history_out
+	if [[ "$HISTORY" == 1 ]]; then
+		if reset_stock "$URL" "$HISTORY_STOCK" "$SKU"; then
+			local args=(load --url "$URL" --lock "$mode" --n "$HISTORY_REQUESTS" --c "$CONCURRENCY"
+				--timeout "${HEY_TIMEOUT}s" --time "${TIME}s" --history-dir "$TMP")
+			[[ -z "$SKU" ]] || args+=(--sku "$SKU")
+			[[ -z "$SALE_QUERY" ]] || args+=(--query "$SALE_QUERY")
+			if history_out="$("$TMP/seckill" "${args[@]}" 2>&1)"; then
+				history="$(sed -n 's/^history: .*: \(linearizable\|NOT linearizable\|unknown (timeout)\|n\/a: .*\)$/\1/p' <<<"$history_out")"
+				history="${history:-?}"
+			else
+				history=error
+				sed 's/^/  load: /' <<<"$history_out" | tail -n 3
+			fi
+		else
+			history="reset failed"
+		fi
+		if [[ "$safe" == safe && "$history" != linearizable ]]; then reasons+=("history: $history"); fi
+	fi
 
 	if [[ "$safe" == safe ]]; then
 		((lost == 0)) || reasons+=("$lost lost updates")
@@ -198,6 +228,7 @@ run_mode() {
 		"$lost" "$over" "$foreign" "$overlaps" "$stale"
 	printf '  throughput    %s req/s, latency p50 %s ms, p99 %s ms\n' "$H_RPS" "$H_P50" "$H_P99"
 	printf '  by instance   %s\n' "${by:-(none)}"
+	[[ "$HISTORY" != 1 ]] || printf '  history       %s (%d sales from stock %d, checked with porcupine)\n' "$history" "$HISTORY_REQUESTS" "$HISTORY_STOCK"
 	case "$verdict" in
 	PASS) printf '  verdict       PASS: sold exactly %d, one per 200 answer, no lost update, no oversell\n' "$sold" ;;
 	FAIL) printf '  verdict       FAIL: %s\n' "$(joined "${reasons[@]}")" ;;
@@ -205,22 +236,23 @@ run_mode() {
 	*) printf '  verdict       no anomaly this run (an unsafe mode; try more CONCURRENCY or SALE_QUERY=workMs=5)\n' ;;
 	esac
 	row "$mode" "$verdict" "$H_TOTAL" "$H_200" "$H_409" "$H_503" "$((H_OTHER + H_ERRORS))" "$sold" "$stock" "$lost" "$over" \
-		"$H_RPS" "$H_P50" "$H_P99" "${by// /,}" "$(joined "${reasons[@]}")"
+		"$H_RPS" "$H_P50" "$H_P99" "${by// /,}" "$history" "$(joined "${reasons[@]}")"
 }
 
 find_hey
 log "hey: $HEY; modes known to the server: ${VALID[*]}"
+if [[ "$HISTORY" == 1 ]]; then build_seckill "$TMP"; fi
 for mode in "${MODES[@]}"; do
 	if ! is_valid "$mode"; then
 		warn "mode $mode is unknown to the server at $URL (it knows: ${VALID[*]}); skipped"
-		row "$mode" SKIPPED - - - - - - - - - - - - - "unknown to the server"
+		row "$mode" SKIPPED - - - - - - - - - - - - - - "unknown to the server"
 		[[ "$REQUIRE_ALL" != 1 ]] || FAILED+=("$mode: unknown to the server (REQUIRE_ALL=1)")
 		continue
 	fi
 	run_mode "$mode"
 done
 
-header=(mode verdict requests 200 409 503 other sold left lost oversold req/s p50ms p99ms by_instance notes)
+header=(mode verdict requests 200 409 503 other sold left lost oversold req/s p50ms p99ms by_instance history notes)
 printf '\nSummary (stock %d, %d requests at concurrency %d through %s):\n' "$STOCK" "$REQUESTS" "$CONCURRENCY" "$URL"
 row "${header[@]}"
 hdr="${ROWS[-1]}"
@@ -229,7 +261,7 @@ unset 'ROWS[-1]'
 	printf '%s\n' "$hdr"
 	((${#ROWS[@]} == 0)) || printf '%s\n' "${ROWS[@]}"
 } >"$TMP/results.tsv"
-cut -f1-15 "$TMP/results.tsv" | table
+cut -f1-16 "$TMP/results.tsv" | table
 [[ -z "$RESULTS" ]] || cp "$TMP/results.tsv" "$RESULTS"
 if ((${#FAILED[@]} > 0)); then
 	printf '\nFAILED:\n'

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"seckill/lab"
+)
+
+// loadFlags are the flags of `seckill load`.
+type loadFlags struct {
+	url        string
+	lock       string
+	sku        string
+	n, c       int
+	timeout    time.Duration
+	limit      time.Duration
+	historyDir string
+	query      string
+}
+
+func (l *loadFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&l.url, "url", "http://127.0.0.1:8080", "the service (or nginx in front of several)")
+	fs.StringVar(&l.lock, "lock", "", "lock mode of the sales (default: the service's lock.mode)")
+	fs.StringVar(&l.sku, "sku", "", "SKU (default: the service's inventory.key)")
+	fs.IntVar(&l.n, "n", 300, "sales to fire (1..100000)")
+	fs.IntVar(&l.c, "c", 50, "sales at once (1..1000)")
+	fs.DurationVar(&l.timeout, "timeout", 30*time.Second, "how long one sale may take")
+	fs.DurationVar(&l.limit, "time", 2*time.Minute, "how long the whole run may take; sales not started by then are not fired")
+	fs.StringVar(&l.query, "query", "", "extra sale parameters, e.g. workMs=5 (the lab's faults need lab.enabled)")
+	fs.StringVar(&l.historyDir, "history-dir", "", "where to write the visualisation of a history that is not linearizable (default: the OS temp dir)")
+}
+
+// runLoad reads the stock, fires the sales, and prints the answers and the history's verdict:
+// the stock counter's model checked by porcupine against what each buyer was told and when
+// (the same check as the lab's HISTORY column). It trusts nothing the service counts.
+func runLoad(ctx context.Context, o loadFlags, stdout io.Writer) error {
+	if o.n < 1 || o.n > 100_000 || o.c < 1 || o.c > 1000 {
+		return fmt.Errorf("load: --n %d and --c %d: want 1..100000 and 1..1000", o.n, o.c)
+	}
+	base, err := url.Parse(strings.TrimRight(o.url, "/"))
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return fmt.Errorf("load: --url %q: want http://host:port", o.url)
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.limit)
+	defer cancel()
+	client := &http.Client{Timeout: o.timeout, Transport: &http.Transport{MaxIdleConnsPerHost: o.c}}
+	q := url.Values{}
+	if o.sku != "" {
+		q.Set("sku", o.sku)
+	}
+	var inv struct {
+		SKU   string `json:"sku"`
+		Stock int64  `json:"stock"`
+	}
+	if err := getJSON(ctx, client, base.String()+"/inventory?"+q.Encode(), &inv); err != nil {
+		return fmt.Errorf("load: read the stock: %w", err)
+	}
+	if o.lock != "" {
+		q.Set("lock", o.lock)
+	}
+	extra, err := url.ParseQuery(o.query)
+	if err != nil {
+		return fmt.Errorf("load: --query %q: %w", o.query, err)
+	}
+	for k, vs := range extra {
+		for _, v := range vs {
+			q.Add(k, v)
+		}
+	}
+	saleURL := base.String() + "/inventory/sale?" + q.Encode()
+
+	origin := time.Now()
+	outs := make([]lab.Outcome, 0, o.n)
+	var mu sync.Mutex
+	next := make(chan struct{})
+	var wg sync.WaitGroup
+	for range o.c {
+		wg.Go(func() {
+			for range next {
+				out := sale(ctx, client, saleURL)
+				mu.Lock()
+				outs = append(outs, out)
+				mu.Unlock()
+			}
+		})
+	}
+feed:
+	for range o.n {
+		select {
+		case next <- struct{}{}:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	took := time.Since(origin)
+
+	kinds := map[string]int{}
+	for _, out := range outs {
+		kinds[out.Kind]++
+	}
+	mode := o.lock
+	if mode == "" {
+		mode = "(default)"
+	}
+	fmt.Fprintf(stdout, "load: lock %s, %d sales at %d through %s in %s: sold %d, soldout %d, other %d\n",
+		mode, len(outs), o.c, base, took.Round(time.Millisecond), kinds["sold"], kinds["soldout"], len(outs)-kinds["sold"]-kinds["soldout"])
+	verdict, file, err := lab.CheckHistory("load-"+strings.Trim(mode, "()"), inv.Stock, origin, outs, o.historyDir)
+	if err != nil {
+		return fmt.Errorf("load: check the history: %w", err)
+	}
+	fmt.Fprintf(stdout, "history: %d answers from stock %d of %s: %s\n", len(outs), inv.Stock, inv.SKU, verdict)
+	if file != "" {
+		fmt.Fprintf(stdout, "history: visualisation in %s\n", file)
+	}
+	return nil
+}
+
+// sale fires one sale and says what its buyer was told, with when it asked and when it heard.
+func sale(ctx context.Context, client *http.Client, saleURL string) (out lab.Outcome) {
+	out = lab.Outcome{Start: time.Now(), Kind: "error"}
+	defer func() { out.End = time.Now() }()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, saleURL, nil)
+	if err != nil {
+		return out
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			out.Kind = "timeout"
+		}
+		return out
+	}
+	defer res.Body.Close()
+	var body struct {
+		Sold       bool  `json:"sold"`
+		Remaining  int64 `json:"remaining"`
+		StaleWrite bool  `json:"staleWrite"`
+	}
+	decErr := json.NewDecoder(res.Body).Decode(&body)
+	switch {
+	case decErr != nil:
+	case res.StatusCode == http.StatusOK && body.Sold:
+		out.Kind, out.Remaining = "sold", body.Remaining
+	case res.StatusCode == http.StatusConflict && body.StaleWrite:
+		out.Kind = "stale"
+	case res.StatusCode == http.StatusConflict:
+		out.Kind = "soldout"
+	case res.StatusCode == http.StatusServiceUnavailable:
+		out.Kind = "timeout"
+	}
+	return out
+}
+
+func getJSON(ctx context.Context, client *http.Client, u string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+		return fmt.Errorf("GET %s: %s: %s", u, res.Status, strings.TrimSpace(string(b)))
+	}
+	return json.NewDecoder(res.Body).Decode(v)
+}
