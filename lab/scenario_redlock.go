@@ -56,22 +56,7 @@ func driveRedlockPause(ctx context.Context, e *Env) error {
 	if len(e.Masters) == 0 {
 		return errors.New("lab: redlock needs masters")
 	}
-	key := e.LockKey(e.SKU)
-	var a Outcome
-	waitA := Go(func() { a = e.Buy(ctx, nil, 0, service.SaleRequest{Freeze: 2 * e.Lease}) })
-	if err := e.WaitHeld(ctx, e.Masters[0], key); err != nil {
-		waitA()
-		return err
-	}
-	var waits []func()
-	for k := range others {
-		waits = append(waits, Go(func() { e.Buy(ctx, nil, k+1, service.SaleRequest{Work: 5 * time.Millisecond}) }))
-	}
-	waitA()
-	for _, w := range waits {
-		w()
-	}
-	inv, err := e.Snapshot(ctx, e.SKU)
+	a, inv, err := pausedHolder(ctx, e, e.Masters[0], others)
 	if err != nil {
 		return err
 	}

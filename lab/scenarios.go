@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"seckill/lock"
 	"seckill/service"
 	"seckill/store"
@@ -518,12 +520,27 @@ func driveFenced(ctx context.Context, e *Env) error {
 	if err := e.NewFleet(ctx, 6*e.Lease, stock); err != nil {
 		return err
 	}
-	key := e.LockKey(e.SKU)
+	a, inv, err := pausedHolder(ctx, e, e.Data, others)
+	if err != nil {
+		return err
+	}
+	e.Check("frozen holder A's write", "rejected as stale (told to A)", a.Kind, a.Kind == "stale")
+	e.Check("stale writes rejected in Redis", "1", inv.StaleRejected, inv.StaleRejected == 1)
+	safeChecks(e, inv, others, true)
+	e.Note("overlaps %d: the frozen holder was still inside when its lease ran out; the fence, not the lock, kept its write out", inv.Overlaps)
+	return nil
+}
+
+// pausedHolder is Kleppmann's paused holder: buyer A acquires (its key shows on server) and
+// pauses, watchdog and all, for two leases between its last check of the lock and its write;
+// meanwhile `others` buyers with a short business time take the lock in turn. It answers what A
+// was told and the figures read back from Redis.
+func pausedHolder(ctx context.Context, e *Env, server redis.UniversalClient, others int) (Outcome, store.Inventory, error) {
 	var a Outcome
 	waitA := Go(func() { a = e.Buy(ctx, nil, 0, service.SaleRequest{Freeze: 2 * e.Lease}) })
-	if err := e.WaitHeld(ctx, e.Data, key); err != nil {
+	if err := e.WaitHeld(ctx, server, e.LockKey(e.SKU)); err != nil {
 		waitA()
-		return err
+		return a, store.Inventory{}, err
 	}
 	var waits []func()
 	for k := range others {
@@ -534,14 +551,7 @@ func driveFenced(ctx context.Context, e *Env) error {
 		w()
 	}
 	inv, err := e.Snapshot(ctx, e.SKU)
-	if err != nil {
-		return err
-	}
-	e.Check("frozen holder A's write", "rejected as stale (told to A)", a.Kind, a.Kind == "stale")
-	e.Check("stale writes rejected in Redis", "1", inv.StaleRejected, inv.StaleRejected == 1)
-	safeChecks(e, inv, others, true)
-	e.Note("overlaps %d: the frozen holder was still inside when its lease ran out; the fence, not the lock, kept its write out", inv.Overlaps)
-	return nil
+	return a, inv, err
 }
 
 // driveAtomic: 90 buyers at once for 50 units, no lock.
