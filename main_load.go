@@ -112,11 +112,11 @@ feed:
 	}
 	mode := o.lock
 	if mode == "" {
-		mode = "(default)"
+		mode = "default"
 	}
 	fmt.Fprintf(stdout, "load: lock %s, %d sales at %d through %s in %s: sold %d, soldout %d, other %d\n",
 		mode, len(outs), o.c, base, took.Round(time.Millisecond), kinds["sold"], kinds["soldout"], len(outs)-kinds["sold"]-kinds["soldout"])
-	verdict, file, err := lab.CheckHistory("load-"+strings.Trim(mode, "()"), inv.Stock, origin, outs, o.historyDir)
+	verdict, file, err := lab.CheckHistory("load-"+mode, inv.Stock, origin, outs, o.historyDir)
 	if err != nil {
 		return fmt.Errorf("load: check the history: %w", err)
 	}

@@ -235,13 +235,16 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 			Lease: opt.Lease, Wait: opt.Wait, MaxStock: benchStock, TrackOverlap: false,
 		}, nil, opt.Log)}
 
-	reg2, err := lock.NewRegistry(lock.Deps{Data: data, Masters: masters, InstanceID: uuid.NewString(),
-		Lease: opt.Lease, Logger: opt.Log})
-	if err != nil {
-		return rep, fmt.Errorf("bench: %w", err)
+	e.svcs = []*service.Service{e.svc}
+	if slices.ContainsFunc(list, func(s Strategy) bool { return s.Instances > 1 }) {
+		reg2, err := lock.NewRegistry(lock.Deps{Data: data, Masters: masters, InstanceID: uuid.NewString(),
+			Lease: opt.Lease, Logger: opt.Log})
+		if err != nil {
+			return rep, fmt.Errorf("bench: %w", err)
+		}
+		defer reg2.Close()
+		e.svcs = append(e.svcs, service.New(st, reg2, e.svc.Settings(), nil, opt.Log))
 	}
-	defer reg2.Close()
-	e.svcs = []*service.Service{e.svc, service.New(st, reg2, e.svc.Settings(), nil, opt.Log)}
 
 	total := len(list) * len(opt.Concurrency)
 	w := timing{warmup: opt.Warmup, dur: opt.Duration / time.Duration(opt.Rounds), grace: grace}

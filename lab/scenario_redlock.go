@@ -145,10 +145,16 @@ func driveRedlockRestart(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	return twoMajorities(ctx, e, live, "restart master 2 without persistence", func() error {
-		srv[1].Stop()
-		return srv[1].Restart()
-	}, true, false)
+	return twoMajorities(ctx, e, live, "restart master 2 without persistence", restartNow(srv[1]), true, false)
+}
+
+// restartNow stops s and starts it again at once, on the same port (empty, unless it keeps an
+// append-only file).
+func restartNow(s *redisproc.Server) func() error {
+	return func() error {
+		s.Stop()
+		return s.Restart()
+	}
 }
 
 // driveRedlockRestartDelayed: the Redis documentation's other cure. Master 2 restarts without
@@ -181,10 +187,7 @@ func driveRedlockRestartAOF(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	return twoMajorities(ctx, e, live, "restart master 2 with appendfsync always", func() error {
-		srv[1].Stop()
-		return srv[1].Restart()
-	}, false, true)
+	return twoMajorities(ctx, e, live, "restart master 2 with appendfsync always", restartNow(srv[1]), false, true)
 }
 
 // twoMajorities is Kleppmann's partition on three masters: A reaches masters 1 and 2 only, B

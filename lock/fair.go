@@ -17,6 +17,8 @@ import (
 )
 
 var (
+	//go:embed lua/fair_drop_dead.lua
+	fairDropDeadLua string
 	//go:embed lua/fair_acquire.lua
 	fairAcquireLua string
 	//go:embed lua/fair_release.lua
@@ -24,8 +26,9 @@ var (
 	//go:embed lua/fair_cancel.lua
 	fairCancelLua string
 
-	fairAcquire = redis.NewScript(fairAcquireLua)
-	fairRelease = redis.NewScript(fairReleaseLua)
+	// Both start by dropping the dead waiters at the head of the queue.
+	fairAcquire = redis.NewScript(fairDropDeadLua + fairAcquireLua)
+	fairRelease = redis.NewScript(fairDropDeadLua + fairReleaseLua)
 	fairCancel  = redis.NewScript(fairCancelLua)
 )
 

@@ -60,6 +60,21 @@ func waitQueue(t *testing.T, c *redis.Client, key string, n int) []string {
 	}
 }
 
+// releaseFor releases h and waits for the waiter behind it, which sends its lease on got (nil
+// when it failed); it answers that lease and how long after the release it came.
+func releaseFor(t *testing.T, h lock.Lease, got <-chan lock.Lease) (lock.Lease, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	if err := h.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	le := <-got
+	if le == nil {
+		t.FailNow()
+	}
+	return le, time.Since(start)
+}
+
 func TestFairRedissonLayout(t *testing.T) {
 	c := testredis.Client(t, testredis.Start(t))
 	const lease = 5 * time.Second
@@ -101,16 +116,9 @@ func TestFairRedissonLayout(t *testing.T) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	start := time.Now()
-	if err := la.Release(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	lb := <-got
-	if lb == nil {
-		t.FailNow()
-	}
-	if el := time.Since(start); el > 200*time.Millisecond {
-		t.Errorf("B got the lock %s after the release: the release did not wake it", el)
+	lb, took := releaseFor(t, la, got)
+	if took > 200*time.Millisecond {
+		t.Errorf("B got the lock %s after the release: the release did not wake it", took)
 	}
 	if q := queue(t, c, key); len(q) != 0 {
 		t.Errorf("queue after B got the lock: %v", q)
@@ -210,16 +218,9 @@ func TestFairWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 	if moved := before - after; moved != float64(short.Milliseconds()) {
 		t.Fatalf("the waiter behind moved up %.0f ms, want the quitter's wait %d ms", moved, short.Milliseconds())
 	}
-	start := time.Now()
-	if err := h.Release(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	le := <-got
-	if le == nil {
-		t.FailNow()
-	}
-	if el := time.Since(start); el > 200*time.Millisecond {
-		t.Errorf("patient got the lock %s after the release", el)
+	le, took := releaseFor(t, h, got)
+	if took > 200*time.Millisecond {
+		t.Errorf("patient got the lock %s after the release", took)
 	}
 	_ = le.Release(t.Context())
 }
@@ -256,15 +257,7 @@ func TestFairDeadWaiterHoldsTheLineForItsWait(t *testing.T) {
 		got <- le
 	}()
 	waitQueue(t, c, key, 2)
-	start := time.Now()
-	if err := h.Release(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	le := <-got
-	if le == nil {
-		t.FailNow()
-	}
-	took := time.Since(start)
+	le, took := releaseFor(t, h, got)
 	t.Logf("the dead waiter held the line up %s after the release", took)
 	if took < ghostWait/2 {
 		t.Errorf("alive got the lock %s after the release: it overtook a waiter whose wait had not run out", took)

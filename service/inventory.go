@@ -233,10 +233,14 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 
 	// The lab's faults act through the holder in ctx (seckill/lab/fault): its commands, the
 	// watchdog's renewals included, fail after a crash and wait out a pause.
-	ctx, holder := fault.Attach(ctx, fault.Plan{
-		CrashBeforeExpire: req.Crash == CrashBeforeExpire,
-		PauseBeforeDel:    req.PauseBeforeDel,
-	})
+	// Only a sale that asked for a fault carries a holder (validate allows that only with the lab).
+	var holder *fault.Holder
+	if req.Crash != "" || req.Freeze > 0 || req.PauseBeforeDel > 0 {
+		ctx, holder = fault.Attach(ctx, fault.Plan{
+			CrashBeforeExpire: req.Crash == CrashBeforeExpire,
+			PauseBeforeDel:    req.PauseBeforeDel,
+		})
+	}
 	key := store.LockKey(req.SKU, mode.Name)
 	start := time.Now()
 	opts := lock.Options{Wait: s.set.Wait, Lease: s.set.Lease, Owner: order.ID}

@@ -7,22 +7,8 @@
 -- ARGV[1] lease in ms; ARGV[2] field "<instance-id>:<owner>"; ARGV[3] thread wait in ms
 -- (how long a waiter at the head may take to come for the lock); ARGV[4] now, unix ms.
 -- Returns nil when held by us now, else roughly how many ms until our turn.
-local now = tonumber(ARGV[4])
+-- fair_drop_dead.lua runs before this (it defines `now`).
 local wait = tonumber(ARGV[3])
-
--- Waiters at the head whose deadline has passed are gone: drop them.
-while true do
-  local head = redis.call('lindex', KEYS[2], 0)
-  if head == false then
-    break
-  end
-  local deadline = tonumber(redis.call('zscore', KEYS[3], head))
-  if deadline ~= nil and deadline > now then
-    break
-  end
-  redis.call('zrem', KEYS[3], head)
-  redis.call('lpop', KEYS[2])
-end
 
 -- Free, and nobody waits or we are first in line: take it; everyone behind moves up one place.
 if redis.call('exists', KEYS[1]) == 0

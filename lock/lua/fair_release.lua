@@ -6,19 +6,7 @@
 -- ARGV[3] field "<instance-id>:<owner>"; ARGV[4] now, unix ms.
 -- Returns nil when the field is not there (not held by this owner); else {0, ''} when still held
 -- (nested), {1, first} when deleted and the first waiter (its field, '' if none) told.
-local now = tonumber(ARGV[4])
-while true do
-  local head = redis.call('lindex', KEYS[2], 0)
-  if head == false then
-    break
-  end
-  local deadline = tonumber(redis.call('zscore', KEYS[3], head))
-  if deadline ~= nil and deadline > now then
-    break
-  end
-  redis.call('zrem', KEYS[3], head)
-  redis.call('lpop', KEYS[2])
-end
+-- fair_drop_dead.lua runs before this.
 
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
   -- Not ours (it expired, or was never taken). If the lock is free, wake the first waiter anyway,
