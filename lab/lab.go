@@ -667,3 +667,20 @@ func (e *Env) WaitHeld(ctx context.Context, c redis.UniversalClient, key string)
 	}
 	return nil
 }
+
+// WaitInside waits until a buyer of sku is inside its critical section: it holds the lock, and
+// whatever the lock does after winning (a fencing token's rounds) is over.
+func (e *Env) WaitInside(ctx context.Context, sku string) error {
+	inside := store.KeysFor(sku).InSection
+	ok, err := waitFor(ctx, 5*e.Lease, 2*time.Millisecond, func() (bool, error) {
+		n, err := e.Data.ZCard(ctx, inside).Result()
+		return n > 0, err
+	})
+	if err != nil {
+		return fmt.Errorf("lab: wait for a buyer of %s inside: %w", sku, err)
+	}
+	if !ok {
+		return fmt.Errorf("lab: no buyer of %s got inside within %s", sku, 5*e.Lease)
+	}
+	return nil
+}

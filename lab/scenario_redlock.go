@@ -46,6 +46,19 @@ func init() {
 		Expect: "a partition splits the masters; one master's clock jumps and A's key there expires early: " +
 			"B takes a majority too, both write (the jump is simulated by a short TTL)",
 		Drive: driveRedlockClockJump})
+	registerMode(Scenario{Name: "redlock-fenced", LeaseFactor: 2, Short: "two holders, stale write rejected", Mode: "redlock-fenced",
+		Expect: "the clock jump of redlock-clock-jump, with a fencing token drawn from the masters: B's token is larger, " +
+			"so A's later write is rejected as stale and no update is lost",
+		Drive: driveRedlockFencedClockJump})
+	register(Scenario{Name: "redlock-fenced-pause", Row: 10, LeaseFactor: 2, Short: "stale write rejected", Mode: "redlock-fenced", Safe: true,
+		Step:   "Kleppmann: fencing tokens on Redlock",
+		Expect: "the paused holder of redlock-pause, with fencing tokens: its write after the pause is rejected as stale",
+		Drive:  driveFenced})
+	register(Scenario{Name: "redlock-fenced-restart", Row: 10, LeaseFactor: 2, Short: "equal tokens, both write", Mode: "redlock-fenced",
+		Step: "Kleppmann: tokens on Redlock; a master restarted",
+		Expect: "the restart of redlock-restart, with fencing tokens: master 2 forgets the token counter with the key, " +
+			"B draws the same token as A, and both writes are accepted",
+		Drive: driveRedlockFencedRestart})
 }
 
 // driveRedlockPause: A acquires the Redlock on three masters and pauses, watchdog and all, for
@@ -131,11 +144,41 @@ func driveRedlockClockJump(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	return twoMajorities(ctx, e, live, "the clock jump on master 2", func() error {
-		err := live[1].PExpire(ctx, e.LockKey(e.SKU), time.Millisecond).Err()
+	return twoMajorities(ctx, e, live, "the clock jump on master 2", clockJump(ctx, e, live[1]), bothWrite)
+}
+
+// clockJump is a forward jump of a master's clock, as the lock key sees it: its TTL there ends
+// now (PEXPIRE 1 ms).
+func clockJump(ctx context.Context, e *Env, master redis.UniversalClient) func() error {
+	return func() error {
+		err := master.PExpire(ctx, e.LockKey(e.SKU), time.Millisecond).Err()
 		time.Sleep(5 * time.Millisecond) // the millisecond passes
 		return err
-	}, true, false)
+	}
+}
+
+// driveRedlockFencedClockJump: the clock jump again, with mode redlock-fenced. B's token comes
+// from a counter that A raised on master 2, so it is larger than A's; B writes first (A is still
+// in its business time), and the store refuses A's write with the older token.
+func driveRedlockFencedClockJump(ctx context.Context, e *Env) error {
+	_, live, err := e.ownMasters(3)
+	if err != nil {
+		return err
+	}
+	return twoMajorities(ctx, e, live, "the clock jump on master 2", clockJump(ctx, e, live[1]), staleRejected)
+}
+
+// driveRedlockFencedRestart: the restart without persistence again, with mode redlock-fenced.
+// Master 2 comes back without A's key and without the token counter A raised there; B reads
+// the counters of masters 2 and 3, neither of which knows A's token, and draws the same one.
+// The store accepts a token equal to the newest (one holder may write more than once), so both
+// writes land: the fence is only as durable as its counter.
+func driveRedlockFencedRestart(ctx context.Context, e *Env) error {
+	srv, live, err := e.ownMasters(3)
+	if err != nil {
+		return err
+	}
+	return twoMajorities(ctx, e, live, "restart master 2 without persistence", restartNow(srv[1]), sameToken)
 }
 
 // driveRedlockRestart: the same partition; instead of a clock jump, master 2 restarts at once
@@ -145,7 +188,7 @@ func driveRedlockRestart(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	return twoMajorities(ctx, e, live, "restart master 2 without persistence", restartNow(srv[1]), true, false)
+	return twoMajorities(ctx, e, live, "restart master 2 without persistence", restartNow(srv[1]), bothWrite)
 }
 
 // restartNow stops s and starts it again at once, on the same port (empty, unless it keeps an
@@ -173,7 +216,7 @@ func driveRedlockRestartDelayed(ctx context.Context, e *Env) error {
 			return ctx.Err()
 		}
 		return srv[1].Restart()
-	}, false, false)
+	}, noSecondHolder)
 }
 
 // driveRedlockRestartAOF: the same restart, on masters that write every command to their
@@ -187,15 +230,25 @@ func driveRedlockRestartAOF(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	return twoMajorities(ctx, e, live, "restart master 2 with appendfsync always", restartNow(srv[1]), false, true)
+	return twoMajorities(ctx, e, live, "restart master 2 with appendfsync always", restartNow(srv[1]), keyKept)
 }
+
+// splitOutcome is what twoMajorities expects of B, who reaches masters 2 and 3, once the fault
+// has hit master 2 while A holds masters 1 and 2.
+type splitOutcome int
+
+const (
+	bothWrite      splitOutcome = iota // B gets a majority too; both write; an update is lost
+	staleRejected                      // B gets a majority with a larger token; A's later write is refused
+	sameToken                          // B gets a majority and A's token; both writes land, an update is lost
+	noSecondHolder                     // B gets no majority while A holds
+	keyKept                            // as noSecondHolder, and master 2 still has A's key after the fault
+)
 
 // twoMajorities is Kleppmann's partition on three masters: A reaches masters 1 and 2 only, B
 // masters 2 and 3 only. A takes the lock on 1 and 2, a majority; then fault happens to master 2,
-// and B tries for 2 and 3. twoHolders: the fault must hand B a majority too (both sell, an update
-// is lost); otherwise B must not get the lock while A holds it, and keyKept: master 2 must still
-// hold A's key after the fault.
-func twoMajorities(ctx context.Context, e *Env, live []redis.UniversalClient, what string, fault func() error, twoHolders, keyKept bool) error {
+// and B tries for 2 and 3 while A is still in its business time. want says what must follow.
+func twoMajorities(ctx context.Context, e *Env, live []redis.UniversalClient, what string, fault func() error, want splitOutcome) error {
 	const stock = 10
 	// Sets the stock and clears the lock keys on the three masters, all reachable here.
 	if err := e.newFleetOn(ctx, live, 4*e.Lease, stock); err != nil {
@@ -220,7 +273,7 @@ func twoMajorities(ctx context.Context, e *Env, live []redis.UniversalClient, wh
 	// learns that its majority is gone.
 	var a Outcome
 	waitA := Go(func() { a = e.Buy(ctx, sideA, 0, service.SaleRequest{Work: e.Lease / 4}) })
-	if err := e.WaitHeld(ctx, live[0], key); err != nil {
+	if err := e.WaitInside(ctx, e.SKU); err != nil {
 		waitA()
 		return err
 	}
@@ -238,20 +291,34 @@ func twoMajorities(ctx context.Context, e *Env, live []redis.UniversalClient, wh
 	if err != nil {
 		return err
 	}
-	e.Check("A (masters 1 and 2)", "sold", a.Kind, a.Kind == "sold")
-	if twoHolders {
+	switch want {
+	case bothWrite, staleRejected, sameToken:
 		e.Check("A's key on master 2 after "+what, "gone (0)", kept, kept == 0)
 		e.Check("B (masters 2 and 3), while A still held its lock", "sold", b.Kind, b.Kind == "sold")
 		e.Check("overlaps (two holders)", "> 0", inv.Overlaps, inv.Overlaps > 0)
+	}
+	switch want {
+	case bothWrite:
+		e.Check("A (masters 1 and 2)", "sold", a.Kind, a.Kind == "sold")
 		e.Check("lost updates", "> 0", inv.LostUpdates, inv.LostUpdates > 0)
-		return nil
+	case sameToken:
+		e.Check("A's token vs B's", "equal", fmt.Sprintf("%d vs %d", a.Token, b.Token), a.Token > 0 && a.Token == b.Token)
+		e.Check("A (masters 1 and 2), writing after B", "sold (the equal token passes)", a.Kind, a.Kind == "sold")
+		e.Check("lost updates", "> 0", inv.LostUpdates, inv.LostUpdates > 0)
+	case staleRejected:
+		e.Check("A's token vs B's", "A's older", fmt.Sprintf("%d vs %d", a.Token, b.Token), a.Token > 0 && a.Token < b.Token)
+		e.Check("A (masters 1 and 2), writing after B", "rejected as stale", a.Kind, a.Kind == "stale")
+		e.Check("stale writes rejected in Redis", "1", inv.StaleRejected, inv.StaleRejected == 1)
+		safeChecks(e, inv, 1, true)
+	case noSecondHolder, keyKept:
+		e.Check("A (masters 1 and 2)", "sold", a.Kind, a.Kind == "sold")
+		if want == keyKept {
+			e.Check("A's key on master 2 after "+what, "still there (1)", kept, kept == 1)
+		}
+		// B gets no majority while A holds; it may sell once A has released.
+		e.Note("B: %s", b.Kind)
+		safeChecks(e, inv, int64(e.Count("sold")), false)
 	}
-	if keyKept {
-		e.Check("A's key on master 2 after "+what, "still there (1)", kept, kept == 1)
-	}
-	// B gets no majority while A holds; it may sell once A has released.
-	e.Note("B: %s", b.Kind)
-	safeChecks(e, inv, int64(e.Count("sold")), false)
 	return nil
 }
 

@@ -520,7 +520,11 @@ func driveFenced(ctx context.Context, e *Env) error {
 	if err := e.NewFleet(ctx, 6*e.Lease, stock); err != nil {
 		return err
 	}
-	a, inv, err := pausedHolder(ctx, e, e.Data, others)
+	home := e.Data // where the lock key shows: the data Redis, or the masters of redlock-fenced
+	if len(e.Fleet.Masters) > 0 && e.Scenario.Mode == "redlock-fenced" {
+		home = e.Fleet.Masters[0]
+	}
+	a, inv, err := pausedHolder(ctx, e, home, others)
 	if err != nil {
 		return err
 	}

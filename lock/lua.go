@@ -11,10 +11,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-//go:embed lua/compare_and_delete_publish.lua
-var compareAndDeletePublishLua string
+var (
+	//go:embed lua/compare_and_delete_publish.lua
+	compareAndDeletePublishLua string
+	//go:embed lua/handover_release.lua
+	handoverReleaseLua string
 
-var compareAndDeletePublish = redis.NewScript(compareAndDeletePublishLua)
+	compareAndDeletePublish = redis.NewScript(compareAndDeletePublishLua)
+	handoverRelease         = redis.NewScript(handoverReleaseLua)
+)
 
 // luaLocker is mode lua (Pitfalls, case 6; Jedis lock): SET key <uuid> NX PX lease, retried until
 // the wait runs out; released by one Lua compare-and-delete, so it never deletes another
@@ -25,10 +30,13 @@ var compareAndDeletePublish = redis.NewScript(compareAndDeletePublishLua)
 // a release wakes the head (a release here rings the line directly; one in another process
 // through the PUBLISH in the release script) or until the holder's PTTL (read in the same round
 // trip as the failed SET), so a lock that expires still passes to the next holder when it
-// expires, exactly as with polling.
+// expires, exactly as with polling. When no other process waits, the release hands the lock
+// straight to this process's next waiter (handover_release.lua), which then holds it without a
+// round trip of its own.
 type luaLocker struct {
 	rdb   redis.UniversalClient
 	lease time.Duration
+	log   *slog.Logger
 	sub   *subscriber
 	line  *handoff
 	// id is the payload of this Locker's release messages: its own releases ring its line
@@ -37,8 +45,9 @@ type luaLocker struct {
 }
 
 func newLua(d Deps) (Locker, error) {
-	l := &luaLocker{rdb: d.Data, lease: cmp.Or(d.Lease, DefaultLease), id: uuid.NewString()}
-	l.sub, l.line = newSubscribedLine(d.Data, logOf(d), func(payload string) bool { return payload != l.id }, true)
+	l := &luaLocker{rdb: d.Data, lease: cmp.Or(d.Lease, DefaultLease), id: uuid.NewString(), log: logOf(d)}
+	l.sub, l.line = newSubscribedLine(d.Data, l.log, func(payload string) bool { return payload != l.id }, true)
+	l.line.abandon = l.abandon
 	return l, nil
 }
 
@@ -53,20 +62,49 @@ func (l *luaLocker) Acquire(ctx context.Context, key string, opts Options) (Leas
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		return setNXPXOrTTL(ctx, l.rdb, key, value, lease)
 	}
-	if err := l.line.obtain(ctx, key, opts.Wait, lease, false, try); err != nil {
+	if err := l.line.obtainAs(ctx, key, value, opts.Wait, lease, false, try); err != nil {
 		return nil, err
 	}
-	return &plainLease{key: key, release: func(ctx context.Context) error {
-		n, err := compareAndDeletePublish.Run(ctx, l.rdb, []string{key, unlockChannel(key)}, value, l.id).Int()
-		l.line.ring(key) // the waiters of this process, at once
-		if err != nil {
-			return redisErr("compare-and-delete", err)
-		}
-		if n == 0 {
-			return ErrNotHeld
+	return &plainLease{key: key, release: func(ctx context.Context) error { return l.release(ctx, key, value) }}, nil
+}
+
+// release gives the lock back and passes it on: straight to this process's next waiter when no
+// other process waits for it (handover_release.lua; handoff.go, rule 7), else by deleting it and
+// publishing the release.
+func (l *luaLocker) release(ctx context.Context, key, value string) error {
+	next, subscribed := l.line.offer(key)
+	nextValue, nextLease, own := "", int64(0), 0
+	if next != nil {
+		nextValue, nextLease = next.value, max(next.lease.Milliseconds(), 1)
+	}
+	if subscribed {
+		own = 1
+	}
+	n, err := handoverRelease.Run(ctx, l.rdb, []string{key, unlockChannel(key)}, value, l.id, nextValue, nextLease, own).Int()
+	if err == nil && n == 2 {
+		if !l.line.grant(key, next) {
+			l.abandon(key, nextValue)
 		}
 		return nil
-	}}, nil
+	}
+	l.line.ring(key) // the waiters of this process, at once
+	if err != nil {
+		return redisErr("compare-and-delete", err)
+	}
+	if n == 0 {
+		return ErrNotHeld
+	}
+	return nil
+}
+
+// abandon deletes a lock handed over to a waiter that had left meanwhile, and tells the waiters.
+func (l *luaLocker) abandon(key, value string) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := compareAndDeletePublish.Run(ctx, l.rdb, []string{key, unlockChannel(key)}, value, l.id).Err(); err != nil {
+		l.log.Warn("lua: delete a lock handed to a waiter that left", "key", key, "err", err)
+	}
+	l.line.ring(key)
 }
 
 // setNXPXOrTTL is one attempt of SET key value NX PX lease; when someone else holds the key, it

@@ -41,6 +41,15 @@ func WithLogger(l *slog.Logger) Option { return func(o *Deps) { o.Logger = l } }
 // DefaultDriftFactor (0.01). Other modes ignore it.
 func WithDriftFactor(f float64) Option { return func(o *Deps) { o.DriftFactor = f } }
 
+// WithFencingTokens makes NewRedlock's leases carry a fencing token (Lease.Token): a counter
+// kept on the masters beside the lock, read on a majority and raised on a majority after each
+// win, so a later holder's token is always larger, even when an earlier holder's lock expired
+// early on some master (a pause, a clock jump). The protected resource must refuse a write whose
+// token is older than the newest it has seen. It costs two more round trips to the masters per
+// acquisition, and it does not survive a master that restarts without its data. Other modes
+// ignore it (NewFenced has its own token).
+func WithFencingTokens() Option { return func(o *Deps) { o.Fencing = true } }
+
 // WithRetryDelay sets the random pause between two attempts where no release will wake the
 // waiter: a master that did not answer (multilock; default 50–150 ms) or a split vote among the
 // masters (redlock; default 1–10 ms). Waiters for a lock that is held never poll: a release wakes

@@ -48,6 +48,9 @@ type redlockLocker struct {
 	lease   time.Duration
 	drift   float64
 	log     *slog.Logger
+	// fence: every acquisition draws a fencing token from the masters (redlock_fence.go).
+	fence bool
+	name  string
 	// id is the payload of this Locker's release messages: its own releases wake its line
 	// directly, so its subscribers ignore them.
 	id   string
@@ -79,6 +82,10 @@ func newRedlock(d Deps) (Locker, error) {
 	l := &redlockLocker{
 		rs: redsync.New(pools...), masters: d.Masters, nodes: len(pools), quorum: len(pools)/2 + 1,
 		lease: lease, drift: d.DriftFactor, log: log, id: uuid.NewString(), local: map[string]map[*redlockLease]struct{}{},
+		fence: d.Fencing, name: "redlock",
+	}
+	if l.fence {
+		l.name = "redlock-fenced"
 	}
 	if l.drift <= 0 {
 		l.drift = DefaultDriftFactor
@@ -130,7 +137,7 @@ func (l *redlockLocker) Close() error {
 	return errors.Join(errs...)
 }
 
-func (l *redlockLocker) Name() string { return "redlock" }
+func (l *redlockLocker) Name() string { return l.name }
 
 func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
 	if l.nodes == 0 {
@@ -146,6 +153,7 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 		redsync.WithDriftFactor(l.drift))
 	attempts := 0
 	var last error
+	var token int64
 	// One attempt: the attempt and its clean-up release run to the end even if the caller goes
 	// away, so a partial win is always removed from the masters.
 	try := func(ctx context.Context) (bool, time.Duration, error) {
@@ -173,6 +181,16 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 			l.released(key)
 			return false, 0, l.notObtained(ctx, key, attempts, nil)
 		}
+		if l.fence {
+			if token, last = l.drawToken(context.WithoutCancel(ctx), key, m.Value(), nodeTimeout(ttl)); last != nil {
+				// Not fenced on a majority: give the lock back and try again.
+				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+				_, _ = m.UnlockContext(uctx)
+				cancel()
+				l.released(key)
+				return false, -1, nil
+			}
+		}
 		return true, 0, nil
 	}
 	var err error
@@ -187,7 +205,7 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	le := newRedlockLease(ctx, l, m, key, ttl, !opts.ExplicitLease)
+	le := newRedlockLease(ctx, l, m, key, ttl, token, !opts.ExplicitLease)
 	l.mu.Lock()
 	if l.local[key] == nil {
 		l.local[key] = map[*redlockLease]struct{}{}
@@ -320,12 +338,13 @@ func walkErrors(err error, fn func(error)) {
 // redlockLease is one held Redlock. Lost is closed by the watchdog when an extension fails, or by
 // the validity timer when the validity computed at the last successful acquire/extend runs out.
 type redlockLease struct {
-	key string
-	m   *redsync.Mutex
-	l   *redlockLocker
-	rs  *redsync.Redsync
-	wd  *watchdog // nil with an explicit lease: no renewal
-	log *slog.Logger
+	key   string
+	token int64 // 0 unless fenced
+	m     *redsync.Mutex
+	l     *redlockLocker
+	rs    *redsync.Redsync
+	wd    *watchdog // nil with an explicit lease: no renewal
+	log   *slog.Logger
 
 	until    atomic.Int64 // validity end (unix ns), written by the watchdog goroutine
 	lost     chan struct{}
@@ -337,8 +356,8 @@ type redlockLease struct {
 	stopped  bool
 }
 
-func newRedlockLease(ctx context.Context, rl *redlockLocker, m *redsync.Mutex, key string, ttl time.Duration, renew bool) *redlockLease {
-	l := &redlockLease{key: key, m: m, l: rl, log: rl.log, rs: rl.rs, lost: make(chan struct{})}
+func newRedlockLease(ctx context.Context, rl *redlockLocker, m *redsync.Mutex, key string, ttl time.Duration, token int64, renew bool) *redlockLease {
+	l := &redlockLease{key: key, m: m, l: rl, log: rl.log, rs: rl.rs, token: token, lost: make(chan struct{})}
 	l.until.Store(m.Until().UnixNano())
 	l.vmu.Lock()
 	l.validity = time.AfterFunc(time.Until(m.Until()), l.checkValidity)
@@ -400,7 +419,7 @@ func (l *redlockLease) stop() {
 }
 
 func (l *redlockLease) Key() string           { return l.key }
-func (l *redlockLease) Token() int64          { return 0 }
+func (l *redlockLease) Token() int64          { return l.token }
 func (l *redlockLease) Lost() <-chan struct{} { return l.lost }
 
 // Renewals counts the successful extensions on a quorum of masters.
@@ -452,5 +471,17 @@ func init() {
 			"a failed extension tells the holder the lock is lost",
 		Faults: watchdogFaults,
 		New:    newRedlock,
+	})
+	register(Mode{
+		Name: "redlock-fenced", Row: 10, Step: "beyond the sources: Kleppmann's fencing tokens on Redlock", Source: "beyond: Kleppmann, Redlock",
+		Safe: true,
+		Summary: "redlock, plus a fencing token drawn from a counter on the masters (read on a majority, raised on a majority); " +
+			"the stock write is accepted only with a token not older than the newest written, so a holder whose lock " +
+			"expired early (a pause, a clock jump) cannot overwrite the next holder's sale; a master restarted empty forgets the counter",
+		Faults: watchdogFaults,
+		New: func(d Deps) (Locker, error) {
+			d.Fencing = true
+			return newRedlock(d)
+		},
 	})
 }

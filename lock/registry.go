@@ -77,6 +77,9 @@ type Deps struct {
 	// RetryMin..RetryMax is the random pause between attempts where no release will wake a
 	// waiter (0: each mode's default; see WithRetryDelay).
 	RetryMin, RetryMax time.Duration
+	// Fencing makes redlock draw a fencing token for every acquisition from a counter on the
+	// masters (mode redlock-fenced; see WithFencingTokens). Other modes ignore it.
+	Fencing bool
 	// Steps are the knobs of the deliberately broken modes (zero: none).
 	Steps StepHooks
 }
