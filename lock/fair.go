@@ -48,15 +48,26 @@ type fairLocker struct {
 	log   *slog.Logger
 	sub   *subscriber
 
-	// bells wake the waiters of this process by field: a release here whose next waiter is also
-	// here rings it at once, without waiting for its own PUBLISH to come back.
-	mu    sync.Mutex
-	bells map[string]chan struct{}
+	// waiters are the waiters of this process, by key and field. A release here whose next
+	// waiter is also here hands the lock over to it in the release script and rings its bell, so
+	// it holds the lock without a round trip of its own; a release elsewhere rings it as soon as
+	// its PUBLISH arrives.
+	mu      sync.Mutex
+	waiters map[string]*fairWaiter
+}
+
+// fairWaiter is one waiter of this process.
+type fairWaiter struct {
+	bell    chan struct{} // capacity 1
+	leaseMs int64
+	// granted: a release in this process took the lock for this waiter; set under
+	// fairLocker.mu, and only while the waiter is registered.
+	granted atomic.Bool
 }
 
 func newFair(d Deps) (Locker, error) {
 	l := &fairLocker{rdb: d.Data, id: cmp.Or(d.InstanceID, uuid.NewString()), lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d),
-		bells: map[string]chan struct{}{}}
+		waiters: map[string]*fairWaiter{}}
 	if l.rdb != nil {
 		l.sub = newSubscriber(d.Data, l.log, unlockOnly)
 	}
@@ -107,28 +118,44 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (Lea
 	// pattern per key, "<channel of key>:<instance-id>:*", which hears every waiter of this
 	// process by its own channel, as a Redisson client publishes it) was confirmed by then.
 	pattern := globEscape(fairChannel(key, l.id+":")) + "*"
-	bell := make(chan struct{}, 1)
-	bellID := key + "\x00" + field
+	w := &fairWaiter{bell: make(chan struct{}, 1), leaseMs: leaseMs}
+	waiterID := key + "\x00" + field
 	l.mu.Lock()
-	l.bells[bellID] = bell
+	l.waiters[waiterID] = w
 	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		delete(l.bells, bellID)
-		l.mu.Unlock()
-	}()
+	registered := true
+	// leave unregisters the waiter; it reports whether a release handed it the lock first.
+	leave := func() bool {
+		if registered {
+			registered = false
+			l.mu.Lock()
+			delete(l.waiters, waiterID)
+			l.mu.Unlock()
+		}
+		return w.granted.Load()
+	}
+	defer leave()
+	// fail ends a wait without the lock: out of the queue, and a lock handed over meanwhile
+	// given back on to the next waiter.
+	fail := func(err error) (Lease, error) {
+		if leave() {
+			l.releaseFor(ctx, key, field, w.leaseMs, waitMs)
+		} else {
+			l.giveUp(ctx, key, field, waitMs)
+		}
+		return nil, err
+	}
 	before := l.sub.patternRound(pattern)
 	due, held, err := l.try(ctx, key, field, leaseMs, waitMs)
 	if err == nil && held {
-		return l.held(ctx, key, field, lease, leaseMs, !opts.ExplicitLease), nil
+		leave()
+		return l.held(ctx, key, field, lease, leaseMs, waitMs, !opts.ExplicitLease), nil
 	}
-	if err != nil || wait == 0 {
-		// The failed attempt queued us: leave the queue again.
-		l.giveUp(ctx, key, field, waitMs)
-		if err != nil {
-			return nil, err
-		}
-		return nil, notObtained(ctx, key)
+	if err != nil {
+		return fail(err)
+	}
+	if wait == 0 {
+		return fail(notObtained(ctx, key))
 	}
 	h := l.sub.joinPattern(ctx, pattern, func(ch string) {
 		l.ringLocal(key, strings.TrimPrefix(ch, unlockChannel(key)+":"))
@@ -145,34 +172,113 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (Lea
 		case <-ctx.Done():
 		}
 	}
+	viaTry := false
 	for {
+		if w.granted.Load() {
+			break
+		}
 		if !lookNow {
 			left := time.Until(deadline)
 			if left <= 0 || ctx.Err() != nil {
-				l.giveUp(ctx, key, field, waitMs)
-				return nil, notObtained(ctx, key)
+				return fail(notObtained(ctx, key))
 			}
 			// Sleep until told, or until our estimated turn (then look again: the waiter before
 			// us may be dead), bounded below so a stale estimate does not become a busy loop.
 			nap := min(max(due, 5*time.Millisecond), left)
 			t := time.NewTimer(nap)
 			select {
-			case <-bell:
+			case <-w.bell:
 			case <-t.C:
 			case <-ctx.Done():
 			}
 			t.Stop()
+			if w.granted.Load() {
+				break
+			}
 		}
 		lookNow = false
 		due, held, err = l.try(ctx, key, field, leaseMs, waitMs)
 		if err != nil {
-			l.giveUp(ctx, key, field, waitMs)
-			return nil, err
+			return fail(err)
 		}
 		if held {
-			return l.held(ctx, key, field, lease, leaseMs, !opts.ExplicitLease), nil
+			viaTry = true
+			break
 		}
 	}
+	if granted := leave(); granted && viaTry {
+		// The handover landed just before this waiter's own attempt, which then counted as a
+		// re-entry: the hold count is 2 for one holder. (Had the grant come after leave, the
+		// releaser would have released one hold for this waiter, to the same effect.)
+		if err := l.rdb.HIncrBy(context.WithoutCancel(ctx), key, field, -1).Err(); err != nil {
+			return fail(redisErr("fair acquire "+key, err))
+		}
+	} else if granted && leaseMs != l.lease.Milliseconds() {
+		// Handed over with the default lease: this waiter asked for another.
+		if err := l.rdb.PExpire(context.WithoutCancel(ctx), key, lease).Err(); err != nil {
+			return fail(redisErr("fair acquire "+key, err))
+		}
+	}
+	return l.held(ctx, key, field, lease, leaseMs, waitMs, !opts.ExplicitLease), nil
+}
+
+// grant records that a release in this process took key's lock for the waiter with field, and
+// wakes it. false: that waiter is no longer waiting here, so nobody holds the lock it was given.
+func (l *fairLocker) grant(key, field string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.waiters[key+"\x00"+field]
+	if w == nil {
+		return false
+	}
+	w.granted.Store(true)
+	select {
+	case w.bell <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// releaseFor gives back a lock that a release handed over to field, whose waiter had gone by
+// then: it is released for it, which hands it on to the next waiter in turn.
+func (l *fairLocker) releaseFor(ctx context.Context, key, field string, leaseMs, waitMs int64) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if err := l.release(cctx, key, field, leaseMs, waitMs); err != nil {
+		l.log.Warn("fair lock: give back a lock handed to a waiter that left", "key", key, "field", field, "err", err)
+	}
+}
+
+// release runs the release script for field, and passes the lock on: a waiter of this process
+// that was handed the lock is woken; a waiter here that is first in line after a plain release
+// is rung at once. A handover to a waiter that has just left is released for it in turn.
+func (l *fairLocker) release(ctx context.Context, key, field string, leaseMs, waitMs int64) error {
+	for range 1000 { // each round takes a waiter off the queue; the queue is not endless
+		r, err := fairRelease.Run(ctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key)},
+			unlockMessage, leaseMs, field, time.Now().UnixMilli(), l.id+":", l.lease.Milliseconds(), waitMs).Slice()
+		if errors.Is(err, redis.Nil) {
+			return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, key, field)
+		}
+		if err != nil {
+			return redisErr("fair release "+key, err)
+		}
+		if len(r) != 2 {
+			return fmt.Errorf("lock: fair release %s: unexpected reply %v", key, r)
+		}
+		kind, _ := r[0].(int64)
+		next, _ := r[1].(string)
+		switch {
+		case kind == 2 && l.grant(key, next):
+			return nil
+		case kind == 2:
+			field = next // handed to a waiter that left: release it for that waiter
+			continue
+		case next != "":
+			l.ringLocal(key, next)
+		}
+		return nil
+	}
+	return fmt.Errorf("lock: fair release %s: the lock was handed to 1000 waiters that had left", key)
 }
 
 // try runs the acquire script once: held, or about how long until this waiter's turn.
@@ -202,8 +308,8 @@ func (l *fairLocker) giveUp(ctx context.Context, key, field string, waitMs int64
 
 // held builds the lease and, unless the lease is explicit, its watchdog (renewing every lease/3
 // with the acquisition's context values).
-func (l *fairLocker) held(ctx context.Context, key, field string, lease time.Duration, leaseMs int64, watch bool) *fairLease {
-	le := &fairLease{l: l, key: key, field: field, leaseMs: leaseMs}
+func (l *fairLocker) held(ctx context.Context, key, field string, lease time.Duration, leaseMs, waitMs int64, watch bool) *fairLease {
+	le := &fairLease{l: l, key: key, field: field, leaseMs: leaseMs, waitMs: waitMs}
 	if !watch {
 		return le
 	}
@@ -228,11 +334,11 @@ func (l *fairLocker) ringLocal(key, field string) {
 		return
 	}
 	l.mu.Lock()
-	bell := l.bells[key+"\x00"+field]
+	w := l.waiters[key+"\x00"+field]
 	l.mu.Unlock()
-	if bell != nil {
+	if w != nil {
 		select {
-		case bell <- struct{}{}:
+		case w.bell <- struct{}{}:
 		default:
 		}
 	}
@@ -252,6 +358,7 @@ type fairLease struct {
 	key     string
 	field   string
 	leaseMs int64
+	waitMs  int64     // the holder's wait: the thread wait a handover moves the queue's deadlines by
 	wd      *watchdog // nil with an explicit lease
 	over    atomic.Bool
 }
@@ -274,21 +381,7 @@ func (le *fairLease) Release(ctx context.Context) error {
 	if le.wd != nil {
 		le.wd.Stop()
 	}
-	k := le.key
-	r, err := fairRelease.Run(ctx, le.l.rdb, []string{k, fairQueue(k), fairDeadlines(k), unlockChannel(k)},
-		unlockMessage, le.leaseMs, le.field, time.Now().UnixMilli()).Slice()
-	if err == nil && len(r) == 2 {
-		if next, _ := r[1].(string); next != "" {
-			le.l.ringLocal(k, next)
-		}
-	}
-	if errors.Is(err, redis.Nil) {
-		return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, k, le.field)
-	}
-	if err != nil {
-		return redisErr("fair release "+k, err)
-	}
-	return nil
+	return le.l.release(ctx, le.key, le.field, le.leaseMs, le.waitMs)
 }
 
 func init() {

@@ -227,10 +227,13 @@ func TestFairWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 
 // TestFairDeadWaiterHoldsTheLineForItsWait: a waiter that dies in the queue (its process
 // crashes: nothing it sends arrives, not even its leaving) is passed over once its wait has run
-// out, so the line moves on.
+// out, so the line moves on. The dead waiter is in another process than the holder: a release
+// hands the lock over directly to a waiter of its own process, which cannot be dead while the
+// releasing process lives.
 func TestFairDeadWaiterHoldsTheLineForItsWait(t *testing.T) {
 	c := testredis.Client(t, testredis.Start(t))
 	l := fairLocker(t, c, "p", 5*time.Second)
+	other := fairLocker(t, c, "g", 5*time.Second)
 	const key = "fair-dead"
 	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder", Lease: 300 * time.Millisecond, ExplicitLease: true})
 	if err != nil {
@@ -240,14 +243,14 @@ func TestFairDeadWaiterHoldsTheLineForItsWait(t *testing.T) {
 	ctx, ghost := fault.Attach(t.Context(), fault.Plan{})
 	ghostDone := make(chan error, 1)
 	go func() {
-		_, err := l.Acquire(ctx, key, lock.Options{Owner: "ghost", Wait: 3 * time.Second})
+		_, err := other.Acquire(ctx, key, lock.Options{Owner: "ghost", Wait: 3 * time.Second})
 		ghostDone <- err
 	}()
 	waitQueue(t, c, key, 1)
 	ghost.Crash()
 	// The ghost queued with a 3 s wait; shorten its deadline as if it had asked for ghostWait.
 	deadlines := "redisson_lock_timeout:{" + key + "}"
-	c.ZAdd(t.Context(), deadlines, redis.Z{Score: float64(time.Now().Add(ghostWait).UnixMilli()), Member: "p:ghost"})
+	c.ZAdd(t.Context(), deadlines, redis.Z{Score: float64(time.Now().Add(ghostWait).UnixMilli()), Member: "g:ghost"})
 	got := make(chan lock.Lease, 1)
 	go func() {
 		le, err := l.Acquire(context.Background(), key, lock.Options{Owner: "alive", Wait: 3 * time.Second})
@@ -370,4 +373,85 @@ func TestFairQueueShownByInspect(t *testing.T) {
 	}
 	_ = h.Release(t.Context())
 	<-done
+}
+
+// TestFairHandsOverWithinOneProcess: when the first waiter in the queue waits in the releasing
+// process, the release script takes the lock for it, as its own acquire would (off the queue,
+// its deadline gone, the hash field set), and wakes it in the process: the waiter holds the lock
+// without a command of its own, and the one behind it is next.
+func TestFairHandsOverWithinOneProcess(t *testing.T) {
+	c := testredis.Client(t, testredis.Start(t))
+	calls := testredis.Count(c)
+	l := fairLocker(t, c, "p", 5*time.Second)
+	const key = "fair-handover"
+	// One round first, so the scripts are loaded and EVALSHA finds them.
+	warm, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = warm.Release(t.Context())
+	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder", Wait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gots [2]chan lock.Lease
+	for i := range gots {
+		gots[i] = make(chan lock.Lease, 1)
+		go func() {
+			le, err := l.Acquire(t.Context(), key, lock.Options{Owner: fmt.Sprint("w", i), Wait: 3 * time.Second})
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+			}
+			gots[i] <- le
+		}()
+		waitQueue(t, c, key, i+1)
+	}
+	time.Sleep(50 * time.Millisecond) // both asleep, waiting to be told
+	calls.Reset()
+	le, _ := releaseFor(t, h, gots[0])
+	if n := calls.Load(); n != 1 {
+		t.Errorf("release and handover sent %d commands, want 1 (the release script)", n)
+	}
+	if q := queue(t, c, key); !slices.Equal(q, []string{"p:w1"}) {
+		t.Errorf("queue after the handover: %v, want [p:w1]", q)
+	}
+	if h := c.HGetAll(t.Context(), key).Val(); len(h) != 1 || h["p:w0"] != "1" {
+		t.Errorf("lock hash after the handover: %v, want p:w0 = 1", h)
+	}
+	if _, err := c.ZScore(t.Context(), "redisson_lock_timeout:{"+key+"}", "p:w0").Result(); !errors.Is(err, redis.Nil) {
+		t.Errorf("the new holder still has a deadline in the queue (%v)", err)
+	}
+	le2, _ := releaseFor(t, le, gots[1])
+	if err := le2.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Exists(t.Context(), key).Val(); n != 0 {
+		t.Errorf("lock still there after the last release")
+	}
+}
+
+// TestFairHandoverKeepsTheWaitersLease: a waiter that asked for its own lease gets it after a
+// handover too (the script hands over with the Locker's default lease).
+func TestFairHandoverKeepsTheWaitersLease(t *testing.T) {
+	c := testredis.Client(t, testredis.Start(t))
+	l := fairLocker(t, c, "p", 30*time.Second)
+	const key = "fair-handover-lease"
+	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan lock.Lease, 1)
+	go func() {
+		le, err := l.Acquire(t.Context(), key, lock.Options{Owner: "w", Wait: 3 * time.Second, Lease: 2 * time.Second, ExplicitLease: true})
+		if err != nil {
+			t.Errorf("waiter: %v", err)
+		}
+		got <- le
+	}()
+	waitQueue(t, c, key, 1)
+	le, _ := releaseFor(t, h, got)
+	if ttl := c.PTTL(t.Context(), key).Val(); ttl <= 0 || ttl > 2*time.Second {
+		t.Errorf("TTL after the handover %s, want the waiter's lease (2s)", ttl)
+	}
+	_ = le.Release(t.Context())
 }

@@ -9,7 +9,7 @@
 # then stops the cluster and checks that none of its processes is left. A trap stops the cluster on
 # any exit. Exit status 0 only when everything held; otherwise it prints why.
 #
-# Environment: SAFE_MODES ["lua reentrant multilock redlock fenced fair atomic"], STOCK [500],
+# Environment: SAFE_MODES ["lua reentrant multilock redlock fenced redlock-fenced fair atomic"], STOCK [500],
 #   REQUESTS [2000], CONCURRENCY [50], TIME [300] seconds per mode, INSTANCES [3],
 #   KEEP_RUN_DIR [0] (1 keeps the logs), LOCK_WAIT, LOCK_LEASE (passed to the instances).
 set -euo pipefail
@@ -19,7 +19,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=scripts/testbed.sh
 source "$ROOT/scripts/testbed.sh"
 
-SAFE_MODES="${SAFE_MODES:-lua reentrant multilock redlock fenced fair atomic}"
+SAFE_MODES="${SAFE_MODES:-lua reentrant multilock redlock fenced redlock-fenced fair atomic}"
 STOCK="${STOCK:-500}"
 REQUESTS="${REQUESTS:-2000}"
 CONCURRENCY="${CONCURRENCY:-50}"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # loadtest.sh: fire sales through nginx for one or several lock modes and end in a verdict.
 #
-#   scripts/loadtest.sh [MODE...]     default: none lua reentrant multilock redlock fenced atomic
+#   scripts/loadtest.sh [MODE...]     default: none lua reentrant multilock redlock fenced redlock-fenced fair atomic
 #   scripts/loadtest.sh all           every mode the server knows
 #
 # Per mode: POST /inventory/reset?stock=STOCK, then REQUESTS sales (POST /inventory/sale?lock=MODE)
@@ -52,7 +52,7 @@ HISTORY="${HISTORY:-1}"
 HISTORY_STOCK="${HISTORY_STOCK:-100}"
 HISTORY_REQUESTS="${HISTORY_REQUESTS:-300}"
 HEY_VERSION=v0.1.4
-DEFAULT_MODES=(none lua reentrant multilock redlock fenced fair atomic)
+DEFAULT_MODES=(none lua reentrant multilock redlock fenced redlock-fenced fair atomic)
 
 case "${1:-}" in -h | --help)
 	usage

@@ -4,8 +4,14 @@
 -- KEYS[1] lock name; KEYS[2] queue; KEYS[3] deadlines; KEYS[4] channel prefix
 -- "redisson_lock__channel:{<name>}"; ARGV[1] unlock message ("0"); ARGV[2] lease in ms;
 -- ARGV[3] field "<instance-id>:<owner>"; ARGV[4] now, unix ms.
+-- ARGV[5] handover prefix "<instance-id>:" of the releasing process ('' : none), ARGV[6] the
+-- lease in ms and ARGV[7] the thread wait in ms to hand the lock over with.
 -- Returns nil when the field is not there (not held by this owner); else {0, ''} when still held
--- (nested), {1, first} when deleted and the first waiter (its field, '' if none) told.
+-- (nested), {1, first} when deleted and the first waiter (its field, '' if none) told, {2, first}
+-- when handed over: the first waiter waits in the releasing process (its field starts with
+-- ARGV[5]), so the lock is taken for it here exactly as its own acquire would take it (first in
+-- line, the others move up), and it is told in that process instead of by a PUBLISH. Waiters of
+-- other processes, Redisson clients included, are always told by the PUBLISH.
 -- fair_drop_dead.lua runs before this.
 
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
@@ -28,6 +34,20 @@ redis.call('del', KEYS[1])
 local first = redis.call('lindex', KEYS[2], 0)
 if first == false then
   return {1, ''}
+end
+local prefix = ARGV[5] or ''
+if prefix ~= '' and string.sub(first, 1, #prefix) == prefix then
+  -- As fair_acquire.lua's first branch, for the first waiter.
+  redis.call('lpop', KEYS[2])
+  redis.call('zrem', KEYS[3], first)
+  local wait = tonumber(ARGV[7])
+  local waiting = redis.call('zrange', KEYS[3], 0, -1)
+  for i = 1, #waiting do
+    redis.call('zincrby', KEYS[3], -wait, waiting[i])
+  end
+  redis.call('hset', KEYS[1], first, 1)
+  redis.call('pexpire', KEYS[1], ARGV[6])
+  return {2, first}
 end
 redis.call('publish', KEYS[4] .. ':' .. first, ARGV[1])
 return {1, first}
