@@ -407,6 +407,8 @@ func TestFairHandsOverWithinOneProcess(t *testing.T) {
 		waitQueue(t, c, key, i+1)
 	}
 	time.Sleep(50 * time.Millisecond) // both asleep, waiting to be told
+	deadlines := "redisson_lock_timeout:{" + key + "}"
+	before := c.ZScore(t.Context(), deadlines, "p:w1").Val()
 	calls.Reset()
 	le, _ := releaseFor(t, h, gots[0])
 	if n := calls.Load(); n != 1 {
@@ -418,7 +420,10 @@ func TestFairHandsOverWithinOneProcess(t *testing.T) {
 	if h := c.HGetAll(t.Context(), key).Val(); len(h) != 1 || h["p:w0"] != "1" {
 		t.Errorf("lock hash after the handover: %v, want p:w0 = 1", h)
 	}
-	if _, err := c.ZScore(t.Context(), "redisson_lock_timeout:{"+key+"}", "p:w0").Result(); !errors.Is(err, redis.Nil) {
+	if moved := before - c.ZScore(t.Context(), deadlines, "p:w1").Val(); moved != 1000 {
+		t.Errorf("the waiter behind moved up %.0f ms, want one thread wait (1000 ms)", moved)
+	}
+	if _, err := c.ZScore(t.Context(), deadlines, "p:w0").Result(); !errors.Is(err, redis.Nil) {
 		t.Errorf("the new holder still has a deadline in the queue (%v)", err)
 	}
 	le2, _ := releaseFor(t, le, gots[1])

@@ -15,10 +15,7 @@ if redis.call('exists', KEYS[1]) == 0
     and (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
   redis.call('lpop', KEYS[2])
   redis.call('zrem', KEYS[3], ARGV[2])
-  local waiting = redis.call('zrange', KEYS[3], 0, -1)
-  for i = 1, #waiting do
-    redis.call('zincrby', KEYS[3], -wait, waiting[i])
-  end
+  move_up(wait)
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil

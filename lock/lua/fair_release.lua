@@ -40,11 +40,7 @@ if prefix ~= '' and string.sub(first, 1, #prefix) == prefix then
   -- As fair_acquire.lua's first branch, for the first waiter.
   redis.call('lpop', KEYS[2])
   redis.call('zrem', KEYS[3], first)
-  local wait = tonumber(ARGV[7])
-  local waiting = redis.call('zrange', KEYS[3], 0, -1)
-  for i = 1, #waiting do
-    redis.call('zincrby', KEYS[3], -wait, waiting[i])
-  end
+  move_up(tonumber(ARGV[7]))
   redis.call('hset', KEYS[1], first, 1)
   redis.call('pexpire', KEYS[1], ARGV[6])
   return {2, first}
