@@ -61,9 +61,9 @@ type handoff struct {
 	// subscriber ignores this process's own messages), so a holder here is sure to ring even
 	// before the line's subscription is confirmed.
 	localRing bool
-	// abandon deletes key's lock where it holds value: a handover (rule 7) to a waiter that
+	// dropOrphan deletes key's lock where it holds value: a handover (rule 7) to a waiter that
 	// left the line before it saw the grant. nil: the mode hands nothing over.
-	abandon func(key, value string)
+	dropOrphan func(key, value string)
 
 	mu    sync.Mutex
 	lines map[string]*line
@@ -376,13 +376,13 @@ func (h *handoff) grantTime(p *place) time.Time {
 
 // exit leaves the line. A head that leaves hands the turn to the next waiter, with a hint when
 // it got the lock. An empty line is torn down (and unsubscribed) after linger. A waiter that
-// leaves without the lock after a release had handed it over calls the line's abandon, which
+// leaves without the lock after a release had handed it over calls the line's dropOrphan, which
 // deletes it.
 func (h *handoff) exit(ln *line, p *place, won bool, seen uint64, until time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if p.granted.Load() && !won && h.abandon != nil {
-		go h.abandon(ln.key, p.value)
+	if p.granted.Load() && !won && h.dropOrphan != nil {
+		go h.dropOrphan(ln.key, p.value)
 	}
 	head := len(ln.waiters) > 0 && ln.waiters[0] == p
 	for i, q := range ln.waiters {

@@ -47,7 +47,7 @@ type luaLocker struct {
 func newLua(d Deps) (Locker, error) {
 	l := &luaLocker{rdb: d.Data, lease: cmp.Or(d.Lease, DefaultLease), id: uuid.NewString(), log: logOf(d)}
 	l.sub, l.line = newSubscribedLine(d.Data, l.log, func(payload string) bool { return payload != l.id }, true)
-	l.line.abandon = l.abandon
+	l.line.dropOrphan = l.dropOrphan
 	return l, nil
 }
 
@@ -83,7 +83,7 @@ func (l *luaLocker) release(ctx context.Context, key, value string) error {
 	n, err := handoverRelease.Run(ctx, l.rdb, []string{key, unlockChannel(key)}, value, l.id, nextValue, nextLease, own).Int()
 	if err == nil && n == 2 {
 		if !l.line.grant(key, next) {
-			l.abandon(key, nextValue)
+			l.dropOrphan(key, nextValue)
 		}
 		return nil
 	}
@@ -97,8 +97,8 @@ func (l *luaLocker) release(ctx context.Context, key, value string) error {
 	return nil
 }
 
-// abandon deletes a lock handed over to a waiter that had left meanwhile, and tells the waiters.
-func (l *luaLocker) abandon(key, value string) {
+// dropOrphan deletes a lock handed over to a waiter that had left meanwhile, and tells the waiters.
+func (l *luaLocker) dropOrphan(key, value string) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	if err := compareAndDeletePublish.Run(ctx, l.rdb, []string{key, unlockChannel(key)}, value, l.id).Err(); err != nil {

@@ -132,7 +132,7 @@ func TestLuaHandoverToAWaiterThatLeft(t *testing.T) {
 	if l.line.grant(key, next) {
 		t.Fatal("granted to a waiter that had left")
 	}
-	l.abandon(key, next.value)
+	l.dropOrphan(key, next.value)
 	if n, err := data.Exists(t.Context(), key).Result(); err != nil || n != 0 {
 		t.Fatalf("the lock handed to the departed waiter is still there (%d, %v)", n, err)
 	}
