@@ -271,7 +271,10 @@ func (l *fairLocker) release(ctx context.Context, key, field string, leaseMs, wa
 		case kind == 2 && l.grant(key, next):
 			return nil
 		case kind == 2:
-			field = next // handed to a waiter that left: release it for that waiter
+			// Handed to a waiter that had left: release it for that waiter. If the waiter's own
+			// attempt took the lock meanwhile (a re-entry on the handed-over hold), this gives
+			// back the extra hold and keeps the lease the handover set, not the releaser's.
+			field, leaseMs = next, l.lease.Milliseconds()
 			continue
 		case next != "":
 			l.ringLocal(key, next)

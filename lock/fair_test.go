@@ -460,3 +460,56 @@ func TestFairHandoverKeepsTheWaitersLease(t *testing.T) {
 	}
 	_ = le.Release(t.Context())
 }
+
+// TestFairHandoverRacingTheWaitersOwnAttempt: the release script hands the lock to the waiter,
+// but the releasing process is paused before it can tell the waiter (fault.Plan.PauseAfterReply
+// on the release). Meanwhile the waiter's own timer fires and its attempt finds its own field in
+// the lock: a re-entry, hold count 2, for one holder. The releaser, finding the waiter gone
+// from its line, releases one hold for it: the count must end at 1, the waiter must hold the lock,
+// and its one release must free it.
+func TestFairHandoverRacingTheWaitersOwnAttempt(t *testing.T) {
+	c := testredis.Client(t, testredis.Start(t))
+	l := fairLocker(t, c, "p", 5*time.Second)
+	const key = "fair-handover-race"
+	// One round first, so the release script is loaded: the paused release must be one EVALSHA,
+	// not a NOSCRIPT reply (paused too) and then an EVAL.
+	warm, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = warm.Release(t.Context())
+	// An explicit short lease: the waiter's estimated turn, when it looks again by itself.
+	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder", Lease: 300 * time.Millisecond, ExplicitLease: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan lock.Lease, 1)
+	go func() {
+		le, err := l.Acquire(t.Context(), key, lock.Options{Owner: "w", Wait: 3 * time.Second})
+		if err != nil {
+			t.Errorf("waiter: %v", err)
+		}
+		got <- le
+	}()
+	waitQueue(t, c, key, 1)
+	rctx, _ := fault.Attach(t.Context(), fault.Plan{PauseAfterReply: 700 * time.Millisecond})
+	if err := h.Release(rctx); err != nil {
+		t.Fatal(err)
+	}
+	le := <-got
+	if le == nil {
+		t.FailNow()
+	}
+	if n, err := c.HGet(t.Context(), key, "p:w").Int(); err != nil || n != 1 {
+		t.Fatalf("the waiter's hold count %d (%v), want 1", n, err)
+	}
+	if ttl := c.PTTL(t.Context(), key).Val(); ttl < time.Second {
+		t.Fatalf("the waiter's lock expires in %s: the releaser cut its lease to its own", ttl)
+	}
+	if err := le.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Exists(t.Context(), key).Val(); n != 0 {
+		t.Fatalf("lock still there after the waiter's one release: %v", c.HGetAll(t.Context(), key).Val())
+	}
+}
