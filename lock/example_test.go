@@ -166,3 +166,45 @@ func ExampleNewRedlock() {
 	// held with one master down
 	// two masters down, not obtained: true
 }
+
+// Redlock with fencing tokens: each acquisition carries a token larger than any before it on the
+// key, kept on the masters. The protected store must refuse a write whose token is older than
+// the newest it has accepted (here a map stands in for it).
+func ExampleWithFencingTokens() {
+	masters, _, stop := exampleRedis(3)
+	defer stop()
+	ctx := context.Background()
+
+	locker, err := lock.NewRedlock(masters, lock.WithLease(2*time.Second), lock.WithFencingTokens())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locker.Close()
+
+	newest := int64(0)
+	write := func(token int64) string {
+		if token < newest {
+			return "rejected"
+		}
+		newest = token
+		return "accepted"
+	}
+	first, err := locker.Acquire(ctx, "ledger", lock.Options{Wait: time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	old := first.Token()
+	_ = first.Release(ctx)
+	second, err := locker.Acquire(ctx, "ledger", lock.Options{Wait: time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer second.Release(ctx)
+	fmt.Println("second token larger:", second.Token() > old)
+	fmt.Println("second holder writes:", write(second.Token()))
+	fmt.Println("a late write with the first token:", write(old))
+	// Output:
+	// second token larger: true
+	// second holder writes: accepted
+	// a late write with the first token: rejected
+}

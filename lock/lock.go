@@ -1,7 +1,8 @@
 // Package lock is a library of Redis distributed locks, the safe steps of the Redis-lock story:
 // a Lua compare-and-delete lock (NewLua), Redisson's reentrant lock with its watchdog
-// (NewReentrant), a lock with fencing tokens (NewFenced), Redisson's MultiLock (NewMultilock) and
-// Redlock over independent masters (NewRedlock). Each takes go-redis clients and Options; waiters
+// (NewReentrant) and its fair lock (NewFair), a lock with fencing tokens (NewFenced), Redisson's
+// MultiLock (NewMultilock) and Redlock over independent masters (NewRedlock; with fencing tokens
+// too, WithFencingTokens). Each takes go-redis clients and Options; waiters
 // are woken by the release instead of polling, and the modes with a watchdog renew a held lock
 // every lease/3 and close Lease.Lost when they cannot.
 //
