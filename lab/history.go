@@ -155,18 +155,11 @@ func witness(initial int64, ops []porcupine.Operation) []porcupine.Operation {
 // porcupine checks and draws; otherwise the whole history.
 func CheckHistory(name string, initial int64, origin time.Time, outs []Outcome, dir string) (verdict, file string, err error) {
 	ops := historyOps(origin, outs)
-	model := modelFrom(initial)
-	var res porcupine.CheckResult
-	var info porcupine.LinearizationInfo
+	model, checked := modelFrom(initial), ops
 	if part := witness(initial, ops); part != nil {
-		// Every operation of the part keeps its own client, so the drawing names the buyers.
-		model = modelFromAny(initial)
-		res, info = porcupine.CheckOperationsVerbose(model, part, historyTimeout)
+		model, checked = modelFromAny(initial), part
 	}
-	if res != porcupine.Illegal {
-		model = modelFrom(initial)
-		res, info = porcupine.CheckOperationsVerbose(model, ops, historyTimeout)
-	}
+	res, info := porcupine.CheckOperationsVerbose(model, checked, historyTimeout)
 	switch res {
 	case porcupine.Ok:
 		return Linearizable, "", nil

@@ -65,6 +65,14 @@ type fairWaiter struct {
 	granted atomic.Bool
 }
 
+// ring wakes the waiter; a wake-up already pending is enough.
+func (w *fairWaiter) ring() {
+	select {
+	case w.bell <- struct{}{}:
+	default:
+	}
+}
+
 func newFair(d Deps) (Locker, error) {
 	l := &fairLocker{rdb: d.Data, id: cmp.Or(d.InstanceID, uuid.NewString()), lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d),
 		waiters: map[string]*fairWaiter{}}
@@ -232,10 +240,7 @@ func (l *fairLocker) grant(key, field string) bool {
 		return false
 	}
 	w.granted.Store(true)
-	select {
-	case w.bell <- struct{}{}:
-	default:
-	}
+	w.ring()
 	return true
 }
 
@@ -340,10 +345,7 @@ func (l *fairLocker) ringLocal(key, field string) {
 	w := l.waiters[key+"\x00"+field]
 	l.mu.Unlock()
 	if w != nil {
-		select {
-		case w.bell <- struct{}{}:
-		default:
-		}
+		w.ring()
 	}
 }
 
@@ -381,9 +383,7 @@ func (le *fairLease) Release(ctx context.Context) error {
 	if !le.over.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: %s: this lease was already released", ErrNotHeld, le.key)
 	}
-	if le.wd != nil {
-		le.wd.Stop()
-	}
+	le.wd.Stop()
 	return le.l.release(ctx, le.key, le.field, le.leaseMs, le.waitMs)
 }
 

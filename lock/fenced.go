@@ -128,9 +128,7 @@ func (l *fencedLease) Release(ctx context.Context) error {
 	if !l.done.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: %s (token %d) was already released", ErrNotHeld, l.key, l.token)
 	}
-	if l.wd != nil {
-		l.wd.Stop()
-	}
+	l.wd.Stop()
 	n, err := compareAndDeletePublish.Run(ctx, l.rdb, []string{l.key, unlockChannel(l.key)}, l.value, l.l.id).Int()
 	l.l.line.ring(l.key) // the waiters of this process, at once
 	if err != nil {

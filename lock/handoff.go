@@ -102,7 +102,6 @@ type place struct {
 	// granted: a release handed the lock to this waiter; set under handoff.mu, and only while
 	// the waiter is in the line.
 	granted atomic.Bool
-	grantAt time.Time // guarded by handoff.mu
 }
 
 func newHandoff(listen func(string, func()) (<-chan struct{}, func()), poll func() time.Duration) *handoff {
@@ -155,8 +154,9 @@ func (h *handoff) acquireAs(ctx context.Context, key, value string, wait, lease 
 	seen, wake, hinted = h.takeHint(ln)
 	for {
 		if p.granted.Load() {
-			// The grant rang the line; the next head waits for a ring after it (rule 6).
-			won, seen, until = true, ln.rings.Load(), h.grantTime(p).Add(lease)
+			// The grant rang the line; the next head waits for a ring after it (rule 6). The
+			// handover set the lease before the grant, so now + lease is a safe bound.
+			won, seen, until = true, ln.rings.Load(), time.Now().Add(lease)
 			return nil
 		}
 		if !hinted {
@@ -360,18 +360,11 @@ func (h *handoff) grant(key string, p *place) bool {
 	ln := h.lines[key]
 	in := ln != nil && slices.Contains(ln.waiters, p)
 	if in {
-		p.grantAt = time.Now()
 		p.granted.Store(true)
 		ln.ring() // under the lock: a head that sees the grant sees this ring counted
 	}
 	h.mu.Unlock()
 	return in
-}
-
-func (h *handoff) grantTime(p *place) time.Time {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return p.grantAt
 }
 
 // exit leaves the line. A head that leaves hands the turn to the next waiter, with a hint when

@@ -172,20 +172,20 @@ func fairQueues(ctx context.Context, c redis.UniversalClient, prefix, self strin
 	}
 	slices.Sort(queues)
 	queues = slices.Compact(queues)
+	names := make([]string, len(queues)) // the lock each queue belongs to
 	lists := make([]*redis.StringSliceCmd, len(queues))
 	deadlines := make([]*redis.ZSliceCmd, len(queues))
 	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, q := range queues {
-			name := strings.TrimPrefix(q, "redisson_lock_queue:")
+			names[i] = strings.TrimPrefix(q, "redisson_lock_queue:")
 			lists[i] = p.LRange(ctx, q, 0, -1)
-			deadlines[i] = p.ZRangeWithScores(ctx, fairDeadlines(name), 0, -1)
+			deadlines[i] = p.ZRangeWithScores(ctx, fairDeadlines(names[i]), 0, -1)
 		}
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
 		return keys, redisErr("LRANGE/ZRANGE", err)
 	}
-	for i, q := range queues {
-		name := strings.TrimPrefix(q, "redisson_lock_queue:")
+	for i, name := range names {
 		due := map[string]int64{}
 		for _, z := range deadlines[i].Val() {
 			if m, ok := z.Member.(string); ok {
@@ -195,9 +195,7 @@ func fairQueues(ctx context.Context, c redis.UniversalClient, prefix, self strin
 		var line []Waiter
 		for _, f := range lists[i].Val() {
 			w := Waiter{Field: f, DeadlineMs: due[f]}
-			if inst, owner, ok := strings.Cut(f, ":"); ok {
-				w.Instance, w.Owner, w.ThisInstance = inst, owner, inst == self
-			}
+			w.Instance, w.Owner, w.ThisInstance = splitField(f, self)
 			line = append(line, w)
 		}
 		if len(line) == 0 {
@@ -218,15 +216,22 @@ func holders(h map[string]string, self string) []Holder {
 	for field, v := range h {
 		n, _ := strconv.ParseInt(v, 10, 64) // not a count: shown as 0, the field still named
 		hd := Holder{Field: field, Count: n}
-		// The client id is a UUID, which has no colon: the first colon ends it.
-		if inst, owner, ok := strings.Cut(field, ":"); ok {
-			hd.Instance, hd.Owner = inst, owner
-			hd.ThisInstance = inst == self
-		}
+		hd.Instance, hd.Owner, hd.ThisInstance = splitField(field, self)
 		out = append(out, hd)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Field < out[j].Field })
 	return out
+}
+
+// splitField splits a Redisson-layout field "<instance-id>:<owner>" (the client id is a UUID,
+// which has no colon: the first colon ends it); this: the field was written by instance self.
+// A field without a colon has neither part.
+func splitField(field, self string) (instance, owner string, this bool) {
+	instance, owner, ok := strings.Cut(field, ":")
+	if !ok {
+		return "", "", false
+	}
+	return instance, owner, instance == self
 }
 
 // globEscape quotes the characters SCAN MATCH treats as a pattern.

@@ -172,22 +172,13 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 		}
 		if ctx.Err() != nil {
 			// Won for a caller that has gone: give it back at once.
-			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-			_, uerr := m.UnlockContext(uctx)
-			cancel()
-			if uerr != nil {
-				l.log.Warn("redlock: release after cancelled acquire", "key", key, "err", uerr)
-			}
-			l.released(key)
+			l.giveBack(ctx, m, key, "release after cancelled acquire")
 			return false, 0, l.notObtained(ctx, key, attempts, nil)
 		}
 		if l.fence {
 			if token, last = l.drawToken(context.WithoutCancel(ctx), key, m.Value(), nodeTimeout(ttl)); last != nil {
 				// Not fenced on a majority: give the lock back and try again.
-				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-				_, _ = m.UnlockContext(uctx)
-				cancel()
-				l.released(key)
+				l.giveBack(ctx, m, key, "release after a failed fencing round")
 				return false, -1, nil
 			}
 		}
@@ -213,6 +204,17 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 	l.local[key][le] = struct{}{}
 	l.mu.Unlock()
 	return le, nil
+}
+
+// giveBack releases a lock this acquisition has just won but will not keep, on every master and
+// even if the caller has gone, and wakes the waiters.
+func (l *redlockLocker) giveBack(ctx context.Context, m *redsync.Mutex, key, why string) {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if _, err := m.UnlockContext(uctx); err != nil {
+		l.log.Warn("redlock: "+why, "key", key, "err", err)
+	}
+	l.released(key)
 }
 
 // heldHere reports whether a lease of this process holds key, and until when at the latest
@@ -409,9 +411,7 @@ func (l *redlockLease) markLost(why error) {
 
 // stop ends renewal and validity tracking (a release).
 func (l *redlockLease) stop() {
-	if l.wd != nil {
-		l.wd.Stop()
-	}
+	l.wd.Stop()
 	l.vmu.Lock()
 	l.stopped = true
 	l.validity.Stop()

@@ -102,8 +102,12 @@ func (w *watchdog) Renewals() int64 {
 	return w.renewals.Load()
 }
 
-// Stop ends renewal (on release, or when the Locker closes) and waits for the goroutine to exit.
+// Stop ends renewal (on release, or when the Locker closes) and waits for the goroutine to exit;
+// a nil watchdog has nothing to stop.
 func (w *watchdog) Stop() {
+	if w == nil {
+		return // an explicit lease: nothing renews
+	}
 	w.stopOnce.Do(func() { close(w.stop) })
 	<-w.done
 }
