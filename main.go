@@ -21,7 +21,7 @@ import (
 
 	"seckill/app"
 	"seckill/config"
-	"seckill/lock"
+	"seckill/internal/modes"
 )
 
 func main() {
@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fs.Usage()
 		return usageError{err}
 	}
-	cfg, err := config.Load(*cfgPath, getenv, lock.Names())
+	cfg, err := config.Load(*cfgPath, getenv, modes.Names())
 	if err != nil {
 		return err
 	}

@@ -20,9 +20,9 @@ import (
 	"seckill/config"
 	"seckill/embedded"
 	"seckill/handler"
+	"seckill/internal/modes"
 	"seckill/lab"
 	"seckill/lab/fault"
-	"seckill/lock"
 	"seckill/metrics"
 	"seckill/service"
 	"seckill/store"
@@ -39,7 +39,7 @@ type App struct {
 	Metrics  *metrics.Metrics
 	embedded *embedded.Servers
 	// Locks is the lock registry the service sells with.
-	Locks *lock.Registry
+	Locks *modes.Registry
 }
 
 // NewLogger builds the service's logger at the configured level.
@@ -116,7 +116,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		a.Masters = append(a.Masters, m)
 		pingers[fmt.Sprintf("master%d %s", i+1, addr)] = pinger{m}
 	}
-	deps := lock.Deps{
+	deps := modes.Deps{
 		Data: a.Data, Masters: a.Masters, InstanceID: uuid.NewString(), Lease: cfg.Lock.Lease, Logger: log,
 		WaitReplicas: cfg.Lock.WaitReplicas, WaitReplicasTimeout: cfg.Lock.WaitReplicasTimeout,
 	}
@@ -126,7 +126,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		fault.Install(append([]redis.UniversalClient{a.Data}, a.Masters...)...)
 		deps.Steps = lab.Steps()
 	}
-	a.Locks, err = lock.NewRegistry(deps)
+	a.Locks, err = modes.NewRegistry(deps)
 	if err != nil {
 		a.Close()
 		return nil, err

@@ -15,10 +15,12 @@ import (
 	"seckill/app"
 	"seckill/config"
 	"seckill/internal/apptest"
+	"seckill/internal/modes"
 	"seckill/internal/redisproc"
-	"seckill/lock"
 	"seckill/service"
 	"seckill/store"
+
+	"github.com/seckill-lab/seckill/lock"
 )
 
 // startCluster gives a 3-master Redis Cluster for t, or skips when redis-server/redis-cli are
@@ -53,7 +55,7 @@ func TestClusterDataStore(t *testing.T) {
 	cfg.Inventory.SKUs = skus
 	cfg.Lock.Lease = time.Second
 	cfg.Lock.Wait = 10 * time.Second
-	if err := cfg.Validate(lock.Names()); err != nil {
+	if err := cfg.Validate(modes.Names()); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.DataMode() != "cluster" {
@@ -108,7 +110,7 @@ func TestClusterDataStore(t *testing.T) {
 	// Every mode: the single-instance ones keep their lock keys on the cluster, multilock and
 	// redlock on the independent masters. Safe modes must sell exactly; the unsafe ones (no
 	// faults injected here) must at least never fail on a cross-slot script.
-	for _, m := range lock.Modes() {
+	for _, m := range modes.Modes() {
 		mode := m.Name
 		t.Run(mode, func(t *testing.T) {
 			// A lock key left behind (as a crashed holder would) must be cleared by the reset,
@@ -245,7 +247,7 @@ func TestClusterDataModeAddresses(t *testing.T) {
 			return "127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003"
 		}
 		return ""
-	}, lock.Names())
+	}, modes.Names())
 	if err != nil {
 		t.Fatal(err)
 	}

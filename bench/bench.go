@@ -26,8 +26,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/modes"
 	"seckill/internal/redisproc"
-	"seckill/lock"
 	"seckill/service"
 	"seckill/store"
 )
@@ -147,7 +147,7 @@ type env struct {
 	data    redis.UniversalClient
 	masters []redis.UniversalClient
 	store   *store.Store
-	reg     *lock.Registry
+	reg     *modes.Registry
 	svc     *service.Service
 	// svcs are the service instances of the strategies that spread their buyers: svc, and a
 	// second with its own lock registry (its own instance id and waiters' lines).
@@ -222,7 +222,7 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 		return rep, err
 	}
 
-	reg, err := lock.NewRegistry(lock.Deps{Data: data, Masters: masters, InstanceID: uuid.NewString(),
+	reg, err := modes.NewRegistry(modes.Deps{Data: data, Masters: masters, InstanceID: uuid.NewString(),
 		Lease: opt.Lease, Logger: opt.Log})
 	if err != nil {
 		return rep, fmt.Errorf("bench: %w", err)
@@ -237,7 +237,7 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 
 	e.svcs = []*service.Service{e.svc}
 	if slices.ContainsFunc(list, func(s Strategy) bool { return s.Instances > 1 }) {
-		reg2, err := lock.NewRegistry(lock.Deps{Data: data, Masters: masters, InstanceID: uuid.NewString(),
+		reg2, err := modes.NewRegistry(modes.Deps{Data: data, Masters: masters, InstanceID: uuid.NewString(),
 			Lease: opt.Lease, Logger: opt.Log})
 		if err != nil {
 			return rep, fmt.Errorf("bench: %w", err)

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"seckill/lock"
+	"github.com/seckill-lab/seckill/lock"
 	"seckill/service"
 )
 

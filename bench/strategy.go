@@ -15,7 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lock"
+	"seckill/internal/modes"
 	"seckill/service"
 	"seckill/store"
 )
@@ -58,10 +58,10 @@ var refRedislock = []string{RefRedislock100, RefRedislock10}
 
 // strategies lists everything the bench can run, in table order.
 func strategies() []Strategy {
-	// A lock mode of the service, as the registry describes it (lock.Modes): whether it takes a
+	// A lock mode of the service, as the registry describes it (modes.Modes): whether it takes a
 	// lock at all is the mode's own metadata.
 	mode := func(name string, k int, about string) Strategy {
-		m, _ := lock.LookupMode(name) // an unknown name fails its first sale, naming the mode
+		m, _ := modes.LookupMode(name) // an unknown name fails its first sale, naming the mode
 		return Strategy{Name: name, Kind: "mode", RoundTrips: k, About: about, Locked: !m.Atomic,
 			build: func(e *env) saleFunc {
 				return func(ctx context.Context, _ int) error {

@@ -15,8 +15,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"seckill/internal/modes"
 	"seckill/lab"
-	"seckill/lock"
 	"seckill/metrics"
 	"seckill/service"
 	"seckill/store"
@@ -123,8 +123,8 @@ func (a *API) message(err error, status int) string {
 func (a *API) fail(c *gin.Context, err error) {
 	status := statusOf(err)
 	body := ErrorBody{Error: a.message(err, status), Status: status}
-	if errors.Is(err, lock.ErrUnknownMode) {
-		body.ValidModes = lock.Names()
+	if errors.Is(err, modes.ErrUnknownMode) {
+		body.ValidModes = modes.Names()
 	}
 	if status == http.StatusServiceUnavailable {
 		c.Header("Retry-After", "1")

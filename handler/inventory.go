@@ -12,7 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"seckill/lock"
+	"seckill/internal/modes"
 	"seckill/service"
 	"seckill/store"
 )
@@ -47,7 +47,7 @@ func ParseSale(q url.Values) (service.SaleRequest, error) {
 	req.SKU = q.Get("sku")
 	req.Crash = q.Get("crash")
 	if q.Has("lock") && req.Mode == "" {
-		return req, fmt.Errorf("%w: %w: lock= is empty", service.ErrBadRequest, lock.ErrUnknownMode)
+		return req, fmt.Errorf("%w: %w: lock= is empty", service.ErrBadRequest, modes.ErrUnknownMode)
 	}
 	for _, p := range []struct {
 		name string
@@ -104,8 +104,8 @@ func (a *API) sale(c *gin.Context) {
 	if !errors.Is(err, service.ErrSoldOut) {
 		body.Error = a.message(err, status)
 	}
-	if errors.Is(err, lock.ErrUnknownMode) {
-		body.ValidModes = lock.Names()
+	if errors.Is(err, modes.ErrUnknownMode) {
+		body.ValidModes = modes.Names()
 	}
 	if body.Message == "" {
 		body.Message = body.Error

@@ -10,8 +10,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"seckill/internal/modes"
 	"seckill/lab"
-	"seckill/lock"
 	"seckill/service"
 )
 
@@ -90,7 +90,7 @@ type LabScenarios struct {
 //	@Router			/lab/scenarios [get]
 func (l *labAPI) listScenarios(c *gin.Context) {
 	c.JSON(http.StatusOK, LabScenarios{Enabled: l.a.svc.Settings().LabEnabled, Running: l.now(),
-		Modes: lock.Names(), MaxBurst: lab.MaxBurst, Scenarios: lab.Scenarios()})
+		Modes: modes.Names(), MaxBurst: lab.MaxBurst, Scenarios: lab.Scenarios()})
 }
 
 // runScenario godoc
@@ -212,10 +212,10 @@ func (l *labAPI) burst(c *gin.Context) {
 	}
 	req := service.SaleRequest{Mode: c.Query("lock")}
 	if _, given := c.GetQuery("lock"); err == nil && given && req.Mode == "" {
-		err = fmt.Errorf("%w: %w: lock= is empty", service.ErrBadRequest, lock.ErrUnknownMode)
+		err = fmt.Errorf("%w: %w: lock= is empty", service.ErrBadRequest, modes.ErrUnknownMode)
 	}
 	if err == nil && req.Mode != "" {
-		if _, lerr := lock.LookupMode(req.Mode); lerr != nil {
+		if _, lerr := modes.LookupMode(req.Mode); lerr != nil {
 			err = fmt.Errorf("%w: %w", service.ErrBadRequest, lerr)
 		}
 	}
@@ -229,7 +229,7 @@ func (l *labAPI) burst(c *gin.Context) {
 			mode = l.a.svc.Settings().Mode
 		}
 		// Checked here so that a bad combination is one 400, not n failed sales.
-		if m, lerr := lock.LookupMode(mode); err == nil && lerr == nil && req.Work > 0 && !m.Supports(lock.FaultWork) {
+		if m, lerr := modes.LookupMode(mode); err == nil && lerr == nil && req.Work > 0 && !m.Supports(modes.FaultWork) {
 			err = badRequest("workMs does not apply to lock mode %s", m.Name)
 		}
 	}

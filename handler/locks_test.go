@@ -10,10 +10,12 @@ import (
 
 	"seckill/config"
 	"seckill/internal/apptest"
+	"seckill/internal/modes"
 	"seckill/internal/testredis"
-	"seckill/lock"
 	"seckill/service"
 	"seckill/store"
+
+	"github.com/seckill-lab/seckill/lock"
 )
 
 // lkGet fetches url and decodes a JSON answer into out (when not nil).
@@ -163,7 +165,7 @@ func TestLocksShowsHolders(t *testing.T) {
 		}
 	}
 
-	for _, le := range []lock.Lease{nested, re, mle} {
+	for _, le := range []modes.Lease{nested, re, mle} {
 		if err := le.Release(t.Context()); err != nil {
 			t.Fatal(err)
 		}

@@ -27,9 +27,9 @@ import (
 	"seckill/app"
 	"seckill/config"
 	"seckill/internal/apptest"
+	"seckill/internal/modes"
 	"seckill/internal/redisproc"
 	"seckill/lab"
-	"seckill/lock"
 )
 
 // syncBuffer collects log lines from many goroutines.
@@ -83,7 +83,7 @@ func passwordConfig(t *testing.T) (config.Config, string, []*redisproc.Server) {
 		"SECKILL_REDIS_MASTERS": strings.Join(cfg.Redis.Masters, ","), "SECKILL_REDIS_EMBEDDED": "never",
 		"SECKILL_LOG_LEVEL": "debug",
 	}
-	loaded, err := config.Load("", func(k string) string { return env[k] }, lock.Names())
+	loaded, err := config.Load("", func(k string) string { return env[k] }, modes.Names())
 	if err != nil {
 		t.Fatalf("config from the environment: %v", err)
 	}
@@ -371,7 +371,7 @@ func TestAdminTokenIsComparedInConstantTime(t *testing.T) {
 // deliver its answer, and oversized headers are refused. The defaults are set and long enough
 // for the lock wait plus the longest business time.
 func TestServerTimeouts(t *testing.T) {
-	def, err := config.Load("", func(string) string { return "" }, lock.Names())
+	def, err := config.Load("", func(string) string { return "" }, modes.Names())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,8 +23,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/modes"
 	"seckill/lab/fault"
-	"seckill/lock"
 	"seckill/service"
 	"seckill/store"
 )
@@ -172,8 +172,8 @@ type Runner struct {
 }
 
 // Steps are the broken modes' knobs wired to the lab's faults.
-func Steps() lock.StepHooks {
-	return lock.StepHooks{BeforeExpire: fault.BeforeExpire, BeforeDel: fault.BeforeDel}
+func Steps() modes.StepHooks {
+	return modes.StepHooks{BeforeExpire: fault.BeforeExpire, BeforeDel: fault.BeforeDel}
 }
 
 func (r *Runner) lease() time.Duration {
@@ -227,7 +227,7 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) Result {
 	lease := r.lease() * time.Duration(max(sc.LeaseFactor, 1))
 	res := Result{Name: sc.Name, Row: sc.Row, Mode: sc.Mode, Step: sc.Step, Expect: sc.Expect, Short: sc.Short, Safe: sc.Safe,
 		SKU: "lab-" + sc.Name, LeaseMs: lease.Milliseconds(), Outcomes: map[string]int{}}
-	if _, err := lock.LookupMode(sc.Mode); err != nil {
+	if _, err := modes.LookupMode(sc.Mode); err != nil {
 		res.Verdict = Unexpected
 		res.Reason = fmt.Sprintf("lock mode %s is not available in this build: %v", sc.Mode, err)
 		return res
@@ -325,14 +325,14 @@ type Fleet struct {
 	Data    redis.UniversalClient
 	Masters []redis.UniversalClient
 	svcs    []*service.Service
-	regs    []*lock.Registry
+	regs    []*modes.Registry
 }
 
 // Service returns instance i (modulo the fleet's size).
 func (f *Fleet) Service(i int) *service.Service { return f.svcs[i%len(f.svcs)] }
 
 // Locker is lock mode name on instance i, for the scenarios that act on a lock directly.
-func (f *Fleet) Locker(i int, name string) (lock.Locker, error) {
+func (f *Fleet) Locker(i int, name string) (modes.Locker, error) {
 	l, _, err := f.regs[i%len(f.regs)].Locker(name)
 	return l, err
 }
@@ -398,7 +398,7 @@ func (e *Env) buildFleet(sku string, data redis.UniversalClient, masters []redis
 	st := store.New(data)
 	for i := range e.runner.instances() {
 		name := fmt.Sprintf("lab-%c", 'A'+i)
-		reg, err := lock.NewRegistry(lock.Deps{Data: data, Masters: masters, InstanceID: uuid.NewString(),
+		reg, err := modes.NewRegistry(modes.Deps{Data: data, Masters: masters, InstanceID: uuid.NewString(),
 			Lease: e.Lease, Logger: e.runner.log().With("instance", name), Steps: Steps()})
 		if err != nil {
 			return nil, fmt.Errorf("lab: lock registry for %s: %w", name, err)
@@ -601,7 +601,7 @@ func (e *Env) close() {
 	}
 	prefix := store.KeysFor(e.SKU).LockPrefix
 	for _, c := range append([]redis.UniversalClient{e.Data}, e.Masters...) {
-		for _, p := range append([]string{prefix}, lock.FairKeyPrefixes(prefix)...) {
+		for _, p := range append([]string{prefix}, modes.FairKeyPrefixes(prefix)...) {
 			if _, err := deleteKeys(ctx, c, p); err != nil {
 				e.runner.log().Warn("lab: delete lock keys", "prefix", p, "err", err)
 			}

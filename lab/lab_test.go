@@ -12,10 +12,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/modes"
 	"seckill/internal/redisproc"
 	"seckill/internal/testredis"
 	"seckill/lab"
-	"seckill/lock"
 )
 
 // newRunner gives a Runner over a fresh data Redis and three fresh masters.
@@ -157,7 +157,7 @@ func TestSelect(t *testing.T) {
 	for _, sc := range lab.Scenarios() {
 		// A mode's own scenario is as safe as the mode; the other scenarios of a mode (row 12's
 		// failover, the explicit lease, the unfair line) show where it stops holding.
-		if m, err := lock.LookupMode(sc.Mode); err == nil && sc.Name == m.Name && m.Safe != sc.Safe {
+		if m, err := modes.LookupMode(sc.Mode); err == nil && sc.Name == m.Name && m.Safe != sc.Safe {
 			t.Errorf("scenario %s says safe=%v, mode %s says safe=%v", sc.Name, sc.Safe, m.Name, m.Safe)
 		}
 	}

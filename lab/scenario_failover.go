@@ -11,9 +11,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/modes"
 	"seckill/internal/redisproc"
-	"seckill/lock"
 	"seckill/store"
+
+	"github.com/seckill-lab/seckill/lock"
 )
 
 // Row 12 of docs/scenarios.md: the reentrant lock on a replicated master managed by Sentinel
@@ -48,7 +50,7 @@ func init() {
 type failoverInstance struct {
 	name   string
 	rdb    *redis.Client
-	locker lock.Locker
+	locker modes.Locker
 	st     *store.Store
 }
 
@@ -80,7 +82,7 @@ func (e *Env) newFailoverRig(ctx context.Context, sku string, wait int) (*failov
 	for _, name := range []string{"A", "B"} {
 		c := topo.FailoverClient()
 		e.closers = append(e.closers, func() { _ = c.Close() })
-		reg, err := lock.NewRegistry(lock.Deps{Data: c, InstanceID: uuid.NewString(), Lease: failoverLease,
+		reg, err := modes.NewRegistry(modes.Deps{Data: c, InstanceID: uuid.NewString(), Lease: failoverLease,
 			WaitReplicas: wait, Logger: e.runner.log().With("instance", "lab-"+name)})
 		if err != nil {
 			return nil, fmt.Errorf("lab: lock registry for %s: %w", name, err)
@@ -157,7 +159,7 @@ func holdsOn(ctx context.Context, addr, key, field string) (bool, error) {
 
 // acquire takes the lock for owner through in, retrying while the client is still finding the
 // new master after a failover (bounded).
-func (in *failoverInstance) acquire(ctx context.Context, key, owner string, wait time.Duration) (lock.Lease, error) {
+func (in *failoverInstance) acquire(ctx context.Context, key, owner string, wait time.Duration) (modes.Lease, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		le, err := in.locker.Acquire(ctx, key, lock.Options{Wait: wait, Lease: failoverLease, Owner: owner})
@@ -180,7 +182,7 @@ func (in *failoverInstance) enter(ctx context.Context, sku string) (int64, error
 }
 
 // sell writes stock-1 with an order, unless the lease says the lock was lost, and leaves.
-func (in *failoverInstance) sell(ctx context.Context, sku string, stock int64, le lock.Lease) (bool, error) {
+func (in *failoverInstance) sell(ctx context.Context, sku string, stock int64, le modes.Lease) (bool, error) {
 	defer func() { _ = in.st.LeaveSection(context.WithoutCancel(ctx), sku, in.name) }()
 	if isDone(le.Lost()) {
 		return false, nil
@@ -209,7 +211,7 @@ func driveFailover(ctx context.Context, e *Env) error {
 		return nil
 	}
 	aAt := time.Now()
-	field := la.(lock.HashLease).Field()
+	field := la.(modes.HashLease).Field()
 	on, err := holdsOn(ctx, r.topo.Master.Addr, r.key, field)
 	if err != nil {
 		return err
@@ -341,7 +343,7 @@ func driveFailoverWait(ctx context.Context, e *Env) error {
 	if err != nil {
 		return nil
 	}
-	field := la.(lock.HashLease).Field()
+	field := la.(modes.HashLease).Field()
 	took, err = r2.failover(ctx, false)
 	if err != nil {
 		return err

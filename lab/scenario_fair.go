@@ -8,9 +8,11 @@ import (
 	"sync"
 	"time"
 
+	"seckill/internal/modes"
 	"seckill/lab/fault"
-	"seckill/lock"
 	"seckill/service"
+
+	"github.com/seckill-lab/seckill/lock"
 )
 
 // The scenarios of row 13 (the fair lock) and of the explicit-lease pitfall of row 7.
@@ -220,7 +222,7 @@ func driveDeadWaiter(ctx context.Context, e *Env) error {
 
 // waitQueued waits until the fair lock on key has n waiters in its queue.
 func waitQueued(ctx context.Context, e *Env, key string, n int64) error {
-	q := lock.FairKeyPrefixes(key)[0]
+	q := modes.FairKeyPrefixes(key)[0]
 	ok, err := waitFor(ctx, 5*time.Second, 2*time.Millisecond, func() (bool, error) {
 		got, err := e.Data.LLen(ctx, q).Result()
 		return got == n, err

@@ -9,10 +9,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/modes"
 	"seckill/internal/redisproc"
 	"seckill/lab/fault"
-	"seckill/lock"
 	"seckill/service"
+
+	"github.com/seckill-lab/seckill/lock"
 )
 
 // Where Redlock itself stops holding (row 9), and where its own check catches the pause.
@@ -106,7 +108,7 @@ func driveRedlockSlowAcquire(ctx context.Context, e *Env) error {
 	var aTook time.Duration
 	waitA := Go(func() {
 		start := time.Now()
-		var le lock.Lease
+		var le modes.Lease
 		// One attempt: the wait ends before a second one could start.
 		le, aErr = l.Acquire(actx, key, lock.Options{Wait: e.Lease})
 		aTook = time.Since(start)
@@ -204,12 +206,16 @@ func restartNow(s *redisproc.Server) func() error {
 // persistence, but only after the longest lease plus the drift: by then every lock it could have
 // granted has expired on the other masters too, so B cannot form a majority with a lock A may
 // still hold.
+// redlockDrift is the library's default clock-drift factor for Redlock (redsync's, 0.01), which
+// the lab's modes use.
+const redlockDrift = 0.01
+
 func driveRedlockRestartDelayed(ctx context.Context, e *Env) error {
 	srv, live, err := e.ownMasters(3)
 	if err != nil {
 		return err
 	}
-	down := e.Lease + time.Duration(float64(e.Lease)*lock.DefaultDriftFactor) + 2*time.Millisecond
+	down := e.Lease + time.Duration(float64(e.Lease)*redlockDrift) + 2*time.Millisecond
 	return twoMajorities(ctx, e, live, "restart master 2 after the lease plus the drift ("+ms(down)+")", func() error {
 		srv[1].Stop()
 		if !sleepCtx(ctx, down) {

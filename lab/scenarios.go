@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lock"
+	"seckill/internal/modes"
 	"seckill/service"
 	"seckill/store"
 )
@@ -94,9 +94,9 @@ func Select(names []string) ([]Scenario, error) {
 }
 
 // registerMode registers the scenario of a lock mode's own row. Its row, its source and whether
-// it is safe come from the mode (lock.Modes), the one place they are stated.
+// it is safe come from the mode (modes.Modes), the one place they are stated.
 func registerMode(sc Scenario) {
-	m, err := lock.LookupMode(sc.Mode)
+	m, err := modes.LookupMode(sc.Mode)
 	if err != nil {
 		panic("lab: scenario " + sc.Name + ": " + err.Error())
 	}

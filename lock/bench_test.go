@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"github.com/seckill-lab/seckill/lock/locktest"
 	"context"
 	"fmt"
 	"sync"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/testredis"
 )
 
 // Benchmarks of the acquire/release path of every locked mode on real redis-server processes
@@ -30,64 +30,62 @@ import (
 const benchLease = 30 * time.Second
 
 func BenchmarkLuaAcquireRelease(b *testing.B) {
-	c := testredis.Client(b, testredis.Start(b))
-	benchMode(b, "lua", []*redis.Client{c}, Deps{Data: c, Lease: benchLease})
+	c := locktest.NewClient(b, locktest.New(b))
+	benchMode(b, "lua", []*redis.Client{c}, func() (*Locker, error) { return NewLua(c, WithLease(benchLease)) })
 }
 
 func BenchmarkReentrantAcquireRelease(b *testing.B) {
-	c := testredis.Client(b, testredis.Start(b))
-	benchMode(b, "reentrant", []*redis.Client{c}, Deps{Data: c, Lease: benchLease, InstanceID: "bench"})
+	c := locktest.NewClient(b, locktest.New(b))
+	benchMode(b, "reentrant", []*redis.Client{c}, func() (*Locker, error) {
+		return NewReentrant(c, WithLease(benchLease), WithInstanceID("bench"))
+	})
 }
 
 func BenchmarkFencedAcquireRelease(b *testing.B) {
-	c := testredis.Client(b, testredis.Start(b))
-	benchMode(b, "fenced", []*redis.Client{c}, Deps{Data: c, Lease: benchLease})
+	c := locktest.NewClient(b, locktest.New(b))
+	benchMode(b, "fenced", []*redis.Client{c}, func() (*Locker, error) { return NewFenced(c, WithLease(benchLease)) })
 }
 
 func BenchmarkMultilockAcquireRelease(b *testing.B) {
 	clients := benchMasters(b, 3)
-	benchMode(b, "multilock", clients, Deps{Masters: testredis.Universal(clients...), Lease: benchLease, InstanceID: "bench"})
+	benchMode(b, "multilock", clients, func() (*Locker, error) {
+		return NewMultilock(universal(clients...), WithLease(benchLease), WithInstanceID("bench"))
+	})
 }
 
 func BenchmarkRedlockAcquireRelease(b *testing.B) {
 	for _, n := range []int{3, 5} {
 		b.Run(fmt.Sprintf("masters=%d", n), func(b *testing.B) {
 			clients := benchMasters(b, n)
-			benchMode(b, "redlock", clients, Deps{Masters: testredis.Universal(clients...), Lease: benchLease})
+			benchMode(b, "redlock", clients, func() (*Locker, error) { return NewRedlock(universal(clients...), WithLease(benchLease)) })
 		})
 	}
 }
 
 func benchMasters(b *testing.B, n int) []*redis.Client {
 	clients := make([]*redis.Client, n)
-	for i, s := range testredis.StartN(b, n) {
-		clients[i] = testredis.Client(b, s)
+	for i, s := range locktest.NewN(b, n) {
+		clients[i] = locktest.NewClient(b, s)
 	}
 	return clients
 }
 
-// benchMode builds mode name from deps and runs the sub-benchmarks; servers are the clients the
-// mode talks through, whose commands (counted by a hook on them) give cmds/op.
-func benchMode(b *testing.B, name string, servers []*redis.Client, deps Deps) {
-	m, err := LookupMode(name)
+// benchMode builds lock name with newLock and runs the sub-benchmarks; servers are the clients the
+// lock talks through, whose commands (counted by a hook on them) give cmds/op.
+func benchMode(b *testing.B, name string, servers []*redis.Client, newLock func() (*Locker, error)) {
+	l, err := newLock()
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := m.New(deps)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if c, ok := l.(interface{ Close() error }); ok {
-		b.Cleanup(func() {
-			if err := c.Close(); err != nil {
-				b.Error(err)
-			}
-		})
-	}
-	benchAcquireRelease(b, l, testredis.Count(servers...))
+	b.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			b.Error(err)
+		}
+	})
+	benchAcquireRelease(b, name, l, locktest.Count(servers...))
 }
 
-func benchAcquireRelease(b *testing.B, l Locker, calls *testredis.Counter) {
+func benchAcquireRelease(b *testing.B, name string, l *Locker, calls *locktest.Counter) {
 	ctx := context.Background()
 	cycle := func(key string) error {
 		lease, err := l.Acquire(ctx, key, Options{Wait: time.Minute, Lease: benchLease})
@@ -97,7 +95,7 @@ func benchAcquireRelease(b *testing.B, l Locker, calls *testredis.Counter) {
 		return lease.Release(ctx)
 	}
 	b.Run("serial", func(b *testing.B) {
-		key := "{bench}:lock:serial:" + l.Name()
+		key := "{bench}:lock:serial:" + name
 		calls.Reset()
 		for b.Loop() {
 			if err := cycle(key); err != nil {
@@ -111,7 +109,7 @@ func benchAcquireRelease(b *testing.B, l Locker, calls *testredis.Counter) {
 		calls.Reset()
 		b.SetParallelism(4)
 		b.RunParallel(func(pb *testing.PB) {
-			key := fmt.Sprintf("{bench}:lock:own:%s:%d", l.Name(), next.Add(1))
+			key := fmt.Sprintf("{bench}:lock:own:%s:%d", name, next.Add(1))
 			for pb.Next() {
 				if err := cycle(key); err != nil {
 					b.Error(err)
@@ -123,14 +121,14 @@ func benchAcquireRelease(b *testing.B, l Locker, calls *testredis.Counter) {
 	})
 	for _, holders := range []int{8, 50} {
 		b.Run(fmt.Sprintf("one-key-%d", holders), func(b *testing.B) {
-			benchOneKey(b, holders, "{bench}:lock:one:"+l.Name(), cycle, calls)
+			benchOneKey(b, holders, "{bench}:lock:one:"+name, cycle, calls)
 		})
 	}
 }
 
 // benchOneKey runs b.N acquire/release cycles shared by holders goroutines on one key and
 // reports the fairness of the split (Jain's index over the cycles each holder got).
-func benchOneKey(b *testing.B, holders int, key string, cycle func(string) error, calls *testredis.Counter) {
+func benchOneKey(b *testing.B, holders int, key string, cycle func(string) error, calls *locktest.Counter) {
 	var left atomic.Int64
 	left.Store(int64(b.N))
 	got := make([]int64, holders)
@@ -163,7 +161,7 @@ func benchOneKey(b *testing.B, holders int, key string, cycle func(string) error
 
 // reportCommands reports the commands the clients sent per op (a script counts once), the
 // Redis-side cost of a cycle: extra tries and wake-ups show here.
-func reportCommands(b *testing.B, calls *testredis.Counter) {
+func reportCommands(b *testing.B, calls *locktest.Counter) {
 	b.Helper()
 	if b.N > 0 {
 		b.ReportMetric(float64(calls.Load())/float64(b.N), "cmds/op")

@@ -1,6 +1,7 @@
 package lock_test
 
 import (
+	"github.com/seckill-lab/seckill/lock/locktest"
 	"context"
 	"errors"
 	"fmt"
@@ -9,17 +10,16 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/redisproc"
-	"seckill/lock"
+	"github.com/seckill-lab/seckill/lock"
 )
 
 // exampleRedis starts n throwaway Redis servers for an example (a real redis-server when
 // installed, else an in-process one) and returns a client on each and a function that stops them.
-func exampleRedis(n int) ([]redis.UniversalClient, []*redisproc.Server, func()) {
+func exampleRedis(n int) ([]redis.UniversalClient, []*locktest.Server, func()) {
 	var clients []redis.UniversalClient
-	var servers []*redisproc.Server
+	var servers []*locktest.Server
 	for range n {
-		s, err := redisproc.Start(redisproc.Options{})
+		s, err := locktest.Start(locktest.Options{})
 		if err != nil {
 			log.Fatal(err)
 		}

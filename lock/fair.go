@@ -73,7 +73,7 @@ func (w *fairWaiter) ring() {
 	}
 }
 
-func newFair(d Deps) (Locker, error) {
+func newFair(d settings) (locker, error) {
 	l := &fairLocker{rdb: d.Data, id: cmp.Or(d.InstanceID, uuid.NewString()), lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d),
 		waiters: map[string]*fairWaiter{}}
 	if l.rdb != nil {
@@ -86,13 +86,6 @@ func newFair(d Deps) (Locker, error) {
 // prefixName does (in the same hash slot as the lock).
 func fairQueue(name string) string     { return redissonPrefixed("redisson_lock_queue", name) }
 func fairDeadlines(name string) string { return redissonPrefixed("redisson_lock_timeout", name) }
-
-// FairKeyPrefixes are the prefixes of the fair lock's own keys (its queue and its deadlines) for
-// the lock keys that start with lockPrefix, which must carry a hash tag ("{sku}:lock:"): what a
-// reset must delete besides the lock keys themselves.
-func FairKeyPrefixes(lockPrefix string) []string {
-	return []string{fairQueue(lockPrefix), fairDeadlines(lockPrefix)}
-}
 
 // fairChannel is the channel on which the waiter with field is told that its turn has come.
 func fairChannel(name, field string) string { return unlockChannel(name) + ":" + field }
@@ -109,7 +102,7 @@ func (l *fairLocker) Name() string { return "fair" }
 // Acquire joins the queue for key and waits for its turn, at most opts.Wait. The wait is also
 // the thread wait of Redisson's tryLock(wait, ...): how long this waiter may stay at the head of
 // the queue without coming for the lock before the others pass it (should it die meanwhile).
-func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
+func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
 	if l.rdb == nil {
 		return nil, fmt.Errorf("lock: fair: %w: no Redis configured", ErrUnavailable)
 	}
@@ -145,7 +138,7 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (Lea
 	defer leave()
 	// fail ends a wait without the lock: out of the queue, and a lock handed over meanwhile
 	// given back on to the next waiter.
-	fail := func(err error) (Lease, error) {
+	fail := func(err error) (heldLock, error) {
 		if leave() {
 			l.releaseFor(ctx, key, field, w.leaseMs, waitMs)
 		} else {
@@ -322,14 +315,7 @@ func (l *fairLocker) held(ctx context.Context, key, field string, lease time.Dur
 		return le
 	}
 	le.wd = startWatchdog(ctx, max(lease/3, time.Millisecond), func(ctx context.Context) (renewOutcome, error) {
-		n, err := reentrantRenew.Run(ctx, l.rdb, []string{key}, leaseMs, field).Int()
-		switch {
-		case err != nil:
-			return renewLost, redisErr("fair renew "+key, err)
-		case n != 1:
-			return renewLost, nil
-		}
-		return renewed, nil
+		return outcome(renewHash(ctx, l.rdb, key, field, leaseMs))
 	}, func(err error) {
 		l.log.Warn("fair lock lost: renewal failed", "key", key, "field", field, "err", err)
 	})
@@ -384,15 +370,14 @@ func (le *fairLease) Release(ctx context.Context) error {
 		return fmt.Errorf("%w: %s: this lease was already released", ErrNotHeld, le.key)
 	}
 	le.wd.Stop()
-	return le.l.release(ctx, le.key, le.field, le.leaseMs, le.waitMs)
+	err := le.l.release(ctx, le.key, le.field, le.leaseMs, le.waitMs)
+	if retryable(err) {
+		le.over.Store(false)
+	}
+	return err
 }
 
-func init() {
-	register(Mode{
-		Name: "fair", Row: 13, Step: "Redisson walkthrough (getFairLock); Redisson internals", Source: "Redisson walkthrough, getFairLock", Safe: true,
-		Summary: "Redisson RFairLock layout: the reentrant hash and watchdog plus a queue and deadlines in Redis; " +
-			"waiters are served in the order they queued, across instances, each woken on its own channel",
-		Faults: watchdogFaults,
-		New:    newFair,
-	})
+// refresh pushes the lock's expiry out by the lease, while the field is still ours.
+func (le *fairLease) refresh(ctx context.Context) error {
+	return renewHash(ctx, le.l.rdb, le.key, le.field, le.leaseMs)
 }

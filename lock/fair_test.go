@@ -1,6 +1,7 @@
 package lock_test
 
 import (
+	"github.com/seckill-lab/seckill/lock/locktest"
 	"context"
 	"errors"
 	"fmt"
@@ -13,15 +14,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/testredis"
-	"seckill/lab/fault"
-	"seckill/lock"
+	"github.com/seckill-lab/seckill/lock"
 )
 
 // fairLocker builds a fair lock on c as process id (its clients carry the fault hook).
 func fairLocker(t *testing.T, c *redis.Client, id string, lease time.Duration) lock.Locker {
 	t.Helper()
-	fault.Install(c)
+	locktest.Install(c)
 	l, err := lock.NewFair(c, lock.WithInstanceID(id), lock.WithLease(lease))
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +75,7 @@ func releaseFor(t *testing.T, h lock.Lease, got <-chan lock.Lease) (lock.Lease, 
 }
 
 func TestFairRedissonLayout(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
+	c := locktest.NewClient(t, locktest.New(t))
 	const lease = 5 * time.Second
 	a, b := fairLocker(t, c, "inst-a", lease), fairLocker(t, c, "inst-b", lease)
 	const key = "fair-layout"
@@ -134,7 +133,7 @@ func TestFairRedissonLayout(t *testing.T) {
 // TestFairServesInQueueOrderAcrossProcesses: waiters from two processes, queued one after the
 // other, get the lock exactly in that order.
 func TestFairServesInQueueOrderAcrossProcesses(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
+	c := locktest.NewClient(t, locktest.New(t))
 	ls := []lock.Locker{fairLocker(t, c, "p0", 5*time.Second), fairLocker(t, c, "p1", 5*time.Second)}
 	const key = "fair-order"
 	h, err := ls[0].Acquire(t.Context(), key, lock.Options{Owner: "holder"})
@@ -183,7 +182,7 @@ func TestFairServesInQueueOrderAcrossProcesses(t *testing.T) {
 // TestFairWaiterThatGivesUpLeavesTheQueue: the waiters behind it move up, and the next release
 // goes to them at once.
 func TestFairWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
+	c := locktest.NewClient(t, locktest.New(t))
 	l := fairLocker(t, c, "p", 5*time.Second)
 	const key = "fair-give-up"
 	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder"})
@@ -231,7 +230,7 @@ func TestFairWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 // hands the lock over directly to a waiter of its own process, which cannot be dead while the
 // releasing process lives.
 func TestFairDeadWaiterHoldsTheLineForItsWait(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
+	c := locktest.NewClient(t, locktest.New(t))
 	l := fairLocker(t, c, "p", 5*time.Second)
 	other := fairLocker(t, c, "g", 5*time.Second)
 	const key = "fair-dead"
@@ -240,7 +239,7 @@ func TestFairDeadWaiterHoldsTheLineForItsWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	const ghostWait = 500 * time.Millisecond
-	ctx, ghost := fault.Attach(t.Context(), fault.Plan{})
+	ctx, ghost := locktest.Attach(t.Context(), locktest.Plan{})
 	ghostDone := make(chan error, 1)
 	go func() {
 		_, err := other.Acquire(ctx, key, lock.Options{Owner: "ghost", Wait: 3 * time.Second})
@@ -268,14 +267,14 @@ func TestFairDeadWaiterHoldsTheLineForItsWait(t *testing.T) {
 	if took > ghostWait+500*time.Millisecond {
 		t.Errorf("alive got the lock %s after the release, want about the dead waiter's wait (%s)", took, ghostWait)
 	}
-	if err := <-ghostDone; !errors.Is(err, fault.ErrCrashed) {
+	if err := <-ghostDone; !errors.Is(err, locktest.ErrCrashed) {
 		t.Errorf("the dead waiter's Acquire = %v, want its crash", err)
 	}
 	_ = le.Release(t.Context())
 }
 
 func TestFairReentryAndWatchdog(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
+	c := locktest.NewClient(t, locktest.New(t))
 	const lease = 300 * time.Millisecond
 	l := fairLocker(t, c, "p", lease)
 	const key = "fair-reentry"
@@ -312,7 +311,7 @@ func TestFairReentryAndWatchdog(t *testing.T) {
 }
 
 func TestFairTryOnceLeavesNoQueueEntry(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
+	c := locktest.NewClient(t, locktest.New(t))
 	l := fairLocker(t, c, "p", 5*time.Second)
 	const key = "fair-try"
 	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder"})
@@ -330,7 +329,7 @@ func TestFairTryOnceLeavesNoQueueEntry(t *testing.T) {
 
 // TestFairQueueShownByInspect: the /locks view reads the queue and each waiter's deadline.
 func TestFairQueueShownByInspect(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
+	c := locktest.NewClient(t, locktest.New(t))
 	reg, err := lock.NewRegistry(lock.Deps{Data: c, InstanceID: "inst", Lease: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -380,8 +379,8 @@ func TestFairQueueShownByInspect(t *testing.T) {
 // its deadline gone, the hash field set), and wakes it in the process: the waiter holds the lock
 // without a command of its own, and the one behind it is next.
 func TestFairHandsOverWithinOneProcess(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
-	calls := testredis.Count(c)
+	c := locktest.NewClient(t, locktest.New(t))
+	calls := locktest.Count(c)
 	l := fairLocker(t, c, "p", 5*time.Second)
 	const key = "fair-handover"
 	// One round first, so the scripts are loaded and EVALSHA finds them.
@@ -438,7 +437,7 @@ func TestFairHandsOverWithinOneProcess(t *testing.T) {
 // TestFairHandoverKeepsTheWaitersLease: a waiter that asked for its own lease gets it after a
 // handover too (the script hands over with the Locker's default lease).
 func TestFairHandoverKeepsTheWaitersLease(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
+	c := locktest.NewClient(t, locktest.New(t))
 	l := fairLocker(t, c, "p", 30*time.Second)
 	const key = "fair-handover-lease"
 	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder"})
@@ -462,13 +461,13 @@ func TestFairHandoverKeepsTheWaitersLease(t *testing.T) {
 }
 
 // TestFairHandoverRacingTheWaitersOwnAttempt: the release script hands the lock to the waiter,
-// but the releasing process is paused before it can tell the waiter (fault.Plan.PauseAfterReply
+// but the releasing process is paused before it can tell the waiter (locktest.Plan.PauseAfterReply
 // on the release). Meanwhile the waiter's own timer fires and its attempt finds its own field in
 // the lock: a re-entry, hold count 2, for one holder. The releaser, finding the waiter gone
 // from its line, releases one hold for it: the count must end at 1, the waiter must hold the lock,
 // and its one release must free it.
 func TestFairHandoverRacingTheWaitersOwnAttempt(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
+	c := locktest.NewClient(t, locktest.New(t))
 	l := fairLocker(t, c, "p", 5*time.Second)
 	const key = "fair-handover-race"
 	// One round first, so the release script is loaded: the paused release must be one EVALSHA,
@@ -492,7 +491,7 @@ func TestFairHandoverRacingTheWaitersOwnAttempt(t *testing.T) {
 		got <- le
 	}()
 	waitQueue(t, c, key, 1)
-	rctx, _ := fault.Attach(t.Context(), fault.Plan{PauseAfterReply: 700 * time.Millisecond})
+	rctx, _ := locktest.Attach(t.Context(), locktest.Plan{PauseAfterReply: 700 * time.Millisecond})
 	if err := h.Release(rctx); err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ type fencedLocker struct {
 	id string
 }
 
-func newFenced(d Deps) (Locker, error) {
+func newFenced(d settings) (locker, error) {
 	l := &fencedLocker{rdb: d.Data, lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d), id: uuid.NewString()}
 	l.sub, l.line = newSubscribedLine(d.Data, l.log, func(payload string) bool { return payload != l.id }, true)
 	return l, nil
@@ -65,7 +65,7 @@ func fencedTokenKey(key string) string { return key + ":token" }
 // Acquire runs the acquire script until it holds the lock or the wait runs out, waiting in
 // line between attempts like the lua mode. An explicit lease turns the watchdog off, as
 // Redisson's lock(lease) does.
-func (l *fencedLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
+func (l *fencedLocker) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
 	lease := leaseOrDefault(opts, l.lease)
 	leaseMs := max(lease.Milliseconds(), 1)
 	value := uuid.NewString()
@@ -87,17 +87,10 @@ func (l *fencedLocker) Acquire(ctx context.Context, key string, opts Options) (L
 	if err := l.line.obtain(ctx, key, opts.Wait, lease, false, try); err != nil {
 		return nil, err
 	}
-	fl := &fencedLease{key: key, value: value, token: token, rdb: l.rdb, l: l}
+	fl := &fencedLease{key: key, value: value, token: token, rdb: l.rdb, l: l, leaseMs: leaseMs}
 	if !opts.ExplicitLease {
 		fl.wd = startWatchdog(ctx, max(lease/3, time.Millisecond), func(ctx context.Context) (renewOutcome, error) {
-			n, err := fencedRenew.Run(ctx, l.rdb, []string{key}, value, leaseMs).Int()
-			switch {
-			case err != nil:
-				return renewLost, redisErr("fenced renew "+key, err)
-			case n != 1:
-				return renewLost, nil
-			}
-			return renewed, nil
+			return outcome(renewValue(ctx, l.rdb, key, value, leaseMs))
 		}, func(err error) {
 			l.log.Warn("fenced lock lost: renewal failed", "key", key, "token", token, "err", err)
 		})
@@ -111,6 +104,7 @@ type fencedLease struct {
 	token      int64
 	rdb        redis.Scripter
 	l          *fencedLocker
+	leaseMs    int64
 	wd         *watchdog // nil with an explicit lease
 	done       atomic.Bool
 }
@@ -132,7 +126,10 @@ func (l *fencedLease) Release(ctx context.Context) error {
 	n, err := compareAndDeletePublish.Run(ctx, l.rdb, []string{l.key, unlockChannel(l.key)}, l.value, l.l.id).Int()
 	l.l.line.ring(l.key) // the waiters of this process, at once
 	if err != nil {
-		return redisErr("compare-and-delete "+l.key, err)
+		if err = redisErr("compare-and-delete "+l.key, err); retryable(err) {
+			l.done.Store(false)
+		}
+		return err
 	}
 	if n == 0 {
 		return fmt.Errorf("%w: %s (token %d) had expired or passed to a newer holder", ErrNotHeld, l.key, l.token)
@@ -140,14 +137,20 @@ func (l *fencedLease) Release(ctx context.Context) error {
 	return nil
 }
 
-func init() {
-	register(Mode{
-		Name: "fenced", Row: 10, Step: "beyond the sources: Redisson RFencedLock, Kleppmann's fencing tokens", Source: "beyond: RFencedLock, Kleppmann",
-		Safe: true,
-		Summary: "SET NX PX + INCR token in one script, watchdog every lease/3, compare-and-delete release; " +
-			"the stock write is accepted only with a token not older than the newest written, so a frozen " +
-			"holder's stale write is rejected (no lost update)",
-		Faults: watchdogFaults,
-		New:    newFenced,
-	})
+// refresh pushes the lock's expiry out by the lease, while the key still holds our value.
+func (l *fencedLease) refresh(ctx context.Context) error {
+	return renewValue(ctx, l.rdb, l.key, l.value, l.leaseMs)
+}
+
+// renewValue pushes a string lock's expiry out by leaseMs while it still holds value: ErrNotHeld
+// when it does not.
+func renewValue(ctx context.Context, rdb redis.Scripter, key, value string, leaseMs int64) error {
+	n, err := fencedRenew.Run(ctx, rdb, []string{key}, value, leaseMs).Int()
+	if err != nil {
+		return redisErr("renew "+key, err)
+	}
+	if n != 1 {
+		return fmt.Errorf("%w: %s had expired or passed to a newer holder", ErrNotHeld, key)
+	}
+	return nil
 }

@@ -1,14 +1,14 @@
 package lock_test
 
 import (
+	"github.com/seckill-lab/seckill/lock/locktest"
 	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"seckill/lab/fault"
-	"seckill/lock"
+	"github.com/seckill-lab/seckill/lock"
 )
 
 func TestFencedTokensStrictlyIncrease(t *testing.T) {
@@ -133,7 +133,7 @@ func TestFencedFrozenHolderLosesLockToNewerToken(t *testing.T) {
 	ctx := t.Context()
 	key := "{t}:lock:fenced"
 
-	actx, holder := fault.Attach(ctx, fault.Plan{})
+	actx, holder := locktest.Attach(ctx, locktest.Plan{})
 	a, err := l.Acquire(actx, key, lock.Options{Lease: lease})
 	if err != nil {
 		t.Fatalf("A acquire: %v", err)
@@ -185,7 +185,7 @@ func TestFencedCrashedHoldersLockExpiresOneLeaseLater(t *testing.T) {
 	ctx := t.Context()
 	key := "{t}:lock:fenced"
 
-	actx, holder := fault.Attach(ctx, fault.Plan{})
+	actx, holder := locktest.Attach(ctx, locktest.Plan{})
 	if _, err := l.Acquire(actx, key, lock.Options{Lease: lease}); err != nil {
 		t.Fatalf("A acquire: %v", err)
 	}

@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"github.com/seckill-lab/seckill/lock/locktest"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/testredis"
 )
 
 // The handoff (handoff.go): waiters of one Locker wait in line per key, only the head contends
@@ -23,17 +23,17 @@ import (
 type hoServers struct {
 	data    *redis.Client
 	masters []*redis.Client
-	calls   *testredis.Counter
+	calls   *locktest.Counter
 }
 
 func hoStart(t *testing.T) hoServers {
 	t.Helper()
-	all := testredis.StartN(t, 4)
-	s := hoServers{data: testredis.Client(t, all[0])}
+	all := locktest.NewN(t, 4)
+	s := hoServers{data: locktest.NewClient(t, all[0])}
 	for _, srv := range all[1:] {
-		s.masters = append(s.masters, testredis.Client(t, srv))
+		s.masters = append(s.masters, locktest.NewClient(t, srv))
 	}
-	s.calls = testredis.Count(append(s.masters, s.data)...)
+	s.calls = locktest.Count(append(s.masters, s.data)...)
 	return s
 }
 
@@ -48,7 +48,7 @@ func hoLockers(t *testing.T, srv hoServers, mode string, instances int, lease ti
 	}
 	var out []Locker
 	for i := range instances {
-		l, err := m.New(Deps{Data: data, Masters: testredis.Universal(masters...), Lease: lease,
+		l, err := m.New(Deps{Data: data, Masters: universal(masters...), Lease: lease,
 			InstanceID: fmt.Sprintf("inst-%d", i)})
 		if err != nil {
 			t.Fatal(err)

@@ -44,7 +44,7 @@ type luaLocker struct {
 	id string
 }
 
-func newLua(d Deps) (Locker, error) {
+func newLua(d settings) (locker, error) {
 	l := &luaLocker{rdb: d.Data, lease: cmp.Or(d.Lease, DefaultLease), id: uuid.NewString(), log: logOf(d)}
 	l.sub, l.line = newSubscribedLine(d.Data, l.log, func(payload string) bool { return payload != l.id }, true)
 	l.line.dropOrphan = l.dropOrphan
@@ -53,7 +53,7 @@ func newLua(d Deps) (Locker, error) {
 
 func (l *luaLocker) Name() string { return "lua" }
 
-func (l *luaLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
+func (l *luaLocker) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
 	lease := opts.Lease
 	if lease <= 0 {
 		lease = l.lease
@@ -65,7 +65,11 @@ func (l *luaLocker) Acquire(ctx context.Context, key string, opts Options) (Leas
 	if err := l.line.obtainAs(ctx, key, value, opts.Wait, lease, false, try); err != nil {
 		return nil, err
 	}
-	return &plainLease{key: key, release: func(ctx context.Context) error { return l.release(ctx, key, value) }}, nil
+	leaseMs := max(lease.Milliseconds(), 1)
+	return &plainLease{key: key,
+		release: func(ctx context.Context) error { return l.release(ctx, key, value) },
+		renew:   func(ctx context.Context) error { return renewValue(ctx, l.rdb, key, value, leaseMs) },
+	}, nil
 }
 
 // release gives the lock back and passes it on: straight to this process's next waiter when no
@@ -138,19 +142,9 @@ func (l *luaLocker) Close() error {
 	return l.sub.Close()
 }
 
-func logOf(d Deps) *slog.Logger {
+func logOf(d settings) *slog.Logger {
 	if d.Logger == nil {
 		return slog.New(slog.DiscardHandler)
 	}
 	return d.Logger
-}
-
-func init() {
-	register(Mode{
-		Name: "lua", Row: 6, Step: "Pitfalls, case 6; Jedis lock", Source: "Pitfalls, case 6; Jedis lock", Safe: false,
-		Summary: "UUID value, SET NX PX, Lua compare-and-delete release: never deletes another's lock, " +
-			"but with business time > lease two holders overlap (no watchdog)",
-		Faults: lockedFaults,
-		New:    newLua,
-	})
 }

@@ -4,20 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
-
-// MultiLease is a lease made of one lease per master (multilock). Parts lists them in master
-// order, for views that show what happened on each master.
-type MultiLease interface {
-	Lease
-	Parts() []Lease
-}
 
 // multiLocker is mode multilock (the Redisson walkthrough's getMultiLock, RedissonMultiLock): one
 // reentrant lock, same layout and scripts, on every independent master, all of them required.
@@ -31,11 +21,11 @@ type multiLocker struct {
 	retry func() time.Duration
 }
 
-func newMultilock(d Deps) (Locker, error) {
+func newMultilock(d settings) (locker, error) {
 	m := &multiLocker{retry: retryOr(d, 50*time.Millisecond, 150*time.Millisecond)}
 	for _, c := range d.Masters {
 		m.parts = append(m.parts, newReentrantOn("multilock", c, d))
-		m.addrs = append(m.addrs, ClientAddr(c))
+		m.addrs = append(m.addrs, clientAddr(c))
 	}
 	return m, nil
 }
@@ -43,7 +33,7 @@ func newMultilock(d Deps) (Locker, error) {
 func (m *multiLocker) Name() string { return "multilock" }
 
 // Acquire takes key on every master in order, waiting at most opts.Wait in all.
-func (m *multiLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
+func (m *multiLocker) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
 	if len(m.parts) == 0 {
 		return nil, fmt.Errorf("lock: multilock: %w: no masters configured (redis.masters)", ErrUnavailable)
 	}
@@ -93,6 +83,9 @@ func releaseParts(ctx context.Context, parts []*reentrantLease) error {
 	var wg sync.WaitGroup
 	for i, p := range parts {
 		wg.Go(func() {
+			if p.over.Load() {
+				return // released by an earlier try of this release
+			}
 			if err := p.Release(ctx); err != nil {
 				errs[i] = fmt.Errorf("master %d: %w", i+1, err)
 			}
@@ -158,8 +151,8 @@ func (ml *multiLease) Renewals() int64 {
 }
 
 // Parts lists the lease on each master, in master order.
-func (ml *multiLease) Parts() []Lease {
-	out := make([]Lease, len(ml.parts))
+func (ml *multiLease) Parts() []heldLock {
+	out := make([]heldLock, len(ml.parts))
 	for i, p := range ml.parts {
 		out[i] = p
 	}
@@ -173,26 +166,18 @@ func (ml *multiLease) Release(ctx context.Context) error {
 		return fmt.Errorf("%w: %s: this lease was already released", ErrNotHeld, ml.key)
 	}
 	ml.once.Do(func() { close(ml.stop) })
-	return releaseParts(ctx, ml.parts)
+	err := releaseParts(ctx, ml.parts)
+	if retryable(err) {
+		ml.over.Store(false) // the parts that were released say ErrNotHeld on the next try
+	}
+	return err
 }
 
-// ClientAddr names the server a client talks to ("host:port"), for messages and views.
-func ClientAddr(c redis.UniversalClient) string {
-	if o, ok := c.(interface{ Options() *redis.Options }); ok {
-		return o.Options().Addr
+// refresh renews the lock on every master; any master where it is no longer held is ErrNotHeld.
+func (ml *multiLease) refresh(ctx context.Context) error {
+	var errs []error
+	for _, p := range ml.parts {
+		errs = append(errs, p.refresh(ctx))
 	}
-	if cc, ok := c.(*redis.ClusterClient); ok {
-		return "cluster " + strings.Join(cc.Options().Addrs, ",")
-	}
-	return fmt.Sprintf("%v", c)
-}
-
-func init() {
-	register(Mode{
-		Name: "multilock", Row: 8, Step: "Redisson walkthrough (getMultiLock); Redisson MultiLock", Source: "Redisson walkthrough, MultiLock", Safe: true,
-		Summary: "Redisson MultiLock: one reentrant lock on every master, all required, taken in order and " +
-			"given back on any failure; renewed on every master; with a master down it fails cleanly",
-		Faults: watchdogFaults,
-		New:    newMultilock,
-	})
+	return errors.Join(errs...)
 }

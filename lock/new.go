@@ -3,43 +3,41 @@ package lock
 import (
 	"fmt"
 	"log/slog"
+	"reflect"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Defaults of the safe modes' constructors.
-const (
-	// DefaultLease is how long a lock lives in Redis without renewal: Redisson's
-	// lockWatchdogTimeout. A mode with a watchdog renews a held lock every DefaultLease/3.
-	DefaultLease = 30 * time.Second
-	// DefaultDriftFactor is redlock's allowance for clock drift, as a fraction of the lease
-	// (redsync's default): validity = lease − time taken to acquire − (lease × factor + 2 ms).
-	DefaultDriftFactor = 0.01
-)
+// DefaultLease is how long a lock lives in Redis without renewal: Redisson's
+// lockWatchdogTimeout. A lock with a watchdog renews a held lock every DefaultLease/3.
+const DefaultLease = 30 * time.Second
 
-// Option configures a Locker built by NewLua, NewReentrant, NewFenced, NewMultilock or
-// NewRedlock.
-type Option func(*Deps)
+// defaultDriftFactor is Redlock's allowance for clock drift, as a fraction of the lease
+// (redsync's default): validity = lease − time taken to acquire − (lease × factor + 2 ms).
+const defaultDriftFactor = 0.01
+
+// Option configures a Locker. A nil Option is ignored.
+type Option func(*settings)
 
 // WithLease sets the default lease, used when an acquisition does not give its own
 // (Options.Lease). Default DefaultLease (30 s). In the modes with a watchdog (reentrant,
 // multilock, redlock, fenced) it is also the watchdog timeout: a held lock is renewed every
 // lease/3 until it is released, and a holder that dies leaves it to expire one lease later.
-func WithLease(d time.Duration) Option { return func(o *Deps) { o.Lease = d } }
+func WithLease(d time.Duration) Option { return func(o *settings) { o.Lease = d } }
 
 // WithInstanceID names this process, like the UUID of a Redisson client: the reentrant and
 // multilock modes store a holder as the hash field "<instance-id>:<owner>". Give every process
 // its own. Default: a random UUID for each Locker.
-func WithInstanceID(id string) Option { return func(o *Deps) { o.InstanceID = id } }
+func WithInstanceID(id string) Option { return func(o *settings) { o.InstanceID = id } }
 
 // WithLogger receives the lock's own troubles (lost subscriptions, failed renewals). Default:
 // discarded.
-func WithLogger(l *slog.Logger) Option { return func(o *Deps) { o.Logger = l } }
+func WithLogger(l *slog.Logger) Option { return func(o *settings) { o.Logger = l } }
 
 // WithDriftFactor sets redlock's clock-drift allowance as a fraction of the lease. Default
-// DefaultDriftFactor (0.01). Other modes ignore it.
-func WithDriftFactor(f float64) Option { return func(o *Deps) { o.DriftFactor = f } }
+// 0.01. Other modes ignore it.
+func WithDriftFactor(f float64) Option { return func(o *settings) { o.DriftFactor = f } }
 
 // WithFencingTokens makes NewRedlock's leases carry a fencing token (Lease.Token): a counter
 // kept on the masters beside the lock, read on a majority and raised on a majority after each
@@ -48,25 +46,32 @@ func WithDriftFactor(f float64) Option { return func(o *Deps) { o.DriftFactor = 
 // token is older than the newest it has seen. It costs two more round trips to the masters per
 // acquisition, and it does not survive a master that restarts without its data. Other modes
 // ignore it (NewFenced has its own token).
-func WithFencingTokens() Option { return func(o *Deps) { o.Fencing = true } }
+func WithFencingTokens() Option { return func(o *settings) { o.Fencing = true } }
 
 // WithRetryDelay sets the random pause between two attempts where no release will wake the
 // waiter: a master that did not answer (multilock; default 50–150 ms) or a split vote among the
 // masters (redlock; default 1–10 ms). Waiters for a lock that is held never poll: a release wakes
 // them. Other modes ignore it.
 func WithRetryDelay(lo, hi time.Duration) Option {
-	return func(o *Deps) { o.RetryMin, o.RetryMax = lo, hi }
+	return func(o *settings) { o.RetryMin, o.RetryMax = lo, hi }
 }
 
 // construct applies opts over the defaults, checks the result and builds the mode from it.
-func construct(name string, d Deps, opts []Option, newMode func(Deps) (Locker, error)) (Locker, error) {
-	if d.Data == nil && len(d.Masters) == 0 {
+func construct(name string, d settings, opts []Option, newMode func(settings) (locker, error)) (*Locker, error) {
+	if isNil(d.Data) && len(d.Masters) == 0 {
 		return nil, fmt.Errorf("lock: %s: %w: no Redis client", name, ErrUnavailable)
 	}
+	for i, m := range d.Masters {
+		if isNil(m) {
+			return nil, fmt.Errorf("lock: %s: %w: master %d is a nil client", name, ErrUnavailable, i+1)
+		}
+	}
 	d.Lease = DefaultLease
-	d.DriftFactor = DefaultDriftFactor
+	d.DriftFactor = defaultDriftFactor
 	for _, o := range opts {
-		o(&d)
+		if o != nil {
+			o(&d)
+		}
 	}
 	switch {
 	case d.Lease <= 0:
@@ -76,7 +81,23 @@ func construct(name string, d Deps, opts []Option, newMode func(Deps) (Locker, e
 	case d.RetryMin < 0 || d.RetryMax < d.RetryMin:
 		return nil, fmt.Errorf("lock: %s: retry delay %s..%s: want 0 <= min <= max", name, d.RetryMin, d.RetryMax)
 	}
-	return newMode(d)
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	impl, err := newMode(d)
+	if err != nil {
+		return nil, err
+	}
+	return &Locker{impl: impl}, nil
+}
+
+// isNil reports whether c is no client at all: nil, or a nil pointer in the interface.
+func isNil(c redis.UniversalClient) bool {
+	if c == nil {
+		return true
+	}
+	v := reflect.ValueOf(c)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // NewLua returns a lock on one Redis: SET NX PX with a random value, released by a Lua
@@ -84,16 +105,16 @@ func construct(name string, d Deps, opts []Option, newMode func(Deps) (Locker, e
 // that outlives its lease loses the lock (and Lost is never closed), so keep the critical
 // section well under the lease. Waiters in this process wait in line and are woken by the
 // release; those in other processes by its PUBLISH.
-func NewLua(rdb redis.UniversalClient, opts ...Option) (Locker, error) {
-	return construct("lua", Deps{Data: rdb}, opts, newLua)
+func NewLua(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
+	return construct("lua", settings{Data: rdb}, opts, newLua)
 }
 
 // NewReentrant returns Redisson's RLock on one Redis, wire-compatible with Redisson's
 // RedissonLock: a hash whose field "<instance-id>:<owner>" counts the holds of one owner
 // (Options.Owner), renewed by a watchdog every lease/3 while held (unless Options.ExplicitLease),
 // waiters woken by the release's PUBLISH on redisson_lock__channel:{key}.
-func NewReentrant(rdb redis.UniversalClient, opts ...Option) (Locker, error) {
-	return construct("reentrant", Deps{Data: rdb}, opts, newReentrant)
+func NewReentrant(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
+	return construct("reentrant", settings{Data: rdb}, opts, newReentrant)
 }
 
 // NewFair returns Redisson's RFairLock on one Redis, wire-compatible with Redisson's
@@ -102,23 +123,23 @@ func NewReentrant(rdb redis.UniversalClient, opts ...Option) (Locker, error) {
 // serves waiters in the order they queued, across every process. Each waiter is told its turn
 // on its own channel, redisson_lock__channel:{key}:<instance-id>:<owner>. A waiter that dies
 // while queued holds the line up for at most its Options.Wait.
-func NewFair(rdb redis.UniversalClient, opts ...Option) (Locker, error) {
-	return construct("fair", Deps{Data: rdb}, opts, newFair)
+func NewFair(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
+	return construct("fair", settings{Data: rdb}, opts, newFair)
 }
 
 // NewFenced returns a lock on one Redis whose every acquisition carries a fencing token
 // (Lease.Token) larger than any before it on the same key. The protected resource must refuse
 // a write whose token is older than the newest it has seen: that, not the lock, is what stops a
 // holder that was paused past its lease. Renewed by a watchdog while held.
-func NewFenced(rdb redis.UniversalClient, opts ...Option) (Locker, error) {
-	return construct("fenced", Deps{Data: rdb}, opts, newFenced)
+func NewFenced(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
+	return construct("fenced", settings{Data: rdb}, opts, newFenced)
 }
 
 // NewMultilock returns Redisson's MultiLock: a reentrant lock on every one of masters
 // (independent Redis servers), all of them required. A master that does not answer makes the
 // acquisition fail with ErrUnavailable within its wait, with nothing left locked on the others.
-func NewMultilock(masters []redis.UniversalClient, opts ...Option) (Locker, error) {
-	return construct("multilock", Deps{Masters: masters}, opts, newMultilock)
+func NewMultilock(masters []redis.UniversalClient, opts ...Option) (*Locker, error) {
+	return construct("multilock", settings{Masters: masters}, opts, newMultilock)
 }
 
 // NewRedlock returns a Redlock over masters (independent Redis servers, 3 or 5) built on
@@ -126,14 +147,22 @@ func NewMultilock(masters []redis.UniversalClient, opts ...Option) (Locker, erro
 // a failed attempt deletes its value everywhere. Renewed every lease/3 while held; when the
 // renewal cannot reach a majority, or the validity runs out first, Lost is closed. Errors name
 // the masters that failed.
-func NewRedlock(masters []redis.UniversalClient, opts ...Option) (Locker, error) {
-	return construct("redlock", Deps{Masters: masters}, opts, newRedlock)
+func NewRedlock(masters []redis.UniversalClient, opts ...Option) (*Locker, error) {
+	return construct("redlock", settings{Masters: masters}, opts, newRedlock)
 }
 
 // retryOr is the retry delay of d, or lo..hi where none was set.
-func retryOr(d Deps, lo, hi time.Duration) func() time.Duration {
+func retryOr(d settings, lo, hi time.Duration) func() time.Duration {
 	if d.RetryMax > 0 {
 		return jitter(d.RetryMin, d.RetryMax)
 	}
 	return jitter(lo, hi)
+}
+
+// WithReplicas makes NewReentrant wait, after each acquisition, until n replicas of its Redis
+// have acknowledged it (WAIT), within timeout (0: 1 s). Fewer acknowledgements undo the
+// acquisition with ErrNotReplicated, so a failover to a replica that never saw the lock cannot
+// hand it to a second holder. Default 0: no wait. Other locks ignore it.
+func WithReplicas(n int, timeout time.Duration) Option {
+	return func(o *settings) { o.WaitReplicas, o.WaitReplicasTimeout = n, timeout }
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lock"
+	"github.com/seckill-lab/seckill/lock"
 )
 
 // TestConstructorsRefuseBadOptions: no client, or an option out of range, is an error that names

@@ -64,7 +64,7 @@ type redlockLocker struct {
 // redlockChannel is where a redlock release is announced on every master.
 func redlockChannel(key string) string { return "redlock__channel:" + key }
 
-func newRedlock(d Deps) (Locker, error) {
+func newRedlock(d settings) (locker, error) {
 	pools := make([]redsyncredis.Pool, len(d.Masters))
 	for i, m := range d.Masters {
 		pools[i] = goredis.NewPool(m)
@@ -88,7 +88,7 @@ func newRedlock(d Deps) (Locker, error) {
 		l.name = "redlock-fenced"
 	}
 	if l.drift <= 0 {
-		l.drift = DefaultDriftFactor
+		l.drift = defaultDriftFactor
 	}
 	for _, m := range d.Masters {
 		l.subs = append(l.subs, newSubscriber(m, log, func(payload string) bool { return payload != l.id }))
@@ -139,7 +139,7 @@ func (l *redlockLocker) Close() error {
 
 func (l *redlockLocker) Name() string { return l.name }
 
-func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
+func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
 	if l.nodes == 0 {
 		return nil, fmt.Errorf("%w: %s: redlock has no masters configured: %w", ErrNotObtained, key, ErrUnavailable)
 	}
@@ -259,7 +259,7 @@ func (l *redlockLocker) released(key string) {
 			if err == nil {
 				return
 			}
-			l.log.Debug("redlock: announce release", "key", key, "master", ClientAddr(m), "err", err)
+			l.log.Debug("redlock: announce release", "key", key, "master", clientAddr(m), "err", err)
 		}
 	}()
 }
@@ -302,7 +302,7 @@ func (l *redlockLocker) names(nodes map[int]bool) string {
 	var out []string
 	for i, m := range l.masters {
 		if nodes[i] {
-			out = append(out, fmt.Sprintf("master %d %s", i+1, ClientAddr(m)))
+			out = append(out, fmt.Sprintf("master %d %s", i+1, clientAddr(m)))
 		}
 	}
 	return strings.Join(out, ", ")
@@ -341,7 +341,8 @@ func walkErrors(err error, fn func(error)) {
 // the validity timer when the validity computed at the last successful acquire/extend runs out.
 type redlockLease struct {
 	key   string
-	token int64 // 0 unless fenced
+	token int64      // 0 unless fenced
+	mmu   sync.Mutex // the watchdog and Refresh both extend m
 	m     *redsync.Mutex
 	l     *redlockLocker
 	rs    *redsync.Redsync
@@ -375,13 +376,28 @@ func newRedlockLease(ctx context.Context, rl *redlockLocker, m *redsync.Mutex, k
 }
 
 // extend runs on the watchdog goroutine, the only one that touches the Mutex while held.
+// A failed extension is retried by the watchdog while the validity lasts (the validity timer
+// closes Lost when it runs out first).
 func (l *redlockLease) extend(ctx context.Context) (renewOutcome, error) {
+	if err := l.refresh(ctx); err != nil {
+		return renewFailed, err
+	}
+	return renewed, nil
+}
+
+// refresh extends the lock on a quorum of masters and moves the validity with it.
+func (l *redlockLease) refresh(ctx context.Context) error {
+	if l.released.Load() {
+		return fmt.Errorf("%w: redlock %s: this lease was released", ErrNotHeld, l.key)
+	}
+	l.mmu.Lock()
+	defer l.mmu.Unlock()
 	ok, err := l.m.ExtendContext(ctx)
 	if err != nil || !ok {
-		return renewLost, fmt.Errorf("redlock: extend %s on a quorum of masters: %w", l.key, errors.Join(err, ErrLost))
+		return fmt.Errorf("lock: redlock extend %s on a quorum of masters: %w", l.key, errors.Join(err, ErrNotHeld))
 	}
 	l.until.Store(l.m.Until().UnixNano())
-	return renewed, nil
+	return nil
 }
 
 // checkValidity fires when the last known validity ends; if an extension moved it meanwhile, it
@@ -459,29 +475,6 @@ func (l *redlockLease) Release(ctx context.Context) error {
 	if notOurs {
 		return fmt.Errorf("%w: redlock %s: no longer ours on a quorum of masters: %w", ErrNotHeld, l.key, err)
 	}
+	l.released.Store(false) // the masters did not answer: the lease may be released again
 	return fmt.Errorf("lock: redlock release %s: %w: %w", l.key, ErrUnavailable, err)
-}
-
-func init() {
-	register(Mode{
-		Name: "redlock", Row: 9, Step: "Redlock algorithm; Pitfalls 7.2; Jedis lock (RedissonRedLock)", Source: "Redlock algorithm; Pitfalls 7.2", Safe: true,
-		Summary: "Redlock via redsync over the independent masters: majority quorum, validity = ttl - elapsed - drift, " +
-			"release everywhere after a failed attempt; waiters woken by the release (1-10 ms random retry only when none comes); " +
-			"extended every ttl/3 while held, " +
-			"a failed extension tells the holder the lock is lost",
-		Faults: watchdogFaults,
-		New:    newRedlock,
-	})
-	register(Mode{
-		Name: "redlock-fenced", Row: 10, Step: "beyond the sources: Kleppmann's fencing tokens on Redlock", Source: "beyond: Kleppmann, Redlock",
-		Safe: true,
-		Summary: "redlock, plus a fencing token drawn from a counter on the masters (read on a majority, raised on a majority); " +
-			"the stock write is accepted only with a token not older than the newest written, so a holder whose lock " +
-			"expired early (a pause, a clock jump) cannot overwrite the next holder's sale; a master restarted empty forgets the counter",
-		Faults: watchdogFaults,
-		New: func(d Deps) (Locker, error) {
-			d.Fencing = true
-			return newRedlock(d)
-		},
-	})
 }

@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"github.com/seckill-lab/seckill/lock/locktest"
 	"context"
 	"errors"
 	"net"
@@ -10,16 +11,15 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/testredis"
 )
 
 func TestRedlockFencedTokensIncreaseAndSitOnEveryMaster(t *testing.T) {
-	servers := testredis.StartN(t, 3)
+	servers := locktest.NewN(t, 3)
 	clients := make([]*redis.Client, len(servers))
 	for i, s := range servers {
-		clients[i] = testredis.Client(t, s)
+		clients[i] = locktest.NewClient(t, s)
 	}
-	l, err := NewRedlock(testredis.Universal(clients...), WithLease(2*time.Second), WithFencingTokens())
+	l, err := NewRedlock(universal(clients...), WithLease(2*time.Second), WithFencingTokens())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,10 +58,10 @@ func TestRedlockFencedTokensIncreaseAndSitOnEveryMaster(t *testing.T) {
 // A's: the raise round carried A's token to master 2. A plain INCR on each master (token = the
 // largest reply) would give B 2 here, older than A's 51.
 func TestRedlockFencedTokenOrdersHoldersAfterAnEarlyExpiry(t *testing.T) {
-	servers := testredis.StartN(t, 3)
+	servers := locktest.NewN(t, 3)
 	clients := make([]*redis.Client, len(servers))
 	for i, s := range servers {
-		clients[i] = testredis.Client(t, s)
+		clients[i] = locktest.NewClient(t, s)
 	}
 	cut := deadClient(t)
 	ctx := context.Background()

@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"github.com/seckill-lab/seckill/lock/locktest"
 	"context"
 	"errors"
 	"sync"
@@ -10,21 +11,18 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/redisproc"
-	"seckill/internal/testredis"
-	"seckill/lab/fault"
 )
 
 // rlSetup starts n masters and a redlock Locker over them.
-func rlSetup(t *testing.T, n int, lease time.Duration) (*redlockLocker, []*redisproc.Server, []*redis.Client) {
+func rlSetup(t *testing.T, n int, lease time.Duration) (*redlockLocker, []*locktest.Server, []*redis.Client) {
 	t.Helper()
-	servers := testredis.StartN(t, n)
+	servers := locktest.NewN(t, n)
 	clients := make([]*redis.Client, n)
 	for i, s := range servers {
-		clients[i] = testredis.Client(t, s)
+		clients[i] = locktest.NewClient(t, s)
 	}
-	fault.Install(testredis.Universal(clients...)...) // inert unless a test attaches a fault.Holder
-	l, err := newRedlock(Deps{Masters: testredis.Universal(clients...), Lease: lease})
+	locktest.Install(universal(clients...)...) // inert unless a test attaches a locktest.Holder
+	l, err := newRedlock(Deps{Masters: universal(clients...), Lease: lease})
 	if err != nil {
 		t.Fatalf("newRedlock: %v", err)
 	}
@@ -332,7 +330,7 @@ func TestRedlockValidityRunsOutWithExplicitLease(t *testing.T) {
 func TestRedlockPausedHolderLosesTheLock(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	l, _, _ := rlSetup(t, 3, ttl)
-	ctx, holder := fault.Attach(t.Context(), fault.Plan{})
+	ctx, holder := locktest.Attach(t.Context(), locktest.Plan{})
 	lease, err := l.Acquire(ctx, rlKey, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -361,7 +359,7 @@ func TestRedlockPausedHolderLosesTheLock(t *testing.T) {
 func TestRedlockCrashedHolderLeavesKeysUntilTTL(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	l, _, clients := rlSetup(t, 3, ttl)
-	ctx, holder := fault.Attach(t.Context(), fault.Plan{})
+	ctx, holder := locktest.Attach(t.Context(), locktest.Plan{})
 	lease, err := l.Acquire(ctx, rlKey, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -27,13 +27,6 @@ var (
 	reentrantRelease = redis.NewScript(reentrantReleaseLua)
 )
 
-// HashLease is a lease in Redisson's RLock layout: Field is the hash field it holds on the lock
-// key ("<instance-id>:<owner>"), whose value is the hold count.
-type HashLease interface {
-	Lease
-	Field() string
-}
-
 // reentrantLocker is mode reentrant (Redisson walkthrough and internals, Pitfalls 7.2): RLock,
 // wire-compatible, so a Java service calling getLock(name) on the same Redis excludes with this
 // one. The lock is a hash; its field "<instance-id>:<owner>" holds the hold count, so the same
@@ -87,7 +80,7 @@ func (e *renewal) dead() bool {
 	}
 }
 
-func newReentrantOn(name string, rdb redis.UniversalClient, d Deps) *reentrantLocker {
+func newReentrantOn(name string, rdb redis.UniversalClient, d settings) *reentrantLocker {
 	id := d.InstanceID
 	if id == "" {
 		id = uuid.NewString()
@@ -106,7 +99,7 @@ func newReentrantOn(name string, rdb redis.UniversalClient, d Deps) *reentrantLo
 	return l
 }
 
-func newReentrant(d Deps) (Locker, error) {
+func newReentrant(d settings) (locker, error) {
 	// Only this mode waits for replicas: the data Redis may be replicated, multilock's
 	// independent masters are not.
 	l := newReentrantOn("reentrant", d.Data, d)
@@ -117,7 +110,7 @@ func newReentrant(d Deps) (Locker, error) {
 func (l *reentrantLocker) Name() string { return l.name }
 
 // Acquire takes the lock for opts.Owner (a fresh owner when there is none).
-func (l *reentrantLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
+func (l *reentrantLocker) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
 	return l.acquire(ctx, key, opts)
 }
 
@@ -215,7 +208,7 @@ func (l *reentrantLocker) held(ctx context.Context, key, field string, lease tim
 		e.lastOK.Store(acquired.UnixNano())
 		interval := max(lease/3, time.Millisecond)
 		renew := func(context.Context) (renewOutcome, error) {
-			return l.renew(e, key, field, le.leaseMs, lease, interval)
+			return l.renew(e, key, field, le.leaseMs, interval)
 		}
 		onFail := func(err error) {
 			l.log.Warn("watchdog: lock lost", "lock", l.name, "key", key, "field", field, "err", err)
@@ -229,35 +222,17 @@ func (l *reentrantLocker) held(ctx context.Context, key, field string, lease tim
 	return le
 }
 
-// renew is one watchdog round: the renew script, retried after a transient error (a slow
-// reply, a busy connection pool) as long as the lock is surely still ours, i.e. until shortly
-// before lastOK + lease. Only then, or when the script says the field is gone, is the lock lost.
-func (l *reentrantLocker) renew(e *renewal, key, field string, leaseMs int64, lease, interval time.Duration) (renewOutcome, error) {
-	pause := min(max(interval/10, time.Millisecond), 50*time.Millisecond)
-	for {
-		sent := time.Now()
-		ctx, cancel := context.WithTimeout(e.ctx, interval)
-		n, err := reentrantRenew.Run(ctx, l.rdb, []string{key}, leaseMs, field).Int()
-		cancel()
-		if err == nil {
-			if n != 1 {
-				return renewLost, nil
-			}
-			e.lastOK.Store(sent.UnixNano())
-			return renewed, nil
-		}
-		if e.ctx.Err() != nil {
-			// A release (or the Locker closing) stopped the renewal while this round was under way: that
-			// is not a loss.
-			return renewStopped, nil
-		}
-		safeUntil := time.Unix(0, e.lastOK.Load()).Add(lease - lease/10)
-		if time.Until(safeUntil) <= pause {
-			return renewLost, redisErr("renew "+key, err)
-		}
-		l.log.Debug("watchdog: renewal failed, retrying", "lock", l.name, "key", key, "err", err)
-		sleep(e.ctx, pause)
+// renew is one watchdog round: the renew script once. The watchdog retries a transient failure
+// (watchdog.go); a release (or the Locker closing) that stopped the renewal while the round was
+// under way is not a loss.
+func (l *reentrantLocker) renew(e *renewal, key, field string, leaseMs int64, interval time.Duration) (renewOutcome, error) {
+	ctx, cancel := context.WithTimeout(e.ctx, interval)
+	defer cancel()
+	err := renewHash(ctx, l.rdb, key, field, leaseMs)
+	if err != nil && e.ctx.Err() != nil {
+		return renewStopped, nil
 	}
+	return outcome(err)
 }
 
 // forget drops a lost renewal entry from the map if it is still the current one, with the
@@ -288,16 +263,9 @@ func (l *reentrantLocker) unhold(id string, e *renewal) {
 	}
 }
 
-// Close stops every watchdog (without releasing: the locks expire one lease later) and the
-// pub/sub connection.
+// Close ends the pub/sub connection and the waits of this Locker's waiters. Held leases keep
+// their watchdogs until they are released.
 func (l *reentrantLocker) Close() error {
-	l.mu.Lock()
-	entries := l.entries
-	l.entries = map[string]*renewal{}
-	l.mu.Unlock()
-	for _, e := range entries {
-		e.stop()
-	}
 	l.line.close()
 	return l.sub.Close()
 }
@@ -310,6 +278,7 @@ type reentrantLease struct {
 	leaseMs int64
 	entry   *renewal // nil with an explicit lease (no watchdog)
 	over    atomic.Bool
+	local   atomic.Bool // the local holds were given back (a release, even one that failed)
 }
 
 func (le *reentrantLease) Key() string   { return le.key }
@@ -339,9 +308,11 @@ func (le *reentrantLease) Release(ctx context.Context) error {
 	if !le.over.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: %s: this lease was already released", ErrNotHeld, le.key)
 	}
-	le.l.unheld(le.key, le.field)
-	if le.entry != nil {
-		le.l.unhold(le.key+"\x00"+le.field, le.entry)
+	if le.local.CompareAndSwap(false, true) { // once, even when the release is tried again
+		le.l.unheld(le.key, le.field)
+		if le.entry != nil {
+			le.l.unhold(le.key+"\x00"+le.field, le.entry)
+		}
 	}
 	_, err := reentrantRelease.Run(ctx, le.l.rdb, []string{le.key, unlockChannel(le.key)},
 		unlockMessage, le.leaseMs, le.field).Int64()
@@ -350,17 +321,27 @@ func (le *reentrantLease) Release(ctx context.Context) error {
 			ErrNotHeld, le.key, le.field)
 	}
 	if err != nil {
-		return redisErr("release "+le.key, err)
+		if err = redisErr("release "+le.key, err); retryable(err) {
+			le.over.Store(false)
+		}
+		return err
 	}
 	return nil
 }
 
-func init() {
-	register(Mode{
-		Name: "reentrant", Row: 7, Step: "Redisson walkthrough; Redisson internals; Pitfalls 7.2 (Redisson part)", Source: "Redisson walkthrough, internals", Safe: true,
-		Summary: "Redisson RLock layout: hash field <instance>:<owner> = hold count, renewed every lease/3 by a " +
-			"watchdog, waiters woken by the unlock PUBLISH; never overlaps, a crashed holder's lock expires one lease later",
-		Faults: watchdogFaults,
-		New:    newReentrant,
-	})
+// refresh pushes the lock's expiry out by the lease, while the field is still ours.
+func (le *reentrantLease) refresh(ctx context.Context) error {
+	return renewHash(ctx, le.l.rdb, le.key, le.field, le.leaseMs)
+}
+
+// renewHash runs the renew script of the Redisson layout once: ErrNotHeld when the field is gone.
+func renewHash(ctx context.Context, rdb redis.Scripter, key, field string, leaseMs int64) error {
+	n, err := reentrantRenew.Run(ctx, rdb, []string{key}, leaseMs, field).Int()
+	if err != nil {
+		return redisErr("renew "+key, err)
+	}
+	if n != 1 {
+		return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, key, field)
+	}
+	return nil
 }

@@ -32,7 +32,7 @@ type replicaSync struct {
 	timeout time.Duration
 }
 
-func newReplicaSync(d Deps) *replicaSync {
+func newReplicaSync(d settings) *replicaSync {
 	if d.WaitReplicas <= 0 {
 		return nil
 	}

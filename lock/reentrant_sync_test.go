@@ -1,6 +1,7 @@
 package lock_test
 
 import (
+	"github.com/seckill-lab/seckill/lock/locktest"
 	"errors"
 	"log/slog"
 	"net"
@@ -10,9 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/redisproc"
-	"seckill/internal/testredis"
-	"seckill/lock"
+	"github.com/seckill-lab/seckill/lock"
 )
 
 // syncLocker builds mode reentrant on c with lock.waitReplicas = n.
@@ -36,23 +35,23 @@ func syncLocker(t *testing.T, c redis.UniversalClient, n int, timeout time.Durat
 }
 
 // replicated starts a master and one replica of it, linked.
-func replicated(t *testing.T) (master, replica *redisproc.Server) {
+func replicated(t *testing.T) (master, replica *locktest.Server) {
 	t.Helper()
-	if !redisproc.UseReal() {
+	if !locktest.UseReal() {
 		t.Skip("needs a real redis-server for replication and WAIT (apt-get install redis-server)")
 	}
-	m, err := redisproc.Start(redisproc.Options{Args: []string{"--repl-diskless-sync-delay", "0"}})
+	m, err := locktest.Start(locktest.Options{Args: []string{"--repl-diskless-sync-delay", "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(m.Close)
 	_, port, _ := net.SplitHostPort(m.Addr)
-	r, err := redisproc.Start(redisproc.Options{Args: []string{"--replicaof", "127.0.0.1", port}})
+	r, err := locktest.Start(locktest.Options{Args: []string{"--replicaof", "127.0.0.1", port}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Resume(); r.Close() })
-	rc, mc := testredis.Client(t, r), testredis.Client(t, m)
+	rc, mc := locktest.NewClient(t, r), locktest.NewClient(t, m)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		// Both ends must agree: the replica's link is up and the master counts it online (until
@@ -74,7 +73,7 @@ func replicated(t *testing.T) (master, replica *redisproc.Server) {
 // nested) is on the replica when Acquire returns.
 func TestWaitReplicasAcknowledged(t *testing.T) {
 	m, r := replicated(t)
-	mc, rc := testredis.Client(t, m), testredis.Client(t, r)
+	mc, rc := locktest.NewClient(t, m), locktest.NewClient(t, r)
 	l := syncLocker(t, mc, 1, time.Second)
 	const key = "{sku}:lock:reentrant"
 	a := reentAcquire(t, l, "A", key, lock.Options{})
@@ -94,7 +93,7 @@ func TestWaitReplicasAcknowledged(t *testing.T) {
 // with ErrNotReplicated (also ErrUnavailable); a nested one leaves the earlier hold as it was.
 func TestWaitReplicasRefused(t *testing.T) {
 	m, r := replicated(t)
-	mc := testredis.Client(t, m)
+	mc := locktest.NewClient(t, m)
 	l := syncLocker(t, mc, 1, 200*time.Millisecond)
 	const key = "{sku}:lock:reentrant"
 	// The first hold goes through a patient locker (same instance id, so the same hash field):
@@ -133,8 +132,8 @@ func TestWaitReplicasRefused(t *testing.T) {
 // masters have no replicas and must still lock.
 func TestWaitReplicasOnlyReentrant(t *testing.T) {
 	var masters []redis.UniversalClient
-	for _, s := range testredis.StartN(t, 3) {
-		masters = append(masters, testredis.Client(t, s))
+	for _, s := range locktest.NewN(t, 3) {
+		masters = append(masters, locktest.NewClient(t, s))
 	}
 	reg, err := lock.NewRegistry(lock.Deps{Data: masters[0], Masters: masters, Lease: 5 * time.Second,
 		WaitReplicas: 1, WaitReplicasTimeout: 100 * time.Millisecond})

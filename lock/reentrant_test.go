@@ -1,6 +1,7 @@
 package lock_test
 
 import (
+	"github.com/seckill-lab/seckill/lock/locktest"
 	"context"
 	"errors"
 	"fmt"
@@ -12,9 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/testredis"
-	"seckill/lab/fault"
-	"seckill/lock"
+	"github.com/seckill-lab/seckill/lock"
 )
 
 // reentLocker builds mode reentrant on c as service instance id with default lease.
@@ -24,7 +23,7 @@ func reentLocker(t *testing.T, c *redis.Client, id string, lease time.Duration) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	fault.Install(c) // inert unless a test acquires under a fault.Holder
+	locktest.Install(c) // inert unless a test acquires under a locktest.Holder
 	l, err := m.New(lock.Deps{Data: c, Lease: lease, InstanceID: id, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("build reentrant: %v", err)
@@ -49,11 +48,11 @@ func reentAcquire(t *testing.T, l lock.Locker, owner, key string, opts lock.Opti
 	return le
 }
 
-// heldUnderFault acquires key as owner under a fault.Holder, so the test can crash or pause the
-// holder as the lab does (the Locker's clients must carry fault.Install's hook).
-func heldUnderFault(t *testing.T, l lock.Locker, owner, key string) (lock.Lease, *fault.Holder) {
+// heldUnderFault acquires key as owner under a locktest.Holder, so the test can crash or pause the
+// holder as the lab does (the Locker's clients must carry locktest.Install's hook).
+func heldUnderFault(t *testing.T, l lock.Locker, owner, key string) (lock.Lease, *locktest.Holder) {
 	t.Helper()
-	ctx, h := fault.Attach(t.Context(), fault.Plan{})
+	ctx, h := locktest.Attach(t.Context(), locktest.Plan{})
 	le, err := l.Acquire(ctx, key, lock.Options{Owner: owner})
 	if err != nil {
 		t.Fatalf("acquire %s as %s: %v", key, owner, err)
@@ -143,7 +142,7 @@ func reentWaitAsync(t *testing.T, l lock.Locker, owner, key string, wait time.Du
 // TestReentrantRedissonLayout reads the raw hash and channel: the same bytes a Java Redisson
 // client writes and listens to.
 func TestReentrantRedissonLayout(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
+	c := locktest.NewClient(t, locktest.New(t))
 	const lease = 600 * time.Millisecond
 	l := reentLocker(t, c, "inst-a", lease)
 	for _, tc := range []struct{ key, channel string }{
@@ -204,7 +203,7 @@ const (
 )
 
 func TestReentrantExcludesWithJavaRedisson(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
+	c := locktest.NewClient(t, locktest.New(t))
 	l := reentLocker(t, c, "go-instance", 5*time.Second)
 	const key, javaField = "redisLock", "8743c9c0-0795-4907-87fd-6c719a6b4586:1"
 	channel := "redisson_lock__channel:{" + key + "}"
@@ -248,7 +247,7 @@ func TestReentrantExcludesWithJavaRedisson(t *testing.T) {
 }
 
 func TestReentrantNestedAcquireNeedsAsManyReleases(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
+	c := locktest.NewClient(t, locktest.New(t))
 	l := reentLocker(t, c, "inst", time.Second)
 	const key = "nested"
 	var leases []lock.Lease
@@ -269,7 +268,7 @@ func TestReentrantNestedAcquireNeedsAsManyReleases(t *testing.T) {
 }
 
 func TestReentrantReleaseByNonHolderIsErrNotHeld(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
+	c := locktest.NewClient(t, locktest.New(t))
 	a := reentLocker(t, c, "inst-a", time.Second)
 	b := reentLocker(t, c, "inst-b", time.Second)
 	const key = "expired"
@@ -295,7 +294,7 @@ func TestReentrantReleaseByNonHolderIsErrNotHeld(t *testing.T) {
 // gets in; the same hold with an explicit lease (no watchdog) lets another owner in, which is
 // what the watchdog prevents.
 func TestReentrantWatchdogKeepsLockThroughThreeLeases(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
+	c := locktest.NewClient(t, locktest.New(t))
 	const lease = 300 * time.Millisecond
 	a := reentLocker(t, c, "inst-a", lease)
 	b := reentLocker(t, c, "inst-b", lease)
@@ -340,11 +339,11 @@ func TestReentrantWatchdogKeepsLockThroughThreeLeases(t *testing.T) {
 // (SIGSTOP), so renewal calls time out; the lock is still ours until its TTL, so the watchdog
 // keeps trying and must not report it lost.
 func TestReentrantWatchdogRidesOutAStalledRedis(t *testing.T) {
-	srv := testredis.Start(t)
+	srv := locktest.New(t)
 	if srv.PID() == 0 {
 		t.Skip("needs a real redis-server to pause with SIGSTOP (apt-get install redis-server)")
 	}
-	c := testredis.Client(t, srv)
+	c := locktest.NewClient(t, srv)
 	const lease = 600 * time.Millisecond // renewal every 200ms, each call bounded by 200ms
 	l := reentLocker(t, c, "inst", lease)
 	const key = "stalled"
@@ -370,7 +369,7 @@ func TestReentrantWatchdogRidesOutAStalledRedis(t *testing.T) {
 }
 
 func TestReentrantCrashedHolderExpiresOneLeaseLater(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
+	c := locktest.NewClient(t, locktest.New(t))
 	const lease = 400 * time.Millisecond
 	a := reentLocker(t, c, "inst-a", lease)
 	b := reentLocker(t, c, "inst-b", lease)
@@ -400,7 +399,7 @@ func TestReentrantCrashedHolderExpiresOneLeaseLater(t *testing.T) {
 // TestReentrantWaiterWokenByUnlockMessage: a waiter does not poll while it waits, and gets the
 // lock within milliseconds of the release although the holder's PTTL was seconds.
 func TestReentrantWaiterWokenByUnlockMessage(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
+	c := locktest.NewClient(t, locktest.New(t))
 	const lease = 5 * time.Second
 	a := reentLocker(t, c, "inst-a", lease)
 	b := reentLocker(t, c, "inst-b", lease)
@@ -410,7 +409,7 @@ func TestReentrantWaiterWokenByUnlockMessage(t *testing.T) {
 	got := reentWaitAsync(t, b, "waiter", key, 3*time.Second)
 	reentWaitSubscribed(t, c, "redisson_lock__channel:{"+key+"}", 1)
 	time.Sleep(20 * time.Millisecond) // let the waiter finish its second try
-	calls := testredis.Count(c)
+	calls := locktest.Count(c)
 	time.Sleep(300 * time.Millisecond)
 	if n := calls.Of("eval", "evalsha"); n != 0 {
 		t.Fatalf("the waiter ran %d scripts in 300ms of waiting: it polls", n)
@@ -432,12 +431,12 @@ func TestReentrantWaiterWokenByUnlockMessage(t *testing.T) {
 // each: all get through quickly (no lost wake-up), never two at once, and each release costs
 // one retry, not one per waiter.
 func TestReentrantHandoffWakesOneWaiterAtATime(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
+	c := locktest.NewClient(t, locktest.New(t))
 	const lease, waiters = 5 * time.Second, 10
 	l := reentLocker(t, c, "inst", lease)
 	const key = "queue"
 	first := reentAcquire(t, l, "first", key, lock.Options{})
-	calls := testredis.Count(c)
+	calls := locktest.Count(c)
 	var inside, overlaps, done atomic.Int64
 	var wg sync.WaitGroup
 	for i := range waiters {
@@ -482,7 +481,7 @@ func TestReentrantHandoffWakesOneWaiterAtATime(t *testing.T) {
 // TestReentrantPausedHolderLosesTheLock: a stop-the-world pause of the holder holds back its
 // watchdog too, so its lock expires during the pause and the watchdog reports Lost.
 func TestReentrantPausedHolderLosesTheLock(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
+	c := locktest.NewClient(t, locktest.New(t))
 	const lease = 300 * time.Millisecond
 	a := reentLocker(t, c, "inst-a", lease)
 	b := reentLocker(t, c, "inst-b", lease)
@@ -516,7 +515,7 @@ func TestReentrantPausedHolderLosesTheLock(t *testing.T) {
 }
 
 func TestReentrantWaitEndsWithContextAndWait(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
+	c := locktest.NewClient(t, locktest.New(t))
 	l := reentLocker(t, c, "inst", 5*time.Second)
 	const key = "busy"
 	held := reentAcquire(t, l, "holder", key, lock.Options{})

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,14 @@ type plainLease struct {
 	key      string
 	released atomic.Bool
 	release  func(ctx context.Context) error
+	renew    func(ctx context.Context) error
+}
+
+func (l *plainLease) refresh(ctx context.Context) error {
+	if l.released.Load() {
+		return fmt.Errorf("%w: %s: this lease was released", ErrNotHeld, l.key)
+	}
+	return l.renew(ctx)
 }
 
 func (l *plainLease) Key() string           { return l.key }
@@ -22,10 +31,13 @@ func (l *plainLease) Release(ctx context.Context) error {
 	if !l.released.CompareAndSwap(false, true) {
 		return ErrNotHeld
 	}
-	if l.release == nil {
-		return nil
+	if err := l.release(ctx); err != nil {
+		if retryable(err) {
+			l.released.Store(false)
+		}
+		return err
 	}
-	return l.release(ctx)
+	return nil
 }
 
 // sleep waits for d or until ctx ends, whichever is first; it reports whether d elapsed.
@@ -71,33 +83,10 @@ func jitter(lo, hi time.Duration) func() time.Duration {
 	return func() time.Duration { return lo + rand.N(hi-lo+1) }
 }
 
-// noConns is embedded by the Lockers that keep no connection of their own: Close has nothing to
-// end.
-type noConns struct{}
-
-func (noConns) Close() error { return nil }
-
-// noneLocker is mode none: no lock at all, so concurrent read-check-writes lose updates.
-type noneLocker struct{ noConns }
-
-func (noneLocker) Name() string { return "none" }
-
-func (noneLocker) Acquire(ctx context.Context, key string, _ Options) (Lease, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, notObtained(ctx, key)
+// leaseOrDefault is the lease an acquisition asks for, or the mode's default.
+func leaseOrDefault(opts Options, def time.Duration) time.Duration {
+	if opts.Lease > 0 {
+		return opts.Lease
 	}
-	return &plainLease{key: key}, nil
-}
-
-func init() {
-	register(Mode{
-		Name: "none", Row: 1, Step: "Pitfalls, case 1", Source: "Pitfalls, case 1",
-		Summary: "BROKEN: no lock; concurrent read-check-writes of the stock lose updates and oversell",
-		Faults:  []string{FaultWork},
-		New:     func(Deps) (Locker, error) { return noneLocker{}, nil },
-	})
-	register(Mode{
-		Name: "atomic", Row: 11, Step: "beyond the sources: the atomic Lua decrement production uses", Source: "beyond: atomic Lua decrement", Safe: true, Atomic: true,
-		Summary: "no lock: one Lua script decrements only while stock > 0 and records the order; the throughput ceiling",
-	})
+	return def
 }

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,7 @@ type watchdog struct {
 	stopOnce sync.Once
 	done     chan struct{}
 	renewals atomic.Int64
+	lastOK   time.Time // when the last successful renewal (or the start) was sent; run's alone
 }
 
 // renewOutcome is what one round of a watchdog did.
@@ -38,14 +40,30 @@ const (
 	renewStopped
 	// renewLost: the lock is no longer ours (or could not be renewed in time): Lost closes.
 	renewLost
+	// renewFailed: the round failed on a transient error (no answer, a timeout): the lock may still
+	// be ours, and the watchdog tries again while it surely is.
+	renewFailed
 )
+
+// outcome is the watchdog outcome of one renewal's error: ErrNotHeld is a loss, any other error
+// a transient failure.
+func outcome(err error) (renewOutcome, error) {
+	switch {
+	case err == nil:
+		return renewed, nil
+	case errors.Is(err, ErrNotHeld):
+		return renewLost, err
+	default:
+		return renewFailed, err
+	}
+}
 
 // startWatchdog starts renewing every interval, with the values of acquireCtx. onFail (may be
 // nil) is told why renewal ended when it ends by a loss.
 func startWatchdog(acquireCtx context.Context, interval time.Duration, renew func(ctx context.Context) (renewOutcome, error), onFail func(error)) *watchdog {
 	w := &watchdog{
 		base: context.WithoutCancel(acquireCtx), interval: interval, renew: renew, onFail: onFail,
-		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
+		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}), lastOK: time.Now(),
 	}
 	go w.run()
 	return w
@@ -60,9 +78,7 @@ func (w *watchdog) run() {
 		case <-w.stop:
 			return
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(w.base, w.interval)
-			r, err := w.renew(ctx)
-			cancel()
+			r, err := w.round()
 			switch r {
 			case renewed:
 				w.renewals.Add(1)
@@ -79,6 +95,36 @@ func (w *watchdog) run() {
 				w.markLost()
 				return
 			}
+		}
+	}
+}
+
+// round renews once and, after a transient failure, again every pause, while the lock is surely
+// still ours: until 0.9 × the lease (3 intervals) after the last success. This is the one renewal
+// policy of every lock.
+func (w *watchdog) round() (renewOutcome, error) {
+	pause := min(max(w.interval/10, time.Millisecond), 50*time.Millisecond)
+	for {
+		sent := time.Now()
+		ctx, cancel := context.WithTimeout(w.base, w.interval)
+		r, err := w.renew(ctx)
+		cancel()
+		switch r {
+		case renewed:
+			w.lastOK = sent
+			return r, nil
+		case renewFailed:
+		default:
+			return r, err
+		}
+		safeUntil := w.lastOK.Add(3 * w.interval * 9 / 10)
+		if time.Until(safeUntil) <= pause {
+			return renewLost, err
+		}
+		select {
+		case <-w.stop:
+			return renewStopped, nil
+		case <-time.After(pause):
 		}
 	}
 }

@@ -17,9 +17,11 @@ import (
 
 	"github.com/google/uuid"
 
+	"seckill/internal/modes"
 	"seckill/lab/fault"
-	"seckill/lock"
 	"seckill/store"
+
+	"github.com/seckill-lab/seckill/lock"
 )
 
 // Errors of the service, mapped to HTTP statuses by the handler. Check with errors.Is.
@@ -62,7 +64,7 @@ type Pinger interface {
 // Service sells stock under a lock.
 type Service struct {
 	store    *store.Store
-	locks    *lock.Registry
+	locks    *modes.Registry
 	set      Settings
 	log      *slog.Logger
 	pingers  map[string]Pinger
@@ -87,7 +89,7 @@ func (nopObserver) ObserveRenewals(string, int64)                            {}
 func (nopObserver) ObserveLeaseLost(string)                                  {}
 
 // New builds a Service. pingers names every Redis the service depends on, for readiness.
-func New(st *store.Store, locks *lock.Registry, set Settings, pingers map[string]Pinger, log *slog.Logger) *Service {
+func New(st *store.Store, locks *modes.Registry, set Settings, pingers map[string]Pinger, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -151,29 +153,29 @@ type faultCheck struct {
 }
 
 // validate checks the request against the configuration and returns the mode to use.
-func (s *Service) validate(req *SaleRequest) (mode lock.Mode, err error) {
+func (s *Service) validate(req *SaleRequest) (mode modes.Mode, err error) {
 	if req.SKU, err = s.resolveSKU(req.SKU); err != nil {
-		return lock.Mode{}, err
+		return modes.Mode{}, err
 	}
 	if req.Mode == "" {
 		req.Mode = s.set.Mode
 	}
-	mode, err = lock.LookupMode(req.Mode)
+	mode, err = modes.LookupMode(req.Mode)
 	if err != nil {
-		return lock.Mode{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+		return modes.Mode{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	checks := []faultCheck{
-		{lock.FaultWork, req.Work != 0, req.Work, s.set.MaxWork},
-		{lock.FaultHolderPause, req.Freeze != 0, req.Freeze, s.set.MaxFreeze},
-		{lock.FaultPauseBeforeDel, req.PauseBeforeDel != 0, req.PauseBeforeDel, s.set.MaxPause},
-		{lock.FaultExplicitLease, req.Lease != 0, req.Lease, s.set.MaxLease},
+		{modes.FaultWork, req.Work != 0, req.Work, s.set.MaxWork},
+		{modes.FaultHolderPause, req.Freeze != 0, req.Freeze, s.set.MaxFreeze},
+		{modes.FaultPauseBeforeDel, req.PauseBeforeDel != 0, req.PauseBeforeDel, s.set.MaxPause},
+		{modes.FaultExplicitLease, req.Lease != 0, req.Lease, s.set.MaxLease},
 	}
 	switch req.Crash {
 	case "":
 	case CrashAfterLock:
-		checks = append(checks, faultCheck{name: lock.FaultCrashAfterLock, asked: true})
+		checks = append(checks, faultCheck{name: modes.FaultCrashAfterLock, asked: true})
 	case CrashBeforeExpire:
-		checks = append(checks, faultCheck{name: lock.FaultCrashBeforeExpire, asked: true})
+		checks = append(checks, faultCheck{name: modes.FaultCrashBeforeExpire, asked: true})
 	default:
 		return mode, fmt.Errorf("%w: crash=%q is not a fault; use crash=%s or crash=%s",
 			ErrBadRequest, req.Crash, CrashAfterLock, CrashBeforeExpire)
@@ -202,7 +204,7 @@ func (s *Service) validate(req *SaleRequest) (mode lock.Mode, err error) {
 
 func modesSupporting(fault string) []string {
 	var names []string
-	for _, m := range lock.Modes() {
+	for _, m := range modes.Modes() {
 		if m.Supports(fault) {
 			names = append(names, m.Name)
 		}
@@ -268,7 +270,7 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 	defer cancel()
 	if err := lease.Release(relCtx); err != nil {
 		switch {
-		case errors.Is(err, lock.ErrForeignUnlock):
+		case errors.Is(err, modes.ErrForeignUnlock):
 			res.ForeignUnlock = true
 			s.observer.ObserveForeignUnlock(mode.Name)
 			if cerr := s.store.CountForeignUnlock(relCtx, req.SKU); cerr != nil {
@@ -281,7 +283,7 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 		}
 		res.ReleaseError = err.Error()
 	}
-	if r, ok := lease.(lock.Renewer); ok {
+	if r, ok := lease.(modes.Renewer); ok {
 		res.Renewals = r.Renewals()
 	}
 	s.observer.ObserveRenewals(mode.Name, res.Renewals)
@@ -295,7 +297,7 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 }
 
 // critical is the read-check-write inside the lock. It returns a short result label.
-func (s *Service) critical(ctx context.Context, req SaleRequest, lease lock.Lease, holder *fault.Holder, order store.Order, res *SaleResult) (string, error) {
+func (s *Service) critical(ctx context.Context, req SaleRequest, lease modes.Lease, holder *fault.Holder, order store.Order, res *SaleResult) (string, error) {
 	if s.set.TrackOverlap {
 		// Leave even when Enter failed: its reply may be what was lost, and leaving is idempotent.
 		defer func() {
@@ -461,7 +463,7 @@ func (s *Service) Reset(ctx context.Context, sku string, stock int64) (store.Inv
 	if stock > s.set.MaxStock {
 		return store.Inventory{}, fmt.Errorf("%w: stock %d is out of range 0..%d", ErrBadRequest, stock, s.set.MaxStock)
 	}
-	if err := s.store.Reset(ctx, sku, stock, lock.FairKeyPrefixes(store.KeysFor(sku).LockPrefix)...); err != nil {
+	if err := s.store.Reset(ctx, sku, stock, modes.FairKeyPrefixes(store.KeysFor(sku).LockPrefix)...); err != nil {
 		return store.Inventory{}, s.storeError(err)
 	}
 	if err := s.locks.ClearMasters(ctx, store.KeysFor(sku).LockPrefix); err != nil {

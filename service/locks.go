@@ -7,8 +7,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"seckill/lock"
+	"seckill/internal/modes"
 	"seckill/store"
+
+	"github.com/seckill-lab/seckill/lock"
 )
 
 // LocksView is the read-only answer of GET /locks: every lock key of one SKU on the data Redis
@@ -23,8 +25,8 @@ type LocksView struct {
 	// FenceToken is the newest fencing token whose write was accepted (0: none yet).
 	FenceToken int64 `json:"fenceToken"`
 	// FenceError says why the token could not be read.
-	FenceError string             `json:"fenceError,omitempty"`
-	Servers    []lock.ServerLocks `json:"servers"`
+	FenceError string              `json:"fenceError,omitempty"`
+	Servers    []modes.ServerLocks `json:"servers"`
 }
 
 // LockKeys reads the lock keys of sku ("" = the default SKU) everywhere, without changing them.
@@ -123,14 +125,12 @@ func (s *Service) HoldMultiLock(ctx context.Context, hold time.Duration) (MultiL
 		return out, s.lockError(err, "multilock", key)
 	}
 	held := time.Now()
-	var parts []lock.Lease
-	if ml, ok := lease.(lock.MultiLease); ok {
+	var parts []*lock.Lease
+	if ml, ok := lease.(modes.MultiLease); ok {
 		parts = ml.Parts()
 	}
 	if len(parts) > 0 {
-		if hl, ok := parts[0].(lock.HashLease); ok {
-			out.Field = hl.Field()
-		}
+		out.Field = parts[0].Field()
 	}
 	addrs := s.locks.MasterAddrs()
 	out.Masters = make([]MasterHold, len(addrs))
@@ -173,9 +173,7 @@ hold:
 	out.HeldMs = ms(time.Since(held))
 	for i := range out.Masters {
 		if i < len(parts) {
-			if r, ok := parts[i].(lock.Renewer); ok {
-				out.Masters[i].Renewals = r.Renewals()
-			}
+			out.Masters[i].Renewals = parts[i].Renewals()
 		}
 	}
 	// The release must run even if the caller went away.

@@ -19,9 +19,11 @@ import (
 	"seckill/config"
 	"seckill/handler"
 	"seckill/internal/apptest"
+	"seckill/internal/modes"
 	"seckill/internal/testredis"
-	"seckill/lock"
 	"seckill/store"
+
+	"github.com/seckill-lab/seckill/lock"
 )
 
 // Row 9 of docs/scenarios.md (redlock) through the HTTP API of a whole service on real Redis
@@ -49,7 +51,7 @@ func rlApp(t *testing.T, masters int, lease, wait time.Duration) *apptest.Fixtur
 // instance behind nginx would be). It must start while every master answers.
 func rlInstance(t *testing.T, f *apptest.Fixture, cfg config.Config) *apptest.Fixture {
 	t.Helper()
-	if err := cfg.Validate(lock.Names()); err != nil {
+	if err := cfg.Validate(modes.Names()); err != nil {
 		t.Fatalf("config: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/lock"
+	"github.com/seckill-lab/seckill/lock"
 )
 
 func main() {

@@ -13,9 +13,9 @@ import (
 
 	"seckill/app"
 	"seckill/config"
+	"seckill/internal/modes"
 	"seckill/internal/redisproc"
 	"seckill/internal/testredis"
-	"seckill/lock"
 )
 
 // quiet drops go-redis's own log lines ("failed to dial" while a test has stopped a server on
@@ -39,7 +39,7 @@ type Fixture struct {
 // Config returns the built-in configuration pointed at fresh Redis servers (embedded=never).
 func Config(t testing.TB, masters int) (config.Config, *redisproc.Server, []*redisproc.Server) {
 	t.Helper()
-	cfg, err := config.Load("", func(string) string { return "" }, lock.Names())
+	cfg, err := config.Load("", func(string) string { return "" }, modes.Names())
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
@@ -62,7 +62,7 @@ func New(t testing.TB, edit func(*config.Config)) *Fixture {
 	if edit != nil {
 		edit(&cfg)
 	}
-	if err := cfg.Validate(lock.Names()); err != nil {
+	if err := cfg.Validate(modes.Names()); err != nil {
 		t.Fatalf("config: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

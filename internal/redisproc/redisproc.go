@@ -1,260 +1,45 @@
-// Package redisproc starts and stops Redis servers for tests, the lab and the bench: a real
-// redis-server process on a free loopback port when the binary is installed, else an in-process
-// miniredis (with TTLs on the wall clock). Only processes it started are ever stopped, by PID.
+// Package redisproc starts and stops Redis servers for tests, the lab and the bench: one server is
+// the lock library's test server (locktest: a real redis-server process on a free loopback port
+// when the binary is installed, else an in-process miniredis), and this package adds what only the
+// service needs: Sentinel and Cluster topologies, and SECKILL_TEST_REDIS=embedded to force the
+// in-process server. Only processes it started are ever stopped, by PID.
 package redisproc
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
-	"syscall"
-	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
+	"github.com/seckill-lab/seckill/lock/locktest"
 )
 
 // Kinds of server.
 const (
-	KindReal     = "redis-server"
-	KindEmbedded = "miniredis"
+	KindReal     = locktest.KindReal
+	KindEmbedded = locktest.KindEmbedded
 )
 
 // Server is one Redis server on 127.0.0.1.
-type Server struct {
-	Addr string
-	Kind string
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	mini *miniredis.Miniredis
-	dir  string
-	args []string
-}
+type Server = locktest.Server
 
 // Options choose how to start a server.
-type Options struct {
-	// Embedded forces an in-process server even when redis-server is installed.
-	Embedded bool
-	// Port, if not 0, is the port to use; else a free one is picked.
-	Port int
-	// Dir holds the server's log (and nothing else: persistence is off). Default: a temp dir.
-	Dir string
-	// Args are extra redis-server arguments (ignored for the in-process server).
-	Args []string
-}
+type Options = locktest.Options
 
 // Installed reports whether a redis-server binary is on PATH.
-func Installed() bool {
-	_, err := exec.LookPath("redis-server")
-	return err == nil
-}
+func Installed() bool { return locktest.Installed() }
 
 // UseReal reports whether Start would run a real redis-server: installed, and not forced off by
 // SECKILL_TEST_REDIS=embedded.
-func UseReal() bool {
-	return Installed() && os.Getenv("SECKILL_TEST_REDIS") != "embedded"
-}
+func UseReal() bool { return locktest.UseReal() && os.Getenv("SECKILL_TEST_REDIS") != "embedded" }
 
 // FreePort asks the kernel for a free loopback port.
-func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("redisproc: free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+func FreePort() (int, error) { return locktest.FreePort() }
 
 // Start starts one server.
 func Start(opt Options) (*Server, error) {
-	port := opt.Port
-	if port == 0 {
-		p, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		port = p
+	if !UseReal() {
+		opt.Embedded = true
 	}
-	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: opt.Dir, args: opt.Args}
-	if opt.Embedded || !UseReal() {
-		s.Kind = KindEmbedded
-	} else {
-		s.Kind = KindReal
-		if s.dir == "" {
-			d, err := os.MkdirTemp("", "seckill-redis-")
-			if err != nil {
-				return nil, fmt.Errorf("redisproc: %w", err)
-			}
-			s.dir = d
-		}
-	}
-	// A port picked free can be taken by another process before the server binds it; then
-	// try another one.
-	for try := 1; ; try++ {
-		err := s.Restart()
-		if err == nil {
-			return s, nil
-		}
-		if opt.Port != 0 || s.Kind != KindReal || try == 5 || !(errors.Is(err, errNotOurs) || errors.Is(err, errExited)) {
-			return nil, err
-		}
-		p, perr := FreePort()
-		if perr != nil {
-			return nil, errors.Join(err, perr)
-		}
-		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
-	}
+	return locktest.Start(opt)
 }
 
-// Restart starts the server again on the same address, empty. It is a no-op while it runs.
-func (s *Server) Restart() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.Kind == KindEmbedded {
-		if s.mini != nil {
-			return nil
-		}
-		m := miniredis.NewMiniRedis()
-		m.ClockTTL(true)
-		if err := m.StartAddr(s.Addr); err != nil {
-			return fmt.Errorf("redisproc: miniredis on %s: %w", s.Addr, err)
-		}
-		s.mini = m
-		return nil
-	}
-	if s.cmd != nil {
-		return nil
-	}
-	_, port, _ := net.SplitHostPort(s.Addr)
-	args := append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--daemonize", "no", "--protected-mode", "no", "--dir", s.dir,
-		"--logfile", filepath.Join(s.dir, "redis-"+port+".log")}, s.args...)
-	cmd := exec.Command("redis-server", args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("redisproc: start redis-server on %s: %w", s.Addr, err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	s.cmd, s.done = cmd, done
-	if err := waitPing(s.Addr, 5*time.Second, done, cmd.Process.Pid); err != nil {
-		_ = cmd.Process.Kill()
-		<-done
-		s.cmd = nil
-		return fmt.Errorf("redisproc: redis-server on %s (log in %s): %w", s.Addr, s.dir, err)
-	}
-	return nil
-}
-
-// errExited: the server exited before it answered (most often: the port was taken).
-var errExited = errors.New("exited before answering PING")
-
-// errNotOurs: the port answered, but not the process just started (another test's server took
-// the free port first; ours then fails to bind and exits).
-var errNotOurs = errors.New("another process answers on the port")
-
-// waitPing waits until the server with process id pid answers on addr.
-func waitPing(addr string, limit time.Duration, exited <-chan struct{}, pid int) error {
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	defer c.Close()
-	deadline := time.Now().Add(limit)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		info, err := c.Info(ctx, "server").Result()
-		cancel()
-		if err == nil {
-			if !strings.Contains(info, "process_id:"+strconv.Itoa(pid)+"\r\n") {
-				return errNotOurs
-			}
-			return nil
-		}
-		select {
-		case <-exited:
-			return errExited
-		default:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no PING answer within %s: %w", limit, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// Stop kills the server (SIGKILL, like a crash) and waits until it is gone. Its data is lost.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.mini != nil {
-		s.mini.Close()
-		s.mini = nil
-	}
-	if s.cmd != nil {
-		_ = s.cmd.Process.Kill()
-		<-s.done
-		s.cmd = nil
-	}
-}
-
-// RequirePass turns on AUTH with password on the running server (CONFIG SET requirepass on a
-// real one); clients without it are refused from then on.
-func (s *Server) RequirePass(password string) error {
-	s.mu.Lock()
-	mini := s.mini
-	s.mu.Unlock()
-	if mini != nil {
-		mini.RequireAuth(password)
-		return nil
-	}
-	c := s.Client()
-	defer c.Close()
-	if err := c.ConfigSet(context.Background(), "requirepass", password).Err(); err != nil {
-		return fmt.Errorf("redisproc: requirepass on %s: %w", s.Addr, err)
-	}
-	return nil
-}
-
-// Pause freezes a real server (SIGSTOP); Resume continues it. In-process servers cannot be paused.
-func (s *Server) Pause() error  { return s.signal(syscall.SIGSTOP) }
-func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
-
-func (s *Server) signal(sig syscall.Signal) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return fmt.Errorf("redisproc: %s is not a running redis-server process", s.Addr)
-	}
-	return s.cmd.Process.Signal(sig)
-}
-
-// PID is the server's process id (0 for in-process servers or when stopped).
-func (s *Server) PID() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return 0
-	}
-	return s.cmd.Process.Pid
-}
-
-// Close stops the server and removes its temporary directory.
-func (s *Server) Close() {
-	s.Stop()
-	if s.Kind == KindReal && s.dir != "" && filepath.Base(filepath.Dir(s.dir)) == filepath.Base(os.TempDir()) {
-		_ = os.RemoveAll(s.dir)
-	}
-}
-
-// Client opens a go-redis client on the server.
-func (s *Server) Client() *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 64, MaxRetries: -1,
-		DialTimeout: 300 * time.Millisecond, ReadTimeout: 2 * time.Second})
-}
+// waitPing waits until the process pid answers on addr.
+var waitPing = locktest.WaitPing

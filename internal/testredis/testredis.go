@@ -4,7 +4,6 @@
 package testredis
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/locktest"
 
 	"seckill/internal/redisproc"
 )
@@ -76,79 +77,11 @@ func Universal(cs ...*redis.Client) []redis.UniversalClient {
 	return out
 }
 
-// Counter counts the commands its clients send, through a go-redis hook: a pipeline counts each
-// command in it, a script call counts once (as EVALSHA, or EVAL). Counting on the client side works
-// the same on a real redis-server and on the in-process one (which has no INFO commandstats).
-type Counter struct {
-	mu     sync.Mutex
-	byName map[string]int64
-}
+// Counter counts the commands its clients send (see locktest.Counter).
+type Counter = locktest.Counter
 
-// Count installs a counting hook on every client and returns the counter. A client keeps the hook
-// until it is closed, so count only on a test's own clients.
-func Count(cs ...*redis.Client) *Counter {
-	c := &Counter{byName: map[string]int64{}}
-	for _, cl := range cs {
-		cl.AddHook(counterHook{c})
-	}
-	return c
-}
-
-// Load is the number of commands sent since the last Reset.
-func (c *Counter) Load() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var n int64
-	for _, v := range c.byName {
-		n += v
-	}
-	return n
-}
-
-// Of is the number of commands with one of these names (lower case, e.g. "evalsha") sent since
-// the last Reset.
-func (c *Counter) Of(names ...string) int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var n int64
-	for _, name := range names {
-		n += c.byName[name]
-	}
-	return n
-}
-
-// Reset starts counting from zero.
-func (c *Counter) Reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	clear(c.byName)
-}
-
-func (c *Counter) add(cmds ...redis.Cmder) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, cmd := range cmds {
-		c.byName[cmd.Name()]++
-	}
-}
-
-type counterHook struct{ c *Counter }
-
-func (h counterHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h counterHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.c.add(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (h counterHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.c.add(cmds...)
-		return next(ctx, cmds)
-	}
-}
+// Count installs a counting hook on every client and returns the counter.
+func Count(cs ...*redis.Client) *Counter { return locktest.Count(cs...) }
 
 // RunParallel is a TestMain for packages whose tests mostly wait (on leases, TTLs, servers
 // starting) rather than compute: it runs up to n of their parallel tests at once instead of

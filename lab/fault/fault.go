@@ -1,34 +1,26 @@
 // Package fault injects the lab's faults into a lock holder from outside the lock package, the way
 // they happen to a real process: through its Redis connection and its own goroutine.
 //
-// A sale that may meet a fault runs under [Attach], which puts a [Holder] in its context. The
-// locks pass that context's values on to every command they send for the acquisition, the
-// watchdog's renewals included, so a go-redis hook installed on the clients ([Install]) can act
-// for this holder alone:
-//
-//   - [Holder.Crash]: the process dies. Every later command of the holder fails with [ErrCrashed]
-//     before it reaches Redis, so nothing is renewed and nothing is released; the lock is freed
-//     only by its TTL, if it has one.
-//   - [Holder.Freeze]: a stop-the-world pause (a long GC). The caller sleeps, and any command the
-//     holder's other goroutines send meanwhile (a renewal) waits until the pause is over.
-//
-// The two faults that hit a deliberately broken mode between its two non-atomic steps are
-// [BeforeExpire] and [BeforeDel], the knobs those modes offer (lock.StepHooks).
+// The crash, the stop-the-world pause and the pause after a reply are the lock library's own test
+// hook (package locktest): a sale that may meet a fault runs under [Attach], and the hook that
+// [Install] adds to the clients acts for that holder alone. The two faults that hit a deliberately
+// broken mode between its two non-atomic steps are [BeforeExpire] and [BeforeDel], the knobs those
+// modes offer (modes.StepHooks).
 package fault
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/seckill-lab/seckill/lock/locktest"
 )
 
 // ErrCrashed is what a crashed holder's commands, and an acquisition that died half way, fail with.
-var ErrCrashed = errors.New("fault: the holder crashed (injected)")
+var ErrCrashed = locktest.ErrCrashed
+
+// Holder is the fault state of one lock holder (one sale).
+type Holder = locktest.Holder
 
 // Plan lists the faults a holder meets inside the lock's own steps.
 type Plan struct {
@@ -43,67 +35,31 @@ type Plan struct {
 	PauseAfterReply time.Duration
 }
 
-// Holder is the fault state of one lock holder (one sale).
-type Holder struct {
-	plan        Plan
-	crashed     atomic.Bool
-	frozenUntil atomic.Int64 // unix nanoseconds; 0: not frozen
-}
-
-type holderKey struct{}
+type planKey struct{}
 
 // Attach returns a context carrying a new Holder with plan, and the Holder.
 func Attach(ctx context.Context, plan Plan) (context.Context, *Holder) {
-	h := &Holder{plan: plan}
-	return context.WithValue(ctx, holderKey{}, h), h
+	ctx, h := locktest.Attach(ctx, locktest.Plan{PauseAfterReply: plan.PauseAfterReply})
+	return context.WithValue(ctx, planKey{}, plan), h
 }
 
 // From returns the Holder in ctx, or nil.
-func From(ctx context.Context) *Holder {
-	h, _ := ctx.Value(holderKey{}).(*Holder)
-	return h
-}
+func From(ctx context.Context) *Holder { return locktest.From(ctx) }
 
-// Crash kills the holder: from now on every command it sends fails with ErrCrashed.
-func (h *Holder) Crash() { h.crashed.Store(true) }
+// Install adds the fault hook to each client, once per client however often it is called. A
+// command whose context carries no Holder passes straight through.
+var Install = locktest.Install
 
-// Crashed reports whether the holder has crashed.
-func (h *Holder) Crashed() bool { return h.crashed.Load() }
-
-// Freeze pauses the holder for d: the caller sleeps d (or until ctx ends), and the holder's
-// commands sent meanwhile wait for the end of the pause.
-func (h *Holder) Freeze(ctx context.Context, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	until := time.Now().Add(d)
-	h.frozenUntil.Store(until.UnixNano())
-	defer h.frozenUntil.Store(0)
-	sleep(ctx, d)
-}
-
-// gate is the hook's check before a command of h: it fails it if h crashed, and holds it while
-// h is frozen.
-func (h *Holder) gate(ctx context.Context) error {
-	if h.crashed.Load() {
-		return ErrCrashed
-	}
-	if until := h.frozenUntil.Load(); until != 0 {
-		if !sleep(ctx, time.Until(time.Unix(0, until))) {
-			return ctx.Err()
-		}
-		if h.crashed.Load() {
-			return ErrCrashed
-		}
-	}
-	return nil
+func planOf(ctx context.Context) Plan {
+	p, _ := ctx.Value(planKey{}).(Plan)
+	return p
 }
 
 // BeforeExpire is setnx-expire's knob between SETNX and EXPIRE: with CrashBeforeExpire planned,
 // the holder dies there.
 func BeforeExpire(ctx context.Context, key string) error {
 	h := From(ctx)
-	if h == nil || !h.plan.CrashBeforeExpire {
+	if h == nil || !planOf(ctx).CrashBeforeExpire {
 		return nil
 	}
 	h.Crash()
@@ -112,89 +68,16 @@ func BeforeExpire(ctx context.Context, key string) error {
 
 // BeforeDel is uuid's knob between its value check and its DEL: it sleeps the planned pause.
 func BeforeDel(ctx context.Context, key string) error {
-	h := From(ctx)
-	if h == nil || h.plan.PauseBeforeDel <= 0 {
+	d := planOf(ctx).PauseBeforeDel
+	if From(ctx) == nil || d <= 0 {
 		return nil
-	}
-	if !sleep(ctx, h.plan.PauseBeforeDel) {
-		return fmt.Errorf("fault: pause before DEL of %s: %w", key, ctx.Err())
-	}
-	return nil
-}
-
-// hook is the go-redis hook that applies a Holder's crash and freeze to its commands.
-type hook struct{}
-
-func (hook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h := From(ctx)
-		if h == nil {
-			return next(ctx, cmd)
-		}
-		if err := h.gate(ctx); err != nil {
-			cmd.SetErr(err)
-			return err
-		}
-		err := next(ctx, cmd)
-		h.afterReply()
-		return err
-	}
-}
-
-func (hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h := From(ctx)
-		if h == nil {
-			return next(ctx, cmds)
-		}
-		if err := h.gate(ctx); err != nil {
-			for _, c := range cmds {
-				c.SetErr(err)
-			}
-			return err
-		}
-		err := next(ctx, cmds)
-		h.afterReply()
-		return err
-	}
-}
-
-// afterReply is the planned pause between a reply's arrival and the holder acting on it.
-func (h *Holder) afterReply() {
-	if d := h.plan.PauseAfterReply; d > 0 {
-		time.Sleep(d)
-	}
-}
-
-// installed remembers the clients that carry the hook, so Install adds it once per client.
-var installed sync.Map
-
-// Install adds the fault hook to each client, once per client however often it is called. A
-// command whose context carries no Holder passes straight through.
-func Install(clients ...redis.UniversalClient) {
-	for _, c := range clients {
-		if c == nil {
-			continue
-		}
-		if _, dup := installed.LoadOrStore(c, true); !dup {
-			c.AddHook(hook{})
-		}
-	}
-}
-
-// sleep waits for d or until ctx ends, whichever is first; it reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return true
+		return nil
 	case <-ctx.Done():
-		return false
+		return fmt.Errorf("fault: pause before DEL of %s: %w", key, ctx.Err())
 	}
 }

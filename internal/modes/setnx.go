@@ -1,4 +1,4 @@
-package lock
+package modes
 
 import (
 	"context"
@@ -9,13 +9,14 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill-lab/seckill/lock"
 )
 
 // This file holds the first three broken steps of the pitfalls tutorial (Pitfalls, cases 2, 3
 // and 4). Each is as broken as the tutorial describes; the lab drives each one into its bug and
 // the tests prove the bug happens.
 
-//go:embed lua/delete_observed.lua
+//go:embed delete_observed.lua
 var deleteObservedLua string
 
 var deleteObserved = redis.NewScript(deleteObservedLua)
@@ -23,11 +24,11 @@ var deleteObserved = redis.NewScript(deleteObservedLua)
 // blindRelease is the release of the broken modes: DEL the key whoever holds it. The DEL runs
 // inside a script that also returns the value it removed, only so the lab can report a foreign
 // unlock (ErrForeignUnlock) when that value was not ours; the other holder's lock is gone all the
-// same, which is the bug. Nothing there to delete is ErrNotHeld.
+// same, which is the bug. Nothing there to delete is lock.ErrNotHeld.
 func blindRelease(ctx context.Context, rdb redis.Scripter, key, value string) error {
 	got, err := deleteObserved.Run(ctx, rdb, []string{key}).Text()
 	if errors.Is(err, redis.Nil) {
-		return fmt.Errorf("%w: %s was already gone when DEL ran (expired, or deleted by another holder)", ErrNotHeld, key)
+		return fmt.Errorf("%w: %s was already gone when DEL ran (expired, or deleted by another holder)", lock.ErrNotHeld, key)
 	}
 	if err != nil {
 		return redisErr("DEL "+key, err)
@@ -36,14 +37,6 @@ func blindRelease(ctx context.Context, rdb redis.Scripter, key, value string) er
 		return fmt.Errorf("%w: the DEL of %s removed another holder's lock", ErrForeignUnlock, key)
 	}
 	return nil
-}
-
-// leaseOrDefault is the lease an acquisition asks for, or the mode's default.
-func leaseOrDefault(opts Options, def time.Duration) time.Duration {
-	if opts.Lease > 0 {
-		return opts.Lease
-	}
-	return def
 }
 
 // setNXPX is one attempt of the atomic SET key value NX PX lease (Pitfalls, case 4; the Jedis
@@ -62,35 +55,29 @@ func setNXPX(ctx context.Context, rdb redis.UniversalClient, key, value string, 
 
 // spinSetNXPX takes key with a fresh UUID value by SET NX PX, spinning until wait runs out, and
 // returns the value (setnx-ex and uuid differ only in how they release it).
-func spinSetNXPX(ctx context.Context, rdb redis.UniversalClient, key string, lease, wait time.Duration,
-	retry func() time.Duration) (string, error) {
+func spinSetNXPX(ctx context.Context, rdb redis.UniversalClient, key string, lease, wait time.Duration) (string, error) {
 	value := uuid.NewString()
-	err := retryUntil(ctx, key, wait, retry, func(ctx context.Context) (bool, error) {
+	err := retryUntil(ctx, key, wait, func(ctx context.Context) (bool, error) {
 		return setNXPX(ctx, rdb, key, value, lease)
 	})
 	return value, err
 }
-
-// spinInterval is how the broken modes spin between attempts (the documents' "自旋重试"), with
-// jitter so that waiters do not move in lockstep.
-func spinInterval() func() time.Duration { return jitter(2*time.Millisecond, 10*time.Millisecond) }
 
 // setnxLocker is mode setnx, DELIBERATELY BROKEN: SETNX with no expiry, so a holder that crashes
 // before its DEL leaves the key forever and every later buyer spins until its wait runs out
 // (deadlock, Pitfalls, case 2). Waiters poll with SETNX; release is a blind DEL.
 type setnxLocker struct {
 	noConns
-	rdb   redis.UniversalClient
-	retry func() time.Duration
+	rdb redis.UniversalClient
 }
 
 func (l *setnxLocker) Name() string { return "setnx" }
 
-func (l *setnxLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
+func (l *setnxLocker) Acquire(ctx context.Context, key string, opts lock.Options) (Lease, error) {
 	// A unique value is not part of the document's step; it only lets the lab tell whose key a
 	// blind DEL removed.
 	value := uuid.NewString()
-	err := retryUntil(ctx, key, opts.Wait, l.retry, func(ctx context.Context) (bool, error) {
+	err := retryUntil(ctx, key, opts.Wait, func(ctx context.Context) (bool, error) {
 		n, err := l.rdb.Do(ctx, "setnx", key, value).Int()
 		return n == 1, redisErr("SETNX "+key, err)
 	})
@@ -110,16 +97,15 @@ type setnxExpireLocker struct {
 	noConns
 	rdb          redis.UniversalClient
 	lease        time.Duration
-	retry        func() time.Duration
 	beforeExpire func(ctx context.Context, key string) error
 }
 
 func (l *setnxExpireLocker) Name() string { return "setnx-expire" }
 
-func (l *setnxExpireLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
+func (l *setnxExpireLocker) Acquire(ctx context.Context, key string, opts lock.Options) (Lease, error) {
 	lease := leaseOrDefault(opts, l.lease)
 	value := uuid.NewString()
-	err := retryUntil(ctx, key, opts.Wait, l.retry, func(ctx context.Context) (bool, error) {
+	err := retryUntil(ctx, key, opts.Wait, func(ctx context.Context) (bool, error) {
 		n, err := l.rdb.Do(ctx, "setnx", key, value).Int()
 		return n == 1, redisErr("SETNX "+key, err)
 	})
@@ -149,13 +135,12 @@ type setnxExLocker struct {
 	noConns
 	rdb   redis.UniversalClient
 	lease time.Duration
-	retry func() time.Duration
 }
 
 func (l *setnxExLocker) Name() string { return "setnx-ex" }
 
-func (l *setnxExLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
-	value, err := spinSetNXPX(ctx, l.rdb, key, leaseOrDefault(opts, l.lease), opts.Wait, l.retry)
+func (l *setnxExLocker) Acquire(ctx context.Context, key string, opts lock.Options) (Lease, error) {
+	value, err := spinSetNXPX(ctx, l.rdb, key, leaseOrDefault(opts, l.lease), opts.Wait)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +156,7 @@ func init() {
 			"the key with no TTL and every later sale times out (deadlock)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultHolderPause},
 		New: func(d Deps) (Locker, error) {
-			return &setnxLocker{rdb: d.Data, retry: spinInterval()}, nil
+			return &setnxLocker{rdb: d.Data}, nil
 		},
 	})
 	register(Mode{
@@ -180,7 +165,7 @@ func init() {
 			"leaves the key with no TTL (deadlock)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultCrashBeforeExpire, FaultHolderPause},
 		New: func(d Deps) (Locker, error) {
-			return &setnxExpireLocker{rdb: d.Data, lease: d.Lease, retry: spinInterval(), beforeExpire: d.Steps.BeforeExpire}, nil
+			return &setnxExpireLocker{rdb: d.Data, lease: d.Lease, beforeExpire: d.Steps.BeforeExpire}, nil
 		},
 	})
 	register(Mode{
@@ -189,7 +174,7 @@ func init() {
 			"B acquires and A's DEL removes B's lock (foreign unlock, overlap, lost updates)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultHolderPause},
 		New: func(d Deps) (Locker, error) {
-			return &setnxExLocker{rdb: d.Data, lease: d.Lease, retry: spinInterval()}, nil
+			return &setnxExLocker{rdb: d.Data, lease: d.Lease}, nil
 		},
 	})
 }

@@ -1,4 +1,4 @@
-package lock_test
+package modes_test
 
 import (
 	"context"
@@ -9,23 +9,25 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/modes"
 	"seckill/internal/testredis"
 	"seckill/lab/fault"
-	"seckill/lock"
+
+	"github.com/seckill-lab/seckill/lock"
 )
 
 // brokenSetup starts a Redis server and builds mode name on it with the given default lease.
-func brokenSetup(t *testing.T, name string, lease time.Duration) (lock.Locker, *redis.Client) {
+func brokenSetup(t *testing.T, name string, lease time.Duration) (modes.Locker, *redis.Client) {
 	t.Helper()
 	c := testredis.Client(t, testredis.Start(t))
-	m, err := lock.LookupMode(name)
+	m, err := modes.LookupMode(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The lab's faults, wired as the service wires them: the hook on the client, the knobs.
 	fault.Install(c)
-	steps := lock.StepHooks{BeforeExpire: fault.BeforeExpire, BeforeDel: fault.BeforeDel}
-	l, err := m.New(lock.Deps{Data: c, Lease: lease, InstanceID: "test", Logger: slog.New(slog.DiscardHandler), Steps: steps})
+	steps := modes.StepHooks{BeforeExpire: fault.BeforeExpire, BeforeDel: fault.BeforeDel}
+	l, err := m.New(modes.Deps{Data: c, Lease: lease, InstanceID: "test", Logger: slog.New(slog.DiscardHandler), Steps: steps})
 	if err != nil {
 		t.Fatalf("build %s: %v", name, err)
 	}
@@ -52,7 +54,7 @@ func exists(t *testing.T, c *redis.Client, key string) bool {
 }
 
 // assertDeadlock checks that key has no TTL, stays past lease, and blocks a later acquire.
-func assertDeadlock(t *testing.T, l lock.Locker, c *redis.Client, key string, lease time.Duration) {
+func assertDeadlock(t *testing.T, l modes.Locker, c *redis.Client, key string, lease time.Duration) {
 	t.Helper()
 	if got := pttl(t, c, key); got != -1 {
 		t.Fatalf("PTTL %s = %d after the crash, want -1 (key with no TTL)", key, got)
@@ -153,7 +155,7 @@ func TestSetnxExBlindDelRemovesNextHoldersLock(t *testing.T) {
 		t.Fatal("B's key is missing right after B acquired")
 	}
 	// A finishes and DELs blindly: B's lock is gone.
-	if err := a.Release(ctx); !errors.Is(err, lock.ErrForeignUnlock) {
+	if err := a.Release(ctx); !errors.Is(err, modes.ErrForeignUnlock) {
 		t.Fatalf("A release: %v, want ErrForeignUnlock", err)
 	}
 	if exists(t, c, key) {
@@ -164,7 +166,7 @@ func TestSetnxExBlindDelRemovesNextHoldersLock(t *testing.T) {
 	if err != nil {
 		t.Fatalf("C acquire while B still works: %v, want success (the bug)", err)
 	}
-	if err := b.Release(ctx); !errors.Is(err, lock.ErrForeignUnlock) {
+	if err := b.Release(ctx); !errors.Is(err, modes.ErrForeignUnlock) {
 		t.Fatalf("B release: %v, want ErrForeignUnlock (B deletes C's lock in turn)", err)
 	}
 	if err := cLease.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
@@ -201,7 +203,7 @@ func TestUUIDPauseBeforeDelRemovesNextHoldersLock(t *testing.T) {
 		t.Fatalf("A's release finished (%v) before B acquired at %s: the pause did not hold", err, bAt)
 	default:
 	}
-	if err := <-released; !errors.Is(err, lock.ErrForeignUnlock) {
+	if err := <-released; !errors.Is(err, modes.ErrForeignUnlock) {
 		t.Fatalf("A release: %v, want ErrForeignUnlock", err)
 	}
 	if exists(t, c, key) {
@@ -247,15 +249,15 @@ func TestBrokenModesFaults(t *testing.T) {
 		supports []string
 		refuses  []string
 	}{
-		{"setnx", []string{lock.FaultWork, lock.FaultCrashAfterLock, lock.FaultHolderPause},
-			[]string{lock.FaultCrashBeforeExpire, lock.FaultPauseBeforeDel}},
-		{"setnx-expire", []string{lock.FaultCrashBeforeExpire, lock.FaultCrashAfterLock}, []string{lock.FaultPauseBeforeDel}},
-		{"setnx-ex", []string{lock.FaultWork, lock.FaultHolderPause}, []string{lock.FaultCrashBeforeExpire, lock.FaultPauseBeforeDel}},
-		{"uuid", []string{lock.FaultPauseBeforeDel, lock.FaultWork}, []string{lock.FaultCrashBeforeExpire}},
-		{"fenced", []string{lock.FaultWork, lock.FaultCrashAfterLock, lock.FaultHolderPause},
-			[]string{lock.FaultCrashBeforeExpire, lock.FaultPauseBeforeDel}},
+		{"setnx", []string{modes.FaultWork, modes.FaultCrashAfterLock, modes.FaultHolderPause},
+			[]string{modes.FaultCrashBeforeExpire, modes.FaultPauseBeforeDel}},
+		{"setnx-expire", []string{modes.FaultCrashBeforeExpire, modes.FaultCrashAfterLock}, []string{modes.FaultPauseBeforeDel}},
+		{"setnx-ex", []string{modes.FaultWork, modes.FaultHolderPause}, []string{modes.FaultCrashBeforeExpire, modes.FaultPauseBeforeDel}},
+		{"uuid", []string{modes.FaultPauseBeforeDel, modes.FaultWork}, []string{modes.FaultCrashBeforeExpire}},
+		{"fenced", []string{modes.FaultWork, modes.FaultCrashAfterLock, modes.FaultHolderPause},
+			[]string{modes.FaultCrashBeforeExpire, modes.FaultPauseBeforeDel}},
 	} {
-		m, err := lock.LookupMode(tc.mode)
+		m, err := modes.LookupMode(tc.mode)
 		if err != nil {
 			t.Fatal(err)
 		}

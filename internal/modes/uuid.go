@@ -1,4 +1,4 @@
-package lock
+package modes
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill-lab/seckill/lock"
 )
 
 // uuidLocker is mode uuid, DELIBERATELY BROKEN, with a knob (StepHooks.BeforeDel): a UUID value with SET NX PX, released by GET,
@@ -17,14 +18,13 @@ type uuidLocker struct {
 	noConns
 	rdb       redis.UniversalClient
 	lease     time.Duration
-	retry     func() time.Duration
 	beforeDel func(ctx context.Context, key string) error
 }
 
 func (l *uuidLocker) Name() string { return "uuid" }
 
-func (l *uuidLocker) Acquire(ctx context.Context, key string, opts Options) (Lease, error) {
-	value, err := spinSetNXPX(ctx, l.rdb, key, leaseOrDefault(opts, l.lease), opts.Wait, l.retry)
+func (l *uuidLocker) Acquire(ctx context.Context, key string, opts lock.Options) (Lease, error) {
+	value, err := spinSetNXPX(ctx, l.rdb, key, leaseOrDefault(opts, l.lease), opts.Wait)
 	if err != nil {
 		return nil, err
 	}
@@ -38,13 +38,13 @@ func (l *uuidLocker) Acquire(ctx context.Context, key string, opts Options) (Lea
 func (l *uuidLocker) release(ctx context.Context, key, value string) error {
 	got, err := l.rdb.Get(ctx, key).Result()
 	if errors.Is(err, redis.Nil) {
-		return fmt.Errorf("%w: %s was gone before the check (expired, or deleted by another holder)", ErrNotHeld, key)
+		return fmt.Errorf("%w: %s was gone before the check (expired, or deleted by another holder)", lock.ErrNotHeld, key)
 	}
 	if err != nil {
 		return redisErr("GET "+key, err)
 	}
 	if got != value {
-		return fmt.Errorf("%w: %s holds another holder's value; not deleted", ErrNotHeld, key)
+		return fmt.Errorf("%w: %s holds another holder's value; not deleted", lock.ErrNotHeld, key)
 	}
 	if l.beforeDel != nil {
 		if err := l.beforeDel(ctx, key); err != nil {
@@ -62,7 +62,7 @@ func init() {
 			"if the lock expires between compare and DEL and B acquires, A deletes B's lock (foreign unlock)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultHolderPause, FaultPauseBeforeDel},
 		New: func(d Deps) (Locker, error) {
-			return &uuidLocker{rdb: d.Data, lease: d.Lease, retry: spinInterval(), beforeDel: d.Steps.BeforeDel}, nil
+			return &uuidLocker{rdb: d.Data, lease: d.Lease, beforeDel: d.Steps.BeforeDel}, nil
 		},
 	})
 }

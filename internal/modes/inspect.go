@@ -1,4 +1,4 @@
-package lock
+package modes
 
 import (
 	"context"
@@ -235,16 +235,9 @@ func splitField(field, self string) (instance, owner string, this bool) {
 }
 
 // globEscape quotes the characters SCAN MATCH treats as a pattern.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func globEscape(s string) string { return globSpecials.Replace(s) }
+
+var globSpecials = strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`, `\`, `\\`)
 
 // PTTL is one reading of a key's remaining time to live.
 type PTTL struct {

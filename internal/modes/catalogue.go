@@ -1,0 +1,150 @@
+package modes
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seckill-lab/seckill/lock"
+)
+
+// The safe modes are the library's locks, built through its public API; the broken ones live in
+// this package (setnx.go, uuid.go, none.go).
+func init() {
+	register(Mode{
+		Name: "fair", Row: 13, Step: "Redisson walkthrough (getFairLock); Redisson internals", Source: "Redisson walkthrough, getFairLock", Safe: true,
+		Summary: "Redisson RFairLock layout: the reentrant hash and watchdog plus a queue and deadlines in Redis; " +
+			"waiters are served in the order they queued, across instances, each woken on its own channel",
+		Faults: watchdogFaults,
+		New:    build(lock.NewFair),
+	})
+
+	register(Mode{
+		Name: "fenced", Row: 10, Step: "beyond the sources: Redisson RFencedLock, Kleppmann's fencing tokens", Source: "beyond: RFencedLock, Kleppmann",
+		Safe: true,
+		Summary: "SET NX PX + INCR token in one script, watchdog every lease/3, compare-and-delete release; " +
+			"the stock write is accepted only with a token not older than the newest written, so a frozen " +
+			"holder's stale write is rejected (no lost update)",
+		Faults: watchdogFaults,
+		New:    build(lock.NewFenced),
+	})
+
+	register(Mode{
+		Name: "lua", Row: 6, Step: "Pitfalls, case 6; Jedis lock", Source: "Pitfalls, case 6; Jedis lock", Safe: false,
+		Summary: "UUID value, SET NX PX, Lua compare-and-delete release: never deletes another's lock, " +
+			"but with business time > lease two holders overlap (no watchdog)",
+		Faults: lockedFaults,
+		New:    build(lock.NewLua),
+	})
+
+	register(Mode{
+		Name: "multilock", Row: 8, Step: "Redisson walkthrough (getMultiLock); Redisson MultiLock", Source: "Redisson walkthrough, MultiLock", Safe: true,
+		Summary: "Redisson MultiLock: one reentrant lock on every master, all required, taken in order and " +
+			"given back on any failure; renewed on every master; with a master down it fails cleanly",
+		Faults: watchdogFaults,
+		New:    buildMasters(lock.NewMultilock),
+	})
+
+	register(Mode{
+		Name: "redlock", Row: 9, Step: "Redlock algorithm; Pitfalls 7.2; Jedis lock (RedissonRedLock)", Source: "Redlock algorithm; Pitfalls 7.2", Safe: true,
+		Summary: "Redlock via redsync over the independent masters: majority quorum, validity = ttl - elapsed - drift, " +
+			"release everywhere after a failed attempt; waiters woken by the release (1-10 ms random retry only when none comes); " +
+			"extended every ttl/3 while held, " +
+			"a failed extension tells the holder the lock is lost",
+		Faults: watchdogFaults,
+		New:    buildMasters(lock.NewRedlock),
+	})
+
+	register(Mode{
+		Name: "redlock-fenced", Row: 10, Step: "beyond the sources: Kleppmann's fencing tokens on Redlock", Source: "beyond: Kleppmann, Redlock",
+		Safe: true,
+		Summary: "redlock, plus a fencing token drawn from a counter on the masters (read on a majority, raised on a majority); " +
+			"the stock write is accepted only with a token not older than the newest written, so a holder whose lock " +
+			"expired early (a pause, a clock jump) cannot overwrite the next holder's sale; a master restarted empty forgets the counter",
+		Faults: watchdogFaults,
+		New: func(d Deps) (Locker, error) {
+			d.Fencing = true
+			return buildMasters(lock.NewRedlock)(d)
+		},
+	})
+
+	register(Mode{
+		Name: "reentrant", Row: 7, Step: "Redisson walkthrough; Redisson internals; Pitfalls 7.2 (Redisson part)", Source: "Redisson walkthrough, internals", Safe: true,
+		Summary: "Redisson RLock layout: hash field <instance>:<owner> = hold count, renewed every lease/3 by a " +
+			"watchdog, waiters woken by the unlock PUBLISH; never overlaps, a crashed holder's lock expires one lease later",
+		Faults: watchdogFaults,
+		New:    build(lock.NewReentrant),
+	})
+
+	register(Mode{
+		Name: "none", Row: 1, Step: "Pitfalls, case 1", Source: "Pitfalls, case 1",
+		Summary: "BROKEN: no lock; concurrent read-check-writes of the stock lose updates and oversell",
+		Faults:  []string{FaultWork},
+		New:     func(Deps) (Locker, error) { return noneLocker{}, nil },
+	})
+
+	register(Mode{
+		Name: "atomic", Row: 11, Step: "beyond the sources: the atomic Lua decrement production uses", Source: "beyond: atomic Lua decrement", Safe: true, Atomic: true,
+		Summary: "no lock: one Lua script decrements only while stock > 0 and records the order; the throughput ceiling",
+	})
+
+}
+
+// build adapts a single-server constructor of the library to a mode.
+func build(newLock func(rdb redis.UniversalClient, opts ...lock.Option) (*lock.Locker, error)) func(Deps) (Locker, error) {
+	return func(d Deps) (Locker, error) {
+		l, err := newLock(d.Data, libOptions(d)...)
+		if err != nil {
+			return nil, err
+		}
+		return libLocker{l}, nil
+	}
+}
+
+// buildMasters adapts a constructor over the independent masters to a mode.
+func buildMasters(newLock func(masters []redis.UniversalClient, opts ...lock.Option) (*lock.Locker, error)) func(Deps) (Locker, error) {
+	return func(d Deps) (Locker, error) {
+		l, err := newLock(d.Masters, libOptions(d)...)
+		if err != nil {
+			return nil, err
+		}
+		return libLocker{l}, nil
+	}
+}
+
+// libOptions are the library's options for deps: only what deps sets, so the library's defaults
+// hold for the rest.
+func libOptions(d Deps) []lock.Option {
+	opts := []lock.Option{lock.WithLease(d.Lease)}
+	if d.InstanceID != "" {
+		opts = append(opts, lock.WithInstanceID(d.InstanceID))
+	}
+	if d.Logger != nil {
+		opts = append(opts, lock.WithLogger(d.Logger))
+	}
+	if d.DriftFactor > 0 {
+		opts = append(opts, lock.WithDriftFactor(d.DriftFactor))
+	}
+	if d.RetryMax > 0 {
+		opts = append(opts, lock.WithRetryDelay(d.RetryMin, d.RetryMax))
+	}
+	if d.Fencing {
+		opts = append(opts, lock.WithFencingTokens())
+	}
+	if d.WaitReplicas > 0 {
+		opts = append(opts, lock.WithReplicas(d.WaitReplicas, d.WaitReplicasTimeout))
+	}
+	return opts
+}
+
+// libLocker is a library Locker as a mode's Locker.
+type libLocker struct{ l *lock.Locker }
+
+func (a libLocker) Acquire(ctx context.Context, key string, opts lock.Options) (Lease, error) {
+	le, err := a.l.Acquire(ctx, key, opts)
+	if err != nil {
+		return nil, err
+	}
+	return le, nil
+}
+
+func (a libLocker) Close() error { return a.l.Close() }

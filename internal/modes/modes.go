@@ -1,0 +1,153 @@
+package modes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+
+	"github.com/seckill-lab/seckill/lock"
+)
+
+// Locker is what the service needs of a lock mode: the library's locks and the broken modes of
+// this package alike.
+type Locker interface {
+	Acquire(ctx context.Context, key string, opts lock.Options) (Lease, error)
+	Close() error
+}
+
+// Lease is one held lock of a mode. *lock.Lease is one.
+type Lease interface {
+	Key() string
+	Token() int64
+	Lost() <-chan struct{}
+	Release(ctx context.Context) error
+}
+
+// Renewer is a lease whose watchdog counts its renewals.
+type Renewer interface{ Renewals() int64 }
+
+// HashLease is a lease in Redisson's hash layout (Field is "" for the other layouts).
+type HashLease interface{ Field() string }
+
+// MultiLease is a lease made of one lease per master (nil Parts for the others).
+type MultiLease interface{ Parts() []*lock.Lease }
+
+// ErrForeignUnlock: the release deleted a lock that another holder owned. Only the deliberately
+// broken modes can return it; it is how the lab observes the bug.
+var ErrForeignUnlock = errors.New("lock: released a lock held by someone else")
+
+// ClientAddr names the server a client talks to ("host:port"), for messages and views.
+func ClientAddr(c redis.UniversalClient) string {
+	if o, ok := c.(interface{ Options() *redis.Options }); ok {
+		return o.Options().Addr
+	}
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return "cluster " + strings.Join(cc.Options().Addrs, ",")
+	}
+	return fmt.Sprintf("%v", c)
+}
+
+// The fair lock's own keys beside the lock, in Redisson's layout (RedissonFairLock): the queue of
+// waiters and their deadlines, in the lock's hash slot.
+func fairQueue(name string) string     { return redissonPrefixed("redisson_lock_queue", name) }
+func fairDeadlines(name string) string { return redissonPrefixed("redisson_lock_timeout", name) }
+
+func redissonPrefixed(prefix, name string) string {
+	if strings.Contains(name, "{") {
+		return prefix + ":" + name
+	}
+	return prefix + ":{" + name + "}"
+}
+
+// FairKeyPrefixes are the prefixes of the fair lock's own keys (its queue and its deadlines) for
+// the lock keys that start with lockPrefix, which must carry a hash tag ("{sku}:lock:"): what a
+// reset must delete besides the lock keys themselves.
+func FairKeyPrefixes(lockPrefix string) []string {
+	return []string{fairQueue(lockPrefix), fairDeadlines(lockPrefix)}
+}
+
+// plainLease is the lease of the broken modes: no watchdog, no token.
+type plainLease struct {
+	key      string
+	released atomic.Bool
+	release  func(ctx context.Context) error
+}
+
+func (l *plainLease) Key() string           { return l.key }
+func (l *plainLease) Token() int64          { return 0 }
+func (l *plainLease) Lost() <-chan struct{} { return nil }
+
+func (l *plainLease) Release(ctx context.Context) error {
+	if !l.released.CompareAndSwap(false, true) {
+		return lock.ErrNotHeld
+	}
+	if l.release == nil {
+		return nil
+	}
+	return l.release(ctx)
+}
+
+// noConns is embedded by the Lockers that keep no connection of their own.
+type noConns struct{}
+
+func (noConns) Close() error { return nil }
+
+// noneLocker is mode none: no lock at all, so concurrent read-check-writes lose updates.
+type noneLocker struct{ noConns }
+
+func (noneLocker) Acquire(ctx context.Context, key string, _ lock.Options) (Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", lock.ErrNotObtained, key, err)
+	}
+	return &plainLease{key: key}, nil
+}
+
+// retryUntil is the polling loop of the tutorials' tryLock: try until it obtains the lock,
+// fails, or the wait runs out, sleeping a random 2–10 ms between tries (their "spin").
+func retryUntil(ctx context.Context, key string, wait time.Duration,
+	try func(context.Context) (bool, error)) error {
+	deadline := time.Now().Add(wait)
+	for {
+		ok, err := try(ctx)
+		if err != nil || ok {
+			return err
+		}
+		pause := min(2*time.Millisecond+rand.N(8*time.Millisecond), time.Until(deadline))
+		if pause <= 0 {
+			return fmt.Errorf("%w: %s", lock.ErrNotObtained, key)
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %s: %w", lock.ErrNotObtained, key, ctx.Err())
+		}
+	}
+}
+
+// redisErr wraps a failed Redis call of a broken mode: a reply error as it is, anything else as
+// lock.ErrUnavailable too.
+func redisErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var reply redis.Error
+	if errors.As(err, &reply) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("lock: %s: %w", op, err)
+	}
+	return fmt.Errorf("lock: %s: %w: %w", op, lock.ErrUnavailable, err)
+}
+
+// leaseOrDefault is the lease an acquisition asks for, or the mode's default.
+func leaseOrDefault(opts lock.Options, def time.Duration) time.Duration {
+	if opts.Lease > 0 {
+		return opts.Lease
+	}
+	return def
+}

@@ -1,0 +1,47 @@
+package lock
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+)
+
+// locker is what every lock implements; Locker wraps one.
+type locker interface {
+	Acquire(ctx context.Context, key string, opts Options) (heldLock, error)
+	Close() error
+}
+
+// heldLock is what every lock's lease implements; Lease wraps one. A Release that failed on a
+// transient error (the server did not answer, the context ended) leaves it releasable again.
+type heldLock interface {
+	Key() string
+	Token() int64
+	Lost() <-chan struct{}
+	Release(ctx context.Context) error
+	refresh(ctx context.Context) error
+}
+
+// renewer is implemented by the leases with a watchdog.
+type renewer interface{ Renewals() int64 }
+
+// hashLease is implemented by the leases in Redisson's hash layout.
+type hashLease interface{ Field() string }
+
+// partsLease is implemented by the multilock's lease.
+type partsLease interface{ Parts() []heldLock }
+
+// retryable reports whether a failed release may be tried again: the command may not have reached
+// Redis, so the lock may still be ours.
+func retryable(err error) bool {
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// ownerOf is the owner of one acquisition: opts.Owner, or a new one for this acquisition alone.
+func ownerOf(opts Options) string {
+	if opts.Owner != "" {
+		return opts.Owner
+	}
+	return uuid.NewString()
+}
