@@ -3,10 +3,11 @@
 # and build caches mounted; the runtime image is Alpine (busybox wget serves the health check) and
 # runs as an unprivileged user.
 
-FROM golang:1.26 AS build
+FROM golang:1.26.8 AS build
 WORKDIR /src
 # Dependencies first, so editing the code does not download them again.
-COPY go.mod go.sum ./
+COPY go.mod go.sum go.work ./
+COPY lock/go.mod lock/go.sum ./lock/
 RUN --mount=type=cache,target=/go/pkg/mod \
     go mod download
 COPY . .

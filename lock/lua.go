@@ -21,12 +21,12 @@ var (
 	handoverRelease         = redis.NewScript(handoverReleaseLua)
 )
 
-// luaLocker is mode lua (Pitfalls, case 6; Jedis lock): SET key <uuid> NX PX lease, retried until
+// luaLocker is NewLua (the compare-and-delete lock of https://redis.io/docs/latest/develop/use/patterns/distributed-locks/): SET key <uuid> NX PX lease, retried until
 // the wait runs out; released by one Lua compare-and-delete, so it never deletes another
 // holder's lock. It has no watchdog: with business time longer than the lease, two holders
 // still overlap, which is what motivates Redisson's watchdog.
 //
-// Unlike the Jedis lock's fixed sleep, the waiters of this process wait in line (handoff.go) until
+// Unlike a retry loop with a fixed sleep, the waiters of this process wait in line (handoff.go) until
 // a release wakes the head (a release here rings the line directly; one in another process
 // through the PUBLISH in the release script) or until the holder's PTTL (read in the same round
 // trip as the failed SET), so a lock that expires still passes to the next holder when it

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// multiLocker is mode multilock (the Redisson walkthrough's getMultiLock, RedissonMultiLock): one
+// multiLocker is NewMultilock (Redisson's RedissonMultiLock, https://redisson.org/docs/data-and-services/locks-and-synchronizers/): one
 // reentrant lock, same layout and scripts, on every independent master, all of them required.
 // They are taken in master order (so two buyers never hold halves of each other's set); a buyer
 // that cannot get one of them gives back those it got before it retries or gives up, so a

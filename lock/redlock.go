@@ -17,7 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// redlockLocker is mode redlock (Redlock algorithm, Pitfalls 7.2, Jedis lock): the Redlock
+// redlockLocker is NewRedlock (https://redis.io/docs/latest/develop/use/patterns/distributed-locks/): the Redlock
 // algorithm over the independent masters (3 or 5, as configured) through redsync v4. One attempt
 // SETs key <random> NX PX ttl on every master at once; it wins only with a majority of the
 // masters AND a validity left, validity = ttl - time the attempt took - drift (1% of ttl,

@@ -26,8 +26,7 @@ import (
 // majority while it held the key there, and B reads the counter on a majority where it holds the
 // key. Two majorities share a master; B's key can only be there after A's is gone, so B reads it
 // after A's raise: B's token ≥ A's + 1. That holds across clock jumps and pauses, but not across
-// a master that restarts without its data: it forgets the counter with the key (lab row
-// redlock-fenced-restart). Either round failing gives the lock back, and the attempt counts as
+// a master that restarts without its data: it forgets the counter with the key. Either round failing gives the lock back, and the attempt counts as
 // lost.
 var (
 	//go:embed lua/redlock_token_read.lua

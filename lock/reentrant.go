@@ -27,7 +27,7 @@ var (
 	reentrantRelease = redis.NewScript(reentrantReleaseLua)
 )
 
-// reentrantLocker is mode reentrant (Redisson walkthrough and internals, Pitfalls 7.2): RLock,
+// reentrantLocker is NewReentrant (Redisson's RedissonLock, https://github.com/redisson/redisson): RLock,
 // wire-compatible, so a Java service calling getLock(name) on the same Redis excludes with this
 // one. The lock is a hash; its field "<instance-id>:<owner>" holds the hold count, so the same
 // owner re-enters and must release as often. Without an explicit lease a watchdog renews the lock

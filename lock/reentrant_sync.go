@@ -19,8 +19,8 @@ const defaultWaitReplicasTimeout = time.Second
 // replicaSync is the reentrant lock's option to wait for replicas (lock.waitReplicas), as current
 // Redisson does with checkLockSyncedSlaves: right after the acquire script took the lock, WAIT
 // for n replicas on the same connection. Asynchronous replication is what lets a failover hand
-// the lock to a second holder (docs/scenarios.md, row 12: the master dies before its replica
-// has the lock, the replica is promoted without it). With the acknowledgement the lock is on a replica
+// the lock to a second holder (the master dies before its replica has the lock, and the
+// replica is promoted without it). With the acknowledgement the lock is on a replica
 // before anyone relies on it; without it, the acquisition is given back and fails.
 //
 // WAIT is not consensus (the Redis documentation says so): it makes the write durable on n

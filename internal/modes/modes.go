@@ -11,7 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-
 	"github.com/seckill-lab/seckill/lock"
 )
 

@@ -1,4 +1,4 @@
--- Release a lock only if it still holds our value (Pitfalls, case 6; the Jedis lock's unLock), and tell
+-- Release a lock only if it still holds our value (the release script of https://redis.io/docs/latest/develop/use/patterns/distributed-locks/), and tell
 -- the waiters: the PUBLISH wakes the head of each process's line of waiters at once instead of
 -- leaving the lock idle until their next poll. Nothing is published when the lock was not ours
 -- (it is someone else's now, and still held).

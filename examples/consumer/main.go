@@ -1,9 +1,9 @@
-// Command reentrant shows seckill/lock used from another Go program: it holds a reentrant
-// (Redisson-compatible) lock around a job three leases long against a real Redis, and checks
-// that the watchdog kept the lock the whole time, that a second holder was kept out, and that the
-// release left nothing behind. It imports only seckill/lock and go-redis.
+// Command lockconsumer is a module of its own that uses the lock library as another team would:
+// it holds a reentrant (Redisson-compatible) lock around a job three leases long against a real
+// Redis, and checks that the watchdog kept the lock the whole time, that a second holder was kept
+// out, and that the release left nothing behind. It imports only the library and go-redis.
 //
-//	go run ./examples/reentrant -addr 127.0.0.1:6379
+//	cd examples/consumer && go run . -addr 127.0.0.1:6379
 package main
 
 import (
@@ -22,10 +22,10 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:6379", "the Redis server")
 	lease := flag.Duration("lease", time.Second, "the lock's lease (the watchdog renews it every lease/3)")
-	key := flag.String("key", "examples:reentrant", "the lock's key")
+	key := flag.String("key", "examples:consumer", "the lock's key")
 	flag.Parse()
 	if err := run(*addr, *key, *lease); err != nil {
-		fmt.Fprintln(os.Stderr, "reentrant:", err)
+		fmt.Fprintln(os.Stderr, "lockconsumer:", err)
 		os.Exit(1)
 	}
 }
