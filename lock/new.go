@@ -131,6 +131,11 @@ func NewFair(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
 // (Lease.Token) larger than any before it on the same key. The protected resource must refuse
 // a write whose token is older than the newest it has seen: that, not the lock, is what stops a
 // holder that was paused past its lease. Renewed by a watchdog while held.
+//
+// The tokens come from a counter kept beside the lock, "<key>:token", which has no TTL on
+// purpose: were it to expire, the next holder would draw a token the resource has already seen
+// and its writes would be refused, or worse, an older holder's accepted. It is one small string
+// per lock key; delete it only together with the resource's record of the newest token.
 func NewFenced(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
 	return construct("fenced", settings{Data: rdb}, opts, newFenced)
 }

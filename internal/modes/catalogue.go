@@ -2,6 +2,7 @@ package modes
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seckill-lab/seckill/lock"
@@ -103,6 +104,9 @@ func build(newLock func(rdb redis.UniversalClient, opts ...lock.Option) (*lock.L
 // buildMasters adapts a constructor over the independent masters to a mode.
 func buildMasters(newLock func(masters []redis.UniversalClient, opts ...lock.Option) (*lock.Locker, error)) func(Deps) (Locker, error) {
 	return func(d Deps) (Locker, error) {
+		if len(d.Masters) == 0 {
+			return noMasters{}, nil
+		}
 		l, err := newLock(d.Masters, libOptions(d)...)
 		if err != nil {
 			return nil, err
@@ -148,3 +152,11 @@ func (a libLocker) Acquire(ctx context.Context, key string, opts lock.Options) (
 }
 
 func (a libLocker) Close() error { return a.l.Close() }
+
+// noMasters stands for a mode over independent masters when none are configured: every
+// acquisition says so.
+type noMasters struct{ noConns }
+
+func (noMasters) Acquire(_ context.Context, key string, _ lock.Options) (Lease, error) {
+	return nil, fmt.Errorf("lock: %s: %w: no independent masters configured (redis.masters)", key, lock.ErrUnavailable)
+}

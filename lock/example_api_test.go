@@ -1,0 +1,140 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/seckill-lab/seckill/lock"
+)
+
+// A compare-and-delete lock has no watchdog: a holder whose work may outlast the lease refreshes
+// it by hand, and a release by a holder whose lease ran out deletes nothing.
+func ExampleNewLua() {
+	clients, _, stop := exampleRedis(1)
+	defer stop()
+	rdb := clients[0]
+	ctx := context.Background()
+
+	locker, err := lock.NewLua(rdb, lock.WithLease(200*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locker.Close()
+
+	lease, err := locker.Acquire(ctx, "nightly-export", lock.Options{Wait: time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for range 3 { // work three leases long, refreshing halfway through each
+		time.Sleep(100 * time.Millisecond)
+		if err := lease.Refresh(ctx); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println("still held after 300 ms:", rdb.Exists(ctx, "nightly-export").Val() == 1)
+	fmt.Println("released:", lease.Release(ctx) == nil)
+
+	// Without refreshing, the lease runs out and the next holder takes the lock.
+	late, err := locker.Acquire(ctx, "nightly-export", lock.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	next, err := locker.Acquire(ctx, "nightly-export", lock.Options{Wait: time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("late release:", errors.Is(late.Release(ctx), lock.ErrNotHeld))
+	fmt.Println("late refresh:", errors.Is(late.Refresh(ctx), lock.ErrNotHeld))
+	fmt.Println("the next holder still holds it:", rdb.Exists(ctx, "nightly-export").Val() == 1)
+	_ = next.Release(ctx)
+	// Output:
+	// still held after 300 ms: true
+	// released: true
+	// late release: true
+	// late refresh: true
+	// the next holder still holds it: true
+}
+
+// A fair lock serves waiters in the order they came, whichever process they wait in: here two
+// Lockers stand for two processes.
+func ExampleNewFair() {
+	clients, _, stop := exampleRedis(1)
+	defer stop()
+	ctx := context.Background()
+
+	var lockers []*lock.Locker
+	for _, id := range []string{"process-a", "process-b"} {
+		l, err := lock.NewFair(clients[0], lock.WithInstanceID(id))
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer l.Close()
+		lockers = append(lockers, l)
+	}
+	first, err := lockers[0].Acquire(ctx, "payroll", lock.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	served := make(chan string, 3)
+	queue := func(l *lock.Locker, who string) {
+		lease, err := l.Acquire(ctx, "payroll", lock.Options{Wait: 5 * time.Second})
+		if err != nil {
+			served <- who + ": " + err.Error()
+			return
+		}
+		served <- who
+		_ = lease.Release(ctx)
+	}
+	for i, who := range []string{"b-1", "a-1", "b-2"} {
+		go queue(lockers[(i+1)%2], who)
+		time.Sleep(50 * time.Millisecond) // let each join the queue before the next
+	}
+	if err := first.Release(ctx); err != nil {
+		log.Fatal(err)
+	}
+	for range 3 {
+		fmt.Println("served:", <-served)
+	}
+	// Output:
+	// served: b-1
+	// served: a-1
+	// served: b-2
+}
+
+// A multilock holds one lock on each of several independent Redis servers, all of them
+// required; its lease has a part per server.
+func ExampleNewMultilock() {
+	masters, _, stop := exampleRedis(3)
+	defer stop()
+	ctx := context.Background()
+
+	locker, err := lock.NewMultilock(masters, lock.WithInstanceID("worker-1"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locker.Close()
+	lease, err := locker.Acquire(ctx, "ledger", lock.Options{Owner: "close-books", Wait: time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i, part := range lease.Parts() {
+		fmt.Printf("master %d: %s holds %s\n", i+1, part.Field(), masters[i].HGet(ctx, "ledger", part.Field()).Val())
+	}
+	if err := lease.Release(ctx); err != nil {
+		log.Fatal(err)
+	}
+	left := 0
+	for _, m := range masters {
+		left += int(m.Exists(ctx, "ledger").Val())
+	}
+	fmt.Println("keys left:", left)
+	// Output:
+	// master 1: worker-1:close-books holds 1
+	// master 2: worker-1:close-books holds 1
+	// master 3: worker-1:close-books holds 1
+	// keys left: 0
+}
