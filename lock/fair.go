@@ -365,7 +365,7 @@ type fairLease struct {
 	leaseMs int64
 	waitMs  int64     // the holder's wait: the thread wait a handover moves the queue's deadlines by
 	wd      *watchdog // nil with an explicit lease
-	over    atomic.Bool
+	gate    releaseGate
 }
 
 func (le *fairLease) Key() string   { return le.key }
@@ -380,11 +380,14 @@ func (le *fairLease) Renewals() int64 { return le.wd.Renewals() }
 
 // Release gives back one hold; the last one deletes the lock and tells the first waiter.
 func (le *fairLease) Release(ctx context.Context) error {
-	if !le.over.CompareAndSwap(false, true) {
+	first, ok := le.gate.begin()
+	if !ok {
 		return fmt.Errorf("%w: %s: this lease was already released", ErrNotHeld, le.key)
 	}
-	le.wd.Stop()
-	return le.l.release(ctx, le.key, le.field, le.leaseMs, le.waitMs)
+	if first {
+		le.wd.Stop()
+	}
+	return le.gate.end(le.l.release(ctx, le.key, le.field, le.leaseMs, le.waitMs))
 }
 
 func init() {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -70,6 +69,11 @@ func (m *multiLocker) Acquire(ctx context.Context, key string, opts Options) (Le
 		if err := releaseParts(context.WithoutCancel(ctx), held); err != nil {
 			failed = errors.Join(failed, fmt.Errorf("release the masters already taken: %w", err))
 		}
+		// A master that does not answer (refused, timed out) fails the acquisition at once: every
+		// master is required, so waiting out the wait would only hold every buyer up for nothing.
+		if errors.Is(failed, ErrUnavailable) && !errors.Is(failed, ErrNotObtained) {
+			return nil, fmt.Errorf("%w: %s: %w", ErrNotObtained, key, failed)
+		}
 		left := time.Until(deadline)
 		if errors.Is(failed, ErrNotObtained) || ctx.Err() != nil || left <= 0 {
 			if errors.Is(failed, ErrNotObtained) {
@@ -118,7 +122,7 @@ type multiLease struct {
 	lost  chan struct{} // nil when the parts have no watchdog
 	stop  chan struct{}
 	once  sync.Once
-	over  atomic.Bool
+	gate  releaseGate
 }
 
 func newMultiLease(key string, parts []*reentrantLease) *multiLease {
@@ -169,11 +173,18 @@ func (ml *multiLease) Parts() []Lease {
 // Release gives the lock back on every master; any master where it was no longer held makes
 // the whole release ErrNotHeld.
 func (ml *multiLease) Release(ctx context.Context) error {
-	if !ml.over.CompareAndSwap(false, true) {
+	if _, ok := ml.gate.begin(); !ok {
 		return fmt.Errorf("%w: %s: this lease was already released", ErrNotHeld, ml.key)
 	}
 	ml.once.Do(func() { close(ml.stop) })
-	return releaseParts(ctx, ml.parts)
+	// A retry sends the release only to the masters where it did not get through.
+	var left []*reentrantLease
+	for _, p := range ml.parts {
+		if !p.gate.settled() {
+			left = append(left, p)
+		}
+	}
+	return ml.gate.end(releaseParts(ctx, left))
 }
 
 // ClientAddr names the server a client talks to ("host:port"), for messages and views.

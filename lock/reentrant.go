@@ -309,7 +309,7 @@ type reentrantLease struct {
 	field   string
 	leaseMs int64
 	entry   *renewal // nil with an explicit lease (no watchdog)
-	over    atomic.Bool
+	gate    releaseGate
 }
 
 func (le *reentrantLease) Key() string   { return le.key }
@@ -336,13 +336,21 @@ func (le *reentrantLease) Renewals() int64 {
 // out, or this lease was already released) is ErrNotHeld, as Redisson's
 // IllegalMonitorStateException.
 func (le *reentrantLease) Release(ctx context.Context) error {
-	if !le.over.CompareAndSwap(false, true) {
+	first, ok := le.gate.begin()
+	if !ok {
 		return fmt.Errorf("%w: %s: this lease was already released", ErrNotHeld, le.key)
 	}
-	le.l.unheld(le.key, le.field)
-	if le.entry != nil {
-		le.l.unhold(le.key+"\x00"+le.field, le.entry)
+	if first {
+		le.l.unheld(le.key, le.field)
+		if le.entry != nil {
+			le.l.unhold(le.key+"\x00"+le.field, le.entry)
+		}
 	}
+	return le.gate.end(le.release(ctx))
+}
+
+// release sends the release script (again, after a failure to reach Redis).
+func (le *reentrantLease) release(ctx context.Context) error {
 	_, err := reentrantRelease.Run(ctx, le.l.rdb, []string{le.key, unlockChannel(le.key)},
 		unlockMessage, le.leaseMs, le.field).Int64()
 	if errors.Is(err, redis.Nil) {

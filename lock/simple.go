@@ -3,15 +3,14 @@ package lock
 import (
 	"context"
 	"math/rand/v2"
-	"sync/atomic"
 	"time"
 )
 
 // plainLease is the Lease of modes without a watchdog or fencing: Lost is nil.
 type plainLease struct {
-	key      string
-	released atomic.Bool
-	release  func(ctx context.Context) error
+	key     string
+	gate    releaseGate
+	release func(ctx context.Context) error
 }
 
 func (l *plainLease) Key() string           { return l.key }
@@ -19,13 +18,13 @@ func (l *plainLease) Token() int64          { return 0 }
 func (l *plainLease) Lost() <-chan struct{} { return nil }
 
 func (l *plainLease) Release(ctx context.Context) error {
-	if !l.released.CompareAndSwap(false, true) {
+	if _, ok := l.gate.begin(); !ok {
 		return ErrNotHeld
 	}
 	if l.release == nil {
-		return nil
+		return l.gate.end(nil)
 	}
-	return l.release(ctx)
+	return l.gate.end(l.release(ctx))
 }
 
 // sleep waits for d or until ctx ends, whichever is first; it reports whether d elapsed.
