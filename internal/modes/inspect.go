@@ -41,6 +41,11 @@ type KeyState struct {
 	Holders []Holder `json:"holders,omitempty"`
 	// Queue lists a fair lock's waiters, first first, each with its deadline.
 	Queue []Waiter `json:"queue,omitempty"`
+	// Kind is "lock", or "fencing counter" for a fenced lock's token counter (<key>:token), which
+	// has no TTL by design: its tokens must keep rising past every lock's expiry.
+	Kind string `json:"kind" example:"lock"`
+	// Deadlock: a lock key with no TTL, which nobody will ever free (never set on a counter).
+	Deadlock bool `json:"deadlock,omitempty"`
 }
 
 // Waiter is one entry of a fair lock's queue (redisson_lock_queue:{name}).
@@ -150,6 +155,11 @@ func inspectServer(ctx context.Context, c redis.UniversalClient, prefix, self st
 		case strs[i] != nil:
 			keys[i].Value = strs[i].Val()
 		}
+		keys[i].Kind = "lock"
+		if strings.HasSuffix(keys[i].Key, ":token") && keys[i].Type == "string" {
+			keys[i].Kind = "fencing counter"
+		}
+		keys[i].Deadlock = keys[i].Kind == "lock" && keys[i].PTTLMs == -1
 	}
 	keys, err := fairQueues(ctx, c, prefix, self, keys)
 	return keys, truncated, err
@@ -203,7 +213,7 @@ func fairQueues(ctx context.Context, c redis.UniversalClient, prefix, self strin
 		}
 		at := slices.IndexFunc(keys, func(k KeyState) bool { return k.Key == name })
 		if at < 0 {
-			keys = append(keys, KeyState{Key: name, Type: "none", PTTLMs: -2})
+			keys = append(keys, KeyState{Key: name, Type: "none", PTTLMs: -2, Kind: "lock"})
 			at = len(keys) - 1
 		}
 		keys[at].Queue = line
