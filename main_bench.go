@@ -15,8 +15,10 @@ import (
 
 // benchFlags are the flags of `seckill bench`.
 type benchFlags struct {
-	opt  bench.Options
-	json bool
+	opt        bench.Options
+	json       bool
+	url        string
+	adminToken string
 }
 
 func (b *benchFlags) register(fs *flag.FlagSet) {
@@ -59,6 +61,8 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 		}
 		return nil
 	})
+	fs.StringVar(&b.url, "url", "", "bench over HTTP: fire the sales at this running service (nginx in front of several instances) instead of starting Redis; --modes lists lock modes (default lua,fair)")
+	fs.StringVar(&b.adminToken, "admin-token", "", "with --url: sent as X-Admin-Token with the stock reset")
 	fs.BoolVar(&b.json, "json", false, "print the report as JSON instead of a table")
 	fs.BoolVar(&b.opt.Embedded, "embedded", false, "use in-process Redis servers even when redis-server is installed")
 }
@@ -73,6 +77,13 @@ func runBench(ctx context.Context, b benchFlags, stdout, stderr io.Writer) error
 	opt.Progress = func(done, total int, c bench.Cell) {
 		fmt.Fprintf(stderr, "[%2d/%d] %-16s %3d inst %3d buyers %8.0f sales/s  p99 %8.2f ms  Jain %.3f  starved %d\n",
 			done, total, c.Strategy, c.Instances, c.Buyers, c.Rate, c.P99Ms, c.Jain, c.Starved)
+	}
+	if b.url != "" {
+		rep, err := bench.RunHTTP(ctx, opt, b.url, b.adminToken)
+		if err != nil {
+			return err
+		}
+		return bench.Write(stdout, rep, b.json)
 	}
 	rep, err := bench.Run(ctx, opt)
 	if err != nil {

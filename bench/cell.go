@@ -155,6 +155,8 @@ func errorKind(err error) string {
 		return "cancelled"
 	case errors.Is(err, service.ErrLockTimeout), errors.Is(err, lock.ErrNotObtained), errors.Is(err, errRefTimeout):
 		return "lock-timeout"
+	case errors.Is(err, errHTTPSale):
+		return "http-not-sold"
 	case errors.Is(err, service.ErrSoldOut):
 		return "sold-out"
 	case errors.Is(err, service.ErrUnavailable), errors.Is(err, lock.ErrUnavailable):

@@ -84,6 +84,9 @@ type Cell struct {
 	// InstanceP50Ms is the median wait (every attempt) on each service instance, when the
 	// buyers were spread over several (buyer b on instance b mod n).
 	InstanceP50Ms []float64 `json:"instanceP50Ms,omitempty"`
+	// InstanceNames name the instances of InstanceP50Ms over HTTP (RunHTTP), where the median
+	// is the lock wait each instance reported (waitMs) for the sales it answered.
+	InstanceNames []string `json:"instanceNames,omitempty"`
 }
 
 func newCell(s Strategy, buyers, instances int, st cellStats, inv store.Inventory, rtt time.Duration) Cell {
@@ -316,7 +319,14 @@ func writeTable(w io.Writer, rep Report) error {
 		return err
 	}
 	for _, c := range rep.Cells {
-		if len(c.InstanceP50Ms) > 0 {
+		switch {
+		case len(c.InstanceNames) > 0:
+			fmt.Fprintf(w, "%s × %d: median lock wait by instance (its waitMs):", c.Strategy, c.Buyers)
+			for i, name := range c.InstanceNames {
+				fmt.Fprintf(w, " %s %.3f", name, c.InstanceP50Ms[i])
+			}
+			fmt.Fprintln(w, " ms")
+		case len(c.InstanceP50Ms) > 0:
 			fmt.Fprintf(w, "%s × %d on %d instances: p50 wait by instance %v ms\n", c.Strategy, c.Buyers, c.Instances, c.InstanceP50Ms)
 		}
 	}
