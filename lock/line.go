@@ -49,7 +49,10 @@ var (
 //  5. A waiter that leaves without the lock removes its entry with the release script, which, if
 //     the lock was handed to it meanwhile, passes it on. A grant whose waiter has already left is
 //     passed on the same way by the process that hears it.
-//  6. A lock whose holder vanished passes on when it expires: the first live waiter in line
+//  6. A waiter is queued in Redis (so a release may hand it the lock) only once its process's
+//     grant subscription is confirmed; a queued head looks again at least every lostGrantBound,
+//     so a grant lost with a broken subscription costs that much, never the rest of its wait.
+//  7. A lock whose holder vanished passes on when it expires: the first live waiter in line
 //     looks again when the PTTL it read runs out and takes it; the others find it taken.
 type waitLine struct {
 	rdb    redis.UniversalClient
@@ -256,18 +259,11 @@ func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait tim
 	kl := wl.enter(key, w)
 	won := false
 	defer func() { wl.exit(key, kl, w, won) }()
-	// A grant published before the subscription is confirmed would be missed (then found by the
-	// waiter's next attempt): wait a bounded time for it before queueing.
-	if !isDone(ready) {
-		t := time.NewTimer(min(wait, 250*time.Millisecond))
-		select {
-		case <-ready:
-		case <-t.C:
-		case <-ctx.Done():
-		}
-		t.Stop()
-	}
+	// A grant published before this process's subscription is confirmed would be lost (and
+	// found only by the waiter's next attempt), so until then the head tries without queueing,
+	// every few milliseconds, as a poll would.
 	for {
+		subscribed := isDone(ready)
 		now := time.Now()
 		wl.mu.Lock()
 		if w.granted {
@@ -291,7 +287,11 @@ func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait tim
 		}
 		wl.mu.Unlock()
 		if tryNow {
-			held, tok, ms, err := wl.try(ctx, key, value, leaseMs, w.deadline.UnixMilli(), w.grantTTL.Milliseconds())
+			queueUntil := w.deadline.UnixMilli()
+			if !subscribed {
+				queueUntil = 0
+			}
+			held, tok, ms, err := wl.try(ctx, key, value, leaseMs, queueUntil, w.grantTTL.Milliseconds())
 			if err != nil {
 				return 0, false, 0, obtainErr(ctx, key, err)
 			}
@@ -303,23 +303,43 @@ func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait tim
 			if d < 0 {
 				d = w.grantTTL // a lock without a TTL: not one of this mode's
 			}
+			if !subscribed {
+				d = min(d, unsubscribedPoll)
+			}
 			wl.mu.Lock()
-			w.next = time.Now().Add(max(min(d, w.grantTTL), time.Millisecond))
+			w.next = time.Now().Add(max(min(d, w.grantTTL, lostGrantBound), time.Millisecond))
 			wl.mu.Unlock()
 			continue
 		}
 		if !now.Before(w.deadline) || ctx.Err() != nil {
 			return 0, false, 0, notObtained(ctx, key)
 		}
+		var confirm <-chan struct{}
+		if !subscribed {
+			confirm = ready
+		}
 		t := time.NewTimer(time.Until(wake))
 		select {
 		case <-w.bell:
 		case <-t.C:
 		case <-ctx.Done():
+		case <-confirm:
+			wl.mu.Lock()
+			w.next = time.Time{} // subscribed now: try again at once, queueing this time
+			wl.mu.Unlock()
 		}
 		t.Stop()
 	}
 }
+
+const (
+	// unsubscribedPoll is how often a head retries while its process's grant subscription is
+	// not confirmed yet (it does not queue meanwhile).
+	unsubscribedPoll = 5 * time.Millisecond
+	// lostGrantBound is the longest a queued head sleeps without looking: a grant lost with a
+	// broken subscription costs this much at most.
+	lostGrantBound = time.Second
+)
 
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {
@@ -427,7 +447,7 @@ func (wl *waitLine) release(ctx context.Context, key, value string) (bool, error
 	// has not tried: a holder here was going to pass it on).
 	var next *lineWaiter
 	wl.mu.Lock()
-	if kl := wl.keys[key]; kl != nil && kl.holder == value && len(kl.waiters) > 0 && kl.waiters[0].next.IsZero() && !kl.waiters[0].granted {
+	if kl := wl.keys[key]; kl != nil && wl.ready != nil && isDone(wl.ready) && kl.holder == value && len(kl.waiters) > 0 && kl.waiters[0].next.IsZero() && !kl.waiters[0].granted {
 		next = kl.waiters[0]
 	}
 	wl.mu.Unlock()
