@@ -69,11 +69,11 @@ func strategies() []Strategy {
 			}}
 	}
 	return []Strategy{
-		mode("lua", 4, "SET NX PX / GET / commit / compare-and-delete + PUBLISH"),
+		mode("lua", 4, "SET NX PX / GET / commit / compare-and-hand-over to the first waiter in line (+ PUBLISH to its instance)"),
 		mode("reentrant", 4, "Redisson RLock script / GET / commit / release script + PUBLISH"),
 		mode("multilock", 6, "RLock on 3 masters in turn / GET / commit / release on 3 at once"),
 		mode("redlock", 4, "redsync SET NX on 3 at once / GET / commit / delete on 3 at once"),
-		mode("fenced", 4, "SET NX PX + INCR token / GET / fenced commit / compare-and-delete + PUBLISH"),
+		mode("fenced", 4, "SET NX PX + INCR token / GET / fenced commit / compare-and-hand-over (+ PUBLISH to its instance)"),
 		mode("fair", 4, "Redisson RFairLock script / GET / commit / release script + PUBLISH to the first in the queue"),
 		mode("atomic", 1, "one Lua decrement, no lock"),
 		{Name: RefRedsync, Kind: "reference", RoundTrips: 4, Locked: true,
