@@ -15,8 +15,10 @@ import (
 
 // benchFlags are the flags of `seckill bench`.
 type benchFlags struct {
-	opt  bench.Options
-	json bool
+	opt        bench.Options
+	json       bool
+	url        string
+	adminToken string
 }
 
 func (b *benchFlags) register(fs *flag.FlagSet) {
@@ -38,6 +40,18 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 		b.opt.Concurrency = list
 		return nil
 	})
+	fs.Func("instances", "comma-separated counts of service instances to spread the buyers over, each with its own clients, locks and subscriptions (default 1)", func(s string) error {
+		var list []int
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 || n > 256 {
+				return fmt.Errorf("instances %q: want integers in 1..256", f)
+			}
+			list = append(list, n)
+		}
+		b.opt.Instances = list
+		return nil
+	})
 	fs.Func("modes", "comma-separated strategies to run (default all: "+strings.Join(bench.Names(), ",")+")", func(s string) error {
 		b.opt.Strategies = nil
 		for _, f := range strings.Split(s, ",") {
@@ -47,6 +61,8 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 		}
 		return nil
 	})
+	fs.StringVar(&b.url, "url", "", "bench over HTTP: fire the sales at this running service (nginx in front of several instances) instead of starting Redis; --modes lists lock modes (default lua,fair)")
+	fs.StringVar(&b.adminToken, "admin-token", "", "with --url: sent as X-Admin-Token with the stock reset")
 	fs.BoolVar(&b.json, "json", false, "print the report as JSON instead of a table")
 	fs.BoolVar(&b.opt.Embedded, "embedded", false, "use in-process Redis servers even when redis-server is installed")
 }
@@ -56,11 +72,18 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 func runBench(ctx context.Context, b benchFlags, stdout, stderr io.Writer) error {
 	opt := b.opt
 	opt.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	fmt.Fprintf(stderr, "bench: about %s (%d crowd sizes; per cell %s measured in %d rounds, each after %s of warm-up)\n",
-		opt.Estimate().Round(time.Second), len(opt.Concurrency), opt.Duration, opt.Rounds, opt.Warmup)
+	fmt.Fprintf(stderr, "bench: about %s (%d crowd sizes × %d instance counts; per cell %s measured in %d rounds, each after %s of warm-up)\n",
+		opt.Estimate().Round(time.Second), len(opt.Concurrency), max(len(opt.Instances), 1), opt.Duration, opt.Rounds, opt.Warmup)
 	opt.Progress = func(done, total int, c bench.Cell) {
-		fmt.Fprintf(stderr, "[%2d/%d] %-16s %3d buyers %8.0f sales/s  p99 %8.2f ms  Jain %.3f  starved %d\n",
-			done, total, c.Strategy, c.Buyers, c.Rate, c.P99Ms, c.Jain, c.Starved)
+		fmt.Fprintf(stderr, "[%2d/%d] %-16s %3d inst %3d buyers %8.0f sales/s  p99 %8.2f ms  Jain %.3f  starved %d\n",
+			done, total, c.Strategy, c.Instances, c.Buyers, c.Rate, c.P99Ms, c.Jain, c.Starved)
+	}
+	if b.url != "" {
+		rep, err := bench.RunHTTP(ctx, opt, b.url, b.adminToken)
+		if err != nil {
+			return err
+		}
+		return bench.Write(stdout, rep, b.json)
 	}
 	rep, err := bench.Run(ctx, opt)
 	if err != nil {

@@ -46,3 +46,29 @@ func TestBenchCommandRejectsBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchCommandInstances: --instances spreads the buyers over that many instances, and each
+// JSON cell says over how many.
+func TestBenchCommandInstances(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"bench", "--duration", "300ms", "--warmup", "50ms", "--rounds", "1",
+		"--concurrency", "4", "--instances", "1,2", "--modes", "lua,redislock-1ms", "--json"}, func(string) string { return "" }, &out, &errOut)
+	if err != nil {
+		t.Fatalf("seckill bench: %v\n%s", err, errOut.String())
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out.String())
+	}
+	if len(rep.Cells) != 4 {
+		t.Fatalf("%d cells, want 2 strategies × 2 instance counts", len(rep.Cells))
+	}
+	for i, c := range rep.Cells {
+		if want := []int{1, 2}[i%2]; c.Instances != want || c.Sales == 0 {
+			t.Errorf("cell %d: %s on %d instances sold %d, want %d instances", i, c.Strategy, c.Instances, c.Sales, want)
+		}
+		if c.Instances == 2 && len(c.InstanceP50Ms) != 2 {
+			t.Errorf("%s on 2 instances: per-instance waits %v", c.Strategy, c.InstanceP50Ms)
+		}
+	}
+}

@@ -45,6 +45,10 @@ type Options struct {
 	Rounds int
 	// Strategies names what to run (modes and references); empty means all.
 	Strategies []string
+	// Instances lists how many service instances the buyers are spread over (buyer b on
+	// instance b mod n); each instance has its own Redis clients (connections, pub/sub), lock
+	// registry and reference lock clients, as a separate process would. Empty means 1.
+	Instances []int
 	// Lease is the lock lease of the lock modes (their watchdog timeout where they have one),
 	// and the TTL the redislock references obtain their lock with.
 	Lease time.Duration
@@ -89,6 +93,9 @@ func (o *Options) defaults() {
 	}
 	if o.Rounds <= 0 {
 		o.Rounds = DefaultRounds
+	}
+	if len(o.Instances) == 0 {
+		o.Instances = []int{1}
 	}
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
@@ -139,25 +146,73 @@ func (o Options) Estimate() time.Duration {
 	if n == 0 {
 		n = len(strategies())
 	}
-	return time.Duration(n*len(o.Concurrency)) * (time.Duration(o.Rounds)*o.Warmup + o.Duration)
+	return time.Duration(n*len(o.Concurrency)*len(o.Instances)) * (time.Duration(o.Rounds)*o.Warmup + o.Duration)
 }
 
-// env is what strategies sell through.
+// env is what the bench shares across a strategy's instances: the Redis servers' addresses,
+// the audit and reset, and the command counter.
 type env struct {
+	data  redis.UniversalClient // the bench's own client: resets, audits, INFO
+	store *store.Store
+	svc   *service.Service // resets the stock between rounds
+	sku   string
+	wait  time.Duration
+	// lease is the lock modes' lease, and the TTL of the redislock references.
+	lease time.Duration
+	// counter counts the commands every instance's clients send.
+	counter *commandCounter
+	// open dials a client to one of the servers (0: data, 1..3: masters) for one instance,
+	// with a pool of the given size, carrying the counter.
+	open  func(server, pool int) *redis.Client
+	addrs []string
+	log   *slog.Logger
+	opt   Options
+}
+
+// instance is one service instance of a cell, as a separate process would have it: its own
+// clients (so its own connections and subscriptions), its own lock registry (its own instance id,
+// waiters' lines and pub/sub connection), its own store and service.
+type instance struct {
 	data    redis.UniversalClient
 	masters []redis.UniversalClient
 	store   *store.Store
 	reg     *modes.Registry
 	svc     *service.Service
-	// svcs are the service instances of the strategies that spread their buyers: svc, and a
-	// second with its own lock registry (its own instance id and waiters' lines).
-	svcs []*service.Service
-	sku  string
-	wait time.Duration
-	// lease is the lock modes' lease, and the TTL of the redislock references.
-	lease time.Duration
-	// counter counts the commands data, masters and everything built on them send.
-	counter *commandCounter
+}
+
+// newInstances builds n instances for a crowd of at most buyers; close ends them.
+func (e *env) newInstances(n, buyers int) (ins []*instance, closeAll func(), err error) {
+	var closers []func() error
+	closeAll = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			if err := closers[i](); err != nil {
+				e.log.Warn("bench: close an instance", "err", err)
+			}
+		}
+	}
+	// Every buyer of the instance may hold a connection while its script runs, plus watchdog
+	// renewals and the multi-master fan-out.
+	pool := 2*((buyers+n-1)/n) + 16
+	for range n {
+		in := &instance{data: e.open(0, pool)}
+		closers = append(closers, in.data.Close)
+		for i := 1; i < len(e.addrs); i++ {
+			m := e.open(i, pool)
+			closers = append(closers, m.Close)
+			in.masters = append(in.masters, m)
+		}
+		in.reg, err = modes.NewRegistry(modes.Deps{Data: in.data, Masters: in.masters, InstanceID: uuid.NewString(),
+			Lease: e.opt.Lease, Logger: e.log})
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("bench: %w", err)
+		}
+		closers = append(closers, in.reg.Close)
+		in.store = store.New(in.data)
+		in.svc = service.New(in.store, in.reg, e.svc.Settings(), nil, e.log)
+		ins = append(ins, in)
+	}
+	return ins, closeAll, nil
 }
 
 // Run starts the Redis servers, runs every selected strategy at every crowd size and returns the
@@ -196,24 +251,21 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 		rep.Redis.Addrs = append(rep.Redis.Addrs, s.Addr)
 	}
 
-	// Pools sized for the crowd: every buyer may hold a connection while its script runs, plus
-	// watchdog renewals and the multi-master fan-out.
-	pool := 2*slices.Max(opt.Concurrency) + 16
-	open := func(addr string) *redis.Client {
-		return redis.NewClient(&redis.Options{Addr: addr, PoolSize: pool, MinIdleConns: min(pool, 64),
-			MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
-	}
 	// Every client the bench creates carries the command counter, so cmds/sale is what they
 	// send, counted the same way on redis-server and on miniredis.
 	counter := &commandCounter{}
-	data := open(servers[0].Addr)
+	open := func(server, pool int) *redis.Client {
+		c := redis.NewClient(&redis.Options{Addr: servers[server].Addr, PoolSize: pool, MinIdleConns: min(pool, 8),
+			MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+		c.AddHook(counter)
+		return c
+	}
+	data := open(0, 16)
 	defer data.Close()
-	data.AddHook(counter)
 	var masters []redis.UniversalClient
-	for _, s := range servers[1:] {
-		m := open(s.Addr)
+	for i := 1; i < len(servers); i++ {
+		m := open(i, 4)
 		defer m.Close()
-		m.AddHook(counter)
 		masters = append(masters, m)
 	}
 	rep.Redis.Version = redisVersion(ctx, data)
@@ -229,76 +281,91 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	}
 	defer reg.Close()
 	st := store.New(data)
-	e := &env{data: data, masters: masters, store: st, reg: reg, sku: benchSKU, wait: opt.Wait, lease: opt.Lease, counter: counter,
+	e := &env{data: data, store: st, sku: benchSKU, wait: opt.Wait, lease: opt.Lease, counter: counter,
+		open: open, addrs: rep.Redis.Addrs, log: opt.Log, opt: opt,
 		svc: service.New(st, reg, service.Settings{
 			Instance: "bench", SKU: benchSKU, Stock: benchStock, Mode: "atomic",
 			Lease: opt.Lease, Wait: opt.Wait, MaxStock: benchStock, TrackOverlap: false,
 		}, nil, opt.Log)}
 
-	e.svcs = []*service.Service{e.svc}
-	if slices.ContainsFunc(list, func(s Strategy) bool { return s.Instances > 1 }) {
-		reg2, err := modes.NewRegistry(modes.Deps{Data: data, Masters: masters, InstanceID: uuid.NewString(),
-			Lease: opt.Lease, Logger: opt.Log})
-		if err != nil {
-			return rep, fmt.Errorf("bench: %w", err)
-		}
-		defer reg2.Close()
-		e.svcs = append(e.svcs, service.New(st, reg2, e.svc.Settings(), nil, opt.Log))
-	}
-
-	total := len(list) * len(opt.Concurrency)
+	total := len(list) * len(opt.Concurrency) * len(opt.Instances)
 	w := timing{warmup: opt.Warmup, dur: opt.Duration / time.Duration(opt.Rounds), grace: grace}
 	all := append([]redis.UniversalClient{data}, masters...)
 	for _, s := range list {
-		sale := s.build(e)
-		acc := make([]window, len(opt.Concurrency))
-		// Rounds go up and down the crowd sizes (1, 8, 50, 50, 8, 1, ...), so that a change in
-		// the machine's background load during a strategy weighs on its cells alike and the
-		// ratios between them stay fair.
-		for r := range opt.Rounds {
-			for j := range opt.Concurrency {
-				i := j
-				if r%2 == 1 {
-					i = len(opt.Concurrency) - 1 - j
-				}
-				if err := ctx.Err(); err != nil {
-					return rep, err
-				}
-				if err := e.measure(ctx, &acc[i], opt.Concurrency[i], max(s.Instances, 1), w, sale, all); err != nil {
-					return rep, fmt.Errorf("bench: %s × %d: %w", s.Name, opt.Concurrency[i], err)
+		for _, n := range opt.Instances {
+			cells, err := e.runStrategy(ctx, s, n, w, all, rep.Redis.RTT.Median)
+			for _, c := range cells {
+				rep.Cells = append(rep.Cells, c)
+				if opt.Progress != nil {
+					opt.Progress(len(rep.Cells), total, c)
 				}
 			}
-		}
-		for i, n := range opt.Concurrency {
-			a := &acc[i]
-			slices.Sort(a.stats.latencies)
-			c := newCell(s, n, a.stats, a.inv, rep.Redis.RTT.Median)
-			if a.inv.Sold > 0 {
-				if a.calls == 0 {
-					// A sale sends commands; none counted means the counter is not on the
-					// clients the sale used, and a 0 in the table would be a lie.
-					return rep, fmt.Errorf("bench: %s × %d: %d sold but no command counted", s.Name, n, a.inv.Sold)
-				}
-				c.CommandsPerSale = float64(a.calls) / float64(a.inv.Sold)
-				c.ClientCPUPerSaleUs = float64(a.clientCPU.Microseconds()) / float64(a.inv.Sold)
-				if a.redisCPUKnown {
-					c.RedisCPUPerSaleUs = float64(a.redisCPU.Microseconds()) / float64(a.inv.Sold)
-				}
-			}
-			c.RedisCPUUnknown = !a.redisCPUKnown
-			c.BusyPct = 100 * (a.clientCPU + a.redisCPU).Seconds() / (a.wall.Seconds() * float64(runtime.NumCPU()))
-			rep.Cells = append(rep.Cells, c)
-			if opt.Progress != nil {
-				opt.Progress(len(rep.Cells), total, c)
+			if err != nil {
+				return rep, err
 			}
 		}
 	}
 	if _, err := e.svc.Reset(context.WithoutCancel(ctx), e.sku, 0); err != nil {
 		opt.Log.Warn("bench: final reset", "err", err)
 	}
-	rep.Targets = checkTargets(rep.Cells, opt.Concurrency)
+	rep.Targets = checkTargets(rep.Cells, opt.Concurrency, opt.Instances)
 	rep.ElapsedMs = time.Since(rep.Started).Milliseconds()
 	return rep, nil
+}
+
+// runStrategy runs one strategy with its buyers spread over n instances at every crowd size.
+func (e *env) runStrategy(ctx context.Context, s Strategy, n int, w timing, all []redis.UniversalClient, rtt time.Duration) ([]Cell, error) {
+	ins, closeAll, err := e.newInstances(n, slices.Max(e.opt.Concurrency))
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	sales := make([]saleFunc, n)
+	for i, in := range ins {
+		sales[i] = s.build(e, in)
+	}
+	sale := func(ctx context.Context, buyer int) error { return sales[buyer%n](ctx, buyer) }
+	conc := e.opt.Concurrency
+	acc := make([]window, len(conc))
+	// Rounds go up and down the crowd sizes (1, 8, 50, 50, 8, 1, ...), so that a change in the
+	// machine's background load during a strategy weighs on its cells alike and the ratios
+	// between them stay fair.
+	for r := range e.opt.Rounds {
+		for j := range conc {
+			i := j
+			if r%2 == 1 {
+				i = len(conc) - 1 - j
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if err := e.measure(ctx, &acc[i], conc[i], n, w, sale, all); err != nil {
+				return nil, fmt.Errorf("bench: %s × %d on %d instances: %w", s.Name, conc[i], n, err)
+			}
+		}
+	}
+	var cells []Cell
+	for i, b := range conc {
+		a := &acc[i]
+		slices.Sort(a.stats.latencies)
+		c := newCell(s, b, n, a.stats, a.inv, rtt)
+		if a.inv.Sold > 0 {
+			if a.calls == 0 {
+				// A sale sends commands; none counted means the counter is not on the clients
+				// the sale used, and a 0 in the table would be a lie.
+				return cells, fmt.Errorf("bench: %s × %d: %d sold but no command counted", s.Name, b, a.inv.Sold)
+			}
+			c.CommandsPerSale = float64(a.calls) / float64(a.inv.Sold)
+			c.ClientCPUPerSaleUs = float64(a.clientCPU.Microseconds()) / float64(a.inv.Sold)
+			if a.redisCPUKnown {
+				c.RedisCPUPerSaleUs = float64(a.redisCPU.Microseconds()) / float64(a.inv.Sold)
+			}
+		}
+		c.RedisCPUUnknown = !a.redisCPUKnown
+		c.BusyPct = 100 * (a.clientCPU + a.redisCPU).Seconds() / (a.wall.Seconds() * float64(runtime.NumCPU()))
+		cells = append(cells, c)
+	}
+	return cells, nil
 }
 
 // window accumulates the rounds of one cell.

@@ -2,8 +2,10 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +62,7 @@ func TestTargetsCanFail(t *testing.T) {
 		{Strategy: RefRedislock10, Kind: "reference", Buyers: 50, Rate: 2500, P99Ms: 20},
 	}
 	got := map[string]Target{}
-	for _, tg := range checkTargets(cells, []int{1, 50}) {
+	for _, tg := range checkTargets(cells, []int{1, 50}, nil) {
 		got[tg.Name] = tg
 	}
 	want := map[string]struct {
@@ -163,5 +165,76 @@ func TestUnknownStrategy(t *testing.T) {
 	if _, err := Run(t.Context(), Options{Strategies: []string{"nope"}}); err == nil ||
 		!strings.Contains(err.Error(), "redsync-default") {
 		t.Fatalf("unknown strategy: %v, want an error listing the known ones", err)
+	}
+}
+
+// TestRunCellCountsEveryAttempt: the waits cover failed attempts at their full duration and an
+// attempt still waiting when the window closes at the time it has waited, not only the sales.
+func TestRunCellCountsEveryAttempt(t *testing.T) {
+	w := timing{warmup: 20 * time.Millisecond, dur: 300 * time.Millisecond, grace: time.Second}
+	st := runCell(t.Context(), 2, 2, w, func(ctx context.Context, buyer int) error {
+		if buyer == 0 {
+			time.Sleep(time.Millisecond)
+			return nil
+		}
+		// Buyer 1 fails after 100 ms, then waits past the window's end.
+		time.Sleep(100 * time.Millisecond)
+		return errRefTimeout
+	})
+	if st.perBuyer[1] != 0 || st.errors["lock-timeout"] == 0 {
+		t.Fatalf("buyer 1 sold %d, %v errors; want none sold and its timeouts counted", st.perBuyer[1], st.errors)
+	}
+	slow := 0
+	for _, d := range st.byInstance[1] {
+		if d >= 50*time.Millisecond {
+			slow++
+		}
+	}
+	if slow == 0 || len(st.byInstance[1]) < 2 {
+		t.Fatalf("buyer 1's failed attempts are not among the waits: %v", st.byInstance[1])
+	}
+	if got := percentile(slices.Sorted(slices.Values(st.latencies)), 1); got < 50*time.Millisecond {
+		t.Fatalf("the longest wait is %v, want buyer 1's failed attempts (about 100 ms)", got)
+	}
+}
+
+// TestInstanceTargets: the cross-instance targets compare a mode on many instances with the best
+// peer reference there and with itself on one instance, and fail when a figure is off.
+func TestInstanceTargets(t *testing.T) {
+	cells := []Cell{
+		{Strategy: "lua", Buyers: 64, Instances: 1, Rate: 3000, CommandsPerSale: 3},
+		{Strategy: "lua", Buyers: 64, Instances: 16, Rate: 2000, P99Ms: 10, Jain: 0.99, CommandsPerSale: 6},
+		{Strategy: RefRedislock10, Kind: "reference", Buyers: 64, Instances: 16, Rate: 2500, P99Ms: 100},
+		{Strategy: RefRedsync, Kind: "reference", Buyers: 64, Instances: 16, Rate: 1000, P99Ms: 20},
+		{Strategy: "reentrant", Buyers: 64, Instances: 1, Rate: 1000},
+		{Strategy: "reentrant", Buyers: 64, Instances: 16, Rate: 600},
+	}
+	got := map[string]Target{}
+	for _, tg := range checkTargets(cells, []int{64}, []int{1, 16}) {
+		got[tg.Name] = tg
+	}
+	want := map[string]struct {
+		ratio float64
+		pass  bool
+	}{
+		"lua ÷ best peer reference sales/s at 64 buyers on 16 instances": {0.8, false},
+		"lua ÷ best peer reference p99 at 64 buyers on 16 instances":     {0.1, true},
+		"lua: Jain at 64 buyers on 16 instances":                         {0.99, true},
+		"lua: sales/s on 16 instances ÷ on 1, 64 buyers":                 {2000.0 / 3000, false},
+		"lua: commands per sale on 16 instances ÷ on 1, 64 buyers":       {2, false},
+		"reentrant: sales/s on 16 instances ÷ on 1, 64 buyers":           {0.6, true},
+	}
+	for name, w := range want {
+		tg, ok := got[name]
+		if !ok {
+			t.Errorf("no target %q; have %v", name, got)
+			continue
+		}
+		if math.Abs(tg.Ratio-w.ratio) > 1e-9 || tg.Pass != w.pass {
+			t.Errorf("%s: ratio %v pass %v, want %v %v", name, tg.Ratio, tg.Pass, w.ratio, w.pass)
+		}
+	}
+	if !strings.Contains(got["lua ÷ best peer reference sales/s at 64 buyers on 16 instances"].Figures, RefRedislock10) {
+		t.Errorf("the best peer is not redislock-10ms: %v", got)
 	}
 }

@@ -7,8 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seckill-lab/seckill/lock"
 	"seckill/service"
+
+	"github.com/seckill-lab/seckill/lock"
 )
 
 // saleFunc is buyer's attempt to buy one unit (buyers are numbered from 0); nil means sold.
@@ -24,13 +25,17 @@ type timing struct {
 
 // cellStats is what the buyers of one cell saw inside the measured windows.
 type cellStats struct {
-	perBuyer  []int           // sales per buyer that completed inside the window
-	latencies []time.Duration // of the sales that completed inside the window
-	errors    map[string]int  // failed attempts inside the window, by kind
-	elapsed   time.Duration   // the window's length as measured
-	longest   time.Duration   // the longest time any buyer went without a sale inside the window
-	// byInstance holds the latencies by service instance (buyer b on instance b mod n) when the
-	// strategy spreads its buyers over n > 1 instances.
+	perBuyer []int // sales per buyer that completed inside the window
+	// latencies are the waits of every attempt a buyer made in the window, not only those that
+	// sold: an attempt that ended inside the window (sold or failed) at its full duration, one
+	// still running when the window closed at the time it had taken so far. So a strategy that
+	// lets one buyer re-take the lock while the others wait shows the others' wait too.
+	latencies []time.Duration
+	errors    map[string]int // failed attempts inside the window, by kind
+	elapsed   time.Duration  // the window's length as measured
+	longest   time.Duration  // the longest time any buyer went without a sale inside the window
+	// byInstance holds the latencies (every attempt, as above) by service instance (buyer b on
+	// instance b mod n) when the buyers are spread over n > 1 instances.
 	byInstance [][]time.Duration
 }
 
@@ -64,15 +69,20 @@ func runCell(ctx context.Context, buyers, instances int, w timing, sale saleFunc
 				}
 				err := sale(ctx, b)
 				t1 := time.Now()
-				if t1.Before(from) || t1.After(to) {
+				if t1.Before(from) {
 					continue
 				}
+				if t1.After(to) {
+					// Still waiting when the window closed: counted at the time waited so far.
+					st.lats = append(st.lats, to.Sub(t0))
+					continue
+				}
+				st.lats = append(st.lats, t1.Sub(t0))
 				if err != nil {
 					st.errs[errorKind(err)]++
 					continue
 				}
 				st.sold++
-				st.lats = append(st.lats, t1.Sub(t0))
 				st.longest = max(st.longest, t1.Sub(lastSale))
 				lastSale = t1
 			}
@@ -146,6 +156,8 @@ func errorKind(err error) string {
 		return "cancelled"
 	case errors.Is(err, service.ErrLockTimeout), errors.Is(err, lock.ErrNotObtained), errors.Is(err, errRefTimeout):
 		return "lock-timeout"
+	case errors.Is(err, errHTTPSale):
+		return "http-not-sold"
 	case errors.Is(err, service.ErrSoldOut):
 		return "sold-out"
 	case errors.Is(err, service.ErrUnavailable), errors.Is(err, lock.ErrUnavailable):

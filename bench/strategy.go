@@ -34,9 +34,8 @@ type Strategy struct {
 	// Locked: the sale holds a lock (every strategy but atomic).
 	Locked bool `json:"locked"`
 
-	// Instances is how many service instances the buyers are spread over (0: one).
-	Instances int
-	build     func(e *env) saleFunc
+	// build makes the sale of one instance (its own clients, registry and lock clients).
+	build func(e *env, in *instance) saleFunc
 }
 
 // Reference strategy names.
@@ -45,16 +44,15 @@ const (
 	RefSpin         = "spin-100ms"
 	RefRedislock100 = "redislock-100ms"
 	RefRedislock10  = "redislock-10ms"
-)
-
-// The lock modes with their buyers on two service instances.
-const (
-	reentrant2 = "reentrant-2proc"
-	fair2      = "fair-2proc"
+	RefRedislock1   = "redislock-1ms"
 )
 
 // refRedislock lists the redislock settings, in table order.
-var refRedislock = []string{RefRedislock100, RefRedislock10}
+var refRedislock = []string{RefRedislock100, RefRedislock10, RefRedislock1}
+
+// peerRefs are the references a lock mode is measured against across instances: every
+// redislock setting and redsync with its defaults.
+var peerRefs = append([]string{RefRedsync}, refRedislock...)
 
 // strategies lists everything the bench can run, in table order.
 func strategies() []Strategy {
@@ -63,33 +61,21 @@ func strategies() []Strategy {
 	mode := func(name string, k int, about string) Strategy {
 		m, _ := modes.LookupMode(name) // an unknown name fails its first sale, naming the mode
 		return Strategy{Name: name, Kind: "mode", RoundTrips: k, About: about, Locked: !m.Atomic,
-			build: func(e *env) saleFunc {
+			build: func(e *env, in *instance) saleFunc {
 				return func(ctx context.Context, _ int) error {
-					_, err := e.svc.Sale(ctx, service.SaleRequest{SKU: e.sku, Mode: name})
-					return err
-				}
-			}}
-	}
-	// The same, with buyer b on instance b mod 2 (two processes' lines contending).
-	twoInstances := func(name, mode string, k int, about string) Strategy {
-		return Strategy{Name: name, Kind: "mode", RoundTrips: k, About: about, Locked: true, Instances: 2,
-			build: func(e *env) saleFunc {
-				return func(ctx context.Context, buyer int) error {
-					_, err := e.svcs[buyer%2].Sale(ctx, service.SaleRequest{SKU: e.sku, Mode: mode})
+					_, err := in.svc.Sale(ctx, service.SaleRequest{SKU: e.sku, Mode: name})
 					return err
 				}
 			}}
 	}
 	return []Strategy{
-		mode("lua", 4, "SET NX PX / GET / commit / compare-and-delete + PUBLISH"),
+		mode("lua", 4, "SET NX PX / GET / commit / compare-and-hand-over to the first waiter in line (+ PUBLISH to its instance)"),
 		mode("reentrant", 4, "Redisson RLock script / GET / commit / release script + PUBLISH"),
 		mode("multilock", 6, "RLock on 3 masters in turn / GET / commit / release on 3 at once"),
 		mode("redlock", 4, "redsync SET NX on 3 at once / GET / commit / delete on 3 at once"),
-		mode("fenced", 4, "SET NX PX + INCR token / GET / fenced commit / compare-and-delete + PUBLISH"),
+		mode("fenced", 4, "SET NX PX + INCR token / GET / fenced commit / compare-and-hand-over (+ PUBLISH to its instance)"),
 		mode("fair", 4, "Redisson RFairLock script / GET / commit / release script + PUBLISH to the first in the queue"),
 		mode("atomic", 1, "one Lua decrement, no lock"),
-		twoInstances(reentrant2, "reentrant", 4, "reentrant with the buyers on two service instances (buyer b on instance b mod 2)"),
-		twoInstances(fair2, "fair", 4, "fair with the buyers on two service instances (buyer b on instance b mod 2)"),
 		{Name: RefRedsync, Kind: "reference", RoundTrips: 4, Locked: true,
 			About: "redsync v4 Mutex.Lock with default options (8 s expiry, 32 tries, 50-250 ms random retry) on the 3 masters",
 			build: buildRedsyncDefault},
@@ -103,6 +89,9 @@ func strategies() []Strategy {
 		{Name: RefRedislock10, Kind: "reference", RoundTrips: 4, Locked: true,
 			About: "bsm/redislock as redislock-100ms, with LinearBackoff(10 ms)",
 			build: buildRedislock(RefRedislock10, 10*time.Millisecond)},
+		{Name: RefRedislock1, Kind: "reference", RoundTrips: 4, Locked: true,
+			About: "bsm/redislock as redislock-100ms, with LinearBackoff(1 ms)",
+			build: buildRedislock(RefRedislock1, time.Millisecond)},
 	}
 }
 
@@ -111,23 +100,23 @@ var errRefTimeout = errors.New("reference lock not obtained")
 
 // critical is the read-check-write that every locked strategy protects, the same as the
 // service's: GET the stock, then write stock-1 and record the order in one script.
-func (e *env) critical(ctx context.Context, mode string) error {
-	stock, err := e.store.Stock(ctx, e.sku)
+func (e *env) critical(ctx context.Context, in *instance, mode string) error {
+	stock, err := in.store.Stock(ctx, e.sku)
 	if err != nil {
 		return err
 	}
 	if stock <= 0 {
 		return service.ErrSoldOut
 	}
-	_, err = e.store.Commit(ctx, e.sku, stock-1, store.Order{ID: uuid.NewString(), Instance: "bench", Mode: mode})
+	_, err = in.store.Commit(ctx, e.sku, stock-1, store.Order{ID: uuid.NewString(), Instance: "bench", Mode: mode})
 	return err
 }
 
 // buildRedsyncDefault is redsync used as its README shows: NewMutex(name) with no options, Lock,
 // critical section, Unlock.
-func buildRedsyncDefault(e *env) saleFunc {
-	pools := make([]redsyncredis.Pool, len(e.masters))
-	for i, m := range e.masters {
+func buildRedsyncDefault(e *env, in *instance) saleFunc {
+	pools := make([]redsyncredis.Pool, len(in.masters))
+	for i, m := range in.masters {
 		pools[i] = goredis.NewPool(m)
 	}
 	rs := redsync.New(pools...)
@@ -140,7 +129,7 @@ func buildRedsyncDefault(e *env) saleFunc {
 			}
 			return fmt.Errorf("%w: redsync: %w", errRefTimeout, err)
 		}
-		err := e.critical(ctx, RefRedsync)
+		err := e.critical(ctx, in, RefRedsync)
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if _, uerr := m.UnlockContext(uctx); uerr != nil && err == nil {
@@ -165,13 +154,13 @@ const (
 // buildSpin is the Jedis lock tutorial's lock service: value = UUID + timestamp, SET NX EX in a loop
 // with a fixed 100 ms sleep until the wait (tryExpirseTime) runs out, unlock by a Lua
 // compare-and-delete.
-func buildSpin(e *env) saleFunc {
+func buildSpin(e *env, in *instance) saleFunc {
 	key := store.LockKey(e.sku, RefSpin)
 	return func(ctx context.Context, _ int) error {
 		value := uuid.NewString() + strconv.FormatInt(time.Now().UnixMilli(), 10)
 		first := time.Now()
 		for {
-			ok, err := e.data.SetNX(ctx, key, value, spinLease).Result()
+			ok, err := in.data.SetNX(ctx, key, value, spinLease).Result()
 			if err != nil {
 				return err
 			}
@@ -189,10 +178,10 @@ func buildSpin(e *env) saleFunc {
 				return ctx.Err()
 			}
 		}
-		err := e.critical(ctx, RefSpin)
+		err := e.critical(ctx, in, RefSpin)
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if uerr := spinUnlock.Run(uctx, e.data, []string{key}, value).Err(); uerr != nil && err == nil {
+		if uerr := spinUnlock.Run(uctx, in.data, []string{key}, value).Err(); uerr != nil && err == nil {
 			err = fmt.Errorf("spin unlock: %w", uerr)
 		}
 		return err
@@ -204,9 +193,9 @@ func buildSpin(e *env) saleFunc {
 // Obtain retries every d until its context ends; the context is bounded by the bench's wait
 // (without a deadline, redislock would stop at the TTL). The TTL is the bench's lease, far
 // longer than the critical section, so the lock never expires under a holder.
-func buildRedislock(name string, d time.Duration) func(e *env) saleFunc {
-	return func(e *env) saleFunc {
-		locker := redislock.New(e.data)
+func buildRedislock(name string, d time.Duration) func(e *env, in *instance) saleFunc {
+	return func(e *env, in *instance) saleFunc {
+		locker := redislock.New(in.data)
 		key := store.LockKey(e.sku, name)
 		opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(d)}
 		return func(ctx context.Context, _ int) error {
@@ -219,7 +208,7 @@ func buildRedislock(name string, d time.Duration) func(e *env) saleFunc {
 				}
 				return fmt.Errorf("%w: redislock: %w", errRefTimeout, err)
 			}
-			err = e.critical(ctx, name)
+			err = e.critical(ctx, in, name)
 			uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer ucancel()
 			if uerr := l.Release(uctx); uerr != nil && err == nil {

@@ -163,8 +163,9 @@ func outOfOrder(sales []Outcome, margin time.Duration) int {
 }
 
 // driveDeadWaiter: A holds the fair lock; W queues behind it and its process dies (nothing it
-// sends arrives any more, not even its leaving the queue); L queues behind W. When A releases,
-// the wake-up goes to dead W: L must still get the lock once W's wait is over.
+// sends arrives any more, not even its leaving the queue, and its subscription ends with it); L
+// queues behind W. When A releases, the lock goes to dead W (handed over, or its wake-up): L must
+// still get the lock once W's wait is over.
 func driveDeadWaiter(ctx context.Context, e *Env) error {
 	if err := e.NewFleet(ctx, 20*e.Lease, 10); err != nil {
 		return err
@@ -195,6 +196,9 @@ func driveDeadWaiter(ctx context.Context, e *Env) error {
 		return err
 	}
 	w.Crash()
+	if err := l.Close(); err != nil {
+		return err
+	}
 	var live Outcome
 	waitL := Go(func() { live = e.Buy(ctx, nil, 2, service.SaleRequest{}) })
 	if err := waitQueued(ctx, e, key, 2); err != nil {

@@ -54,15 +54,22 @@ type fairLocker struct {
 	// its PUBLISH arrives.
 	mu      sync.Mutex
 	waiters map[string]*fairWaiter
+	// holds counts the holds of this process by key and field: a field found in the lock hash
+	// that this process does not hold was handed over to its waiter, which takes it as it is
+	// (fair_acquire.lua), instead of re-entering it.
+	holds map[string]int
 }
 
 // fairWaiter is one waiter of this process.
 type fairWaiter struct {
 	bell    chan struct{} // capacity 1
 	leaseMs int64
-	// granted: a release in this process took the lock for this waiter; set under
-	// fairLocker.mu, and only while the waiter is registered.
+	// granted: a release took the lock for this waiter; set under fairLocker.mu, and only
+	// while the waiter is registered.
 	granted atomic.Bool
+	// short: the release was in another process, and the lock lives grantTTL, not the lease.
+	short    atomic.Bool
+	grantTTL time.Duration
 }
 
 // ring wakes the waiter; a wake-up already pending is enough.
@@ -75,9 +82,11 @@ func (w *fairWaiter) ring() {
 
 func newFair(d settings) (locker, error) {
 	l := &fairLocker{rdb: d.Data, id: cmp.Or(d.InstanceID, uuid.NewString()), lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d),
-		waiters: map[string]*fairWaiter{}}
+		waiters: map[string]*fairWaiter{}, holds: map[string]int{}}
 	if l.rdb != nil {
-		l.sub = newSubscriber(d.Data, l.log, unlockOnly)
+		l.sub = newSubscriber(d.Data, l.log, func(payload string) bool {
+			return payload == unlockMessage || payload == fairGrantMessage
+		})
 	}
 	return l, nil
 }
@@ -86,6 +95,23 @@ func newFair(d settings) (locker, error) {
 // prefixName does (in the same hash slot as the lock).
 func fairQueue(name string) string     { return redissonPrefixed("redisson_lock_queue", name) }
 func fairDeadlines(name string) string { return redissonPrefixed("redisson_lock_timeout", name) }
+
+// fairGrants names this project's own hash beside Redisson's keys: the waiters that take a lock
+// handed over by a release in another process, with the TTL such a lock gets. Redisson clients
+// never appear in it, so they are always told with the unlock message and take the lock
+// themselves, as Redisson's release expects.
+func fairGrants(name string) string { return redissonPrefixed("seckill_fair_grant", name) }
+
+// fairGrantMessage tells a waiter on its own channel that a release in another process has taken
+// the lock for it (a Redisson client, which hears only the unlock message, never gets it).
+const fairGrantMessage = "seckill:granted"
+
+// FairKeyPrefixes are the prefixes of the fair lock's own keys (its queue and its deadlines) for
+// the lock keys that start with lockPrefix, which must carry a hash tag ("{sku}:lock:"): what a
+// reset must delete besides the lock keys themselves.
+func FairKeyPrefixes(lockPrefix string) []string {
+	return []string{fairQueue(lockPrefix), fairDeadlines(lockPrefix), fairGrants(lockPrefix)}
+}
 
 // fairChannel is the channel on which the waiter with field is told that its turn has come.
 func fairChannel(name, field string) string { return unlockChannel(name) + ":" + field }
@@ -119,27 +145,35 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 	// pattern per key, "<channel of key>:<instance-id>:*", which hears every waiter of this
 	// process by its own channel, as a Redisson client publishes it) was confirmed by then.
 	pattern := globEscape(fairChannel(key, l.id+":")) + "*"
-	w := &fairWaiter{bell: make(chan struct{}, 1), leaseMs: leaseMs}
+	w := &fairWaiter{bell: make(chan struct{}, 1), leaseMs: leaseMs, grantTTL: max(min(lease, wait), time.Millisecond)}
+	grantMs := w.grantTTL.Milliseconds()
+	if wait == 0 {
+		grantMs = 0 // a single attempt: not queued, never handed anything
+	}
 	waiterID := key + "\x00" + field
 	l.mu.Lock()
 	l.waiters[waiterID] = w
 	l.mu.Unlock()
 	registered := true
-	// leave unregisters the waiter; it reports whether a release handed it the lock first.
-	leave := func() bool {
+	// leave unregisters the waiter, holding the lock from then on when won; it reports whether
+	// a release handed it the lock first.
+	leave := func(won bool) bool {
 		if registered {
 			registered = false
 			l.mu.Lock()
 			delete(l.waiters, waiterID)
+			if won {
+				l.holds[waiterID]++
+			}
 			l.mu.Unlock()
 		}
 		return w.granted.Load()
 	}
-	defer leave()
+	defer leave(false)
 	// fail ends a wait without the lock: out of the queue, and a lock handed over meanwhile
 	// given back on to the next waiter.
 	fail := func(err error) (heldLock, error) {
-		if leave() {
+		if leave(false) {
 			l.releaseFor(ctx, key, field, w.leaseMs, waitMs)
 		} else {
 			l.giveUp(ctx, key, field, waitMs)
@@ -147,9 +181,9 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 		return nil, err
 	}
 	before := l.sub.patternRound(pattern)
-	due, held, err := l.try(ctx, key, field, leaseMs, waitMs)
+	due, held, err := l.try(ctx, key, waiterID, field, leaseMs, waitMs, grantMs)
 	if err == nil && held {
-		leave()
+		leave(true)
 		return l.held(ctx, key, field, lease, leaseMs, waitMs, !opts.ExplicitLease), nil
 	}
 	if err != nil {
@@ -158,8 +192,8 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 	if wait == 0 {
 		return fail(notObtained(ctx, key))
 	}
-	h := l.sub.joinPattern(ctx, pattern, func(ch string) {
-		l.ringLocal(key, strings.TrimPrefix(ch, unlockChannel(key)+":"))
+	h := l.sub.joinPattern(ctx, pattern, func(ch, payload string) {
+		l.ringLocal(key, strings.TrimPrefix(ch, unlockChannel(key)+":"), payload)
 	})
 	defer l.sub.leave(h)
 	// If the subscription was not confirmed before the attempt and without a break since, a
@@ -173,7 +207,6 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 		case <-ctx.Done():
 		}
 	}
-	viaTry := false
 	for {
 		if w.granted.Load() {
 			break
@@ -198,43 +231,58 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 			}
 		}
 		lookNow = false
-		due, held, err = l.try(ctx, key, field, leaseMs, waitMs)
+		due, held, err = l.try(ctx, key, waiterID, field, leaseMs, waitMs, grantMs)
 		if err != nil {
 			return fail(err)
 		}
 		if held {
-			viaTry = true
+			// Taken by its own attempt, or a handover found before it was told (the attempt
+			// then took it as it was, without a second hold).
 			break
 		}
 	}
-	if granted := leave(); granted && viaTry {
-		// The handover landed just before this waiter's own attempt, which then counted as a
-		// re-entry: the hold count is 2 for one holder. (Had the grant come after leave, the
-		// releaser would have released one hold for this waiter, to the same effect.)
-		if err := l.rdb.HIncrBy(context.WithoutCancel(ctx), key, field, -1).Err(); err != nil {
-			return fail(redisErr("fair acquire "+key, err))
-		}
-	} else if granted && leaseMs != l.lease.Milliseconds() {
+	granted := leave(true)
+	var stopPush func()
+	if granted && w.short.Load() && w.grantTTL < lease {
+		// Handed over from another process with min(lease, wait): a holder still holding a
+		// third of the way in pushes it out to its lease (a dead one would have held the line
+		// for its wait at most).
+		base := context.WithoutCancel(ctx)
+		t := time.AfterFunc(w.grantTTL/3, func() {
+			cctx, cancel := context.WithTimeout(base, releaseTimeout)
+			defer cancel()
+			if err := reentrantRenew.Run(cctx, l.rdb, []string{key}, leaseMs, field).Err(); err != nil {
+				l.log.Warn("fair lock: push a handed-over lock out to its lease", "key", key, "err", err)
+			}
+		})
+		stopPush = func() { t.Stop() }
+	} else if granted && !w.short.Load() && leaseMs != l.lease.Milliseconds() {
 		// Handed over with the default lease: this waiter asked for another.
 		if err := l.rdb.PExpire(context.WithoutCancel(ctx), key, lease).Err(); err != nil {
 			return fail(redisErr("fair acquire "+key, err))
 		}
 	}
-	return l.held(ctx, key, field, lease, leaseMs, waitMs, !opts.ExplicitLease), nil
+	le := l.held(ctx, key, field, lease, leaseMs, waitMs, !opts.ExplicitLease)
+	le.stopPush = stopPush
+	return le, nil
 }
 
 // grant records that a release in this process took key's lock for the waiter with field, and
 // wakes it. false: that waiter is no longer waiting here, so nobody holds the lock it was given.
-func (l *fairLocker) grant(key, field string) bool {
+// held: that waiter took the lock by its own attempt already (it found the handover first).
+// short: the release was in another process (the lock lives the waiter's grant TTL).
+func (l *fairLocker) grant(key, field string, short bool) (granted, held bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	w := l.waiters[key+"\x00"+field]
+	id := key + "\x00" + field
+	w := l.waiters[id]
 	if w == nil {
-		return false
+		return false, l.holds[id] > 0
 	}
+	w.short.Store(short)
 	w.granted.Store(true)
 	w.ring()
-	return true
+	return true, false
 }
 
 // releaseFor gives back a lock that a release handed over to field, whose waiter had gone by
@@ -252,8 +300,8 @@ func (l *fairLocker) releaseFor(ctx context.Context, key, field string, leaseMs,
 // is rung at once. A handover to a waiter that has just left is released for it in turn.
 func (l *fairLocker) release(ctx context.Context, key, field string, leaseMs, waitMs int64) error {
 	for range 1000 { // each round takes a waiter off the queue; the queue is not endless
-		r, err := fairRelease.Run(ctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key)},
-			unlockMessage, leaseMs, field, time.Now().UnixMilli(), l.id+":", l.lease.Milliseconds(), waitMs).Slice()
+		r, err := fairRelease.Run(ctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key), fairGrants(key)},
+			unlockMessage, leaseMs, field, time.Now().UnixMilli(), l.id+":", l.lease.Milliseconds(), waitMs, fairGrantMessage).Slice()
 		if errors.Is(err, redis.Nil) {
 			return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, key, field)
 		}
@@ -266,26 +314,35 @@ func (l *fairLocker) release(ctx context.Context, key, field string, leaseMs, wa
 		kind, _ := r[0].(int64)
 		next, _ := r[1].(string)
 		switch {
-		case kind == 2 && l.grant(key, next):
-			return nil
+		case kind == 3:
+			return nil // handed to a waiter of another process, told on its channel
 		case kind == 2:
-			// Handed to a waiter that had left: release it for that waiter. If the waiter's own
-			// attempt took the lock meanwhile (a re-entry on the handed-over hold), this gives
-			// back the extra hold and keeps the lease the handover set, not the releaser's.
+			if granted, held := l.grant(key, next, false); granted || held {
+				return nil
+			}
+			// Handed to a waiter that had left without taking it: release it for that waiter,
+			// which hands it on in turn.
 			field, leaseMs = next, l.lease.Milliseconds()
 			continue
 		case next != "":
-			l.ringLocal(key, next)
+			l.ringLocal(key, next, unlockMessage)
 		}
 		return nil
 	}
 	return fmt.Errorf("lock: fair release %s: the lock was handed to 1000 waiters that had left", key)
 }
 
-// try runs the acquire script once: held, or about how long until this waiter's turn.
-func (l *fairLocker) try(ctx context.Context, key, field string, leaseMs, waitMs int64) (time.Duration, bool, error) {
-	n, err := fairAcquire.Run(ctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key)},
-		leaseMs, field, waitMs, time.Now().UnixMilli()).Int64()
+// try runs the acquire script once: held, or about how long until this waiter's turn. grantMs is
+// the TTL of a lock handed to this waiter from another process (0: hand it none).
+func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, waitMs, grantMs int64) (time.Duration, bool, error) {
+	l.mu.Lock()
+	pickup := "1"
+	if l.holds[id] > 0 {
+		pickup = "0" // a re-entry
+	}
+	l.mu.Unlock()
+	n, err := fairAcquire.Run(ctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), fairGrants(key)},
+		leaseMs, field, waitMs, time.Now().UnixMilli(), grantMs, pickup).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, true, nil
 	}
@@ -299,7 +356,7 @@ func (l *fairLocker) try(ctx context.Context, key, field string, leaseMs, waitMs
 func (l *fairLocker) giveUp(ctx context.Context, key, field string, waitMs int64) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	err := fairCancel.Run(cctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key)},
+	err := fairCancel.Run(cctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key), fairGrants(key)},
 		field, waitMs, unlockMessage).Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		// The entry then expires by its deadline, as a dead waiter's does.
@@ -322,9 +379,19 @@ func (l *fairLocker) held(ctx context.Context, key, field string, lease time.Dur
 	return le
 }
 
-// ringLocal wakes the waiter with field on key at once if it waits in this process.
-func (l *fairLocker) ringLocal(key, field string) {
+// ringLocal wakes the waiter with field on key at once if it waits in this process; with the
+// grant message, a release elsewhere took the lock for it. A grant for a waiter that has left
+// (and did not take it by its own attempt) is given back for it, on to the next waiter.
+func (l *fairLocker) ringLocal(key, field, payload string) {
 	if !strings.HasPrefix(field, l.id+":") {
+		return
+	}
+	if payload == fairGrantMessage {
+		if granted, held := l.grant(key, field, true); !granted && !held {
+			// The departed waiter's wait is not known here: the waiters behind keep their
+			// deadlines (later than Redisson's move-up would make them, never earlier).
+			go l.releaseFor(context.Background(), key, field, l.lease.Milliseconds(), 0)
+		}
 		return
 	}
 	l.mu.Lock()
@@ -351,7 +418,9 @@ type fairLease struct {
 	leaseMs int64
 	waitMs  int64     // the holder's wait: the thread wait a handover moves the queue's deadlines by
 	wd      *watchdog // nil with an explicit lease
-	gate    releaseGate
+	// stopPush stops the push of a lock handed over from another process out to its lease.
+	stopPush func()
+	gate     releaseGate
 }
 
 func (le *fairLease) Key() string   { return le.key }
@@ -372,6 +441,15 @@ func (le *fairLease) Release(ctx context.Context) error {
 	}
 	if first {
 		le.wd.Stop()
+		if le.stopPush != nil {
+			le.stopPush()
+		}
+		le.l.mu.Lock()
+		id := le.key + "\x00" + le.field
+		if le.l.holds[id]--; le.l.holds[id] <= 0 {
+			delete(le.l.holds, id)
+		}
+		le.l.mu.Unlock()
 	}
 	return le.gate.end(le.l.release(ctx, le.key, le.field, le.leaseMs, le.waitMs))
 }

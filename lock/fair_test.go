@@ -225,10 +225,9 @@ func TestFairWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 }
 
 // TestFairDeadWaiterHoldsTheLineForItsWait: a waiter that dies in the queue (its process
-// crashes: nothing it sends arrives, not even its leaving) is passed over once its wait has run
-// out, so the line moves on. The dead waiter is in another process than the holder: a release
-// hands the lock over directly to a waiter of its own process, which cannot be dead while the
-// releasing process lives.
+// crashes: nothing it sends arrives, not even its leaving, and its subscription ends) holds the
+// line up for its wait at most: the release hands it the lock with a TTL of that wait, and the
+// next waiter takes it when it expires. The dead waiter is in another process than the holder.
 func TestFairDeadWaiterHoldsTheLineForItsWait(t *testing.T) {
 	c := locktest.NewClient(t, locktest.New(t))
 	l := fairLocker(t, c, "p", 5*time.Second)
@@ -246,10 +245,16 @@ func TestFairDeadWaiterHoldsTheLineForItsWait(t *testing.T) {
 		ghostDone <- err
 	}()
 	waitQueue(t, c, key, 1)
+	// The ghost's process dies: nothing it sends arrives, and its subscription ends with it.
 	ghost.Crash()
-	// The ghost queued with a 3 s wait; shorten its deadline as if it had asked for ghostWait.
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The ghost queued with a 3 s wait; shorten its deadline, and the TTL of a lock handed to
+	// it, as if it had asked for ghostWait.
 	deadlines := "redisson_lock_timeout:{" + key + "}"
 	c.ZAdd(t.Context(), deadlines, redis.Z{Score: float64(time.Now().Add(ghostWait).UnixMilli()), Member: "g:ghost"})
+	c.HSet(t.Context(), "seckill_fair_grant:{"+key+"}", "g:ghost", ghostWait.Milliseconds())
 	got := make(chan *lock.Lease, 1)
 	go func() {
 		le, err := l.Acquire(context.Background(), key, lock.Options{Owner: "alive", Wait: 3 * time.Second})

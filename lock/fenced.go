@@ -8,18 +8,14 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 )
 
 var (
-	//go:embed lua/fenced_acquire.lua
-	fencedAcquireLua string
 	//go:embed lua/fenced_renew.lua
 	fencedRenewLua string
 
-	fencedAcquire = redis.NewScript(fencedAcquireLua)
-	fencedRenew   = redis.NewScript(fencedRenewLua)
+	fencedRenew = redis.NewScript(fencedRenewLua)
 )
 
 // fencedLocker is mode fenced (Redisson RFencedLock; Kleppmann's fencing tokens): SET NX PX and
@@ -29,31 +25,23 @@ var (
 // write only if no newer token has been written (store/lua/commit.lua), so a stale holder's write
 // is rejected instead of overwriting a newer holder's.
 //
-// Waiters do not poll: the release PUBLISHes on the key's channel, and the waiters of this
-// process wait in line (handoff.go) until that message or the holder's PTTL (returned by the
-// failed acquire script), as in mode lua.
+// Waiters do not poll: they wait in line as in mode lua (line.go), and a release hands the lock
+// to the first waiter in the line kept in Redis, drawing its token in the same script.
 type fencedLocker struct {
 	rdb   redis.UniversalClient
 	lease time.Duration
 	log   *slog.Logger
-	sub   *subscriber
-	line  *handoff
-	// id is the payload of this Locker's release messages: its own releases ring its line
-	// directly, so its subscriber ignores them.
-	id string
+	line  *waitLine
 }
 
 func newFenced(d settings) (locker, error) {
-	l := &fencedLocker{rdb: d.Data, lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d), id: uuid.NewString()}
-	l.sub, l.line = newSubscribedLine(d.Data, l.log, func(payload string) bool { return payload != l.id }, true)
+	l := &fencedLocker{rdb: d.Data, lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d)}
+	l.line = newWaitLine(d.Data, l.log, true)
 	return l, nil
 }
 
 // Close ends the pub/sub connection of the waiters.
-func (l *fencedLocker) Close() error {
-	l.line.close()
-	return l.sub.Close()
-}
+func (l *fencedLocker) Close() error { return l.line.close() }
 
 func (l *fencedLocker) Name() string { return "fenced" }
 
@@ -67,26 +55,12 @@ func fencedTokenKey(key string) string { return key + ":token" }
 func (l *fencedLocker) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
 	lease := leaseOrDefault(opts, l.lease)
 	leaseMs := max(lease.Milliseconds(), 1)
-	value := uuid.NewString()
-	var token int64
-	try := func(ctx context.Context) (bool, time.Duration, error) {
-		r, err := fencedAcquire.Run(ctx, l.rdb, []string{key, fencedTokenKey(key)}, value, leaseMs).Int64Slice()
-		if err != nil {
-			return false, 0, redisErr("fenced acquire "+key, err)
-		}
-		if len(r) != 2 {
-			return false, 0, fmt.Errorf("lock: fenced acquire %s: unexpected reply %v", key, r)
-		}
-		if r[0] > 0 {
-			token = r[0]
-			return true, 0, nil
-		}
-		return false, holderTTL(r[1]), nil
-	}
-	if err := l.line.obtain(ctx, key, opts.Wait, lease, false, try); err != nil {
+	value := l.line.newValue()
+	token, stopPush, err := l.line.acquire(ctx, key, value, lease, opts.Wait)
+	if err != nil {
 		return nil, err
 	}
-	fl := &fencedLease{key: key, value: value, token: token, rdb: l.rdb, l: l, leaseMs: leaseMs}
+	fl := &fencedLease{key: key, value: value, token: token, rdb: l.rdb, l: l, stopPush: stopPush}
 	if !opts.ExplicitLease {
 		fl.wd = startWatchdog(ctx, max(lease/3, time.Millisecond), func(ctx context.Context) (renewOutcome, error) {
 			return outcome(renewValue(ctx, l.rdb, key, value, leaseMs))
@@ -105,7 +79,9 @@ type fencedLease struct {
 	l          *fencedLocker
 	leaseMs    int64
 	wd         *watchdog // nil with an explicit lease
-	gate       releaseGate
+	// stopPush stops the push of a lock handed over with less than its lease (line.go, rule 4).
+	stopPush func()
+	gate     releaseGate
 }
 
 func (l *fencedLease) Key() string  { return l.key }
@@ -116,7 +92,8 @@ func (l *fencedLease) Lost() <-chan struct{} { return l.wd.Lost() }
 // Renewals counts the watchdog's successful renewals.
 func (l *fencedLease) Renewals() int64 { return l.wd.Renewals() }
 
-// Release stops the watchdog and deletes the key only while it still holds our value.
+// Release stops the watchdog and, only while the key still holds our value, passes the lock on
+// to the first waiter (with a new token) or deletes it.
 func (l *fencedLease) Release(ctx context.Context) error {
 	first, ok := l.gate.begin()
 	if !ok {
@@ -124,14 +101,15 @@ func (l *fencedLease) Release(ctx context.Context) error {
 	}
 	if first {
 		l.wd.Stop()
+		if l.stopPush != nil {
+			l.stopPush()
+		}
 	}
-	n, err := compareAndDeletePublish.Run(ctx, l.rdb, []string{l.key, unlockChannel(l.key)}, l.value, l.l.id).Int()
-	l.l.line.ring(l.key) // the waiters of this process, at once
-	if err != nil {
-		return l.gate.end(redisErr("compare-and-delete "+l.key, err))
+	ours, err := l.l.line.release(ctx, l.key, l.value)
+	if err = l.gate.end(err); err != nil {
+		return err
 	}
-	l.gate.end(nil)
-	if n == 0 {
+	if !ours {
 		return fmt.Errorf("%w: %s (token %d) had expired or passed to a newer holder", ErrNotHeld, l.key, l.token)
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,12 +35,9 @@ import (
 //     or that time.
 //     The hint is used only where the ring is sure to come (the mode rings its own releases, or
 //     the subscription is confirmed).
-//  7. A mode may hand the lock over in its release (lua does): when no other process is listening
-//     on the key's channel, the release script writes the head waiter's own value into the lock
-//     instead of deleting it, and the head holds the lock without a round trip of its own. The
-//     grant is recorded under the line's lock only while the head is still in the line; a head
-//     that has left by then is given nothing, and the releaser deletes the value it wrote.
-//  8. An empty line keeps its subscription for a while (linger) so a crowd that thins out for a
+//
+// lua and fenced wait in a line of their own that also spans processes (line.go).
+//  7. An empty line keeps its subscription for a while (linger) so a crowd that thins out for a
 //     moment does not resubscribe on every sale; talking to Redis (subscribe, unsubscribe) is
 //     never done under the line's lock, so a slow or dead Redis blocks no other key.
 //
@@ -61,9 +57,6 @@ type handoff struct {
 	// subscriber ignores this process's own messages), so a holder here is sure to ring even
 	// before the line's subscription is confirmed.
 	localRing bool
-	// dropOrphan deletes key's lock where it holds value: a handover (rule 7) to a waiter that
-	// left the line before it saw the grant. nil: the mode hands nothing over.
-	dropOrphan func(key, value string)
 
 	mu    sync.Mutex
 	lines map[string]*line
@@ -95,13 +88,6 @@ type line struct {
 // place is one waiter's spot in a line.
 type place struct {
 	turn chan struct{}
-	// value and lease are what a handover writes into the lock for this waiter ("" : this
-	// waiter takes no handover).
-	value string
-	lease time.Duration
-	// granted: a release handed the lock to this waiter; set under handoff.mu, and only while
-	// the waiter is in the line.
-	granted atomic.Bool
 }
 
 func newHandoff(listen func(string, func()) (<-chan struct{}, func()), poll func() time.Duration) *handoff {
@@ -132,15 +118,8 @@ func (ln *line) ring() {
 // (the next head's fallback). An error from try ends the acquisition with that error.
 func (h *handoff) acquire(ctx context.Context, key string, wait, lease time.Duration,
 	try func(context.Context) (bool, time.Duration, error)) error {
-	return h.acquireAs(ctx, key, "", wait, lease, try)
-}
-
-// acquireAs is acquire for a waiter that can also be handed the lock by a release in this
-// process (rule 7): value is what the handover writes into the lock for it.
-func (h *handoff) acquireAs(ctx context.Context, key, value string, wait, lease time.Duration,
-	try func(context.Context) (bool, time.Duration, error)) error {
 	deadline := time.Now().Add(wait)
-	ln, p := h.enter(key, value, lease)
+	ln, p := h.enter(key)
 	won := false
 	var seen uint64
 	var until time.Time
@@ -153,12 +132,6 @@ func (h *handoff) acquireAs(ctx context.Context, key, value string, wait, lease 
 	hinted := false
 	seen, wake, hinted = h.takeHint(ln)
 	for {
-		if p.granted.Load() {
-			// The grant rang the line; the next head waits for a ring after it (rule 6). The
-			// handover set the lease before the grant, so now + lease is a safe bound.
-			won, seen, until = true, ln.rings.Load(), time.Now().Add(lease)
-			return nil
-		}
 		if !hinted {
 			seen = ln.rings.Load()
 			sent := time.Now()
@@ -201,12 +174,6 @@ func (h *handoff) acquireAs(ctx context.Context, key, value string, wait, lease 
 // is ending is ErrNotObtained wrapping ctx.Err(), not Redis trouble.
 func (h *handoff) obtain(ctx context.Context, key string, wait, lease time.Duration, direct bool,
 	try func(context.Context) (bool, time.Duration, error)) error {
-	return h.obtainAs(ctx, key, "", wait, lease, direct, try)
-}
-
-// obtainAs is obtain for a waiter that can be handed the lock with value (see acquireAs).
-func (h *handoff) obtainAs(ctx context.Context, key, value string, wait, lease time.Duration, direct bool,
-	try func(context.Context) (bool, time.Duration, error)) error {
 	if wait <= 0 || direct {
 		held, _, err := try(ctx)
 		switch {
@@ -218,7 +185,7 @@ func (h *handoff) obtainAs(ctx context.Context, key, value string, wait, lease t
 			return notObtained(ctx, key)
 		}
 	}
-	return obtainErr(ctx, key, h.acquireAs(ctx, key, value, wait, lease, try))
+	return obtainErr(ctx, key, h.acquire(ctx, key, wait, lease, try))
 }
 
 func obtainErr(ctx context.Context, key string, err error) error {
@@ -243,7 +210,7 @@ func newSubscribedLine(rdb redis.UniversalClient, log *slog.Logger, accept func(
 }
 
 // enter joins key's line; the first in an empty line is its head at once.
-func (h *handoff) enter(key, value string, lease time.Duration) (*line, *place) {
+func (h *handoff) enter(key string) (*line, *place) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ln := h.lines[key]
@@ -255,7 +222,7 @@ func (h *handoff) enter(key, value string, lease time.Duration) (*line, *place) 
 		ln.idle.Stop()
 		ln.idle = nil
 	}
-	p := &place{turn: make(chan struct{}), value: value, lease: lease}
+	p := &place{turn: make(chan struct{})}
 	ln.waiters = append(ln.waiters, p)
 	if len(ln.waiters) == 1 {
 		close(p.turn)
@@ -336,47 +303,11 @@ func (h *handoff) subscribe(ctx context.Context, ln *line, deadline time.Time) b
 	return true
 }
 
-// offer names the head waiter of key's line that a release may hand the lock to (rule 7), and
-// whether this process's subscription to the key's channel is confirmed (the release script
-// counts it among the channel's listeners). p is nil when there is no such waiter.
-func (h *handoff) offer(key string) (p *place, subscribed bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	ln := h.lines[key]
-	if ln == nil {
-		return nil, false
-	}
-	subscribed = ln.listening && ln.ready != nil && isDone(ln.ready)
-	if len(ln.waiters) == 0 || ln.waiters[0].value == "" {
-		return nil, subscribed
-	}
-	return ln.waiters[0], subscribed
-}
-
-// grant records that a release wrote p's value into key's lock, and wakes p. It reports false
-// when p had already left the line: then nobody holds that lock, and the caller must delete it.
-func (h *handoff) grant(key string, p *place) bool {
-	h.mu.Lock()
-	ln := h.lines[key]
-	in := ln != nil && slices.Contains(ln.waiters, p)
-	if in {
-		p.granted.Store(true)
-		ln.ring() // under the lock: a head that sees the grant sees this ring counted
-	}
-	h.mu.Unlock()
-	return in
-}
-
 // exit leaves the line. A head that leaves hands the turn to the next waiter, with a hint when
-// it got the lock. An empty line is torn down (and unsubscribed) after linger. A waiter that
-// leaves without the lock after a release had handed it over calls the line's dropOrphan, which
-// deletes it.
+// it got the lock. An empty line is torn down (and unsubscribed) after linger.
 func (h *handoff) exit(ln *line, p *place, won bool, seen uint64, until time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if p.granted.Load() && !won && h.dropOrphan != nil {
-		go h.dropOrphan(ln.key, p.value)
-	}
 	head := len(ln.waiters) > 0 && ln.waiters[0] == p
 	for i, q := range ln.waiters {
 		if q == p {

@@ -52,8 +52,8 @@ type chanState struct {
 	ready     chan struct{}
 	readyDone bool
 	// rings: what each joined listener wants called on a release message, with the channel it
-	// came on (a pattern's listeners hear many channels).
-	rings map[uint64]func(channel string)
+	// came on (a pattern's listeners hear many channels) and its payload.
+	rings map[uint64]func(channel, payload string)
 	// round numbers the subscriptions of this channel across the subscriber (a new SUBSCRIBE,
 	// a reconnect's confirmation), so a pause in between is seen by patternRound.
 	round uint64
@@ -85,11 +85,12 @@ func newSubscriber(rdb redis.UniversalClient, log *slog.Logger, accept func(payl
 // is sure to ring. join never fails: without a subscription a waiter still wakes on its PTTL
 // timer.
 func (s *subscriber) join(ctx context.Context, ch string, ring func()) waitHandle {
-	return s.listen(ctx, ch, false, func(string) { ring() })
+	return s.listen(ctx, ch, false, func(string, string) { ring() })
 }
 
-// joinPattern is join for a PSUBSCRIBE pattern: ring is told the channel of each message.
-func (s *subscriber) joinPattern(ctx context.Context, pattern string, ring func(channel string)) waitHandle {
+// joinPattern is join for a PSUBSCRIBE pattern: ring is told the channel and payload of each
+// message.
+func (s *subscriber) joinPattern(ctx context.Context, pattern string, ring func(channel, payload string)) waitHandle {
 	return s.listen(ctx, pattern, true, ring)
 }
 
@@ -109,7 +110,7 @@ func (s *subscriber) patternRound(pattern string) uint64 {
 // patternKey keeps patterns apart from channels of the same name in s.chans.
 func patternKey(pattern string) string { return "\x00p:" + pattern }
 
-func (s *subscriber) listen(ctx context.Context, ch string, pattern bool, ring func(string)) waitHandle {
+func (s *subscriber) listen(ctx context.Context, ch string, pattern bool, ring func(channel, payload string)) waitHandle {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := ch
@@ -118,7 +119,7 @@ func (s *subscriber) listen(ctx context.Context, ch string, pattern bool, ring f
 	}
 	st := s.chans[key]
 	if st == nil {
-		st = &chanState{rings: map[uint64]func(string){}}
+		st = &chanState{rings: map[uint64]func(string, string){}}
 		s.chans[key] = st
 	}
 	s.nextID++
@@ -214,7 +215,7 @@ func (s *subscriber) dispatch(m any) {
 		// a holder that a restarted Redis no longer knows).
 		if st.confirmed >= st.sent && m.Kind == "subscribe" && st.refs > 0 {
 			for _, ring := range st.rings {
-				ring(m.Channel)
+				ring(m.Channel, "")
 			}
 		}
 		// A reconnect resubscribes every channel at once; never count past what was sent.
@@ -241,7 +242,7 @@ func (s *subscriber) dispatch(m any) {
 			return
 		}
 		for _, ring := range st.rings {
-			ring(m.Channel)
+			ring(m.Channel, m.Payload)
 		}
 	}
 }

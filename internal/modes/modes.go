@@ -65,11 +65,12 @@ func redissonPrefixed(prefix, name string) string {
 	return prefix + ":{" + name + "}"
 }
 
-// FairKeyPrefixes are the prefixes of the fair lock's own keys (its queue and its deadlines) for
+// FairKeyPrefixes are the prefixes of the fair lock's own keys (its queue, its deadlines and the
+// library's hash of waiters that take a handed-over lock) for
 // the lock keys that start with lockPrefix, which must carry a hash tag ("{sku}:lock:"): what a
 // reset must delete besides the lock keys themselves.
 func FairKeyPrefixes(lockPrefix string) []string {
-	return []string{fairQueue(lockPrefix), fairDeadlines(lockPrefix)}
+	return []string{fairQueue(lockPrefix), fairDeadlines(lockPrefix), redissonPrefixed("seckill_fair_grant", lockPrefix)}
 }
 
 // plainLease is the lease of the broken modes: no watchdog, no token.

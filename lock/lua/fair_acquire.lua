@@ -3,9 +3,12 @@
 -- their deadlines. The first in the queue gets the lock; a waiter whose deadline has passed is
 -- dropped from the head of the queue, so a dead waiter holds the line up for at most its wait.
 -- KEYS[1] lock name; KEYS[2] queue "redisson_lock_queue:{<name>}";
--- KEYS[3] deadlines "redisson_lock_timeout:{<name>}";
+-- KEYS[3] deadlines "redisson_lock_timeout:{<name>}"; KEYS[4] the grant hash (fair_drop_dead.lua);
 -- ARGV[1] lease in ms; ARGV[2] field "<instance-id>:<owner>"; ARGV[3] thread wait in ms
--- (how long a waiter at the head may take to come for the lock); ARGV[4] now, unix ms.
+-- (how long a waiter at the head may take to come for the lock); ARGV[4] now, unix ms;
+-- ARGV[5] the TTL of a lock handed over to this waiter by another process ('0': hand it none, as
+-- a Redisson client is handed none); ARGV[6] '1' when the caller's process does not hold the
+-- lock for this field, so a field found in the hash was handed over to it, not re-entered.
 -- Returns nil when held by us now, else roughly how many ms until our turn.
 -- fair_drop_dead.lua runs before this (it defines `now`).
 local wait = tonumber(ARGV[3])
@@ -15,8 +18,15 @@ if redis.call('exists', KEYS[1]) == 0
     and (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
   redis.call('lpop', KEYS[2])
   redis.call('zrem', KEYS[3], ARGV[2])
+  redis.call('hdel', GRANT, ARGV[2])
   move_up(wait)
   redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+
+-- Handed over by a release (fair_release.lua) before this waiter heard of it: held, once.
+if ARGV[6] == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
 end
@@ -44,5 +54,11 @@ else
 end
 if redis.call('zadd', KEYS[3], ttl + wait + now, ARGV[2]) == 1 then
   redis.call('rpush', KEYS[2], ARGV[2])
+end
+if ARGV[5] ~= '0' then
+  redis.call('hset', GRANT, ARGV[2], ARGV[5])
+  if redis.call('pttl', GRANT) < ttl + wait then
+    redis.call('pexpire', GRANT, ttl + wait)
+  end
 end
 return ttl

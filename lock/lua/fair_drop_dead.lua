@@ -1,8 +1,11 @@
 -- Fair lock prelude, run first by the acquire and the release scripts (prepended to each): the
 -- waiters at the head of the queue whose deadline has passed are gone, so drop them.
 -- KEYS[2] queue "redisson_lock_queue:{<name>}"; KEYS[3] deadlines "redisson_lock_timeout:{<name>}";
--- ARGV[4] now, unix ms. Defines `now`, and `move_up`.
+-- ARGV[4] now, unix ms. The last key is this project's own hash of the waiters that take a lock
+-- handed over from another process (field -> the TTL such a lock gets); Redisson clients neither
+-- read nor write it. Defines `now`, `GRANT`, and `move_up`.
 local now = tonumber(ARGV[4])
+local GRANT = KEYS[#KEYS]
 while true do
   local head = redis.call('lindex', KEYS[2], 0)
   if head == false then
@@ -14,6 +17,7 @@ while true do
   end
   redis.call('zrem', KEYS[3], head)
   redis.call('lpop', KEYS[2])
+  redis.call('hdel', GRANT, head)
 end
 
 

@@ -5,13 +5,17 @@
 -- "redisson_lock__channel:{<name>}"; ARGV[1] unlock message ("0"); ARGV[2] lease in ms;
 -- ARGV[3] field "<instance-id>:<owner>"; ARGV[4] now, unix ms.
 -- ARGV[5] handover prefix "<instance-id>:" of the releasing process ('' : none), ARGV[6] the
--- lease in ms and ARGV[7] the thread wait in ms to hand the lock over with.
+-- lease in ms and ARGV[7] the thread wait in ms to hand the lock over with, ARGV[8] the message
+-- that tells a waiter of another process it was handed the lock; KEYS[5] the grant hash.
 -- Returns nil when the field is not there (not held by this owner); else {0, ''} when still held
 -- (nested), {1, first} when deleted and the first waiter (its field, '' if none) told, {2, first}
 -- when handed over: the first waiter waits in the releasing process (its field starts with
 -- ARGV[5]), so the lock is taken for it here exactly as its own acquire would take it (first in
 -- line, the others move up), and it is told in that process instead of by a PUBLISH. Waiters of
--- other processes, Redisson clients included, are always told by the PUBLISH.
+-- other processes that take a handover (their field is in the grant hash, with the TTL the lock
+-- gets: min(their lease, their wait), so a dead one holds the line for its wait at most) get it
+-- the same way, told by ARGV[8] on their channel: {3, first}. A Redisson client is never in the
+-- grant hash and is told with the unlock message, as Redisson's own release tells it.
 -- fair_drop_dead.lua runs before this.
 
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
@@ -36,14 +40,22 @@ if first == false then
   return {1, ''}
 end
 local prefix = ARGV[5] or ''
-if prefix ~= '' and string.sub(first, 1, #prefix) == prefix then
+local here = prefix ~= '' and string.sub(first, 1, #prefix) == prefix
+local ttl = redis.call('hget', GRANT, first)
+if here or ttl then
   -- As fair_acquire.lua's first branch, for the first waiter.
   redis.call('lpop', KEYS[2])
   redis.call('zrem', KEYS[3], first)
+  redis.call('hdel', GRANT, first)
   move_up(tonumber(ARGV[7]))
   redis.call('hset', KEYS[1], first, 1)
-  redis.call('pexpire', KEYS[1], ARGV[6])
-  return {2, first}
+  if here then
+    redis.call('pexpire', KEYS[1], ARGV[6])
+    return {2, first}
+  end
+  redis.call('pexpire', KEYS[1], ttl)
+  redis.call('publish', KEYS[4] .. ':' .. first, ARGV[8])
+  return {3, first}
 end
 redis.call('publish', KEYS[4] .. ':' .. first, ARGV[1])
 return {1, first}

@@ -1,0 +1,507 @@
+package lock
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/line_prelude.lua
+	linePreludeLua string
+	//go:embed lua/line_acquire.lua
+	lineAcquireLua string
+	//go:embed lua/line_release.lua
+	lineReleaseLua string
+
+	lineAcquire = redis.NewScript(linePreludeLua + lineAcquireLua)
+	lineRelease = redis.NewScript(linePreludeLua + lineReleaseLua)
+)
+
+// The waiter line of modes lua and fenced, across processes: one release wakes one waiter,
+// whichever process it is in. The invariants, stated once:
+//
+//  1. Safety is not here. A holder is who the lock key names (its value), written only by the
+//     mode's scripts: a waiter's own attempt, or a release that hands the lock on. A grant that
+//     is lost, late or duplicated costs time, never exclusion.
+//  2. Two lines. In each process (Locker) the waiters of a key wait in arrival order and only the
+//     head goes to Redis; in Redis the heads of the processes wait in one line per key (a list of
+//     their values, with each one's deadline and the TTL a lock handed to it gets), in the order
+//     they first failed to take the lock.
+//  3. A release hands the lock to the first live waiter in the Redis line: it writes that waiter's
+//     value into the lock and publishes on that waiter's process's grant channel alone (or, when
+//     that waiter is in the releasing process, tells it directly). The releasing process's next
+//     waiter joins the Redis line behind in the same script, without a round trip of its own;
+//     with nobody in the Redis line, the lock goes to that next waiter. Nobody else wakes.
+//  4. A waiter that dies holds the line up for at most its own wait: its entry is dropped once
+//     its deadline has passed, and a lock handed to it lives min(its lease, its wait) (a live
+//     holder pushes that out to its lease a third of the way in, unless it has released by
+//     then). The waiters behind never sleep longer than the lock's PTTL or the first waiter's
+//     grant TTL without looking again.
+//  5. A waiter that leaves without the lock removes its entry with the release script, which, if
+//     the lock was handed to it meanwhile, passes it on. A grant whose waiter has already left is
+//     passed on the same way by the process that hears it.
+//  6. A waiter is queued in Redis (so a release may hand it the lock) only once its process's
+//     grant subscription is confirmed; a queued head looks again at least every lostGrantBound,
+//     so a grant lost with a broken subscription costs that much, never the rest of its wait.
+//  7. A lock whose holder vanished passes on when it expires: the first live waiter in line
+//     looks again when the PTTL it read runs out and takes it; the others find it taken.
+type waitLine struct {
+	rdb    redis.UniversalClient
+	log    *slog.Logger
+	fenced bool
+	// id names this process in its waiters' values ("<id>:<uuid>") and its grant channel.
+	id      string
+	channel string // grantChannelPrefix + id
+
+	mu   sync.Mutex
+	keys map[string]*keyLine
+	// held are the values this process holds, from the moment a waiter got the lock until its
+	// release has run, so a late grant message for one of them is not taken for an orphan.
+	held   map[string]bool
+	ps     *redis.PubSub
+	ready  chan struct{} // closed once the grant channel's subscription is confirmed
+	closed bool
+}
+
+// grantChannelPrefix starts every process's grant channel.
+const grantChannelPrefix = "seckill_lock_grant:"
+
+// lineKeys are the keys of key's Redis line, in the same hash slot as key (as Redisson's
+// prefixName keeps them), and the token counter (the lock key again for lua).
+func (wl *waitLine) lineKeys(key string) []string {
+	tok := key
+	if wl.fenced {
+		tok = fencedTokenKey(key)
+	}
+	return []string{key, redissonPrefixed("seckill_lock_line", key), redissonPrefixed("seckill_lock_waiters", key), tok}
+}
+
+// keyLine is one key's waiters in this process. Fields are guarded by waitLine.mu.
+type keyLine struct {
+	waiters []*lineWaiter // waiters[0] is the head, the only one that tries in Redis
+	// holder is the value of a holder in this process: its release will hand the lock on, or put
+	// the head in the Redis line, so the head need not try before that or holderUntil.
+	holder      string
+	holderUntil time.Time
+}
+
+// lineWaiter is one waiter. Fields other than the first four are guarded by waitLine.mu.
+type lineWaiter struct {
+	value    string
+	lease    time.Duration
+	grantTTL time.Duration // min(lease, wait): how long a lock handed to it lives unrenewed
+	deadline time.Time
+	bell     chan struct{} // capacity 1: its turn, a release here, a grant
+
+	granted bool
+	token   int64
+	// short: the lock was handed over with grantTTL, less than the lease (rule 4).
+	short bool
+	// next is when the head tries again at the latest (after a failed attempt: the lock's PTTL).
+	next time.Time
+}
+
+func (w *lineWaiter) ring() {
+	select {
+	case w.bell <- struct{}{}:
+	default:
+	}
+}
+
+func newWaitLine(rdb redis.UniversalClient, log *slog.Logger, fenced bool) *waitLine {
+	id := strings.ReplaceAll(uuid.NewString(), "-", "")
+	return &waitLine{rdb: rdb, log: log, fenced: fenced, id: id, channel: grantChannelPrefix + id,
+		keys: map[string]*keyLine{}, held: map[string]bool{}}
+}
+
+// newValue is the value of a new acquisition: it names this process, so a release elsewhere
+// knows where to send its grant.
+func (wl *waitLine) newValue() string { return wl.id + ":" + uuid.NewString() }
+
+// subscribe starts listening on this process's grant channel (once), and returns a channel that
+// closes when Redis has confirmed it.
+func (wl *waitLine) subscribe() <-chan struct{} {
+	wl.mu.Lock()
+	defer wl.mu.Unlock()
+	if wl.ps != nil || wl.closed {
+		if wl.ready == nil {
+			wl.ready = make(chan struct{})
+			close(wl.ready)
+		}
+		return wl.ready
+	}
+	wl.ready = make(chan struct{})
+	wl.ps = wl.rdb.Subscribe(context.Background(), wl.channel)
+	ps, ready := wl.ps, wl.ready
+	// Read by this goroutine itself rather than through go-redis's Channel, one hop fewer
+	// between the release's PUBLISH and the waiter. Receive dials again and resubscribes after a
+	// broken connection; it fails for good only once the PubSub is closed.
+	go func() {
+		confirmed := false
+		defer func() {
+			if !confirmed {
+				close(ready)
+			}
+		}()
+		for {
+			m, err := ps.Receive(context.Background())
+			if err != nil {
+				wl.mu.Lock()
+				closed := wl.closed
+				wl.mu.Unlock()
+				if closed {
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			switch m := m.(type) {
+			case *redis.Subscription:
+				if !confirmed && m.Kind == "subscribe" {
+					confirmed = true
+					close(ready)
+				}
+			case *redis.Message:
+				wl.heard(m.Payload)
+			}
+		}
+	}()
+	return ready
+}
+
+// heard handles a grant message "<lock>\n<value>\n<token>" from a release in another process.
+func (wl *waitLine) heard(payload string) {
+	parts := strings.SplitN(payload, "\n", 3)
+	if len(parts) != 3 {
+		return
+	}
+	tok, _ := strconv.ParseInt(parts[2], 10, 64)
+	if !wl.deliver(parts[0], parts[1], tok, true) {
+		go wl.passOn(parts[0], parts[1])
+	}
+}
+
+// deliver gives the lock to this process's waiter with value (short: with its grant TTL, not its
+// lease); false when no such waiter waits (and the value is not held here either): nobody has the
+// lock that was handed to it.
+func (wl *waitLine) deliver(key, value string, token int64, short bool) bool {
+	wl.mu.Lock()
+	defer wl.mu.Unlock()
+	if wl.held[value] {
+		return true // taken already by its own attempt
+	}
+	if kl := wl.keys[key]; kl != nil {
+		for _, w := range kl.waiters {
+			if w.value == value {
+				if !w.granted {
+					w.granted, w.token, w.short = true, token, short
+					kl.holder, kl.holderUntil = value, time.Now().Add(w.lease)
+					w.ring()
+				}
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// passOn hands on a lock that was handed to a waiter that had left (rule 5).
+func (wl *waitLine) passOn(key, value string) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if _, err := wl.release(ctx, key, value); err != nil {
+		wl.log.Warn("lock line: pass on a lock handed to a waiter that left", "key", key, "err", err)
+	}
+}
+
+// acquire waits until value holds key's lock, the wait runs out (ErrNotObtained) or ctx ends.
+// It returns the fencing token (0 for lua), and, for a lock handed over with less than its lease,
+// the stop of the timer that pushes it out to the lease at a third of that TTL (nil otherwise).
+func (wl *waitLine) acquire(ctx context.Context, key, value string, lease, wait time.Duration) (int64, func(), error) {
+	tok, short, grantTTL, err := wl.wait(ctx, key, value, lease, wait)
+	if err != nil || !short || grantTTL >= lease {
+		return tok, nil, err
+	}
+	// Rule 4: a live holder keeps the lease it asked for. Not at once: most holds end long
+	// before, and their release makes the push needless.
+	base := context.WithoutCancel(ctx)
+	t := time.AfterFunc(grantTTL/3, func() { wl.extend(base, key, value, lease) })
+	return tok, func() { t.Stop() }, nil
+}
+
+func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait time.Duration) (int64, bool, time.Duration, error) {
+	leaseMs := strconv.FormatInt(max(lease.Milliseconds(), 1), 10)
+	if wait <= 0 {
+		held, tok, _, err := wl.try(ctx, key, value, leaseMs, 0, 0)
+		switch {
+		case err != nil:
+			return 0, false, 0, obtainErr(ctx, key, err)
+		case !held:
+			return 0, false, 0, notObtained(ctx, key)
+		}
+		wl.mu.Lock()
+		wl.held[value] = true
+		wl.mu.Unlock()
+		return tok, false, 0, nil
+	}
+	ready := wl.subscribe()
+	w := &lineWaiter{value: value, lease: lease, grantTTL: max(min(lease, wait), time.Millisecond),
+		deadline: time.Now().Add(wait), bell: make(chan struct{}, 1)}
+	kl := wl.enter(key, w)
+	won := false
+	defer func() { wl.exit(key, kl, w, won) }()
+	// A grant published before this process's subscription is confirmed would be lost (and
+	// found only by the waiter's next attempt), so until then the head tries without queueing,
+	// every few milliseconds, as a poll would.
+	for {
+		subscribed := isDone(ready)
+		now := time.Now()
+		wl.mu.Lock()
+		if w.granted {
+			won = true
+			tok, short := w.token, w.short
+			wl.mu.Unlock()
+			return tok, short, w.grantTTL, nil
+		}
+		head := kl.waiters[0] == w
+		local := kl.holder != "" && now.Before(kl.holderUntil)
+		wake := w.deadline
+		tryNow := false
+		switch {
+		case !head:
+		case local:
+			wake = minTime(wake, kl.holderUntil)
+		case !now.Before(w.next):
+			tryNow = true
+		default:
+			wake = minTime(wake, w.next)
+		}
+		wl.mu.Unlock()
+		if tryNow {
+			queueUntil := w.deadline.UnixMilli()
+			if !subscribed {
+				queueUntil = 0
+			}
+			held, tok, ms, err := wl.try(ctx, key, value, leaseMs, queueUntil, w.grantTTL.Milliseconds())
+			if err != nil {
+				return 0, false, 0, obtainErr(ctx, key, err)
+			}
+			if held {
+				won = true
+				return tok, false, 0, nil
+			}
+			d := time.Duration(ms) * time.Millisecond
+			if d < 0 {
+				d = w.grantTTL // a lock without a TTL: not one of this mode's
+			}
+			if !subscribed {
+				d = min(d, unsubscribedPoll)
+			}
+			wl.mu.Lock()
+			w.next = time.Now().Add(max(min(d, w.grantTTL, lostGrantBound), time.Millisecond))
+			wl.mu.Unlock()
+			continue
+		}
+		if !now.Before(w.deadline) || ctx.Err() != nil {
+			return 0, false, 0, notObtained(ctx, key)
+		}
+		var confirm <-chan struct{}
+		if !subscribed {
+			confirm = ready
+		}
+		t := time.NewTimer(time.Until(wake))
+		select {
+		case <-w.bell:
+		case <-t.C:
+		case <-ctx.Done():
+		case <-confirm:
+			wl.mu.Lock()
+			w.next = time.Time{} // subscribed now: try again at once, queueing this time
+			wl.mu.Unlock()
+		}
+		t.Stop()
+	}
+}
+
+const (
+	// unsubscribedPoll is how often a head retries while its process's grant subscription is
+	// not confirmed yet (it does not queue meanwhile).
+	unsubscribedPoll = 5 * time.Millisecond
+	// lostGrantBound is the longest a queued head sleeps without looking: a grant lost with a
+	// broken subscription costs this much at most.
+	lostGrantBound = time.Second
+)
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// try is one run of the acquire script: held and the token, or how long until it is worth
+// looking again (ms). deadline 0: a single attempt that does not queue.
+func (wl *waitLine) try(ctx context.Context, key, value, leaseMs string, deadline, grantMs int64) (bool, int64, int64, error) {
+	r, err := lineAcquire.Run(ctx, wl.rdb, wl.lineKeys(key), value, time.Now().UnixMilli(), wl.fencedArg(),
+		leaseMs, deadline, grantMs).Int64Slice()
+	if err != nil {
+		return false, 0, 0, redisErr("acquire "+key, err)
+	}
+	if len(r) != 2 {
+		return false, 0, 0, fmt.Errorf("lock: acquire %s: unexpected reply %v", key, r)
+	}
+	if r[0] == 1 {
+		return true, r[1], 0, nil
+	}
+	return false, 0, r[1], nil
+}
+
+func (wl *waitLine) fencedArg() string {
+	if wl.fenced {
+		return "1"
+	}
+	return "0"
+}
+
+// enter joins key's line in this process.
+func (wl *waitLine) enter(key string, w *lineWaiter) *keyLine {
+	wl.mu.Lock()
+	defer wl.mu.Unlock()
+	kl := wl.keys[key]
+	if kl == nil {
+		kl = &keyLine{}
+		wl.keys[key] = kl
+	}
+	kl.waiters = append(kl.waiters, w)
+	return kl
+}
+
+// exit leaves the line. With the lock (won) the value is held from now on. Without it: a lock
+// handed to it that it did not take is passed on, else its entry in the Redis line is removed
+// (rule 5).
+func (wl *waitLine) exit(key string, kl *keyLine, w *lineWaiter, won bool) {
+	wl.mu.Lock()
+	for i, q := range kl.waiters {
+		if q == w {
+			kl.waiters = append(kl.waiters[:i], kl.waiters[i+1:]...)
+			break
+		}
+	}
+	granted := w.granted && !won
+	if won {
+		wl.held[w.value] = true
+		kl.holder, kl.holderUntil = w.value, time.Now().Add(w.lease)
+	} else if granted && kl.holder == w.value {
+		kl.holder = ""
+	}
+	if len(kl.waiters) > 0 {
+		kl.waiters[0].ring()
+	} else if kl.holder == "" && wl.keys[key] == kl {
+		delete(wl.keys, key)
+	}
+	wl.mu.Unlock()
+	if won {
+		return
+	}
+	if granted {
+		go wl.passOn(key, w.value)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if _, err := wl.release(ctx, key, w.value); err != nil {
+		wl.log.Warn("lock line: leave the line", "key", key, "err", err)
+	}
+}
+
+// forget ends a hold of value in this process.
+func (wl *waitLine) forget(key, value string) {
+	wl.mu.Lock()
+	defer wl.mu.Unlock()
+	delete(wl.held, value)
+	kl := wl.keys[key]
+	if kl == nil || kl.holder != value {
+		return
+	}
+	kl.holder = ""
+	if len(kl.waiters) > 0 {
+		kl.waiters[0].ring()
+	} else {
+		delete(wl.keys, key)
+	}
+}
+
+// release gives back key's lock held by value and passes it on (rule 3); when the lock is not
+// value's, it only takes value out of the Redis line. It reports whether the lock was value's.
+func (wl *waitLine) release(ctx context.Context, key, value string) (bool, error) {
+	// The next waiter of this process, if it is not in the Redis line yet (it is the head and
+	// has not tried: a holder here was going to pass it on).
+	var next *lineWaiter
+	wl.mu.Lock()
+	if kl := wl.keys[key]; kl != nil && wl.ready != nil && isDone(wl.ready) && kl.holder == value && len(kl.waiters) > 0 && kl.waiters[0].next.IsZero() && !kl.waiters[0].granted {
+		next = kl.waiters[0]
+	}
+	wl.mu.Unlock()
+	args := []any{value, time.Now().UnixMilli(), wl.fencedArg(), wl.id + ":", grantChannelPrefix, "", 0, 0, 0}
+	if next != nil {
+		args[5], args[6], args[7], args[8] = next.value, next.deadline.UnixMilli(), next.grantTTL.Milliseconds(), max(next.lease.Milliseconds(), 1)
+	}
+	r, err := lineRelease.Run(ctx, wl.rdb, wl.lineKeys(key), args...).Slice()
+	if err != nil {
+		wl.forget(key, value)
+		return false, redisErr("release "+key, err)
+	}
+	code, _ := r[0].(int64)
+	if code < 2 {
+		wl.forget(key, value)
+		return code == 1, nil
+	}
+	to, _ := r[1].(string)
+	tok, _ := r[2].(int64)
+	wl.mu.Lock()
+	delete(wl.held, value)
+	if kl := wl.keys[key]; kl != nil && kl.holder == value {
+		kl.holder = ""
+	}
+	if next != nil && to != next.value {
+		// Queued behind in the Redis line by the release: it waits for its grant.
+		next.next = time.Now().Add(next.grantTTL)
+		next.ring()
+	}
+	wl.mu.Unlock()
+	if strings.HasPrefix(to, wl.id+":") && !wl.deliver(key, to, tok, code == 2) {
+		go wl.passOn(key, to)
+	}
+	return true, nil
+}
+
+// extend pushes a lock handed over with less than its lease out to the lease, while it is still
+// value's (rule 4).
+func (wl *waitLine) extend(ctx context.Context, key, value string, lease time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+	defer cancel()
+	if err := fencedRenew.Run(ctx, wl.rdb, []string{key}, value, max(lease.Milliseconds(), 1)).Err(); err != nil {
+		wl.log.Warn("lock line: extend a lock handed over to its lease", "key", key, "err", err)
+	}
+}
+
+// close ends the grant subscription. Waiters still waiting fall back to their timers.
+func (wl *waitLine) close() error {
+	wl.mu.Lock()
+	ps := wl.ps
+	wl.closed = true
+	wl.mu.Unlock()
+	if ps == nil {
+		return nil
+	}
+	return redisErr("close pub/sub", ps.Close())
+}

@@ -1,0 +1,455 @@
+package lock
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/locktest"
+)
+
+// The waiter line of lua and fenced (line.go): one release hands the lock to one waiter,
+// whichever process it waits in, and a waiter that dies holds the line up for its own wait only.
+
+// lineLockers builds one *Locker of mode per process, each on its own client (its own
+// connections and pub/sub, as separate processes have), all counted by calls.
+func lineLockers(t *testing.T, srv *redisClientSet, mode string, n int, lease time.Duration) []*Locker {
+	t.Helper()
+	var out []*Locker
+	for i := range n {
+		c := srv.client(t)
+		l, err := newNamed(mode, c, nil, WithLease(lease), WithInstanceID(fmt.Sprintf("inst-%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := l.Close(); err != nil {
+				t.Errorf("close: %v", err)
+			}
+		})
+		out = append(out, l)
+	}
+	return out
+}
+
+// redisClientSet opens clients on one server, each with its own command counter.
+type redisClientSet struct {
+	addr   string
+	all    []*redis.Client
+	counts []*locktest.Counter
+}
+
+func newClientSet(t *testing.T) *redisClientSet {
+	t.Helper()
+	srv := locktest.New(t)
+	s := &redisClientSet{addr: srv.Addr}
+	s.client(t)
+	return s
+}
+
+func (s *redisClientSet) client(t *testing.T) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.addr})
+	t.Cleanup(func() { _ = c.Close() }) // closing a test client: nothing to report
+	s.all = append(s.all, c)
+	s.counts = append(s.counts, locktest.Count(c))
+	return c
+}
+
+// calls is the number of commands every client sent since the last reset, leaving out the
+// set-up of a newly dialled connection (how many a pool dials depends on timing).
+func (s *redisClientSet) calls() int64 {
+	var n int64
+	for _, c := range s.counts {
+		n += c.Load() - c.Of("hello", "client", "auth", "select")
+	}
+	return n
+}
+
+func (s *redisClientSet) reset() {
+	for _, c := range s.counts {
+		c.Reset()
+	}
+}
+
+// lineOf is the wait line of a lua or fenced *Locker.
+func lineOf(l *Locker) *waitLine {
+	switch l := l.impl.(type) {
+	case *luaLocker:
+		return l.line
+	case *fencedLocker:
+		return l.line
+	}
+	return nil
+}
+
+// TestLineHandsOverWithinOneProcess: with nobody waiting elsewhere, a release hands the lock
+// straight to this process's next waiter: it holds the lock without a command of its own.
+func TestLineHandsOverWithinOneProcess(t *testing.T) {
+	for _, mode := range []string{"lua", "fenced"} {
+		t.Run(mode, func(t *testing.T) {
+			srv := newClientSet(t)
+			l := lineLockers(t, srv, mode, 1, 5*time.Second)[0]
+			key := "{line}:lock:local:" + mode
+			first, err := l.Acquire(t.Context(), key, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan *Lease, 1)
+			go func() {
+				le, err := l.Acquire(t.Context(), key, Options{Wait: 5 * time.Second})
+				if err != nil {
+					t.Errorf("waiter: %v", err)
+				}
+				got <- le
+			}()
+			time.Sleep(150 * time.Millisecond) // the waiter is in this process's line
+			if err := lineRelease.Load(t.Context(), srv.all[0]).Err(); err != nil {
+				t.Fatal(err)
+			}
+			srv.reset()
+			if err := first.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			le := <-got
+			if le == nil {
+				t.FailNow()
+			}
+			if n := srv.calls(); n != 1 {
+				t.Errorf("the release and the waiter's acquisition sent %d commands, want 1 (the release script)", n)
+			}
+			if mode == "fenced" && le.Token() != first.Token()+1 {
+				t.Errorf("token %d after %d, want the next", le.Token(), first.Token())
+			}
+			if err := le.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := srv.all[0].Exists(t.Context(), key).Result(); n != 0 {
+				t.Errorf("lock key still there after the last release")
+			}
+		})
+	}
+}
+
+// TestLineOneReleaseWakesOneWaiter: eight processes each have a waiter in line; each release
+// hands the lock to the first in line only, in the order they queued, and the others send
+// nothing while they wait.
+func TestLineOneReleaseWakesOneWaiter(t *testing.T) {
+	for _, mode := range []string{"lua", "fenced"} {
+		t.Run(mode, func(t *testing.T) {
+			srv := newClientSet(t)
+			const n = 8
+			ls := lineLockers(t, srv, mode, n+1, 30*time.Second)
+			key := "{line}:lock:one:" + mode
+			holder, err := ls[n].Acquire(t.Context(), key, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var order []int
+			var mu sync.Mutex
+			leases := make(chan *Lease, n)
+			for i := range n {
+				go func() {
+					le, err := ls[i].Acquire(t.Context(), key, Options{Wait: 20 * time.Second})
+					if err != nil {
+						t.Errorf("waiter %d: %v", i, err)
+						leases <- nil
+						return
+					}
+					mu.Lock()
+					order = append(order, i)
+					mu.Unlock()
+					leases <- le
+				}()
+				time.Sleep(30 * time.Millisecond) // they queue one after the other
+			}
+			time.Sleep(200 * time.Millisecond)
+			// Scripts loaded and connections open, so what is counted is the handovers alone.
+			for _, sc := range []*redis.Script{lineRelease, fencedRenew} {
+				if err := sc.Load(t.Context(), srv.all[0]).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, c := range srv.all {
+				if err := c.Ping(t.Context()).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			srv.reset()
+			le := holder
+			for range n {
+				if err := le.Release(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if le = <-leases; le == nil {
+					t.FailNow()
+				}
+			}
+			// Per handover the release script alone: no waiter tried for nothing, and none held
+			// long enough to push its lock out to its lease.
+			if got := srv.calls(); got != n {
+				t.Errorf("%d handovers sent %d commands, want %d (the releases): a release woke more than one waiter", n, got, n)
+			}
+			for i, w := range order {
+				if w != i {
+					t.Fatalf("served in order %v, want the order they queued", order)
+				}
+			}
+			if err := le.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestLineHandedOverLockGetsItsLease: a lock handed to a waiter in another process lives
+// min(lease, wait) at first; a holder still holding a third of the way in pushes it out to its
+// lease.
+func TestLineHandedOverLockGetsItsLease(t *testing.T) {
+	for _, mode := range []string{"lua", "fenced"} {
+		t.Run(mode, func(t *testing.T) {
+			srv := newClientSet(t)
+			const lease, wait = 20 * time.Second, 900 * time.Millisecond
+			ls := lineLockers(t, srv, mode, 2, lease)
+			key := "{line}:lock:push:" + mode
+			holder, err := ls[0].Acquire(t.Context(), key, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan *Lease, 1)
+			go func() {
+				le, err := ls[1].Acquire(t.Context(), key, Options{Wait: wait, ExplicitLease: true, Lease: lease})
+				if err != nil {
+					t.Errorf("waiter: %v", err)
+				}
+				got <- le
+			}()
+			time.Sleep(150 * time.Millisecond)
+			if err := holder.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			le := <-got
+			if le == nil {
+				t.FailNow()
+			}
+			if d, err := srv.all[0].PTTL(t.Context(), key).Result(); err != nil || d > wait {
+				t.Fatalf("handed over with PTTL %v (%v), want at most the waiter's wait %v", d, err, wait)
+			}
+			time.Sleep(wait / 2)
+			if d, err := srv.all[0].PTTL(t.Context(), key).Result(); err != nil || d <= wait {
+				t.Fatalf("PTTL %v (%v) after a third of the grant, want pushed out to the lease %v", d, err, lease)
+			}
+			if err := le.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestLineSpreadsAcrossProcesses: a crowd in one process and a lone buyer in another; the Redis
+// line takes turns between the processes, so the lone buyer gets about half.
+func TestLineSpreadsAcrossProcesses(t *testing.T) {
+	srv := newClientSet(t)
+	ls := lineLockers(t, srv, "lua", 2, 5*time.Second)
+	key := "{line}:lock:lopsided"
+	stop := time.Now().Add(600 * time.Millisecond)
+	var crowd, lone atomic.Int64
+	var wg sync.WaitGroup
+	buyer := func(l *Locker, n *atomic.Int64) {
+		for time.Now().Before(stop) {
+			le, err := l.Acquire(t.Context(), key, Options{Wait: 3 * time.Second})
+			if err != nil {
+				t.Errorf("acquire: %v", err)
+				return
+			}
+			time.Sleep(200 * time.Microsecond)
+			n.Add(1)
+			if err := le.Release(context.Background()); err != nil {
+				t.Errorf("release: %v", err)
+				return
+			}
+		}
+	}
+	for range 8 {
+		wg.Go(func() { buyer(ls[0], &crowd) })
+	}
+	wg.Go(func() { buyer(ls[1], &lone) })
+	wg.Wait()
+	// Turns between the two processes would give the lone buyer half; a fifth of 1/9 would be
+	// starvation.
+	c, o := crowd.Load(), lone.Load()
+	if o*4 < c {
+		t.Fatalf("the lone buyer in the other process got %d of %d acquisitions, want about half", o, c+o)
+	}
+	t.Logf("crowd of 8: %d acquisitions; lone buyer in another process: %d", c, o)
+}
+
+// TestLineGrantToAWaiterThatLeft: a grant heard for a waiter that has already left is passed
+// on: with nobody else waiting, the lock is deleted, not left to expire.
+func TestLineGrantToAWaiterThatLeft(t *testing.T) {
+	srv := newClientSet(t)
+	l := lineLockers(t, srv, "lua", 1, 5*time.Second)[0].impl.(*luaLocker)
+	key := "{line}:lock:left"
+	value := l.line.newValue()
+	// What a release elsewhere does when it hands over, for a waiter that is gone.
+	if err := srv.all[0].Set(t.Context(), key, value, 5*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l.line.heard(key + "\n" + value + "\n0")
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		n, err := srv.all[0].Exists(t.Context(), key).Result()
+		if err == nil && n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lock handed to the departed waiter is still there (%d, %v)", n, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestLineWaiterThatGivesUpLeavesTheLine: a waiter whose wait ends leaves the Redis line, so
+// the release after it deletes the lock instead of handing it to nobody.
+func TestLineWaiterThatGivesUpLeavesTheLine(t *testing.T) {
+	srv := newClientSet(t)
+	ls := lineLockers(t, srv, "lua", 2, 5*time.Second)
+	key := "{line}:lock:gaveup"
+	holder, err := ls[0].Acquire(t.Context(), key, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ls[1].Acquire(t.Context(), key, Options{Wait: 100 * time.Millisecond}); !errors.Is(err, ErrNotObtained) {
+		t.Fatalf("waiter: %v, want ErrNotObtained", err)
+	}
+	keys := lineOf(ls[0]).lineKeys(key)
+	if n, err := srv.all[0].LLen(t.Context(), keys[1]).Result(); err != nil || n != 0 {
+		t.Fatalf("the line still has %d entries (%v) after the waiter gave up", n, err)
+	}
+	if err := holder.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := srv.all[0].Exists(t.Context(), key).Result(); n != 0 {
+		t.Fatal("the lock is still there after the release")
+	}
+}
+
+// TestLineDeadWaiterHoldsTheLineForItsWait kills a real process that waits in line (this test
+// binary, run again as a waiter; SIGKILL, so it runs no clean-up), then releases the lock: the
+// release hands it to the dead waiter, and the next waiter, in another process, gets it once
+// the dead waiter's wait bound has passed, long before the lease would have.
+func TestLineDeadWaiterHoldsTheLineForItsWait(t *testing.T) {
+	if os.Getenv("LOCKTEST_LINE_WAITER") != "" {
+		return // the waiter's own run: see lineWaiterMain
+	}
+	for _, mode := range []string{"lua", "fenced"} {
+		t.Run(mode, func(t *testing.T) {
+			srv := newClientSet(t)
+			const lease, deadWait = 20 * time.Second, 1500 * time.Millisecond
+			ls := lineLockers(t, srv, mode, 2, lease)
+			key := "{line}:lock:dead:" + mode
+			holder, err := ls[0].Acquire(t.Context(), key, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^TestLineDeadWaiterHelper$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "LOCKTEST_LINE_WAITER="+strings.Join([]string{srv.addr, mode, key, deadWait.String(), lease.String()}, ","))
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }) // killed already when the test ran through
+			queued := make(chan bool, 1)
+			go func() {
+				sc := bufio.NewScanner(out)
+				for sc.Scan() {
+					if sc.Text() == "queued" {
+						queued <- true
+						return
+					}
+				}
+				queued <- false
+			}()
+			select {
+			case ok := <-queued:
+				if !ok {
+					t.Fatal("the waiter process ended before it queued")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the waiter process never queued")
+			}
+			// The next waiter, in another process, queues behind the one about to die.
+			got := make(chan time.Time, 1)
+			go func() {
+				le, err := ls[1].Acquire(t.Context(), key, Options{Wait: 15 * time.Second})
+				if err != nil {
+					t.Errorf("next waiter: %v", err)
+					got <- time.Time{}
+					return
+				}
+				got <- time.Now()
+				_ = le.Release(context.Background()) // the test is over; a failed release changes nothing
+			}()
+			time.Sleep(200 * time.Millisecond)
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			_ = cmd.Wait() // killed: its exit status says so
+			released := time.Now()
+			if err := holder.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			at := <-got
+			if at.IsZero() {
+				t.FailNow()
+			}
+			took := at.Sub(released)
+			t.Logf("the next waiter got the lock %v after the release (dead waiter's wait %v, lease %v)", took, deadWait, lease)
+			if took > deadWait+2*time.Second {
+				t.Fatalf("the line stalled %v behind a dead waiter whose wait was %v", took, deadWait)
+			}
+		})
+	}
+}
+
+// TestLineDeadWaiterHelper is the waiter process of TestLineDeadWaiterHoldsTheLineForItsWait:
+// it queues for the lock, says so on stdout, and waits to be killed.
+func TestLineDeadWaiterHelper(t *testing.T) {
+	spec := os.Getenv("LOCKTEST_LINE_WAITER")
+	if spec == "" {
+		t.Skip("run by TestLineDeadWaiterHoldsTheLineForItsWait as its waiter process")
+	}
+	f := strings.Split(spec, ",")
+	wait, _ := time.ParseDuration(f[3])
+	lease, _ := time.ParseDuration(f[4])
+	c := redis.NewClient(&redis.Options{Addr: f[0]})
+	l, err := newNamed(f[1], c, nil, WithLease(lease))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		keys := lineOf(l).lineKeys(f[2])
+		for {
+			if n, _ := c.LLen(context.Background(), keys[1]).Result(); n > 0 {
+				fmt.Println("queued")
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	_, err = l.Acquire(context.Background(), f[2], Options{Wait: wait})
+	t.Fatalf("the waiter process was not killed in time: %v", err)
+}
