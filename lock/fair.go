@@ -47,6 +47,9 @@ type fairLocker struct {
 	lease time.Duration
 	log   *slog.Logger
 	sub   *subscriber
+	// threadWait, when above 0, replaces each acquisition's wait as its thread wait
+	// (WithThreadWait).
+	threadWait time.Duration
 
 	// waiters are the waiters of this process, by key and field. A release here whose next
 	// waiter is also here hands the lock over to it in the release script and rings its bell, so
@@ -75,9 +78,10 @@ func (w *fairWaiter) ring() {
 
 func newFair(d settings) (locker, error) {
 	l := &fairLocker{rdb: d.Data, id: cmp.Or(d.InstanceID, uuid.NewString()), lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d),
-		waiters: map[string]*fairWaiter{}}
+		threadWait: d.ThreadWait, waiters: map[string]*fairWaiter{}}
 	if l.rdb != nil {
 		l.sub = newSubscriber(d.Data, l.log, unlockOnly)
+		l.sub.mode = newPubsubMode(d.Data, d.Subscription)
 	}
 	return l, nil
 }
@@ -111,7 +115,7 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 	lease := cmp.Or(max(opts.Lease, 0), l.lease)
 	leaseMs := max(lease.Milliseconds(), 1)
 	wait := max(opts.Wait, 0)
-	waitMs := max(wait.Milliseconds(), 1)
+	waitMs := max(cmp.Or(l.threadWait, wait).Milliseconds(), 1)
 	deadline := time.Now().Add(wait)
 
 	// The bell is there before the first attempt, so a release in this process after it
@@ -158,9 +162,16 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 	if wait == 0 {
 		return fail(notObtained(ctx, key))
 	}
-	h := l.sub.joinPattern(ctx, pattern, func(ch string) {
-		l.ringLocal(key, strings.TrimPrefix(ch, unlockChannel(key)+":"))
-	})
+	var h waitHandle
+	if l.sub.mode.useSharded(ctx) {
+		// Sharded pub/sub has no patterns: each waiter subscribes its own channel, as Redisson's.
+		h = l.sub.join(ctx, fairChannel(key, field), w.ring)
+		before = 0
+	} else {
+		h = l.sub.joinPattern(ctx, pattern, func(ch string) {
+			l.ringLocal(key, strings.TrimPrefix(ch, unlockChannel(key)+":"))
+		})
+	}
 	defer l.sub.leave(h)
 	// If the subscription was not confirmed before the attempt and without a break since, a
 	// release elsewhere between the attempt and now went unheard: once it is confirmed, look
@@ -252,7 +263,7 @@ func (l *fairLocker) releaseFor(ctx context.Context, key, field string, leaseMs,
 // is rung at once. A handover to a waiter that has just left is released for it in turn.
 func (l *fairLocker) release(ctx context.Context, key, field string, leaseMs, waitMs int64) error {
 	for range 1000 { // each round takes a waiter off the queue; the queue is not endless
-		r, err := fairRelease.Run(ctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key)},
+		r, err := l.sub.mode.script(ctx, fairRelease).Run(ctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key)},
 			unlockMessage, leaseMs, field, time.Now().UnixMilli(), l.id+":", l.lease.Milliseconds(), waitMs).Slice()
 		if errors.Is(err, redis.Nil) {
 			return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, key, field)
@@ -299,7 +310,7 @@ func (l *fairLocker) try(ctx context.Context, key, field string, leaseMs, waitMs
 func (l *fairLocker) giveUp(ctx context.Context, key, field string, waitMs int64) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	err := fairCancel.Run(cctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key)},
+	err := l.sub.mode.script(cctx, fairCancel).Run(cctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key)},
 		field, waitMs, unlockMessage).Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		// The entry then expires by its deadline, as a dead waiter's does.

@@ -103,6 +103,7 @@ func newReentrant(d settings) (locker, error) {
 	// Only this mode waits for replicas: the data Redis may be replicated, multilock's
 	// independent masters are not.
 	l := newReentrantOn("reentrant", d.Data, d)
+	l.sub.mode = newPubsubMode(d.Data, d.Subscription)
 	l.sync = newReplicaSync(d)
 	return l, nil
 }
@@ -314,7 +315,7 @@ func (le *reentrantLease) Release(ctx context.Context) error {
 			le.l.unhold(le.key+"\x00"+le.field, le.entry)
 		}
 	}
-	_, err := reentrantRelease.Run(ctx, le.l.rdb, []string{le.key, unlockChannel(le.key)},
+	_, err := le.l.sub.mode.script(ctx, reentrantRelease).Run(ctx, le.l.rdb, []string{le.key, unlockChannel(le.key)},
 		unlockMessage, le.leaseMs, le.field).Int64()
 	if errors.Is(err, redis.Nil) {
 		return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)",
