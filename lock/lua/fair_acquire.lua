@@ -45,4 +45,5 @@ end
 if redis.call('zadd', KEYS[3], ttl + wait + now, ARGV[2]) == 1 then
   redis.call('rpush', KEYS[2], ARGV[2])
 end
+keep_queue(ttl + wait)
 return ttl

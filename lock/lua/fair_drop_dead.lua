@@ -1,7 +1,7 @@
 -- Fair lock prelude, run first by the acquire and the release scripts (prepended to each): the
 -- waiters at the head of the queue whose deadline has passed are gone, so drop them.
 -- KEYS[2] queue "redisson_lock_queue:{<name>}"; KEYS[3] deadlines "redisson_lock_timeout:{<name>}";
--- ARGV[4] now, unix ms. Defines `now`, and `move_up`.
+-- ARGV[4] now, unix ms. Defines `now`, `move_up` and `keep_queue`.
 local now = tonumber(ARGV[4])
 while true do
   local head = redis.call('lindex', KEYS[2], 0)
@@ -29,5 +29,19 @@ local function move_up(by)
       args[#args + 1] = w[j]
     end
     redis.call('zadd', KEYS[3], 'XX', unpack(args))
+  end
+end
+
+
+-- The queue and the deadlines expire with the last waiter's deadline (the latest one: a waiter
+-- joins one thread wait after the one before it, and deadlines only move up after that). Past
+-- it every waiter in them is dead and the next script would drop them all; so when every
+-- waiter crashed, nothing of the line stays in Redis longer than that.
+local function keep_queue(ms)
+  ms = math.max(ms, 1)
+  for _, k in ipairs({KEYS[2], KEYS[3]}) do
+    if redis.call('pttl', k) < ms then
+      redis.call('pexpire', k, ms)
+    end
   end
 end
