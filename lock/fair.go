@@ -195,8 +195,12 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 				return fail(notObtained(ctx, key))
 			}
 			// Sleep until told, or until our estimated turn (then look again: the waiter before
-			// us may be dead), bounded below so a stale estimate does not become a busy loop.
-			nap := min(max(due, 5*time.Millisecond), left)
+			// us may be dead), bounded below so a stale estimate does not become a busy loop,
+			// and above by the thread wait: our deadline does not count the hold of whoever
+			// took the lock ahead of us, so a long hold can make the next script drop us from
+			// the queue, live as we are, and nobody rings a waiter who is not in the queue;
+			// looking again within a thread wait puts us back in line (WithThreadWait).
+			nap := min(max(due, 5*time.Millisecond), left, time.Duration(waitMs)*time.Millisecond)
 			t := time.NewTimer(nap)
 			select {
 			case <-w.bell:
