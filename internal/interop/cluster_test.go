@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -219,5 +220,110 @@ func TestClusterWaiterWakesOnForeignSPUBLISH(t *testing.T) {
 				t.Errorf("median wake-up %v after the release, want within 100ms", median)
 			}
 		})
+	}
+}
+
+// moveSlot migrates key's slot, with its keys, from its master to another one, the way
+// redis-cli --cluster reshard does, and returns the new master.
+func moveSlot(t *testing.T, cc *redis.ClusterClient, key string) *redis.Client {
+	t.Helper()
+	ctx := context.Background()
+	slot := int(cc.ClusterKeySlot(ctx, key).Val())
+	src, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var masters []*redis.Client
+	if err := cc.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
+		masters = append(masters, c)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var dst *redis.Client
+	for _, m := range masters {
+		if m.Options().Addr != src.Options().Addr {
+			dst = m
+			break
+		}
+	}
+	id := func(c *redis.Client) string { return c.Do(ctx, "cluster", "myid").Val().(string) }
+	srcID, dstID := id(src), id(dst)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(dst.Do(ctx, "cluster", "setslot", slot, "importing", srcID).Err())
+	must(src.Do(ctx, "cluster", "setslot", slot, "migrating", dstID).Err())
+	keys, err := src.ClusterGetKeysInSlot(ctx, slot, 1000).Result()
+	must(err)
+	if len(keys) > 0 {
+		host, port, _ := strings.Cut(dst.Options().Addr, ":")
+		args := []any{"migrate", host, port, "", 0, 5000, "keys"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		must(src.Do(ctx, args...).Err())
+	}
+	must(dst.Do(ctx, "cluster", "setslot", slot, "node", dstID).Err())
+	must(src.Do(ctx, "cluster", "setslot", slot, "node", dstID).Err())
+	for _, m := range masters {
+		if m != src && m != dst {
+			must(m.Do(ctx, "cluster", "setslot", slot, "node", dstID).Err())
+		}
+	}
+	return dst
+}
+
+// TestClusterSubscriptionFollowsTheSlot: a reentrant waiter's sharded subscription moves with
+// its channel's slot: the node that lost the slot ends it, the waiter subscribes again on the
+// new owner, and a foreign release announced there still wakes it at once.
+func TestClusterSubscriptionFollowsTheSlot(t *testing.T) {
+	cc := startCluster(t)
+	ctx := context.Background()
+	l, err := lock.NewReentrant(cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	const foreign = "java-client-uuid:1"
+	key := "interop-moving"
+	if err := cc.HSet(ctx, key, foreign, 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cc.PExpire(ctx, key, 30*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	var at time.Time
+	go func() {
+		le, err := l.Acquire(ctx, key, lock.Options{Wait: 25 * time.Second})
+		at = time.Now()
+		if err == nil {
+			err = le.Release(ctx)
+		}
+		got <- err
+	}()
+	waitFor(t, 10*time.Second, "the waiter's sharded subscription", func() bool {
+		return shardSubscribers(ctx, cc, channelOf(key)) > 0
+	})
+	dst := moveSlot(t, cc, key)
+	waitFor(t, 10*time.Second, "the subscription on the slot's new owner", func() bool {
+		n, err := dst.PubSubShardNumSub(ctx, channelOf(key)).Result()
+		return err == nil && n[channelOf(key)] > 0
+	})
+	released := time.Now()
+	if err := foreignRelease.Run(ctx, cc, []string{key, channelOf(key)}, foreign).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	woke := at.Sub(released)
+	t.Logf("after the slot moved, the waiter took the lock %v after the release", woke)
+	if woke > time.Second {
+		t.Errorf("the waiter took the lock %v after the release, want at once (its holder's TTL was 30 s)", woke)
 	}
 }
