@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -18,9 +19,12 @@ var (
 	fencedAcquireLua string
 	//go:embed lua/fenced_renew.lua
 	fencedRenewLua string
+	//go:embed lua/fenced_release.lua
+	fencedReleaseLua string
 
 	fencedAcquire = redis.NewScript(fencedAcquireLua)
 	fencedRenew   = redis.NewScript(fencedRenewLua)
+	fencedRelease = redis.NewScript(fencedReleaseLua)
 )
 
 // fencedLocker is mode fenced (Redisson RFencedLock; Kleppmann's fencing tokens): SET NX PX and
@@ -47,6 +51,7 @@ type fencedLocker struct {
 func newFenced(d settings) (locker, error) {
 	l := &fencedLocker{rdb: d.Data, lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d), id: uuid.NewString()}
 	l.sub, l.line = newSubscribedLine(d.Data, l.log, func(payload string) bool { return payload != l.id }, true)
+	l.sub.mode = newPubsubMode(d.Data, d.Subscription)
 	return l, nil
 }
 
@@ -58,9 +63,21 @@ func (l *fencedLocker) Close() error {
 
 func (l *fencedLocker) Name() string { return "fenced" }
 
-// fencedTokenKey is the token counter of a fenced lock key; it shares the key's hash tag, so the
-// acquire script stays in one slot. It has no TTL: tokens must keep increasing across holders.
-func fencedTokenKey(key string) string { return key + ":token" }
+// fencedTokenKey is the token counter of a fenced lock key, RFencedLock's
+// "redisson_lock_token:{<name>}"; it hashes like the key, so the acquire script stays in one
+// slot. It has no TTL: tokens must keep increasing across holders.
+func fencedTokenKey(key string) string { return redissonPrefixed("redisson_lock_token", key) }
+
+// fencedKeys are the acquire script's keys: the lock, its counter and, where it shares their
+// slot, the counter of the layout before RFencedLock's ("<key>:token"), which the first
+// acquisition moves into the new one.
+func fencedKeys(rdb redis.UniversalClient, key string) []string {
+	keys := []string{key, fencedTokenKey(key)}
+	if _, cluster := rdb.(*redis.ClusterClient); !cluster || strings.Contains(key, "{") {
+		keys = append(keys, key+":token")
+	}
+	return keys
+}
 
 // Acquire runs the acquire script until it holds the lock or the wait runs out, waiting in
 // line between attempts like the lua mode. An explicit lease turns the watchdog off, as
@@ -68,10 +85,10 @@ func fencedTokenKey(key string) string { return key + ":token" }
 func (l *fencedLocker) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
 	lease := leaseOrDefault(opts, l.lease)
 	leaseMs := max(lease.Milliseconds(), 1)
-	value := uuid.NewString()
+	value := l.id + ":" + uuid.NewString() // the hash field, as Redisson's "<client-id>:<thread>"
 	var token int64
 	try := func(ctx context.Context) (bool, time.Duration, error) {
-		r, err := fencedAcquire.Run(ctx, l.rdb, []string{key, fencedTokenKey(key)}, value, leaseMs).Int64Slice()
+		r, err := fencedAcquire.Run(ctx, l.rdb, fencedKeys(l.rdb, key), value, leaseMs).Int64Slice()
 		if err != nil {
 			return false, 0, redisErr("fenced acquire "+key, err)
 		}
@@ -90,7 +107,7 @@ func (l *fencedLocker) Acquire(ctx context.Context, key string, opts Options) (h
 	fl := &fencedLease{key: key, value: value, token: token, rdb: l.rdb, l: l, leaseMs: leaseMs}
 	if !opts.ExplicitLease {
 		fl.wd = startWatchdog(ctx, max(lease/3, time.Millisecond), func(ctx context.Context) (renewOutcome, error) {
-			return outcome(renewValue(ctx, l.rdb, key, value, leaseMs))
+			return outcome(renewHash(ctx, l.rdb, key, value, leaseMs))
 		}, func(err error) {
 			l.log.Warn("fenced lock lost: renewal failed", "key", key, "token", token, "err", err)
 		})
@@ -123,7 +140,7 @@ func (l *fencedLease) Release(ctx context.Context) error {
 		return fmt.Errorf("%w: %s (token %d) was already released", ErrNotHeld, l.key, l.token)
 	}
 	l.wd.Stop()
-	n, err := compareAndDeletePublish.Run(ctx, l.rdb, []string{l.key, unlockChannel(l.key)}, l.value, l.l.id).Int()
+	n, err := l.l.sub.mode.script(ctx, fencedRelease).Run(ctx, l.rdb, []string{l.key, unlockChannel(l.key)}, l.value, unlockMessage).Int()
 	l.l.line.ring(l.key) // the waiters of this process, at once
 	if err != nil {
 		if err = redisErr("compare-and-delete "+l.key, err); retryable(err) {
@@ -139,7 +156,7 @@ func (l *fencedLease) Release(ctx context.Context) error {
 
 // refresh pushes the lock's expiry out by the lease, while the key still holds our value.
 func (l *fencedLease) refresh(ctx context.Context) error {
-	return renewValue(ctx, l.rdb, l.key, l.value, l.leaseMs)
+	return renewHash(ctx, l.rdb, l.key, l.value, l.leaseMs)
 }
 
 // renewValue pushes a string lock's expiry out by leaseMs while it still holds value: ErrNotHeld

@@ -123,6 +123,7 @@ var twinSources = map[*redis.Script]string{
 	reentrantRelease: reentrantReleaseLua,
 	fairRelease:      fairDropDeadLua + fairReleaseLua,
 	fairCancel:       fairCancelLua,
+	fencedRelease:    fencedReleaseLua,
 }
 
 // shardedTwins are those scripts with every PUBLISH turned into SPUBLISH (the channel shares the

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +16,8 @@ import (
 // script it stands in for (else a release script changed without its twin would announce the
 // old way on a cluster), and publishes only with SPUBLISH.
 func TestShardedTwinsMatchTheirScripts(t *testing.T) {
-	if len(twinSources) != 3 {
-		t.Fatalf("%d twins, want the reentrant release, the fair release and the fair cancel", len(twinSources))
+	if len(twinSources) != 4 {
+		t.Fatalf("%d twins, want the reentrant release, the fair release and cancel, the fenced release", len(twinSources))
 	}
 	for s, src := range twinSources {
 		if got := redis.NewScript(src).Hash(); got != s.Hash() {
@@ -159,5 +160,99 @@ func TestShardedPubSubOnOneServer(t *testing.T) {
 		t.Fatalf("the waiter took the lock %v after the release", woke)
 	} else {
 		t.Logf("the waiter took the lock %v after the release", woke)
+	}
+}
+
+// rfencedAcquire is a Java RFencedLock's acquisition, written from its documented layout: the
+// RLock hash plus INCR of "redisson_lock_token:{name}" on every acquisition (re-entries too).
+var rfencedAcquire = redis.NewScript(`
+if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  local token = redis.call('incr', KEYS[2])
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {-1, token}
+end
+return {redis.call('pttl', KEYS[1]), -1}`)
+
+// TestFencedSharesRFencedLockCounter: the fenced lock and a Java RFencedLock on the same name
+// exclude each other and draw their tokens from one counter, so the tokens of their holders,
+// in the order they held the lock, strictly increase; a Java release ("0" on the lock's channel)
+// wakes the service's waiter at once; and a counter of the layout before ("<key>:token") is
+// carried over, so tokens never go back across the upgrade.
+func TestFencedSharesRFencedLockCounter(t *testing.T) {
+	srv := locktest.New(t)
+	rdb := locktest.NewClient(t, srv)
+	ctx := context.Background()
+	key := "{fence}:lock"
+	if err := rdb.Set(ctx, key+":token", 41, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewFenced(rdb, WithLease(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var tokens []int64
+	for i := range 3 {
+		le, err := l.Acquire(ctx, key, Options{Wait: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, le.Token())
+		// The lock is RLock's hash: a Java tryLock now sees it held and is told its TTL.
+		r, err := rfencedAcquire.Run(ctx, rdb, []string{key, fencedTokenKey(key)}, 30000, "java:1").Int64Slice()
+		if err != nil || r[0] <= 0 {
+			t.Fatalf("a Java acquisition while the service holds the lock: %v, %v", r, err)
+		}
+		if err := le.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r, err = rfencedAcquire.Run(ctx, rdb, []string{key, fencedTokenKey(key)}, 30000, "java:1").Int64Slice()
+		if err != nil || r[0] != -1 {
+			t.Fatalf("a Java acquisition of the free lock: %v, %v", r, err)
+		}
+		tokens = append(tokens, r[1])
+		if i < 2 {
+			if err := rdb.Del(ctx, key).Err(); err != nil { // the Java unlock, no waiter yet
+				t.Fatal(err)
+			}
+		}
+	}
+	// The last Java holder releases while the service waits: RLock's unlock publishes "0".
+	got := make(chan error, 1)
+	go func() {
+		le, err := l.Acquire(ctx, key, Options{Wait: 20 * time.Second})
+		if err == nil {
+			tokens = append(tokens, le.Token())
+			err = le.Release(ctx)
+		}
+		got <- err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); rdb.PubSubNumSub(ctx, unlockChannel(key)).Val()[unlockChannel(key)] == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the service's waiter never subscribed")
+		}
+	}
+	released := time.Now()
+	if err := rdb.Del(ctx, key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Publish(ctx, unlockChannel(key), "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	woke := time.Since(released)
+	t.Logf("tokens in holding order (service, java, ...): %v; the waiter took the lock within %v of the Java release", tokens, woke)
+	want := []int64{42, 43, 44, 45, 46, 47, 48}
+	if !slices.Equal(tokens, want) {
+		t.Errorf("tokens %v, want %v (one counter, carried over from the old one)", tokens, want)
+	}
+	if n := rdb.Exists(ctx, key+":token").Val(); n != 0 {
+		t.Errorf("the old counter is still there")
+	}
+	if woke > 5*time.Second { // its holder's TTL was 30 s
+		t.Errorf("the waiter took the lock %v after the Java release", woke)
 	}
 }

@@ -145,7 +145,7 @@ func TestLeftoversAfterCrash(t *testing.T) {
 				keys = append(keys, q, d)
 				bound = lease + waiters*threadWait
 			case "fenced":
-				keys = append(keys, key+":token")
+				keys = append(keys, "redisson_lock_token:{"+key+"}")
 			}
 			spec := func(role string) string {
 				return fmt.Sprintf("%s %s %s %s %s %s", mode, role, srv.Addr, key, lease, threadWait)
@@ -173,7 +173,7 @@ func TestLeftoversAfterCrash(t *testing.T) {
 			}
 			killed := time.Now()
 			t.Logf("TTLs at the kill: %s", strings.Join(ttls, ", "))
-			stays := func(k string) bool { return mode == "fenced" && k == key+":token" }
+			stays := func(k string) bool { return mode == "fenced" && k == "redisson_lock_token:{"+key+"}" }
 			for {
 				var left []string
 				for _, k := range keys {
@@ -191,7 +191,7 @@ func TestLeftoversAfterCrash(t *testing.T) {
 			}
 			t.Logf("every key gone %v after the crash (bound %v)", time.Since(killed).Round(time.Millisecond), bound)
 			if mode == "fenced" {
-				if n, ttl := rdb.Exists(ctx, key+":token").Val(), rdb.PTTL(ctx, key+":token").Val(); n != 1 || ttl != -1 {
+				if n, ttl := rdb.Exists(ctx, keys[1]).Val(), rdb.PTTL(ctx, keys[1]).Val(); n != 1 || ttl != -1 {
 					t.Errorf("token counter: exists %d, PTTL %v; want kept without TTL", n, ttl)
 				}
 			}

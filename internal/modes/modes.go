@@ -65,11 +65,13 @@ func redissonPrefixed(prefix, name string) string {
 	return prefix + ":{" + name + "}"
 }
 
-// FairKeyPrefixes are the prefixes of the fair lock's own keys (its queue and its deadlines) for
-// the lock keys that start with lockPrefix, which must carry a hash tag ("{sku}:lock:"): what a
-// reset must delete besides the lock keys themselves.
+// FairKeyPrefixes are the prefixes of the keys Redisson's layout keeps beside the lock keys that
+// start with lockPrefix, which must carry a hash tag ("{sku}:lock:"): the fair lock's queue and
+// deadlines, and the fenced lock's token counter (RFencedLock's "redisson_lock_token:{name}").
+// What a reset must delete besides the lock keys themselves (the reset clears the store's record
+// of the newest token too, so the counter may start again).
 func FairKeyPrefixes(lockPrefix string) []string {
-	return []string{fairQueue(lockPrefix), fairDeadlines(lockPrefix)}
+	return []string{fairQueue(lockPrefix), fairDeadlines(lockPrefix), redissonPrefixed("redisson_lock_token", lockPrefix)}
 }
 
 // plainLease is the lease of the broken modes: no watchdog, no token.
