@@ -62,36 +62,11 @@ func (e usageError) Unwrap() error { return e.err }
 // --config may stand before or after the command. An unknown command, flag or stray argument
 // prints the usage to stderr and is a usageError.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	global := newFlagSet("seckill", stderr)
-	cfgPath := global.String("config", "", configUsage)
-	global.Usage = func() { printUsage(stderr) }
-	if err := global.Parse(args); err != nil {
-		return flagErr(err)
+	cmd, opts, cfgPath, err := parseCommand(args, stdout, stderr)
+	if err != nil || cmd == "help" {
+		return err
 	}
-	cmd, rest := "serve", global.Args()
-	if len(rest) > 0 {
-		cmd, rest = rest[0], rest[1:]
-	}
-	if cmd == "help" {
-		return help(stdout, stderr, rest)
-	}
-	fs, opts, err := commandFlags(cmd, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "seckill: %v\n", err)
-		printUsage(stderr)
-		return usageError{err}
-	}
-	fs.StringVar(cfgPath, "config", *cfgPath, configUsage)
-	if err := fs.Parse(rest); err != nil {
-		return flagErr(err)
-	}
-	if fs.NArg() > 0 {
-		err := fmt.Errorf("unexpected argument %q", fs.Arg(0))
-		fmt.Fprintf(stderr, "seckill %s: %v\n", cmd, err)
-		fs.Usage()
-		return usageError{err}
-	}
-	cfg, err := config.Load(*cfgPath, getenv, modes.Names())
+	cfg, err := config.Load(cfgPath, getenv, modes.Names())
 	if err != nil {
 		return err
 	}
@@ -105,6 +80,41 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	default:
 		return app.Serve(ctx, cfg, stdout, app.NewLogger(stderr, cfg.Log.Level))
 	}
+}
+
+// parseCommand reads the command line: the command ("help" once its text is printed), its
+// options and the configuration file's path. The README's commands are checked against it.
+func parseCommand(args []string, stdout, stderr io.Writer) (string, *cmdOptions, string, error) {
+	global := newFlagSet("seckill", stderr)
+	cfgPath := global.String("config", "", configUsage)
+	global.Usage = func() { printUsage(stderr) }
+	if err := global.Parse(args); err != nil {
+		return "", nil, "", flagErr(err)
+	}
+	cmd, rest := "serve", global.Args()
+	if len(rest) > 0 {
+		cmd, rest = rest[0], rest[1:]
+	}
+	if cmd == "help" {
+		return cmd, nil, "", help(stdout, stderr, rest)
+	}
+	fs, opts, err := commandFlags(cmd, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "seckill: %v\n", err)
+		printUsage(stderr)
+		return "", nil, "", usageError{err}
+	}
+	fs.StringVar(cfgPath, "config", *cfgPath, configUsage)
+	if err := fs.Parse(rest); err != nil {
+		return "", nil, "", flagErr(err)
+	}
+	if fs.NArg() > 0 {
+		err := fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		fmt.Fprintf(stderr, "seckill %s: %v\n", cmd, err)
+		fs.Usage()
+		return "", nil, "", usageError{err}
+	}
+	return cmd, opts, *cfgPath, nil
 }
 
 const configUsage = "configuration file (default " + config.DefaultPath + " when present, else built-in defaults)"

@@ -25,6 +25,7 @@ var errUnexpected = errors.New("lab: some verdicts are UNEXPECTED")
 type labFlags struct {
 	scenarios []string
 	json      bool
+	wide      bool
 	details   bool
 	noOutages bool
 	verbose   bool
@@ -33,7 +34,7 @@ type labFlags struct {
 }
 
 func (l *labFlags) register(fs *flag.FlagSet) {
-	fs.Func("scenario", "run only this scenario (repeatable; default: all of "+strings.Join(lab.Names(), ", ")+")",
+	fs.Func("scenario", fmt.Sprintf("run only this scenario (repeatable; default: all %d; a wrong name lists them)", len(lab.Names())),
 		func(s string) error {
 			if _, err := lab.Lookup(s); err != nil {
 				return err
@@ -42,6 +43,7 @@ func (l *labFlags) register(fs *flag.FlagSet) {
 			return nil
 		})
 	fs.BoolVar(&l.json, "json", false, "print the results as JSON instead of a table")
+	fs.BoolVar(&l.wide, "wide", false, "print every column (source, expected, foreign unlocks, deadlock, stale, renewals)")
 	fs.BoolVar(&l.details, "details", false, "after the table, print every check behind each verdict")
 	fs.BoolVar(&l.noOutages, "no-outages", false, "skip the phases that stop a master (on Redis servers the lab starts itself)")
 	fs.BoolVar(&l.verbose, "verbose", false, "log what the simulated instances log (crashes, lost locks) to stderr")
@@ -104,6 +106,8 @@ func runLab(ctx context.Context, cfg config.Config, opt labFlags, stdout, stderr
 	fmt.Fprintf(stderr, "lab: %d scenarios in %.1fs\n", len(results), time.Since(start).Seconds())
 	if opt.json {
 		err = lab.WriteJSON(stdout, results)
+	} else if opt.wide {
+		err = lab.WriteWideTable(stdout, results)
 	} else {
 		err = lab.WriteTable(stdout, results)
 		if err == nil && opt.details {

@@ -1057,7 +1057,7 @@ const docTemplate = `{
                 }
             }
         },
-        "lock.Holder": {
+        "modes.Holder": {
             "type": "object",
             "properties": {
                 "count": {
@@ -1082,14 +1082,14 @@ const docTemplate = `{
                 }
             }
         },
-        "lock.KeyState": {
+        "modes.KeyState": {
             "type": "object",
             "properties": {
                 "holders": {
                     "description": "Holders are a hash lock's fields (Redisson layout: \"\u003cinstance-id\u003e:\u003cowner\u003e\" -\u003e hold count).",
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/lock.Holder"
+                        "$ref": "#/definitions/modes.Holder"
                     }
                 },
                 "key": {
@@ -1105,7 +1105,7 @@ const docTemplate = `{
                     "description": "Queue lists a fair lock's waiters, first first, each with its deadline.",
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/lock.Waiter"
+                        "$ref": "#/definitions/modes.Waiter"
                     }
                 },
                 "type": {
@@ -1118,7 +1118,7 @@ const docTemplate = `{
                 }
             }
         },
-        "lock.ServerLocks": {
+        "modes.ServerLocks": {
             "type": "object",
             "properties": {
                 "addr": {
@@ -1132,7 +1132,7 @@ const docTemplate = `{
                 "keys": {
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/lock.KeyState"
+                        "$ref": "#/definitions/modes.KeyState"
                     }
                 },
                 "name": {
@@ -1146,7 +1146,7 @@ const docTemplate = `{
                 }
             }
         },
-        "lock.Waiter": {
+        "modes.Waiter": {
             "type": "object",
             "properties": {
                 "deadlineMs": {
@@ -1196,7 +1196,7 @@ const docTemplate = `{
                 "servers": {
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/lock.ServerLocks"
+                        "$ref": "#/definitions/modes.ServerLocks"
                     }
                 },
                 "sku": {

@@ -105,6 +105,13 @@ func TestLabVerdictsAreStable(t *testing.T) {
 			if err := lab.WriteTable(&b, results); err != nil {
 				t.Fatal(err)
 			}
+			if !failed {
+				for _, line := range strings.Split(b.String(), "\n") {
+					if n := len([]rune(line)); n > lab.TableWidth {
+						t.Errorf("a line of the table is %d characters wide, more than %d: %s", n, lab.TableWidth, line)
+					}
+				}
+			}
 			if err := lab.WriteDetails(&b, results); err != nil {
 				t.Fatal(err)
 			}
@@ -171,9 +178,18 @@ func TestWriteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, s := range []string{"VERDICT", "x: UNEXPECTED: because", "yes", "HISTORY", "n/a", "NOT linearizable"} {
+	for _, s := range []string{"VERDICT", "x: UNEXPECTED: because", "HISTORY", "n/a", "NOT lin."} {
 		if !strings.Contains(out, s) {
 			t.Errorf("table lacks %q:\n%s", s, out)
+		}
+	}
+	var wide bytes.Buffer
+	if err := lab.WriteWideTable(&wide, rs); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"DEADLOCK", "yes", "NOT linearizable", "x: UNEXPECTED: because"} {
+		if !strings.Contains(wide.String(), s) {
+			t.Errorf("wide table lacks %q:\n%s", s, wide.String())
 		}
 	}
 	if strings.Contains(out, "no sales") {

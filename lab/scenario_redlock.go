@@ -291,7 +291,7 @@ func twoMajorities(ctx context.Context, e *Env, live []redis.UniversalClient, wh
 	if err != nil {
 		kept = -1 // a connection broken by the restart; the check below says so
 	}
-	b := e.Buy(ctx, sideB, 0, service.SaleRequest{Work: 5 * time.Millisecond})
+	b := e.Buy(ctx, sideB, 1, service.SaleRequest{Work: 5 * time.Millisecond})
 	waitA()
 	inv, err := e.Snapshot(ctx, e.SKU)
 	if err != nil {

@@ -8,11 +8,28 @@ import (
 	"text/tabwriter"
 )
 
-// WriteTable prints results as an aligned table, then the reason of every UNEXPECTED or SKIPPED verdict.
-// SOURCE cites the source tutorials (docs/scenarios.md), FOREIGN counts foreign unlocks, STALE
-// the stale writes the fence rejected, RENEWALS the watchdog renewals of the buyers' leases.
-// HISTORY is the client-side verdict: whether the sales the buyers recorded are linearizable.
+// WriteTable prints results as an aligned table that fits 120 columns, then one line per row that
+// reproduced its bug or went wrong, saying what happened, then the reason of every UNEXPECTED or
+// SKIPPED verdict. SOLD is sold/initial stock; HISTORY is the client-side verdict: whether the
+// sales the buyers recorded are linearizable ("lin."), or not ("NOT lin.").
 func WriteTable(w io.Writer, results []Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tSCENARIO\tMODE\tSOLD\tLOST\tOVERSOLD\tOVERLAPS\tHISTORY\tTIME\tVERDICT")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%s\t%.1fs\t%s\n",
+			r.Row, r.Name, r.Mode, r.Sold, r.Initial, r.Lost, r.Oversold, r.Overlaps,
+			historyTiny(r.History), r.DurationMs/1000, r.Verdict)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("lab: write table: %w", err)
+	}
+	return writeTold(w, results)
+}
+
+// WriteWideTable prints every column: the table of WriteTable plus the source of each step, what
+// the row expects, and the foreign unlocks, deadlocks, stale writes rejected by the fence and
+// watchdog renewals.
+func WriteWideTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tSCENARIO\tMODE\tSOURCE\tEXPECTED\tSOLD\tINIT\tLOST\tOVERSOLD\tOVERLAPS\tFOREIGN\tDEADLOCK\tSTALE\tRENEWALS\tTIME\tHISTORY\tVERDICT")
 	for _, r := range results {
@@ -23,14 +40,70 @@ func WriteTable(w io.Writer, results []Result) error {
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("lab: write table: %w", err)
 	}
+	return writeTold(w, results)
+}
+
+// writeTold prints what happened in each row that reproduced its bug (its first check, the one
+// that names the anomaly) or went wrong (its first failing check), and why a row was skipped.
+func writeTold(w io.Writer, results []Result) error {
+	var b strings.Builder
+	for _, r := range results {
+		if c, ok := telling(r); ok {
+			b.WriteString(fitLine(fmt.Sprintf("%s %s: %s: want %s, got %s", r.Verdict, r.Name, c.What, c.Want, c.Got)) + "\n")
+		}
+	}
 	for _, r := range results {
 		if r.Verdict == Unexpected || r.Verdict == Skipped {
-			if _, err := fmt.Fprintf(w, "\n%s: %s: %s\n", r.Name, r.Verdict, r.Reason); err != nil {
-				return fmt.Errorf("lab: write table: %w", err)
+			fmt.Fprintf(&b, "\n%s: %s: %s\n", r.Name, r.Verdict, r.Reason)
+		}
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	if _, err := io.WriteString(w, "\n"+b.String()); err != nil {
+		return fmt.Errorf("lab: write table: %w", err)
+	}
+	return nil
+}
+
+// telling is the check that says what happened in r: the first failing one of a row that went
+// wrong, the first one of a row that reproduced its bug; none for a row that held.
+func telling(r Result) (Check, bool) {
+	switch r.Verdict {
+	case Reproduced:
+		if len(r.Checks) > 0 {
+			return r.Checks[0], true
+		}
+	case Unexpected:
+		for _, c := range r.Checks {
+			if !c.OK {
+				return c, true
 			}
 		}
 	}
-	return nil
+	return Check{}, false
+}
+
+// TableWidth is the width WriteTable keeps to (but for a skipped row's reason, which may be long).
+const TableWidth = 120
+
+// fitLine cuts s to TableWidth characters.
+func fitLine(s string) string {
+	if r := []rune(s); len(r) > TableWidth {
+		return string(r[:TableWidth-1]) + "…"
+	}
+	return s
+}
+
+// historyTiny is historyShort in a narrow column.
+func historyTiny(h string) string {
+	switch h {
+	case Linearizable:
+		return "lin."
+	case NotLinearizable:
+		return "NOT lin."
+	}
+	return historyShort(h)
 }
 
 // WriteDetails prints every check, phase and note of each result: why each verdict is what it is.

@@ -1,7 +1,6 @@
 package lock
 
 import (
-	"github.com/seckill-lab/seckill/lock/locktest"
 	"context"
 	"fmt"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill-lab/seckill/lock/locktest"
 )
 
 // Benchmarks of the acquire/release path of every locked mode on real redis-server processes

@@ -1,7 +1,6 @@
 package lock_test
 
 import (
-	"github.com/seckill-lab/seckill/lock/locktest"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/lock"
+	"github.com/seckill-lab/seckill/lock/locktest"
 )
 
 // exampleRedis starts n throwaway Redis servers for an example (a real redis-server when
@@ -67,7 +67,7 @@ func ExampleNewReentrant() {
 	_, err = locker.Acquire(ctx, "report", lock.Options{Owner: "someone-else"})
 	fmt.Println("another owner:", errors.Is(err, lock.ErrNotObtained))
 
-	for _, l := range []lock.Lease{inner, lease} {
+	for _, l := range []*lock.Lease{inner, lease} {
 		if err := l.Release(ctx); err != nil {
 			log.Fatal(err)
 		}

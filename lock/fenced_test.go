@@ -1,19 +1,54 @@
 package lock_test
 
 import (
-	"github.com/seckill-lab/seckill/lock/locktest"
 	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seckill-lab/seckill/lock"
+	"github.com/seckill-lab/seckill/lock/locktest"
 )
+
+// fencedSetup starts a Redis server and builds a fenced lock on it with the given default
+// lease; its client carries the fault hook.
+func fencedSetup(t *testing.T, lease time.Duration) (*lock.Locker, *redis.Client) {
+	t.Helper()
+	c := locktest.NewClient(t, locktest.New(t))
+	locktest.Install(c)
+	l, err := lock.NewFenced(c, lock.WithLease(lease), lock.WithInstanceID("test"))
+	if err != nil {
+		t.Fatalf("NewFenced: %v", err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l, c
+}
+
+// pttl is the raw PTTL reply: -1 means the key has no TTL, -2 that it does not exist.
+func pttl(t *testing.T, c *redis.Client, key string) int64 {
+	t.Helper()
+	n, err := c.Do(t.Context(), "pttl", key).Int64()
+	if err != nil {
+		t.Fatalf("PTTL %s: %v", key, err)
+	}
+	return n
+}
+
+func exists(t *testing.T, c *redis.Client, key string) bool {
+	t.Helper()
+	n, err := c.Exists(t.Context(), key).Result()
+	if err != nil {
+		t.Fatalf("EXISTS %s: %v", key, err)
+	}
+	return n == 1
+}
 
 func TestFencedTokensStrictlyIncrease(t *testing.T) {
 	const lease = time.Second
-	l, c := brokenSetup(t, "fenced", lease)
+	l, c := fencedSetup(t, lease)
 	ctx := t.Context()
 	key := "{t}:lock:fenced"
 
@@ -87,7 +122,7 @@ func TestFencedTokensStrictlyIncrease(t *testing.T) {
 
 func TestFencedWatchdogKeepsLockThroughThreeLeases(t *testing.T) {
 	const lease = 300 * time.Millisecond
-	l, c := brokenSetup(t, "fenced", lease)
+	l, c := fencedSetup(t, lease)
 	ctx := t.Context()
 	key := "{t}:lock:fenced"
 
@@ -104,10 +139,10 @@ func TestFencedWatchdogKeepsLockThroughThreeLeases(t *testing.T) {
 	if got := pttl(t, c, key); got <= 0 {
 		t.Fatalf("PTTL after 3 leases = %d, want > 0 (renewed)", got)
 	}
-	if n := a.(lock.Renewer).Renewals(); n < 3 {
+	if n := a.Renewals(); n < 3 {
 		t.Fatalf("%d renewals in 3 leases, want at least 3 (one per lease/3)", n)
 	}
-	t.Logf("%d renewals in %s", a.(lock.Renewer).Renewals(), 3*lease)
+	t.Logf("%d renewals in %s", a.Renewals(), 3*lease)
 	if b, err := l.Acquire(ctx, key, lock.Options{Lease: lease}); !errors.Is(err, lock.ErrNotObtained) {
 		if b != nil {
 			_ = b.Release(ctx)
@@ -129,7 +164,7 @@ func TestFencedWatchdogKeepsLockThroughThreeLeases(t *testing.T) {
 // by seckill/lab/fault) holds back its watchdog too, so the lock expires and B gets a newer token.
 func TestFencedFrozenHolderLosesLockToNewerToken(t *testing.T) {
 	const lease = 300 * time.Millisecond
-	l, c := brokenSetup(t, "fenced", lease)
+	l, c := fencedSetup(t, lease)
 	ctx := t.Context()
 	key := "{t}:lock:fenced"
 
@@ -181,7 +216,7 @@ func TestFencedFrozenHolderLosesLockToNewerToken(t *testing.T) {
 // fail from then on, injected by seckill/lab/fault) renews nothing, so its lock expires.
 func TestFencedCrashedHoldersLockExpiresOneLeaseLater(t *testing.T) {
 	const lease = 300 * time.Millisecond
-	l, _ := brokenSetup(t, "fenced", lease)
+	l, _ := fencedSetup(t, lease)
 	ctx := t.Context()
 	key := "{t}:lock:fenced"
 
@@ -205,7 +240,7 @@ func TestFencedCrashedHoldersLockExpiresOneLeaseLater(t *testing.T) {
 
 func TestFencedExplicitLeaseHasNoWatchdog(t *testing.T) {
 	const lease = 200 * time.Millisecond
-	l, c := brokenSetup(t, "fenced", lease)
+	l, c := fencedSetup(t, lease)
 	ctx := t.Context()
 	key := "{t}:lock:fenced"
 
@@ -217,7 +252,7 @@ func TestFencedExplicitLeaseHasNoWatchdog(t *testing.T) {
 		t.Fatal("an explicit lease has a Lost channel, so a watchdog")
 	}
 	time.Sleep(lease + lease/2)
-	if n := a.(lock.Renewer).Renewals(); exists(t, c, key) || n != 0 {
+	if n := a.Renewals(); exists(t, c, key) || n != 0 {
 		t.Fatalf("key still there (or %d renewals) past an explicit lease", n)
 	}
 	if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {

@@ -1,7 +1,6 @@
 package lock
 
 import (
-	"github.com/seckill-lab/seckill/lock/locktest"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill-lab/seckill/lock/locktest"
 )
 
 // The handoff (handoff.go): waiters of one Locker wait in line per key, only the head contends
@@ -39,27 +39,21 @@ func hoStart(t *testing.T) hoServers {
 
 // hoLockers builds one Locker of mode per "process" (instance) on srv, closed when the test
 // ends.
-func hoLockers(t *testing.T, srv hoServers, mode string, instances int, lease time.Duration) ([]Locker, *redis.Client, []*redis.Client) {
+func hoLockers(t *testing.T, srv hoServers, mode string, instances int, lease time.Duration) ([]*Locker, *redis.Client, []*redis.Client) {
 	t.Helper()
 	data, masters := srv.data, srv.masters
-	m, err := LookupMode(mode)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []Locker
+	var out []*Locker
 	for i := range instances {
-		l, err := m.New(Deps{Data: data, Masters: universal(masters...), Lease: lease,
-			InstanceID: fmt.Sprintf("inst-%d", i)})
+		l, err := newNamed(mode, data, universal(masters...), WithLease(lease),
+			WithInstanceID(fmt.Sprintf("inst-%d", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c, ok := l.(interface{ Close() error }); ok {
-			t.Cleanup(func() {
-				if err := c.Close(); err != nil {
-					t.Errorf("close: %v", err)
-				}
-			})
-		}
+		t.Cleanup(func() {
+			if err := l.Close(); err != nil {
+				t.Errorf("close: %v", err)
+			}
+		})
 		out = append(out, l)
 	}
 	return out, data, masters
@@ -253,7 +247,7 @@ func TestHandoffReentryDoesNotQueue(t *testing.T) {
 	if d := time.Since(start); d > 200*time.Millisecond {
 		t.Fatalf("re-entry took %s: it queued behind the waiter", d)
 	}
-	for _, le := range []Lease{inner, outer} {
+	for _, le := range []*Lease{inner, outer} {
 		if err := le.Release(context.Background()); err != nil {
 			t.Fatal(err)
 		}

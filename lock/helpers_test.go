@@ -1,7 +1,9 @@
 package lock
 
 import (
+	"fmt"
 	"os"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -20,6 +22,29 @@ func universal(cs ...*redis.Client) []redis.UniversalClient {
 func long() bool {
 	v := os.Getenv("LOCKTEST_LONG")
 	return v != "" && v != "0"
+}
+
+// newNamed builds the lock called name (the name its constructor and the service's mode go
+// by: lua, reentrant, fair, fenced, multilock, redlock, redlock-fenced) through the public
+// constructors: the single-server locks on data, the others on masters.
+func newNamed(name string, data redis.UniversalClient, masters []redis.UniversalClient, opts ...Option) (*Locker, error) {
+	switch name {
+	case "lua":
+		return NewLua(data, opts...)
+	case "reentrant":
+		return NewReentrant(data, opts...)
+	case "fair":
+		return NewFair(data, opts...)
+	case "fenced":
+		return NewFenced(data, opts...)
+	case "multilock":
+		return NewMultilock(masters, opts...)
+	case "redlock":
+		return NewRedlock(masters, opts...)
+	case "redlock-fenced":
+		return NewRedlock(masters, append(slices.Clone(opts), WithFencingTokens())...)
+	}
+	return nil, fmt.Errorf("no lock named %q", name)
 }
 
 // Universal and Long, for the tests of package lock_test.

@@ -21,7 +21,7 @@ func TestLuaHandsOverWithinOneProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan Lease, 1)
+	got := make(chan *Lease, 1)
 	go func() {
 		le, err := l.Acquire(t.Context(), key, Options{Wait: 5 * time.Second})
 		if err != nil {
@@ -69,7 +69,7 @@ func TestLuaHandoverDoesNotStarveOtherProcesses(t *testing.T) {
 	stop := time.Now().Add(600 * time.Millisecond)
 	var crowd, lone atomic.Int64
 	var wg sync.WaitGroup
-	buyer := func(l Locker, n *atomic.Int64) {
+	buyer := func(l *Locker, n *atomic.Int64) {
 		for time.Now().Before(stop) {
 			le, err := l.Acquire(t.Context(), key, Options{Wait: 3 * time.Second})
 			if err != nil {
@@ -102,7 +102,7 @@ func TestLuaHandoverDoesNotStarveOtherProcesses(t *testing.T) {
 // it is deleted, not left to expire.
 func TestLuaHandoverToAWaiterThatLeft(t *testing.T) {
 	ls, data, _ := hoLockers(t, hoStart(t), "lua", 1, 5*time.Second)
-	l := ls[0].(*luaLocker)
+	l := ls[0].impl.(*luaLocker)
 	key := "{ho}:lock:left"
 	first, err := l.Acquire(t.Context(), key, Options{})
 	if err != nil {

@@ -6,15 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-lab/seckill/lock/locktest"
-
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/lock"
+	"github.com/seckill-lab/seckill/lock/locktest"
 )
 
 // mlSetup starts three masters and builds mode multilock on them as service instance id.
-func mlSetup(t *testing.T, id string, lease time.Duration) (lock.Locker, []*locktest.Server, []*redis.Client) {
+func mlSetup(t *testing.T, id string, lease time.Duration) (*lock.Locker, []*locktest.Server, []*redis.Client) {
 	t.Helper()
 	srvs := locktest.NewN(t, 3)
 	var clients []*redis.Client
@@ -24,20 +23,16 @@ func mlSetup(t *testing.T, id string, lease time.Duration) (lock.Locker, []*lock
 	return mlLocker(t, clients, id, lease), srvs, clients
 }
 
-func mlLocker(t *testing.T, clients []*redis.Client, id string, lease time.Duration) lock.Locker {
+func mlLocker(t *testing.T, clients []*redis.Client, id string, lease time.Duration) *lock.Locker {
 	t.Helper()
-	m, err := lock.LookupMode("multilock")
-	if err != nil {
-		t.Fatal(err)
-	}
 	locktest.Install(lock.Universal(clients...)...) // inert unless a test acquires under a locktest.Holder
-	l, err := m.New(lock.Deps{Masters: lock.Universal(clients...), Lease: lease, InstanceID: id,
-		Logger: slog.New(slog.DiscardHandler)})
+	l, err := lock.NewMultilock(lock.Universal(clients...), lock.WithLease(lease), lock.WithInstanceID(id),
+		lock.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatalf("build multilock: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := l.(interface{ Close() error }).Close(); err != nil {
+		if err := l.Close(); err != nil {
 			t.Errorf("close multilock: %v", err)
 		}
 	})
@@ -67,7 +62,7 @@ func TestMultilockTakesEveryMasterAndExcludes(t *testing.T) {
 	const key = "{inventory001}:lock:multilock"
 
 	la := reentAcquire(t, a, "order-1", key, lock.Options{})
-	parts := la.(lock.MultiLease).Parts()
+	parts := la.Parts()
 	if len(parts) != 3 {
 		t.Fatalf("%d parts, want one per master", len(parts))
 	}
@@ -159,7 +154,7 @@ func TestMultilockWatchdogRenewsEveryMasterAndReportsLoss(t *testing.T) {
 	const key = "renewed"
 	la := reentAcquire(t, a, "holder", key, lock.Options{})
 	time.Sleep(3 * lease)
-	for i, p := range la.(lock.MultiLease).Parts() {
+	for i, p := range la.Parts() {
 		if n := renewals(t, p); n < 2 {
 			t.Fatalf("master %d renewed %d times over 3 leases, want >= 2", i+1, n)
 		}
@@ -220,15 +215,15 @@ func TestMultilockPausedAndCrashedHolders(t *testing.T) {
 }
 
 func TestMultilockWithoutMasters(t *testing.T) {
-	m, err := lock.LookupMode("multilock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := m.New(lock.Deps{InstanceID: "x"})
-	if err != nil {
-		t.Fatalf("building without masters must not fail (other modes still work): %v", err)
-	}
-	if _, err := l.Acquire(t.Context(), "k", lock.Options{}); !errors.Is(err, lock.ErrUnavailable) {
-		t.Fatalf("acquire without masters = %v, want ErrUnavailable", err)
+	// Without masters nothing is built (the service's mode registry, internal/modes, answers
+	// for a mode it cannot build); what comes back still answers ErrUnavailable.
+	for _, masters := range [][]redis.UniversalClient{nil, {}} {
+		l, err := lock.NewMultilock(masters, lock.WithInstanceID("x"))
+		if !errors.Is(err, lock.ErrUnavailable) || l != nil {
+			t.Fatalf("build with masters %v = %v, %v; want no locker and ErrUnavailable", masters, l, err)
+		}
+		if _, err := l.Acquire(t.Context(), "k", lock.Options{}); !errors.Is(err, lock.ErrUnavailable) {
+			t.Fatalf("acquire without masters = %v, want ErrUnavailable", err)
+		}
 	}
 }

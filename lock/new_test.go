@@ -19,15 +19,15 @@ func TestConstructorsRefuseBadOptions(t *testing.T) {
 	masters := []redis.UniversalClient{c, c, c}
 	for _, tc := range []struct {
 		name string
-		new  func() (lock.Locker, error)
+		new  func() (*lock.Locker, error)
 		want string
 	}{
-		{"lua without a client", func() (lock.Locker, error) { return lock.NewLua(nil) }, "lua: lock: redis unavailable: no Redis client"},
-		{"redlock without masters", func() (lock.Locker, error) { return lock.NewRedlock(nil) }, "redlock: lock: redis unavailable"},
-		{"multilock without masters", func() (lock.Locker, error) { return lock.NewMultilock(nil) }, "multilock: lock: redis unavailable"},
-		{"zero lease", func() (lock.Locker, error) { return lock.NewReentrant(c, lock.WithLease(0)) }, "reentrant: lease 0s"},
-		{"drift too large", func() (lock.Locker, error) { return lock.NewRedlock(masters, lock.WithDriftFactor(0.6)) }, "drift factor 0.6"},
-		{"retry min above max", func() (lock.Locker, error) {
+		{"lua without a client", func() (*lock.Locker, error) { return lock.NewLua(nil) }, "lua: lock: redis unavailable: no Redis client"},
+		{"redlock without masters", func() (*lock.Locker, error) { return lock.NewRedlock(nil) }, "redlock: lock: redis unavailable"},
+		{"multilock without masters", func() (*lock.Locker, error) { return lock.NewMultilock(nil) }, "multilock: lock: redis unavailable"},
+		{"zero lease", func() (*lock.Locker, error) { return lock.NewReentrant(c, lock.WithLease(0)) }, "reentrant: lease 0s"},
+		{"drift too large", func() (*lock.Locker, error) { return lock.NewRedlock(masters, lock.WithDriftFactor(0.6)) }, "drift factor 0.6"},
+		{"retry min above max", func() (*lock.Locker, error) {
 			return lock.NewMultilock(masters, lock.WithRetryDelay(time.Second, time.Millisecond))
 		}, "retry delay 1s..1ms"},
 	} {

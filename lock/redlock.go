@@ -75,10 +75,9 @@ func newRedlock(d settings) (locker, error) {
 	}
 	lease := d.Lease
 	if lease <= 0 {
-		lease = 30 * time.Second // as the registry's default: a zero ttl would mean no expiry
+		lease = DefaultLease // a zero ttl would mean no expiry
 	}
-	// No masters is not an error here: the registry builds every mode, also for callers that
-	// never use redlock; Acquire reports it instead.
+	// The constructor refuses no masters; built directly without any, Acquire reports it.
 	l := &redlockLocker{
 		rs: redsync.New(pools...), masters: d.Masters, nodes: len(pools), quorum: len(pools)/2 + 1,
 		lease: lease, drift: d.DriftFactor, log: log, id: uuid.NewString(), local: map[string]map[*redlockLease]struct{}{},

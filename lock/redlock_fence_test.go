@@ -1,7 +1,6 @@
 package lock
 
 import (
-	"github.com/seckill-lab/seckill/lock/locktest"
 	"context"
 	"errors"
 	"net"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill-lab/seckill/lock/locktest"
 )
 
 func TestRedlockFencedTokensIncreaseAndSitOnEveryMaster(t *testing.T) {
@@ -23,9 +23,9 @@ func TestRedlockFencedTokensIncreaseAndSitOnEveryMaster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = l.(*redlockLocker).Close() })
-	if l.Name() != "redlock-fenced" {
-		t.Fatalf("name %q", l.Name())
+	t.Cleanup(func() { _ = l.Close() })
+	if rl := l.impl.(*redlockLocker); rl.Name() != "redlock-fenced" || !rl.fence {
+		t.Fatalf("name %q, fencing %v: WithFencingTokens did not turn the tokens on", rl.Name(), rl.fence)
 	}
 	ctx := context.Background()
 	for want := int64(1); want <= 3; want++ {
@@ -68,12 +68,12 @@ func TestRedlockFencedTokenOrdersHoldersAfterAnEarlyExpiry(t *testing.T) {
 	if err := clients[0].Set(ctx, redlockTokenKey(rlKey), 50, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	side := func(ms ...redis.UniversalClient) Locker {
+	side := func(ms ...redis.UniversalClient) *Locker {
 		l, err := NewRedlock(ms, WithLease(5*time.Second), WithFencingTokens())
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = l.(*redlockLocker).Close() })
+		t.Cleanup(func() { _ = l.Close() })
 		return l
 	}
 	a := side(clients[0], clients[1], cut)

@@ -1,7 +1,6 @@
 package lock
 
 import (
-	"github.com/seckill-lab/seckill/lock/locktest"
 	"context"
 	"errors"
 	"sync"
@@ -11,10 +10,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill-lab/seckill/lock/locktest"
 )
 
 // rlSetup starts n masters and a redlock Locker over them.
-func rlSetup(t *testing.T, n int, lease time.Duration) (*redlockLocker, []*locktest.Server, []*redis.Client) {
+func rlSetup(t *testing.T, n int, lease time.Duration) (*Locker, []*locktest.Server, []*redis.Client) {
 	t.Helper()
 	servers := locktest.NewN(t, n)
 	clients := make([]*redis.Client, n)
@@ -22,11 +22,12 @@ func rlSetup(t *testing.T, n int, lease time.Duration) (*redlockLocker, []*lockt
 		clients[i] = locktest.NewClient(t, s)
 	}
 	locktest.Install(universal(clients...)...) // inert unless a test attaches a locktest.Holder
-	l, err := newRedlock(Deps{Masters: universal(clients...), Lease: lease})
+	l, err := NewRedlock(universal(clients...), WithLease(lease))
 	if err != nil {
-		t.Fatalf("newRedlock: %v", err)
+		t.Fatalf("NewRedlock: %v", err)
 	}
-	return l.(*redlockLocker), servers, clients
+	t.Cleanup(func() { _ = l.Close() })
+	return l, servers, clients
 }
 
 const rlKey = "{inventory001}:lock:redlock"
@@ -44,31 +45,13 @@ func rlValues(t *testing.T, clients []*redis.Client) []string {
 	return out
 }
 
-func rlMustAcquire(t *testing.T, l Locker, opts Options) Lease {
+func rlMustAcquire(t *testing.T, l *Locker, opts Options) *Lease {
 	t.Helper()
 	lease, err := l.Acquire(context.Background(), rlKey, opts)
 	if err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
 	return lease
-}
-
-func TestRedlockRegistered(t *testing.T) {
-	m, err := LookupMode("redlock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Row != 9 || !m.Safe || m.Atomic {
-		t.Fatalf("mode = %+v, want row 9, safe, not atomic", m)
-	}
-	for _, f := range []string{FaultWork, FaultCrashAfterLock, FaultHolderPause} {
-		if !m.Supports(f) {
-			t.Errorf("redlock should support %s", f)
-		}
-	}
-	if m.Supports(FaultCrashBeforeExpire) || m.Supports(FaultPauseBeforeDel) {
-		t.Errorf("redlock must not support the setnx/uuid faults: %v", m.Faults)
-	}
 }
 
 func TestRedlockSetsEveryMasterExcludesAndReleases(t *testing.T) {
@@ -225,8 +208,8 @@ func TestRedlockOneOfThreeDownStillLocksTwoDownFails(t *testing.T) {
 
 func TestRedlockFiveMastersToleratesTwoDown(t *testing.T) {
 	l, servers, clients := rlSetup(t, 5, time.Second)
-	if l.quorum != 3 {
-		t.Fatalf("quorum of 5 = %d, want 3", l.quorum)
+	if q := l.impl.(*redlockLocker).quorum; q != 3 {
+		t.Fatalf("quorum of 5 = %d, want 3", q)
 	}
 	servers[0].Stop()
 	servers[3].Stop()
@@ -265,7 +248,7 @@ func TestRedlockRenewalKeepsLockThroughThreeLeases(t *testing.T) {
 		t.Fatal("Lost closed although every master was up")
 	default:
 	}
-	if n := lease.(Renewer).Renewals(); n < 2 {
+	if n := lease.Renewals(); n < 2 {
 		t.Fatalf("renewals after 3 ttls = %d, want >= 2", n)
 	}
 	for i, c := range clients {
@@ -308,7 +291,7 @@ func TestRedlockValidityRunsOutWithExplicitLease(t *testing.T) {
 	case <-time.After(2 * ttl):
 		t.Fatal("Lost not closed after the validity ran out")
 	}
-	if n := lease.(Renewer).Renewals(); n != 0 {
+	if n := lease.Renewals(); n != 0 {
 		t.Fatalf("an explicit lease must not be renewed: %d renewals", n)
 	}
 	// The keys expire a moment later; then someone else holds it and the old release is refused.
@@ -335,13 +318,13 @@ func TestRedlockPausedHolderLosesTheLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := lease.(Renewer).Renewals()
+	before := lease.Renewals()
 	start := time.Now()
 	holder.Freeze(ctx, 2*ttl)
 	if el := time.Since(start); el < 2*ttl {
 		t.Fatalf("the pause returned after %v, want it to block for %v", el, 2*ttl)
 	}
-	if got := lease.(Renewer).Renewals(); got != before {
+	if got := lease.Renewals(); got != before {
 		t.Fatalf("renewals went from %d to %d during the freeze", before, got)
 	}
 	select {
@@ -378,7 +361,7 @@ func TestRedlockCrashedHolderLeavesKeysUntilTTL(t *testing.T) {
 	if el := time.Since(start); el < ttl/2 {
 		t.Fatalf("acquired %v after the crash: the abandoned lock should have lasted about its ttl %v (renewal must stop, nothing deleted)", el, ttl)
 	}
-	if n := lease.(Renewer).Renewals(); n != 0 {
+	if n := lease.Renewals(); n != 0 {
 		t.Errorf("crashed holder's lease renewed %d times", n)
 	}
 	if err := b.Release(context.Background()); err != nil {
@@ -403,9 +386,9 @@ func TestRedlockWaitEndsWithContext(t *testing.T) {
 }
 
 func TestRedlockWithoutMasters(t *testing.T) {
-	l, err := newRedlock(Deps{Lease: time.Second})
+	l, err := newRedlock(settings{Lease: time.Second})
 	if err != nil {
-		t.Fatalf("newRedlock without masters must build (the registry builds every mode): %v", err)
+		t.Fatalf("newRedlock without masters must build (a caller may build every lock, also one it never uses): %v", err)
 	}
 	if _, err := l.Acquire(context.Background(), rlKey, Options{}); !errors.Is(err, ErrNotObtained) || !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("acquire without masters: %v, want ErrNotObtained and ErrUnavailable", err)

@@ -1,7 +1,6 @@
 package lock_test
 
 import (
-	"github.com/seckill-lab/seckill/lock/locktest"
 	"errors"
 	"log/slog"
 	"net"
@@ -12,25 +11,18 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/lock"
+	"github.com/seckill-lab/seckill/lock/locktest"
 )
 
 // syncLocker builds mode reentrant on c with lock.waitReplicas = n.
-func syncLocker(t *testing.T, c redis.UniversalClient, n int, timeout time.Duration) lock.Locker {
+func syncLocker(t *testing.T, c redis.UniversalClient, n int, timeout time.Duration) *lock.Locker {
 	t.Helper()
-	m, err := lock.LookupMode("reentrant")
+	l, err := lock.NewReentrant(c, lock.WithLease(10*time.Second), lock.WithInstanceID("sync-test"),
+		lock.WithReplicas(n, timeout), lock.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := m.New(lock.Deps{Data: c, Lease: 10 * time.Second, InstanceID: "sync-test", WaitReplicas: n,
-		WaitReplicasTimeout: timeout, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cl, ok := l.(interface{ Close() error }); ok {
-			_ = cl.Close()
-		}
-	})
+	t.Cleanup(func() { _ = l.Close() })
 	return l
 }
 
@@ -135,16 +127,13 @@ func TestWaitReplicasOnlyReentrant(t *testing.T) {
 	for _, s := range locktest.NewN(t, 3) {
 		masters = append(masters, locktest.NewClient(t, s))
 	}
-	reg, err := lock.NewRegistry(lock.Deps{Data: masters[0], Masters: masters, Lease: 5 * time.Second,
-		WaitReplicas: 1, WaitReplicasTimeout: 100 * time.Millisecond})
+	// The same options for both, as a service configures every lock alike.
+	opts := []lock.Option{lock.WithLease(5 * time.Second), lock.WithReplicas(1, 100*time.Millisecond)}
+	ml, err := lock.NewMultilock(masters, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer reg.Close()
-	ml, _, err := reg.Locker("multilock")
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer ml.Close()
 	le, err := ml.Acquire(t.Context(), "{x}:lock:multilock", lock.Options{})
 	if err != nil {
 		t.Fatalf("multilock with waitReplicas set: %v", err)
@@ -152,10 +141,11 @@ func TestWaitReplicasOnlyReentrant(t *testing.T) {
 	if err := le.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	re, _, err := reg.Locker("reentrant")
+	re, err := lock.NewReentrant(masters[0], opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer re.Close()
 	// The data Redis here has no replica: reentrant refuses, as configured.
 	if _, err := re.Acquire(t.Context(), "{x}:lock:reentrant", lock.Options{}); !errors.Is(err, lock.ErrNotReplicated) {
 		t.Fatalf("reentrant without a replica: %v, want ErrNotReplicated", err)

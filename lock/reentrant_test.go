@@ -1,7 +1,6 @@
 package lock_test
 
 import (
-	"github.com/seckill-lab/seckill/lock/locktest"
 	"context"
 	"errors"
 	"fmt"
@@ -14,31 +13,26 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/lock"
+	"github.com/seckill-lab/seckill/lock/locktest"
 )
 
 // reentLocker builds mode reentrant on c as service instance id with default lease.
-func reentLocker(t *testing.T, c *redis.Client, id string, lease time.Duration) lock.Locker {
+func reentLocker(t *testing.T, c *redis.Client, id string, lease time.Duration) *lock.Locker {
 	t.Helper()
-	m, err := lock.LookupMode("reentrant")
-	if err != nil {
-		t.Fatal(err)
-	}
 	locktest.Install(c) // inert unless a test acquires under a locktest.Holder
-	l, err := m.New(lock.Deps{Data: c, Lease: lease, InstanceID: id, Logger: slog.New(slog.DiscardHandler)})
+	l, err := lock.NewReentrant(c, lock.WithLease(lease), lock.WithInstanceID(id), lock.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatalf("build reentrant: %v", err)
 	}
 	t.Cleanup(func() {
-		if cl, ok := l.(interface{ Close() error }); ok {
-			if err := cl.Close(); err != nil {
-				t.Errorf("close locker: %v", err)
-			}
+		if err := l.Close(); err != nil {
+			t.Errorf("close locker: %v", err)
 		}
 	})
 	return l
 }
 
-func reentAcquire(t *testing.T, l lock.Locker, owner, key string, opts lock.Options) lock.Lease {
+func reentAcquire(t *testing.T, l *lock.Locker, owner, key string, opts lock.Options) *lock.Lease {
 	t.Helper()
 	opts.Owner = owner
 	le, err := l.Acquire(t.Context(), key, opts)
@@ -50,7 +44,7 @@ func reentAcquire(t *testing.T, l lock.Locker, owner, key string, opts lock.Opti
 
 // heldUnderFault acquires key as owner under a locktest.Holder, so the test can crash or pause the
 // holder as the lab does (the Locker's clients must carry locktest.Install's hook).
-func heldUnderFault(t *testing.T, l lock.Locker, owner, key string) (lock.Lease, *locktest.Holder) {
+func heldUnderFault(t *testing.T, l *lock.Locker, owner, key string) (*lock.Lease, *locktest.Holder) {
 	t.Helper()
 	ctx, h := locktest.Attach(t.Context(), locktest.Plan{})
 	le, err := l.Acquire(ctx, key, lock.Options{Owner: owner})
@@ -61,16 +55,15 @@ func heldUnderFault(t *testing.T, l lock.Locker, owner, key string) (lock.Lease,
 }
 
 // renewals is a lease's watchdog renewal count.
-func renewals(t *testing.T, le lock.Lease) int64 {
+func renewals(t *testing.T, le *lock.Lease) int64 {
 	t.Helper()
-	r, ok := le.(lock.Renewer)
-	if !ok {
-		t.Fatalf("%T has no watchdog (not a lock.Renewer)", le)
+	if le.Lost() == nil {
+		t.Fatalf("the lease of %s has no watchdog (no Lost channel)", le.Key())
 	}
-	return r.Renewals()
+	return le.Renewals()
 }
 
-func reentRelease(t *testing.T, le lock.Lease) {
+func reentRelease(t *testing.T, le *lock.Lease) {
 	t.Helper()
 	if err := le.Release(t.Context()); err != nil {
 		t.Fatalf("release %s: %v", le.Key(), err)
@@ -123,13 +116,13 @@ func reentWaitSubscribed(t *testing.T, c *redis.Client, channel string, n int64)
 }
 
 type reentWaited struct {
-	lease lock.Lease
+	lease *lock.Lease
 	at    time.Time
 	err   error
 }
 
 // reentWaitAsync starts an Acquire that waits up to wait; the result arrives on the channel.
-func reentWaitAsync(t *testing.T, l lock.Locker, owner, key string, wait time.Duration) <-chan reentWaited {
+func reentWaitAsync(t *testing.T, l *lock.Locker, owner, key string, wait time.Duration) <-chan reentWaited {
 	t.Helper()
 	got := make(chan reentWaited, 1)
 	go func() {
@@ -163,7 +156,7 @@ func TestReentrantRedissonLayout(t *testing.T) {
 			if p := reentPTTL(t, c, tc.key); p <= 0 || p > lease.Milliseconds() {
 				t.Fatalf("PTTL = %d, want in (0, %d]", p, lease.Milliseconds())
 			}
-			if f := first.(lock.HashLease).Field(); f != field {
+			if f := first.Field(); f != field {
 				t.Fatalf("Field() = %q, want %q", f, field)
 			}
 			nested := reentAcquire(t, l, "order-1", tc.key, lock.Options{})
@@ -250,7 +243,7 @@ func TestReentrantNestedAcquireNeedsAsManyReleases(t *testing.T) {
 	c := locktest.NewClient(t, locktest.New(t))
 	l := reentLocker(t, c, "inst", time.Second)
 	const key = "nested"
-	var leases []lock.Lease
+	var leases []*lock.Lease
 	for range 3 {
 		leases = append(leases, reentAcquire(t, l, "req-1", key, lock.Options{}))
 	}
@@ -487,7 +480,7 @@ func TestReentrantPausedHolderLosesTheLock(t *testing.T) {
 	b := reentLocker(t, c, "inst-b", lease)
 	const key = "frozen"
 	la, holder := heldUnderFault(t, a, "gc", key)
-	took := make(chan lock.Lease, 1)
+	took := make(chan *lock.Lease, 1)
 	go func() {
 		le, err := b.Acquire(context.Background(), key, lock.Options{Owner: "other", Wait: 2 * time.Second})
 		if err != nil {

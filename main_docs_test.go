@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// docFiles are the pages a reader follows: the README, the manual under docs/ and the library's
+// page.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	files := []string{"README.md", "lock/README.md"}
+	more, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(files, more...)
+}
+
+var (
+	mdLink    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	mdHeading = regexp.MustCompile(`^#{1,6}\s+(.*)$`)
+	anchorOut = regexp.MustCompile(`[^\p{L}\p{N}\- _]`)
+)
+
+// anchors are the heading anchors of a Markdown file, as GitHub makes them: lower case, spaces to
+// hyphens, punctuation dropped, repeats numbered.
+func anchors(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	seen := map[string]int{}
+	fenced := false
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+			continue
+		}
+		m := mdHeading.FindStringSubmatch(line)
+		if fenced || m == nil {
+			continue
+		}
+		text := strings.ToLower(strings.TrimSpace(m[1]))
+		text = strings.NewReplacer("`", "", "*", "").Replace(text)
+		a := strings.ReplaceAll(anchorOut.ReplaceAllString(text, ""), " ", "-")
+		if n := seen[a]; n > 0 {
+			out[a+"-"+strconv.Itoa(n)] = true
+		} else {
+			out[a] = true
+		}
+		seen[a]++
+	}
+	return out
+}
+
+// TestDocLinksResolve: every relative link of the README and the manual names a file of the
+// repository, and every anchor a heading of the page it points into.
+func TestDocLinksResolve(t *testing.T) {
+	for _, doc := range docFiles(t) {
+		raw, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fenced := false
+		for n, line := range strings.Split(string(raw), "\n") {
+			if strings.HasPrefix(line, "```") {
+				fenced = !fenced
+			}
+			if fenced {
+				continue
+			}
+			for _, m := range mdLink.FindAllStringSubmatch(line, -1) {
+				target := m[1]
+				u, err := url.Parse(target)
+				if err != nil {
+					t.Errorf("%s:%d: link %q: %v", doc, n+1, target, err)
+					continue
+				}
+				if u.Scheme != "" || strings.HasPrefix(target, "//") {
+					continue // a public page: checked by the reader, not offline
+				}
+				file := doc
+				if u.Path != "" {
+					file = filepath.Join(filepath.Dir(doc), u.Path)
+					if _, err := os.Stat(file); err != nil {
+						t.Errorf("%s:%d: link %q: no such file %s", doc, n+1, target, file)
+						continue
+					}
+				}
+				if u.Fragment != "" && strings.HasSuffix(file, ".md") && !anchors(t, file)[u.Fragment] {
+					t.Errorf("%s:%d: link %q: %s has no heading #%s", doc, n+1, target, file, u.Fragment)
+				}
+			}
+		}
+	}
+}
+
+// TestReadmeCommandsParse: every `go run . …` or `seckill …` command in a shell block of the README
+// and the manual parses against the command line's real flags.
+func TestReadmeCommandsParse(t *testing.T) {
+	checked := 0
+	for _, doc := range docFiles(t) {
+		f, err := os.Open(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		inShell, n := false, 0
+		for sc.Scan() {
+			n++
+			line := strings.TrimSpace(sc.Text())
+			if strings.HasPrefix(line, "```") {
+				inShell = !inShell && (line == "```sh" || line == "```bash" || line == "```shell")
+				continue
+			}
+			if !inShell {
+				continue
+			}
+			args, ok := commandArgs(line)
+			if !ok {
+				continue
+			}
+			checked++
+			if _, _, _, err := parseCommand(args, io.Discard, io.Discard); err != nil {
+				t.Errorf("%s:%d: %q does not parse: %v", doc, n, line, err)
+			}
+		}
+		f.Close()
+	}
+	if checked == 0 {
+		t.Fatal("found no command to check: the README should show how to run the service")
+	}
+	t.Logf("%d commands parse", checked)
+}
+
+// commandArgs returns the arguments of a `go run .` or `seckill` command line, up to a comment,
+// a pipe, a redirection or the next command; ok is false for any other line.
+func commandArgs(line string) ([]string, bool) {
+	fields := strings.Fields(line)
+	for len(fields) > 0 && strings.Contains(fields[0], "=") && !strings.HasPrefix(fields[0], "-") {
+		fields = fields[1:] // VAR=value before the command
+	}
+	switch {
+	case len(fields) >= 3 && fields[0] == "go" && fields[1] == "run" && fields[2] == ".":
+		fields = fields[3:]
+	case len(fields) >= 1 && (fields[0] == "seckill" || fields[0] == "./seckill"):
+		fields = fields[1:]
+	default:
+		return nil, false
+	}
+	var args []string
+	for _, f := range fields {
+		if strings.HasPrefix(f, "#") || f == "|" || f == "&&" || f == ";" || f == "&" ||
+			strings.HasPrefix(f, ">") || strings.HasPrefix(f, "2>") {
+			break
+		}
+		args = append(args, strings.Trim(f, `"'`))
+	}
+	return args, true
+}
