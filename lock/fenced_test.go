@@ -115,7 +115,7 @@ func TestFencedTokensStrictlyIncrease(t *testing.T) {
 		}
 		last = tok
 	}
-	if n, err := c.Get(ctx, key+":token").Int64(); err != nil || n != last {
+	if n, err := c.Get(ctx, "redisson_lock_token:"+key).Int64(); err != nil || n != last {
 		t.Fatalf("token counter = %d (%v), want the last token %d", n, err, last)
 	}
 }
