@@ -27,9 +27,9 @@ var (
 	fencedRelease = redis.NewScript(fencedReleaseLua)
 )
 
-// fencedLocker is mode fenced (Redisson RFencedLock; Kleppmann's fencing tokens): SET NX PX and
-// INCR of a token counter in one script, so every acquisition carries a strictly increasing
-// token; a watchdog renews the lease every lease/3 while held. A lease alone cannot stop a holder
+// fencedLocker is mode fenced (Redisson RFencedLock, in its layout; Kleppmann's fencing tokens):
+// the take of RLock's hash and INCR of a token counter in one script, so every acquisition
+// carries a strictly increasing token; a watchdog renews the lease every lease/3 while held. A lease alone cannot stop a holder
 // that was paused past its expiry from writing afterwards; the token can: the store accepts a
 // write only if no newer token has been written (store/lua/commit.lua), so a stale holder's write
 // is rejected instead of overwriting a newer holder's.

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// What keeps the reentrant and fair locks in step with Redisson on every topology: the choice
+// What keeps the reentrant, fair and fenced locks in step with Redisson on every topology: the choice
 // between classic and sharded pub/sub, and the fair lock's thread wait.
 //
 // On a Redis 7 cluster Redisson (shardedSubscriptionMode AUTO) waits with SSUBSCRIBE and
@@ -29,13 +29,14 @@ const (
 	subSharded                // SPUBLISH / SSUBSCRIBE
 )
 
-// WithShardedPubSub forces how NewReentrant and NewFair announce a release and wait for one, as
-// Redisson's shardedSubscriptionMode does: true, SPUBLISH and SSUBSCRIBE (Redis 7 and later; on
-// a cluster one subscription per node, moved with the slots); false, PUBLISH and SUBSCRIBE.
-// Default (the option not given): sharded when the client is a *redis.ClusterClient whose
-// servers know sharded pub/sub, classic otherwise; that is Redisson's AUTO, so on a cluster both
-// sides pick alike. Processes sharing a lock must use the same kind, or each side's waiters
-// sleep out the other's holders. Other locks ignore it (they always use classic pub/sub).
+// WithShardedPubSub forces how NewReentrant, NewFair and NewFenced announce a release and wait
+// for one, as Redisson's shardedSubscriptionMode does: true, SPUBLISH and SSUBSCRIBE (Redis 7
+// and later; on a cluster one subscription per node, moved with the slots); false, PUBLISH and
+// SUBSCRIBE. Default (the option not given): sharded when the client is a *redis.ClusterClient
+// whose servers know sharded pub/sub, classic otherwise; that is Redisson's AUTO, so on a
+// cluster both sides pick alike. Processes sharing a lock must use the same kind, or each side's
+// waiters sleep out the other's holders. The other locks ignore it (they always use classic
+// pub/sub).
 func WithShardedPubSub(on bool) Option {
 	return func(o *settings) {
 		o.Subscription = subClassic
