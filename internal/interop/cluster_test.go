@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -234,7 +235,10 @@ func moveSlot(t *testing.T, cc *redis.ClusterClient, key string) *redis.Client {
 		t.Fatal(err)
 	}
 	var masters []*redis.Client
+	var mu sync.Mutex // ForEachMaster calls in parallel
 	if err := cc.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
 		masters = append(masters, c)
 		return nil
 	}); err != nil {
