@@ -43,13 +43,15 @@ type fencedLocker struct {
 	log   *slog.Logger
 	sub   *subscriber
 	line  *handoff
-	// id is the payload of this Locker's release messages: its own releases ring its line
-	// directly, so its subscriber ignores them.
+	// id names this Locker in its holders' hash fields ("<id>:<acquisition>", as Redisson's
+	// "<client-id>:<thread>"): the instance ID when one was given. Its releases ring its line
+	// directly and announce themselves with Redisson's unlock message for everyone else, which
+	// rings its own line a second time (a spurious wake-up costs one attempt, never exclusion).
 	id string
 }
 
 func newFenced(d settings) (locker, error) {
-	l := &fencedLocker{rdb: d.Data, lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d), id: uuid.NewString()}
+	l := &fencedLocker{rdb: d.Data, lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d), id: cmp.Or(d.InstanceID, uuid.NewString())}
 	l.sub, l.line = newSubscribedLine(d.Data, l.log, func(payload string) bool { return payload != l.id }, true)
 	l.sub.mode = newPubsubMode(d.Data, d.Subscription)
 	return l, nil
