@@ -45,10 +45,13 @@ type Config struct {
 
 // Server configures the HTTP side.
 type Server struct {
-	Host            string        `mapstructure:"host"`
-	Port            int           `mapstructure:"port"`
-	Instance        string        `mapstructure:"instance"`
-	AdminToken      string        `mapstructure:"admintoken"`
+	Host       string `mapstructure:"host"`
+	Port       int    `mapstructure:"port"`
+	Instance   string `mapstructure:"instance"`
+	AdminToken string `mapstructure:"admintoken"`
+	// MaxInFlight bounds the sales served at once by this process; the excess is answered 503
+	// at once (Retry-After), instead of queueing behind the lock.
+	MaxInFlight     int           `mapstructure:"maxinflight"`
 	ReadTimeout     time.Duration `mapstructure:"readtimeout"`
 	WriteTimeout    time.Duration `mapstructure:"writetimeout"`
 	ShutdownTimeout time.Duration `mapstructure:"shutdowntimeout"`
@@ -85,7 +88,10 @@ type Lock struct {
 	// each acquisition, within WaitReplicasTimeout; fewer acknowledgements undo it (row 12).
 	WaitReplicas        int           `mapstructure:"waitreplicas"`
 	WaitReplicasTimeout time.Duration `mapstructure:"waitreplicastimeout"`
-	// SubscriptionMode is how modes reentrant and fair announce a release and wait for one:
+	// AllowedModes are the modes a sale may use without the lab's operator (with lab.enabled
+	// false: the only ones it may use). Mode must be one of them when the lab is off.
+	AllowedModes []string `mapstructure:"allowedmodes"`
+	// SubscriptionMode is how modes reentrant, fair and fenced announce a release and wait for one:
 	// auto (sharded pub/sub on a Redis 7 cluster, classic elsewhere, as Redisson's AUTO),
 	// sharded or classic (docs/interop.md).
 	SubscriptionMode string `mapstructure:"subscriptionmode"`
@@ -247,6 +253,23 @@ func (c *Config) Validate(modes []string) error {
 	}
 	if modes != nil && !slices.Contains(modes, c.Lock.Mode) {
 		return bad("lock.mode", "unknown mode %q; valid modes: %s", c.Lock.Mode, strings.Join(modes, ", "))
+	}
+	if len(c.Lock.AllowedModes) == 0 {
+		return bad("lock.allowedModes", "must list at least one mode (the default lists the safe ones)")
+	}
+	for i, m := range c.Lock.AllowedModes {
+		m = strings.TrimSpace(m)
+		c.Lock.AllowedModes[i] = m
+		if modes != nil && !slices.Contains(modes, m) {
+			return bad("lock.allowedModes", "entry %d: unknown mode %q; valid modes: %s", i, m, strings.Join(modes, ", "))
+		}
+	}
+	if !c.Lab.Enabled && !slices.Contains(c.Lock.AllowedModes, c.Lock.Mode) {
+		return bad("lock.mode", "%q is not in lock.allowedModes (%s), the only modes a sale may use with lab.enabled=false",
+			c.Lock.Mode, strings.Join(c.Lock.AllowedModes, ", "))
+	}
+	if c.Server.MaxInFlight < 1 || c.Server.MaxInFlight > 1_000_000 {
+		return bad("server.maxInFlight", "%d is out of range 1..1000000", c.Server.MaxInFlight)
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

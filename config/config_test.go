@@ -11,7 +11,7 @@ import (
 	"seckill/config"
 )
 
-var modes = []string{"none", "lua", "atomic"}
+var modes = []string{"none", "lua", "atomic", "reentrant", "fair", "fenced", "multilock", "redlock", "redlock-fenced"}
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 

@@ -293,7 +293,7 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		{name: "multilock holdSeconds above lab.maxWork", method: G, target: "/getMultiLock?holdSeconds=6", status: s400, want: []string{"holdSeconds=6", "maxWork"}},
 		{name: "multilock holdSeconds twice", method: G, target: "/getMultiLock?holdSeconds=1&holdSeconds=2", status: s400, want: []string{"holdSeconds", "2 times"}},
 		{name: "multilock unknown parameter", method: G, target: "/getMultiLock?seconds=1", status: s400, want: []string{"unknown parameter seconds"}},
-		{name: "multilock POST", method: P, target: "/getMultiLock?holdSeconds=1", status: s405, want: []string{"method POST"}},
+		{name: "multilock PUT", method: http.MethodPut, target: "/getMultiLock?holdSeconds=1", status: s405, want: []string{"method PUT"}},
 		// /lab
 		{name: "lab scenarios POST", method: P, target: "/lab/scenarios", status: s405, want: []string{"method POST"}},
 		{name: "lab unknown scenario", method: P, target: "/lab/scenarios/nope/run", status: s404, want: []string{"unknown scenario", `"nope"`}},

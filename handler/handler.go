@@ -5,6 +5,7 @@ package handler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -16,7 +17,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"seckill/internal/modes"
-	"seckill/lab"
 	"seckill/metrics"
 	"seckill/service"
 	"seckill/store"
@@ -28,16 +28,19 @@ type Options struct {
 	// MaxBody bounds request bodies; larger ones are 413.
 	MaxBody int64
 	Logger  *slog.Logger
-	// Metrics, when set, is served at /metrics and told about lab runs.
+	// Metrics, when set, is served at /metrics.
 	Metrics *metrics.Metrics
-	// Lab runs the lab's scenarios on the service's own Redis servers (POST
-	// /lab/scenarios/{name}/run); app builds it. Without it that endpoint answers 503.
-	Lab LabRunner
+	// Mount, when set, adds routes beside the API's own: app mounts the lab's here
+	// (seckill/lab/labhttp). kit gives them the API's admin guard and error answers.
+	Mount func(r gin.IRouter, kit Kit)
 }
 
-// LabRunner runs one scenario of the lab (a *lab.Runner; tests may fake it).
-type LabRunner interface {
-	Run(ctx context.Context, sc lab.Scenario) lab.Result
+// Kit is what mounted routes share with the API.
+type Kit struct {
+	// Admin requires X-Admin-Token when server.adminToken is set (401 otherwise).
+	Admin gin.HandlerFunc
+	// Fail answers a service error with its status, as every handler does.
+	Fail func(c *gin.Context, err error)
 }
 
 // Shop is what the sale, inventory, reset and health handlers need of the service.
@@ -46,6 +49,7 @@ type Shop interface {
 	Inventory(ctx context.Context, sku string) (store.Inventory, error)
 	InventoryAll(ctx context.Context) ([]store.Inventory, error)
 	Reset(ctx context.Context, sku string, stock int64) (store.Inventory, error)
+	Restock(ctx context.Context, sku string, stock int64) (store.Inventory, error)
 	SKUs() []string
 	Settings() service.Settings
 	Ready(ctx context.Context) (map[string]string, error)
@@ -96,6 +100,9 @@ func statusOf(err error) int {
 		{service.ErrBadRequest, http.StatusBadRequest},
 		{service.ErrNotFound, http.StatusNotFound},
 		{service.ErrLabDisabled, http.StatusForbidden},
+		{service.ErrNeedsOperator, http.StatusUnauthorized},
+		{service.ErrNoStock, http.StatusServiceUnavailable},
+		{service.ErrOverloaded, http.StatusServiceUnavailable},
 		{service.ErrSoldOut, http.StatusConflict},
 		{service.ErrStaleWrite, http.StatusConflict},
 		{service.ErrLockTimeout, http.StatusServiceUnavailable},
@@ -117,7 +124,39 @@ func (a *API) message(err error, status int) string {
 		a.log.Error("internal error", "err", err)
 		return "internal error"
 	}
-	return err.Error()
+	return capMessage(err.Error())
+}
+
+// maxMessage bounds an error message: with the parameters quoted short (Quote), only a long
+// chain of causes could pass it.
+const maxMessage = 700
+
+func capMessage(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxMessage], "") + "…"
+}
+
+// maxQuoted is how much of a bad value an error message quotes.
+const maxQuoted = 40
+
+// Name shows a parameter's name in an error message: as it is when short and plain, else quoted
+// and cut (Quote).
+func Name(v string) string {
+	if len(v) > maxQuoted || strings.IndexFunc(v, func(r rune) bool { return r <= ' ' || r > '~' || r == '"' }) >= 0 {
+		return Quote(v)
+	}
+	return v
+}
+
+// Quote quotes a value for an error message, cut to its first maxQuoted bytes: an answer never
+// echoes a large bad value back.
+func Quote(v string) string {
+	if len(v) <= maxQuoted {
+		return strconv.Quote(v)
+	}
+	return strconv.Quote(strings.ToValidUTF8(v[:maxQuoted], "")) + fmt.Sprintf("… (%d bytes)", len(v))
 }
 
 func (a *API) fail(c *gin.Context, err error) {
@@ -138,9 +177,9 @@ func onlyParams(q url.Values, accepted ...string) error {
 	for name, vals := range q {
 		if !slices.Contains(accepted, name) {
 			if len(accepted) == 0 {
-				return badRequest("unknown parameter %s; this endpoint takes none", name)
+				return badRequest("unknown parameter %s; this endpoint takes none", Name(name))
 			}
-			return badRequest("unknown parameter %s; accepted: %s", name, strings.Join(accepted, ", "))
+			return badRequest("unknown parameter %s; accepted: %s", Name(name), strings.Join(accepted, ", "))
 		}
 		if len(vals) > 1 {
 			return badRequest("parameter %s is given %d times", name, len(vals))
@@ -161,7 +200,7 @@ func queryInt(c *gin.Context, name string, def int64) (int64, error) {
 func parseInt(name, v string) (int64, error) {
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		return 0, badRequest("%s=%q is not a whole number", name, v)
+		return 0, badRequest("%s=%s is not a whole number", name, Quote(v))
 	}
 	return n, nil
 }

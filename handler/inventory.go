@@ -24,6 +24,12 @@ func badRequest(format string, args ...any) error {
 // saleParams are the query parameters /inventory/sale accepts.
 var saleParams = []string{"lock", "sku", "workMs", "freezeMs", "pauseBeforeDelMs", "leaseMs", "crash"}
 
+// faultParams are the sale's parameters that inject a fault: the lab's.
+var faultParams = []string{"workMs", "freezeMs", "pauseBeforeDelMs", "leaseMs", "crash"}
+
+// maxName bounds a mode, SKU or fault name (SKUs are at most 128 characters, see config).
+const maxName = 128
+
 // ParseSale turns the sale's query parameters into a request. It checks syntax only (numbers,
 // known parameters); the service checks meaning (modes, fault bounds, the lab switch).
 func ParseSale(q url.Values) (service.SaleRequest, error) {
@@ -36,7 +42,14 @@ func ParseSale(q url.Values) (service.SaleRequest, error) {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return req, badRequest("unknown parameter(s) %s; accepted: %s", strings.Join(unknown, ", "), strings.Join(saleParams, ", "))
+		more := ""
+		if len(unknown) > 3 {
+			unknown, more = unknown[:3], fmt.Sprintf(" and %d more", len(unknown)-3)
+		}
+		for i, u := range unknown {
+			unknown[i] = Name(u)
+		}
+		return req, badRequest("unknown parameter(s) %s%s; accepted: %s", strings.Join(unknown, ", "), more, strings.Join(saleParams, ", "))
 	}
 	for name, vals := range q {
 		if len(vals) > 1 {
@@ -48,6 +61,27 @@ func ParseSale(q url.Values) (service.SaleRequest, error) {
 	req.Crash = q.Get("crash")
 	if q.Has("lock") && req.Mode == "" {
 		return req, fmt.Errorf("%w: %w: lock= is empty", service.ErrBadRequest, modes.ErrUnknownMode)
+	}
+	// Values longer than any valid one are refused here, quoted short, before anything echoes them.
+	if len(req.Mode) > maxName {
+		return req, fmt.Errorf("%w: %w %s", service.ErrBadRequest, modes.ErrUnknownMode, Quote(req.Mode))
+	}
+	if len(req.SKU) > maxName {
+		return req, fmt.Errorf("%w: unknown sku %s", service.ErrNotFound, Quote(req.SKU))
+	}
+	if len(req.Crash) > maxName {
+		return req, badRequest("crash=%s is not a fault", Quote(req.Crash))
+	}
+	// Every fault parameter given is named, whatever its value: where faults are refused, workMs=0
+	// is refused as workMs=5 is.
+	req.FaultParams = []string{}
+	for _, name := range faultParams {
+		if q.Has(name) {
+			if name == "crash" && (req.Crash == service.CrashAfterLock || req.Crash == service.CrashBeforeExpire) {
+				name += "=" + req.Crash
+			}
+			req.FaultParams = append(req.FaultParams, name)
+		}
 	}
 	for _, p := range []struct {
 		name string
@@ -71,7 +105,9 @@ func ParseSale(q url.Values) (service.SaleRequest, error) {
 //	@Summary		Sell one item
 //	@Description	Reads the stock, and if it is above 0 writes stock-1 and records an order, inside the
 //	@Description	chosen lock mode (a read-check-write on purpose: only the lock protects it). GET is
-//	@Description	accepted as in the source documents. Fault parameters need lab.enabled.
+//	@Description	accepted as in the source documents, unless server.adminToken is set (then 405). A mode
+//	@Description	outside lock.allowedModes and every fault parameter need lab.enabled (else 403) and,
+//	@Description	when server.adminToken is set, the X-Admin-Token header (else 401).
 //	@Tags			inventory
 //	@Produce		json
 //	@Param			lock				query		string	false	"lock mode for this request (default lock.mode)"
@@ -81,15 +117,29 @@ func ParseSale(q url.Values) (service.SaleRequest, error) {
 //	@Param			pauseBeforeDelMs	query		int		false	"uuid: pause between the value check and the DEL, ms (lab)"
 //	@Param			leaseMs				query		int		false	"an explicit lease, ms: the watchdog is off, as Redisson's lock(leaseTime) (lab)"
 //	@Param			crash				query		string	false	"after-lock | before-expire: the holder dies (lab)"	Enums(after-lock, before-expire)
+//	@Param			X-Admin-Token		header		string	false	"the operator's token: needed for lab modes and faults when server.adminToken is set"
 //	@Success		200					{object}	SaleBody	"one sold"
 //	@Failure		400					{object}	SaleBody	"bad parameter or unknown lock mode (validModes lists the modes)"
+//	@Failure		401					{object}	SaleBody	"a lab mode or a fault without the admin token"
+//	@Failure		403					{object}	SaleBody	"a lab mode or a fault with lab.enabled=false"
+//	@Failure		405					{object}	ErrorBody	"GET while server.adminToken is set"
 //	@Failure		409					{object}	SaleBody	"sold out, or a stale write rejected by the fencing token"
 //	@Failure		500					{object}	SaleBody	"stock value not an integer, or an injected crash"
-//	@Failure		503					{object}	SaleBody	"lock not obtained within the wait, or Redis unavailable (Retry-After)"
+//	@Failure		503					{object}	SaleBody	"lock not obtained within the wait (a lock without expiry is named), Redis unavailable, the stock key missing (restock), or server.maxInFlight reached (Retry-After)"
 //	@Router			/inventory/sale [get]
 //	@Router			/inventory/sale [post]
 func (a *API) sale(c *gin.Context) {
+	if c.Request.Method == http.MethodGet && a.opt.AdminToken != "" {
+		// With an operator to protect, nothing that changes state is done on a GET: a link or an
+		// <img> on any web page could otherwise sell, or plant a fault, in a visitor's name.
+		c.Header("Allow", http.MethodPost)
+		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, ErrorBody{
+			Error:  "a sale changes state: use POST (GET is refused while server.adminToken is set)",
+			Status: http.StatusMethodNotAllowed})
+		return
+	}
 	req, err := ParseSale(c.Request.URL.Query())
+	req.Operator = a.isOperator(c)
 	var res service.SaleResult
 	if err == nil {
 		res, err = a.svc.Sale(ctxOf(c), req)
@@ -224,4 +274,43 @@ func (a *API) readyz(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, h)
+}
+
+// restock godoc
+//
+//	@Summary		Set the stock (the operator)
+//	@Description	Sets the stock of a SKU (0..1,000,000,000), whatever lab.enabled says: the way back when
+//	@Description	the data Redis lost the stock key, or to put more on sale. Orders and locks are kept; the
+//	@Description	initial stock moves by as much as the stock, so the audit stays true. Needs the
+//	@Description	X-Admin-Token header; without server.adminToken set it is open only with the lab on.
+//	@Tags			inventory
+//	@Produce		json
+//	@Param			stock			query		int		true	"new stock"
+//	@Param			sku				query		string	false	"SKU (default inventory.key)"
+//	@Param			X-Admin-Token	header		string	false	"the operator's token (server.adminToken)"
+//	@Success		200				{object}	store.Inventory
+//	@Failure		400				{object}	ErrorBody	"stock missing, not a whole number or out of range"
+//	@Failure		401				{object}	ErrorBody	"admin token missing or wrong"
+//	@Failure		403				{object}	ErrorBody	"no admin token configured and the lab is off"
+//	@Failure		503				{object}	ErrorBody	"Redis unavailable"
+//	@Router			/inventory/restock [post]
+func (a *API) restock(c *gin.Context) {
+	if err := onlyParams(c.Request.URL.Query(), "stock", "sku"); err != nil {
+		a.fail(c, err)
+		return
+	}
+	if _, given := c.GetQuery("stock"); !given {
+		a.fail(c, badRequest("stock is required: POST /inventory/restock?stock=N"))
+		return
+	}
+	stock, err := queryInt(c, "stock", 0)
+	var inv store.Inventory
+	if err == nil {
+		inv, err = a.svc.Restock(ctxOf(c), c.Query("sku"), stock)
+	}
+	if err != nil {
+		a.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, inv)
 }

@@ -3,6 +3,8 @@ package handler_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +17,7 @@ import (
 	"seckill/handler"
 	"seckill/internal/apptest"
 	"seckill/lab"
+	"seckill/lab/labhttp"
 )
 
 func TestLabScenariosAreListed(t *testing.T) {
@@ -245,7 +248,8 @@ func TestFailingHistoryIsServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake := &fakeLab{}
-	srv := httptest.NewServer(handler.New(f.App.Service, handler.Options{Lab: fake}))
+	lb := labhttp.New(f.App.Service, fake, nil, nil)
+	srv := httptest.NewServer(handler.New(f.App.Service, handler.Options{Mount: lb.Mount}))
 	defer srv.Close()
 	url := srv.URL + "/lab/scenarios/lua/history"
 	if r := do(t, http.MethodGet, url, nil); r.status != http.StatusNotFound {
@@ -262,6 +266,32 @@ func TestFailingHistoryIsServed(t *testing.T) {
 	if r := do(t, http.MethodGet, url, nil); r.status != http.StatusNotFound {
 		t.Fatalf("after a linearizable run: %d %s", r.status, r.raw)
 	}
+	// The lab keeps one history file per scenario at most: the replaced one is gone.
+	if _, err := os.Stat(file); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the replaced history file %s is still there: %v", file, err)
+	}
+}
+
+// TestLabHistoryFilesAreRemovedOnClose: the history files of the last runs go with the service.
+func TestLabHistoryFilesAreRemovedOnClose(t *testing.T) {
+	f := apptest.New(t, nil)
+	fake := &fakeLab{history: filepath.Join(t.TempDir(), "history.html")}
+	if err := os.WriteFile(fake.history, []byte("<html></html>"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lb := labhttp.New(f.App.Service, fake, nil, nil)
+	srv := httptest.NewServer(handler.New(f.App.Service, handler.Options{Mount: lb.Mount}))
+	defer srv.Close()
+	if r := do(t, http.MethodPost, srv.URL+"/lab/scenarios/lua/run", nil); r.status != http.StatusOK {
+		t.Fatalf("run: %d %s", r.status, r.raw)
+	}
+	if _, err := os.Stat(fake.history); err != nil {
+		t.Fatalf("the history file should be kept while the service runs: %v", err)
+	}
+	lb.Close()
+	if _, err := os.Stat(fake.history); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("history file %s left after Close: %v", fake.history, err)
+	}
 }
 
 // TestLabRunGoesThroughTheRunnerItIsGiven: the handler runs scenarios only through the
@@ -271,10 +301,11 @@ func TestLabRunGoesThroughTheRunnerItIsGiven(t *testing.T) {
 	f := apptest.New(t, nil)
 	fake := &fakeLab{}
 	for _, c := range []struct {
-		runner handler.LabRunner
+		runner labhttp.Runner
 		status int
 	}{{fake, http.StatusOK}, {nil, http.StatusServiceUnavailable}} {
-		srv := httptest.NewServer(handler.New(f.App.Service, handler.Options{Lab: c.runner}))
+		lb := labhttp.New(f.App.Service, c.runner, nil, nil)
+		srv := httptest.NewServer(handler.New(f.App.Service, handler.Options{Mount: lb.Mount}))
 		r := do(t, http.MethodPost, srv.URL+"/lab/scenarios/atomic/run", nil)
 		srv.Close()
 		if r.status != c.status {

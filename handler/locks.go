@@ -13,7 +13,8 @@ import (
 //	@Description	Takes the multilock of the default SKU (one Redisson-layout reentrant lock on each
 //	@Description	master, all required), holds it holdSeconds while reading its PTTL on every master,
 //	@Description	then releases it. The samples fall and jump back up every lease/3: the watchdog
-//	@Description	renewing each master. Allowed without the lab; bounded by lab.maxWork; needs the admin token when set.
+//	@Description	renewing each master. Allowed without the lab; bounded by lab.maxWork; needs the admin token when set,
+//	@Description	and then POST (a GET is 405).
 //	@Tags			locks
 //	@Produce		json
 //	@Param			holdSeconds		query		int		false	"how long to hold, in whole seconds (default 30, at most lab.maxWork)"	minimum(0)
@@ -21,8 +22,10 @@ import (
 //	@Success		200				{object}	service.MultiLockHold
 //	@Failure		400				{object}	ErrorBody	"holdSeconds not a whole number, negative or above lab.maxWork"
 //	@Failure		401				{object}	ErrorBody	"admin token missing or wrong"
+//	@Failure		405				{object}	ErrorBody	"GET while server.adminToken is set"
 //	@Failure		503				{object}	ErrorBody	"lock not obtained within lock.wait, or a master unavailable (Retry-After)"
 //	@Router			/getMultiLock [get]
+//	@Router			/getMultiLock [post]
 func (a *API) getMultiLock(c *gin.Context) {
 	if err := onlyParams(c.Request.URL.Query(), "holdSeconds"); err != nil {
 		a.fail(c, err)

@@ -36,21 +36,21 @@ func New(svc Service, opt Options) http.Handler {
 	r.POST("/inventory/sale", a.sale)
 	r.GET("/inventory", a.inventory)
 	r.POST("/inventory/reset", a.labOnly, a.admin, a.reset)
+	r.POST("/inventory/restock", a.operator, a.restock)
 	r.GET("/healthz", a.healthz)
 	r.GET("/readyz", a.readyz)
 	// It holds the multilock on every master for up to lab.maxWork: a lab tool, guarded like one.
-	r.GET("/getMultiLock", a.admin, a.getMultiLock)
+	r.GET("/getMultiLock", a.noGetWithToken, a.admin, a.getMultiLock)
+	r.POST("/getMultiLock", a.admin, a.getMultiLock)
 	r.GET("/locks", a.locks)
 	r.GET("/swagger/*any", ginSwagger.WrapHandler(swaggerFiles.Handler))
 	if opt.Metrics != nil {
 		r.GET("/metrics", gin.WrapH(opt.Metrics.Handler()))
 	}
 
-	lab := newLabAPI(a)
-	r.GET("/lab/scenarios", lab.listScenarios)
-	r.POST("/lab/scenarios/:name/run", a.admin, lab.runScenario)
-	r.GET("/lab/scenarios/:name/history", lab.history)
-	r.POST("/lab/burst", a.admin, lab.burst)
+	if opt.Mount != nil {
+		opt.Mount(r, Kit{Admin: a.admin, Fail: a.fail})
+	}
 	r.GET("/", dashboard)
 	r.GET("/dashboard/*file", dashboardAsset)
 	return r
@@ -96,6 +96,39 @@ func (a *API) admin(c *gin.Context) {
 	if subtle.ConstantTimeCompare([]byte(got), []byte(a.opt.AdminToken)) != 1 {
 		c.AbortWithStatusJSON(http.StatusUnauthorized,
 			ErrorBody{Error: "this endpoint needs the X-Admin-Token header (server.adminToken)", Status: http.StatusUnauthorized})
+		return
+	}
+	c.Next()
+}
+
+// isOperator reports whether the request comes from the operator: it carries the admin token, or
+// none is set (a laptop, where everyone is).
+func (a *API) isOperator(c *gin.Context) bool {
+	if a.opt.AdminToken == "" {
+		return true
+	}
+	return subtle.ConstantTimeCompare([]byte(c.GetHeader("X-Admin-Token")), []byte(a.opt.AdminToken)) == 1
+}
+
+// operator guards what the operator may do whatever the lab switch says (restock): the admin
+// token when one is set; without one, only a laptop's lab may.
+func (a *API) operator(c *gin.Context) {
+	if a.opt.AdminToken == "" && !a.svc.Settings().LabEnabled {
+		c.AbortWithStatusJSON(http.StatusForbidden, ErrorBody{
+			Error:  c.Request.URL.Path + " needs the operator: set server.adminToken (SECKILL_SERVER_ADMINTOKEN) and send it as X-Admin-Token",
+			Status: http.StatusForbidden})
+		return
+	}
+	a.admin(c)
+}
+
+// noGetWithToken refuses a GET that changes state while an admin token is set (use POST).
+func (a *API) noGetWithToken(c *gin.Context) {
+	if a.opt.AdminToken != "" {
+		c.Header("Allow", http.MethodPost)
+		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, ErrorBody{
+			Error:  c.Request.URL.Path + " changes state: use POST (GET is refused while server.adminToken is set)",
+			Status: http.StatusMethodNotAllowed})
 		return
 	}
 	c.Next()

@@ -244,15 +244,15 @@ func TestAdminTokenGuardsResetAndTheLab(t *testing.T) {
 	}
 	var guarded []string
 	for _, r := range engine.Routes() {
-		if r.Method == http.MethodPost && (strings.HasPrefix(r.Path, "/lab/") || r.Path == "/inventory/reset") {
+		if r.Method == http.MethodPost && (strings.HasPrefix(r.Path, "/lab/") || r.Path == "/inventory/reset" ||
+			r.Path == "/inventory/restock" || r.Path == "/getMultiLock") {
 			guarded = append(guarded, r.Method+" "+strings.ReplaceAll(r.Path, ":name", scenario))
 		}
 	}
-	guarded = append(guarded, "GET /getMultiLock")
-	if len(guarded) < 4 {
+	if len(guarded) < 5 {
 		t.Fatalf("found only %v to guard", guarded)
 	}
-	query := map[string]string{"/inventory/reset": "?stock=3", "/lab/burst": "?n=1&lock=lua", "/getMultiLock": "?holdSeconds=0"}
+	query := map[string]string{"/inventory/reset": "?stock=3", "/inventory/restock": "?stock=3", "/lab/burst": "?n=1&lock=lua", "/getMultiLock": "?holdSeconds=0"}
 	wrongs := map[string]string{
 		"missing": "", "wrong, same length": strings.Repeat("x", len(token)), "a prefix": token[:len(token)-1],
 		"extended": token + "x", "upper case": strings.ToUpper(token), "another one": secret(t, "tok-"),
@@ -288,10 +288,16 @@ func TestAdminTokenGuardsResetAndTheLab(t *testing.T) {
 			t.Fatalf("%s with the right token: %d %s", target, r.status, r.raw)
 		}
 	}
-	req, _ := http.NewRequest(http.MethodGet, f.HTTP.URL+"/getMultiLock?holdSeconds=0", nil)
+	req, _ := http.NewRequest(http.MethodPost, f.HTTP.URL+"/getMultiLock?holdSeconds=0", nil)
 	req.Header.Set("X-Admin-Token", token)
 	if r := doReq(t, req); r.status != http.StatusOK {
 		t.Fatalf("/getMultiLock with the right token: %d %s", r.status, r.raw)
+	}
+	// With a token set, what changes state is POST only, the right token or not.
+	req, _ = http.NewRequest(http.MethodGet, f.HTTP.URL+"/getMultiLock?holdSeconds=0", nil)
+	req.Header.Set("X-Admin-Token", token)
+	if r := doReq(t, req); r.status != http.StatusMethodNotAllowed || r.header.Get("Allow") != http.MethodPost {
+		t.Fatalf("GET /getMultiLock with the token set: %d %s", r.status, r.raw)
 	}
 	// Sales and reads need no token.
 	for _, target := range []string{"/inventory", "/locks", "/lab/scenarios", "/healthz"} {

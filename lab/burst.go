@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"seckill/lab/fault"
 	"seckill/service"
 )
 
@@ -84,4 +85,14 @@ func Burst(ctx context.Context, svc Seller, n int, req service.SaleRequest) Burs
 		out.SalesPerSecond = float64(out.Outcomes["sold"]) / took.Seconds()
 	}
 	return out
+}
+
+// Faults is the service's fault injector (service.FaultInjector) built on seckill/lab/fault: app
+// installs it when lab.enabled, and the lab's own fleets use it.
+type Faults struct{}
+
+// Attach puts a fault.Holder with plan in ctx.
+func (Faults) Attach(ctx context.Context, plan service.FaultPlan) (context.Context, service.FaultHolder) {
+	ctx, h := fault.Attach(ctx, fault.Plan{CrashBeforeExpire: plan.CrashBeforeExpire, PauseBeforeDel: plan.PauseBeforeDel})
+	return ctx, h
 }

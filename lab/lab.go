@@ -404,12 +404,14 @@ func (e *Env) buildFleet(sku string, data redis.UniversalClient, masters []redis
 			return nil, fmt.Errorf("lab: lock registry for %s: %w", name, err)
 		}
 		f.regs = append(f.regs, reg)
-		f.svcs = append(f.svcs, service.New(st, reg, service.Settings{
+		svc := service.New(st, reg, service.Settings{
 			Instance: name, SKU: sku, Stock: stock, Mode: e.Scenario.Mode,
 			Lease: e.Lease, Wait: wait, LabEnabled: true,
 			MaxWork: 20 * e.Lease, MaxFreeze: 20 * e.Lease, MaxPause: 20 * e.Lease, MaxLease: 20 * e.Lease,
 			MaxStock: 1_000_000, TrackOverlap: true,
-		}, nil, e.runner.log().With("instance", name)))
+		}, nil, e.runner.log().With("instance", name))
+		svc.SetFaults(Faults{})
+		f.svcs = append(f.svcs, svc)
 	}
 	return f, nil
 }

@@ -366,7 +366,7 @@ type fairLease struct {
 	leaseMs int64
 	waitMs  int64     // the holder's wait: the thread wait a handover moves the queue's deadlines by
 	wd      *watchdog // nil with an explicit lease
-	over    atomic.Bool
+	gate    releaseGate
 }
 
 func (le *fairLease) Key() string   { return le.key }
@@ -381,15 +381,14 @@ func (le *fairLease) Renewals() int64 { return le.wd.Renewals() }
 
 // Release gives back one hold; the last one deletes the lock and tells the first waiter.
 func (le *fairLease) Release(ctx context.Context) error {
-	if !le.over.CompareAndSwap(false, true) {
+	first, ok := le.gate.begin()
+	if !ok {
 		return fmt.Errorf("%w: %s: this lease was already released", ErrNotHeld, le.key)
 	}
-	le.wd.Stop()
-	err := le.l.release(ctx, le.key, le.field, le.leaseMs, le.waitMs)
-	if retryable(err) {
-		le.over.Store(false)
+	if first {
+		le.wd.Stop()
 	}
-	return err
+	return le.gate.end(le.l.release(ctx, le.key, le.field, le.leaseMs, le.waitMs))
 }
 
 // refresh pushes the lock's expiry out by the lease, while the field is still ours.

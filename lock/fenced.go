@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -125,7 +124,7 @@ type fencedLease struct {
 	l          *fencedLocker
 	leaseMs    int64
 	wd         *watchdog // nil with an explicit lease
-	done       atomic.Bool
+	gate       releaseGate
 }
 
 func (l *fencedLease) Key() string  { return l.key }
@@ -138,18 +137,19 @@ func (l *fencedLease) Renewals() int64 { return l.wd.Renewals() }
 
 // Release stops the watchdog and deletes the key only while it still holds our value.
 func (l *fencedLease) Release(ctx context.Context) error {
-	if !l.done.CompareAndSwap(false, true) {
+	first, ok := l.gate.begin()
+	if !ok {
 		return fmt.Errorf("%w: %s (token %d) was already released", ErrNotHeld, l.key, l.token)
 	}
-	l.wd.Stop()
+	if first {
+		l.wd.Stop()
+	}
 	n, err := l.l.sub.mode.script(ctx, fencedRelease).Run(ctx, l.rdb, []string{l.key, unlockChannel(l.key)}, l.value, unlockMessage).Int()
 	l.l.line.ring(l.key) // the waiters of this process, at once
 	if err != nil {
-		if err = redisErr("compare-and-delete "+l.key, err); retryable(err) {
-			l.done.Store(false)
-		}
-		return err
+		return l.gate.end(redisErr("compare-and-delete "+l.key, err))
 	}
+	l.gate.end(nil)
 	if n == 0 {
 		return fmt.Errorf("%w: %s (token %d) had expired or passed to a newer holder", ErrNotHeld, l.key, l.token)
 	}

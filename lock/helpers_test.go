@@ -1,12 +1,21 @@
 package lock
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
 
 	"github.com/redis/go-redis/v9"
 )
+
+// quiet drops go-redis's own log lines ("failed to dial" while a test has stopped a server on
+// purpose).
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+func init() { redis.SetLogger(quiet{}) }
 
 // universal wraps clients as the UniversalClient interface the constructors take.
 func universal(cs ...*redis.Client) []redis.UniversalClient {

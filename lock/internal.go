@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"errors"
 
 	"github.com/google/uuid"
 )
@@ -31,12 +30,6 @@ type hashLease interface{ Field() string }
 
 // partsLease is implemented by the multilock's lease.
 type partsLease interface{ Parts() []heldLock }
-
-// retryable reports whether a failed release may be tried again: the command may not have reached
-// Redis, so the lock may still be ours.
-func retryable(err error) bool {
-	return errors.Is(err, ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-}
 
 // ownerOf is the owner of one acquisition: opts.Owner, or a new one for this acquisition alone.
 func ownerOf(opts Options) string {

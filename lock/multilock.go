@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -60,6 +59,11 @@ func (m *multiLocker) Acquire(ctx context.Context, key string, opts Options) (he
 		if err := releaseParts(context.WithoutCancel(ctx), held); err != nil {
 			failed = errors.Join(failed, fmt.Errorf("release the masters already taken: %w", err))
 		}
+		// A master that does not answer (refused, timed out) fails the acquisition at once: every
+		// master is required, so waiting out the wait would only hold every buyer up for nothing.
+		if errors.Is(failed, ErrUnavailable) && !errors.Is(failed, ErrNotObtained) {
+			return nil, fmt.Errorf("%w: %s: %w", ErrNotObtained, key, failed)
+		}
 		left := time.Until(deadline)
 		if errors.Is(failed, ErrNotObtained) || ctx.Err() != nil || left <= 0 {
 			if errors.Is(failed, ErrNotObtained) {
@@ -83,7 +87,7 @@ func releaseParts(ctx context.Context, parts []*reentrantLease) error {
 	var wg sync.WaitGroup
 	for i, p := range parts {
 		wg.Go(func() {
-			if p.over.Load() {
+			if p.gate.settled() {
 				return // released by an earlier try of this release
 			}
 			if err := p.Release(ctx); err != nil {
@@ -111,7 +115,7 @@ type multiLease struct {
 	lost  chan struct{} // nil when the parts have no watchdog
 	stop  chan struct{}
 	once  sync.Once
-	over  atomic.Bool
+	gate  releaseGate
 }
 
 func newMultiLease(key string, parts []*reentrantLease) *multiLease {
@@ -162,15 +166,18 @@ func (ml *multiLease) Parts() []heldLock {
 // Release gives the lock back on every master; any master where it was no longer held makes
 // the whole release ErrNotHeld.
 func (ml *multiLease) Release(ctx context.Context) error {
-	if !ml.over.CompareAndSwap(false, true) {
+	if _, ok := ml.gate.begin(); !ok {
 		return fmt.Errorf("%w: %s: this lease was already released", ErrNotHeld, ml.key)
 	}
 	ml.once.Do(func() { close(ml.stop) })
-	err := releaseParts(ctx, ml.parts)
-	if retryable(err) {
-		ml.over.Store(false) // the parts that were released say ErrNotHeld on the next try
+	// A retry sends the release only to the masters where it did not get through.
+	var left []*reentrantLease
+	for _, p := range ml.parts {
+		if !p.gate.settled() {
+			left = append(left, p)
+		}
 	}
-	return err
+	return ml.gate.end(releaseParts(ctx, left))
 }
 
 // refresh renews the lock on every master; any master where it is no longer held is ErrNotHeld.

@@ -225,6 +225,15 @@ func (s *subscriber) dispatch(m any) {
 		if st == nil {
 			return
 		}
+		// A confirmation beyond what was sent is a reconnect's resubscription: releases published
+		// while the connection was broken went unheard, so ring the channel's listeners (a
+		// spurious ring costs one attempt; a lost one would cost a waiter its whole wait, behind
+		// a holder that a restarted Redis no longer knows).
+		if st.confirmed >= st.sent && m.Kind == "subscribe" && st.refs > 0 {
+			for _, ring := range st.rings {
+				ring(m.Channel)
+			}
+		}
 		// A reconnect resubscribes every channel at once; never count past what was sent.
 		st.confirmed = min(st.confirmed+1, st.sent)
 		s.rounds++

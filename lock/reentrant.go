@@ -278,8 +278,7 @@ type reentrantLease struct {
 	field   string
 	leaseMs int64
 	entry   *renewal // nil with an explicit lease (no watchdog)
-	over    atomic.Bool
-	local   atomic.Bool // the local holds were given back (a release, even one that failed)
+	gate    releaseGate
 }
 
 func (le *reentrantLease) Key() string   { return le.key }
@@ -306,15 +305,21 @@ func (le *reentrantLease) Renewals() int64 {
 // out, or this lease was already released) is ErrNotHeld, as Redisson's
 // IllegalMonitorStateException.
 func (le *reentrantLease) Release(ctx context.Context) error {
-	if !le.over.CompareAndSwap(false, true) {
+	first, ok := le.gate.begin()
+	if !ok {
 		return fmt.Errorf("%w: %s: this lease was already released", ErrNotHeld, le.key)
 	}
-	if le.local.CompareAndSwap(false, true) { // once, even when the release is tried again
+	if first {
 		le.l.unheld(le.key, le.field)
 		if le.entry != nil {
 			le.l.unhold(le.key+"\x00"+le.field, le.entry)
 		}
 	}
+	return le.gate.end(le.release(ctx))
+}
+
+// release sends the release script (again, after a failure to reach Redis).
+func (le *reentrantLease) release(ctx context.Context) error {
 	_, err := le.l.sub.mode.script(ctx, reentrantRelease).Run(ctx, le.l.rdb, []string{le.key, unlockChannel(le.key)},
 		unlockMessage, le.leaseMs, le.field).Int64()
 	if errors.Is(err, redis.Nil) {
@@ -322,10 +327,7 @@ func (le *reentrantLease) Release(ctx context.Context) error {
 			ErrNotHeld, le.key, le.field)
 	}
 	if err != nil {
-		if err = redisErr("release "+le.key, err); retryable(err) {
-			le.over.Store(false)
-		}
-		return err
+		return redisErr("release "+le.key, err)
 	}
 	return nil
 }

@@ -4,20 +4,19 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync/atomic"
 	"time"
 )
 
 // plainLease is the Lease of modes without a watchdog or fencing: Lost is nil.
 type plainLease struct {
-	key      string
-	released atomic.Bool
-	release  func(ctx context.Context) error
-	renew    func(ctx context.Context) error
+	key     string
+	gate    releaseGate
+	release func(ctx context.Context) error
+	renew   func(ctx context.Context) error
 }
 
 func (l *plainLease) refresh(ctx context.Context) error {
-	if l.released.Load() {
+	if l.gate.state.Load() != gateHeld {
 		return fmt.Errorf("%w: %s: this lease was released", ErrNotHeld, l.key)
 	}
 	return l.renew(ctx)
@@ -28,16 +27,13 @@ func (l *plainLease) Token() int64          { return 0 }
 func (l *plainLease) Lost() <-chan struct{} { return nil }
 
 func (l *plainLease) Release(ctx context.Context) error {
-	if !l.released.CompareAndSwap(false, true) {
+	if _, ok := l.gate.begin(); !ok {
 		return ErrNotHeld
 	}
-	if err := l.release(ctx); err != nil {
-		if retryable(err) {
-			l.released.Store(false)
-		}
-		return err
+	if l.release == nil {
+		return l.gate.end(nil)
 	}
-	return nil
+	return l.gate.end(l.release(ctx))
 }
 
 // sleep waits for d or until ctx ends, whichever is first; it reports whether d elapsed.

@@ -16,12 +16,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/seckill-lab/seckill/lock"
 
 	"seckill/internal/modes"
-	"seckill/lab/fault"
 	"seckill/store"
-
-	"github.com/seckill-lab/seckill/lock"
 )
 
 // Errors of the service, mapped to HTTP statuses by the handler. Check with errors.Is.
@@ -54,6 +52,12 @@ type Settings struct {
 	MaxLease     time.Duration
 	MaxStock     int64
 	TrackOverlap bool // count buyers inside the critical section (two extra INCR/DECR per sale)
+	// AllowedModes are the modes a sale may use without the lab (lock.allowedModes); nil: all.
+	AllowedModes []string
+	// OperatorRequired: an admin token is set, so what needs the lab also needs SaleRequest.Operator.
+	OperatorRequired bool
+	// MaxInFlight bounds the sales served at once (server.maxInFlight); 0: unbounded.
+	MaxInFlight int
 }
 
 // Pinger is anything whose health /readyz checks.
@@ -69,6 +73,8 @@ type Service struct {
 	log      *slog.Logger
 	pingers  map[string]Pinger
 	observer Observer
+	faults   FaultInjector
+	inflight chan struct{} // one token per sale in flight; nil: unbounded
 }
 
 // Observer receives what happened in each sale (metrics hook). Implementations must be cheap.
@@ -93,8 +99,12 @@ func New(st *store.Store, locks *modes.Registry, set Settings, pingers map[strin
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: st, locks: locks, set: set, log: log,
+	s := &Service{store: st, locks: locks, set: set, log: log,
 		pingers: pingers, observer: nopObserver{}}
+	if set.MaxInFlight > 0 {
+		s.inflight = make(chan struct{}, set.MaxInFlight)
+	}
+	return s
 }
 
 // SetObserver installs a metrics observer.
@@ -115,6 +125,11 @@ type SaleRequest struct {
 	// then run without it (Redisson's lock(leaseTime)), so a business time longer than it loses
 	// the lock.
 	Lease time.Duration
+	// FaultParams names the fault parameters the request carried, whatever their value (the
+	// handler's parser fills it, so that workMs=0 is refused like workMs=5 where faults are).
+	FaultParams []string
+	// Operator: the caller proved to be the operator (X-Admin-Token), or no token is set.
+	Operator bool
 }
 
 // requestSlack is what a sale may take beyond its lock wait and injected faults: Redis round
@@ -163,6 +178,9 @@ func (s *Service) validate(req *SaleRequest) (mode modes.Mode, err error) {
 	mode, err = modes.LookupMode(req.Mode)
 	if err != nil {
 		return modes.Mode{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	if err := s.checkPosture(*req, mode); err != nil {
+		return mode, err
 	}
 	checks := []faultCheck{
 		{modes.FaultWork, req.Work != 0, req.Work, s.set.MaxWork},
@@ -219,6 +237,11 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 	if err != nil {
 		return SaleResult{}, err
 	}
+	leave, err := s.enter()
+	if err != nil {
+		return SaleResult{Instance: s.set.Instance, Lock: mode.Name}, err
+	}
+	defer leave()
 	// A per-request deadline, so a slow or vanished client cannot pin a goroutine (and a lock)
 	// longer than the wait plus the business time it asked for.
 	ctx, cancel := context.WithTimeout(ctx, s.set.Wait+req.Work+req.Freeze+req.PauseBeforeDel+requestSlack)
@@ -236,9 +259,9 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 	// The lab's faults act through the holder in ctx (seckill/lab/fault): its commands, the
 	// watchdog's renewals included, fail after a crash and wait out a pause.
 	// Only a sale that asked for a fault carries a holder (validate allows that only with the lab).
-	var holder *fault.Holder
-	if req.Crash != "" || req.Freeze > 0 || req.PauseBeforeDel > 0 {
-		ctx, holder = fault.Attach(ctx, fault.Plan{
+	var holder FaultHolder
+	if s.faults != nil && (req.Crash != "" || req.Freeze > 0 || req.PauseBeforeDel > 0) {
+		ctx, holder = s.faults.Attach(ctx, FaultPlan{
 			CrashBeforeExpire: req.Crash == CrashBeforeExpire,
 			PauseBeforeDel:    req.PauseBeforeDel,
 		})
@@ -253,6 +276,14 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 	res.WaitMs = ms(time.Since(start))
 	if err != nil {
 		s.observer.ObserveSale(mode.Name, "lock-error", time.Since(start), 0)
+		if holder != nil && holder.Crashed() {
+			return res, fmt.Errorf("%w: %w", ErrCrashed, err)
+		}
+		if errors.Is(err, lock.ErrNotObtained) {
+			if dl := s.deadlockHint(ctx, key); dl != nil {
+				return res, fmt.Errorf("%w: %w", ErrLockTimeout, dl)
+			}
+		}
 		return res, s.lockError(err, mode.Name, key)
 	}
 	held := time.Now()
@@ -268,7 +299,7 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 	// The release must run even if the buyer went away: a lock left behind blocks everyone.
 	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := lease.Release(relCtx); err != nil {
+	if err := s.release(relCtx, lease); err != nil {
 		switch {
 		case errors.Is(err, modes.ErrForeignUnlock):
 			res.ForeignUnlock = true
@@ -297,7 +328,7 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 }
 
 // critical is the read-check-write inside the lock. It returns a short result label.
-func (s *Service) critical(ctx context.Context, req SaleRequest, lease modes.Lease, holder *fault.Holder, order store.Order, res *SaleResult) (string, error) {
+func (s *Service) critical(ctx context.Context, req SaleRequest, lease modes.Lease, holder FaultHolder, order store.Order, res *SaleResult) (string, error) {
 	if s.set.TrackOverlap {
 		// Leave even when Enter failed: its reply may be what was lost, and leaving is idempotent.
 		defer func() {
@@ -378,10 +409,13 @@ func (s *Service) atomicSale(ctx context.Context, req SaleRequest, res SaleResul
 
 func (s *Service) lockError(err error, mode, key string) error {
 	switch {
+	case errors.Is(err, lock.ErrUnavailable):
+		// Before ErrNotObtained: a mode that gives up at once when a server it needs does not
+		// answer (multilock) has not waited, and the fault is the server's.
+		s.log.Error("acquire lock", "lock", mode, "key", key, "err", err)
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	case errors.Is(err, lock.ErrNotObtained):
 		return fmt.Errorf("%w: %s (mode %s, waited %s): %w", ErrLockTimeout, key, mode, s.set.Wait, err)
-	case errors.Is(err, fault.ErrCrashed):
-		return fmt.Errorf("%w: %w", ErrCrashed, err)
 	case errors.Is(err, lock.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		s.log.Error("acquire lock", "lock", mode, "key", key, "err", err)
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -393,6 +427,10 @@ func (s *Service) lockError(err error, mode, key string) error {
 
 func (s *Service) storeError(err error) error {
 	switch {
+	case errors.Is(err, store.ErrNoStock):
+		s.log.Warn("no stock key: the operator must restock", "err", err)
+		return fmt.Errorf("%w: %w; sales resume once an operator restocks it: POST /inventory/restock?stock=N "+
+			"with the X-Admin-Token header (the stock is not re-created on its own)", ErrNoStock, err)
 	case errors.Is(err, store.ErrUnavailable):
 		s.log.Error("data redis", "err", err)
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -473,34 +511,72 @@ func (s *Service) Reset(ctx context.Context, sku string, stock int64) (store.Inv
 	return s.Inventory(ctx, sku)
 }
 
-// Ready pings every Redis the service depends on and names the ones that do not answer.
+// Ready reports whether this instance can sell in its configured mode (lock.mode): the data
+// Redis answers and every SKU's stock key exists, and the masters the mode needs answer (all of
+// them for multilock, a majority for redlock; the single-instance modes need none). The status
+// names every server, needed or not.
 func (s *Service) Ready(ctx context.Context) (map[string]string, error) {
 	var (
-		mu     sync.Mutex
-		wg     sync.WaitGroup
-		status = map[string]string{}
-		down   []string
+		mu                 sync.Mutex
+		wg                 sync.WaitGroup
+		status             = map[string]string{}
+		down               []string
+		masters, mastersUp int
 	)
+	needAll, needQuorum := false, false
+	switch s.set.Mode {
+	case "multilock":
+		needAll = true
+	case "redlock", "redlock-fenced":
+		needQuorum = true
+	}
 	// In parallel: a paused Redis must cost one ping timeout, not one per server.
 	for name, p := range s.pingers {
+		master := strings.HasPrefix(name, "master")
+		if master {
+			masters++
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			err := p.Ping(ctx)
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
+			switch {
+			case err == nil:
+				status[name] = "ok"
+				if master {
+					mastersUp++
+				}
+			case master && !needAll && !needQuorum:
+				status[name] = fmt.Sprintf("down (not needed by lock mode %s): %s", s.set.Mode, err)
+			default:
 				status[name] = "down: " + err.Error()
-				down = append(down, name)
-				return
+				if !master || needAll {
+					down = append(down, name)
+				}
 			}
-			status[name] = "ok"
 		}()
 	}
 	wg.Wait()
+	if needQuorum && masters > 0 && mastersUp < masters/2+1 {
+		down = append(down, fmt.Sprintf("masters (%d of %d answer, redlock needs %d)", mastersUp, masters, masters/2+1))
+	}
 	if len(down) > 0 {
 		sort.Strings(down)
 		return status, fmt.Errorf("%w: %s", ErrUnavailable, strings.Join(down, ", "))
+	}
+	if s.store != nil {
+		missing, err := s.store.MissingStock(ctx, s.SKUs())
+		if err != nil {
+			return status, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		for _, sku := range missing {
+			status["stock "+sku] = "missing: restock it (POST /inventory/restock?stock=N with X-Admin-Token)"
+		}
+		if len(missing) > 0 {
+			return status, fmt.Errorf("%w: stock key of %s does not exist", ErrNoStock, strings.Join(missing, ", "))
+		}
 	}
 	return status, nil
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,8 +19,10 @@ import (
 var (
 	// ErrUnavailable: the data Redis did not answer.
 	ErrUnavailable = errors.New("store: redis unavailable")
-	// ErrCorrupt: the stock key holds something that is not an integer (or is missing).
+	// ErrCorrupt: the stock key holds something that is not an integer.
 	ErrCorrupt = errors.New("store: stock value is not an integer")
+	// ErrNoStock: the stock key does not exist (the data Redis lost it, or it was deleted).
+	ErrNoStock = errors.New("store: stock key does not exist")
 )
 
 // Keys names every key of one SKU.
@@ -58,11 +61,17 @@ var (
 	resetLua string
 	//go:embed lua/enter_section.lua
 	enterSectionLua string
+	//go:embed lua/ensure_stock.lua
+	ensureStockLua string
+	//go:embed lua/restock.lua
+	restockLua string
 
 	commitScript       = redis.NewScript(commitLua)
 	atomicSaleScript   = redis.NewScript(atomicSaleLua)
 	resetScript        = redis.NewScript(resetLua)
 	enterSectionScript = redis.NewScript(enterSectionLua)
+	ensureStockScript  = redis.NewScript(ensureStockLua)
+	restockScript      = redis.NewScript(restockLua)
 )
 
 // Store reads and writes the inventory on the data Redis.
@@ -107,7 +116,7 @@ func wrap(op string, err error) error {
 func (s *Store) Stock(ctx context.Context, sku string) (int64, error) {
 	v, err := s.rdb.Get(ctx, sku).Result()
 	if errors.Is(err, redis.Nil) {
-		return 0, fmt.Errorf("%w: key %s does not exist (POST /inventory/reset to create it)", ErrCorrupt, sku)
+		return 0, fmt.Errorf("%w: %s", ErrNoStock, sku)
 	}
 	if err != nil {
 		return 0, wrap("GET "+sku, err)
@@ -159,6 +168,9 @@ func (s *Store) AtomicSale(ctx context.Context, sku string, o Order) (remaining 
 		orderRecord(o), o.Instance).Int64Slice()
 	if err != nil {
 		var reply redis.Error
+		if errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "NOSTOCK") {
+			return 0, false, fmt.Errorf("%w: %s", ErrNoStock, sku)
+		}
 		if errors.As(err, &reply) && !errors.Is(err, redis.ErrClosed) {
 			return 0, false, fmt.Errorf("%w: key %s: %w", ErrCorrupt, sku, err)
 		}
@@ -187,17 +199,52 @@ func (s *Store) Reset(ctx context.Context, sku string, stock int64, lockPrefixes
 	return wrap("reset", err)
 }
 
-// EnsureStock creates the stock key with stock when it does not exist yet.
-func (s *Store) EnsureStock(ctx context.Context, sku string, stock int64) error {
+// EnsureStock creates the stock of a fresh SKU: one with no stock key, no initial stock and no
+// orders. It never touches a SKU that has any of them, so a restart cannot reset a stock Redis
+// still has, nor quietly put stock back under orders that remain (that is the operator's
+// Restock). It reports whether it created the stock.
+func (s *Store) EnsureStock(ctx context.Context, sku string, stock int64) (bool, error) {
 	k := KeysFor(sku)
-	created, err := s.rdb.SetNX(ctx, k.Stock, stock, 0).Result()
+	n, err := ensureStockScript.Run(ctx, s.rdb, []string{k.Stock, k.Initial, k.Orders}, stock).Int()
 	if err != nil {
-		return wrap("SETNX "+k.Stock, err)
+		return false, wrap("create stock "+k.Stock, err)
 	}
-	if created {
-		return wrap("SET "+k.Initial, s.rdb.Set(ctx, k.Initial, stock, 0).Err())
+	return n == 1, nil
+}
+
+// Restock sets the stock of sku and moves its initial stock by as much, keeping the orders and
+// the lock keys: the audit's sold and lost updates stay what they were.
+func (s *Store) Restock(ctx context.Context, sku string, stock int64) error {
+	k := KeysFor(sku)
+	return wrap("restock "+k.Stock, restockScript.Run(ctx, s.rdb, []string{k.Stock, k.Initial, k.Orders}, stock).Err())
+}
+
+// MissingStock lists the SKUs among skus whose stock key does not exist.
+func (s *Store) MissingStock(ctx context.Context, skus []string) ([]string, error) {
+	cmds := make([]*redis.IntCmd, len(skus))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, sku := range skus {
+			cmds[i] = p.Exists(ctx, KeysFor(sku).Stock)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("EXISTS stock", err)
 	}
-	return wrap("SETNX "+k.Initial, s.rdb.SetNX(ctx, k.Initial, stock, 0).Err())
+	var missing []string
+	for i, c := range cmds {
+		if c.Val() == 0 {
+			missing = append(missing, skus[i])
+		}
+	}
+	return missing, nil
+}
+
+// PTTL is key's remaining time to live in ms on the data Redis: -1 without an expiry, -2 when
+// the key does not exist.
+func (s *Store) PTTL(ctx context.Context, key string) (int64, error) {
+	v, err := s.rdb.Do(ctx, "PTTL", key).Int64()
+	return v, wrap("PTTL "+key, err)
 }
 
 // Inventory is the audit view of one SKU.

@@ -102,7 +102,7 @@ function flattenLocks(body) {
         holder = k.holders.map((h) => `${short(h.instance || '')}:${short(h.owner || h.field)} ×${h.count}` +
           (h.thisInstance ? ' (this instance)' : '')).join(', ');
       }
-      rows.push({ server, key: k.key, holder, pttl: k.pttlMs, extra: k.type || '' });
+      rows.push({ server, key: k.key, holder, pttl: k.pttlMs, extra: k.type || '', kind: k.kind, deadlock: k.deadlock });
     }
   }
   return rows;
@@ -141,9 +141,11 @@ async function refreshLocks() {
     fill.className = 'fill';
     const txt = document.createElement('span');
     txt.className = 'txt';
-    if (r.pttl === -1) {
+    if (r.pttl === -1 && r.kind === 'fencing counter') {
+      txt.textContent = 'fencing counter: no TTL by design';
+    } else if (r.pttl === -1) {
       fill.classList.add('none');
-      txt.textContent = 'no TTL';
+      txt.textContent = r.deadlock ? 'no TTL: deadlock' : 'no TTL';
     } else if (r.pttl !== undefined) {
       fill.style.width = Math.max(0, Math.min(100, 100 * r.pttl / (maxTTL.get(id) || r.pttl))) + '%';
       txt.textContent = r.pttl + ' ms';
@@ -162,7 +164,7 @@ $('hold').addEventListener('click', async () => {
   b.disabled = true;
   setText('hold-result', 'holding…');
   try {
-    const res = await api('GET', '/getMultiLock?holdSeconds=' + encodeURIComponent($('hold-seconds').value));
+    const res = await api('POST', '/getMultiLock?holdSeconds=' + encodeURIComponent($('hold-seconds').value));
     const masters = (res.masters || []).map((m) => `master${m.master}: ${m.renewals} renewals, TTL jumped back ${m.ttlJumps}×`).join('; ');
     setText('hold-result', `held ${Math.round(res.heldMs)} ms (lease ${res.leaseMs} ms, renewed every ${res.renewEveryMs} ms): ` +
       (masters || summarize(res)) + (res.lost ? ' — LOST' : ''));

@@ -41,6 +41,12 @@ type KeyState struct {
 	Holders []Holder `json:"holders,omitempty"`
 	// Queue lists a fair lock's waiters, first first, each with its deadline.
 	Queue []Waiter `json:"queue,omitempty"`
+	// Kind is "lock", or "fencing counter" for a fenced lock's token counter
+	// (redisson_lock_token:<key>, or redlock-fenced's <key>:token), which
+	// has no TTL by design: its tokens must keep rising past every lock's expiry.
+	Kind string `json:"kind" example:"lock"`
+	// Deadlock: a lock key with no TTL, which nobody will ever free (never set on a counter).
+	Deadlock bool `json:"deadlock,omitempty"`
 }
 
 // Waiter is one entry of a fair lock's queue (redisson_lock_queue:{name}).
@@ -109,6 +115,17 @@ func inspectServer(ctx context.Context, c redis.UniversalClient, prefix, self st
 	if err := iter.Err(); err != nil {
 		return []KeyState{}, false, redisErr("SCAN "+prefix+"*", err)
 	}
+	if strings.Contains(prefix, "{") {
+		// The fenced lock's counters, in RFencedLock's layout beside the lock keys.
+		tp := redissonPrefixed("redisson_lock_token", prefix)
+		iter := c.Scan(ctx, 0, globEscape(tp)+"*", 100).Iterator()
+		for iter.Next(ctx) && len(names) < maxInspectKeys {
+			names = append(names, iter.Val())
+		}
+		if err := iter.Err(); err != nil {
+			return []KeyState{}, false, redisErr("SCAN "+tp+"*", err)
+		}
+	}
 	sort.Strings(names)
 	names = slices.Compact(names) // SCAN may return a key twice
 
@@ -150,6 +167,11 @@ func inspectServer(ctx context.Context, c redis.UniversalClient, prefix, self st
 		case strs[i] != nil:
 			keys[i].Value = strs[i].Val()
 		}
+		keys[i].Kind = "lock"
+		if (strings.HasSuffix(keys[i].Key, ":token") || strings.HasPrefix(keys[i].Key, "redisson_lock_token:")) && keys[i].Type == "string" {
+			keys[i].Kind = "fencing counter"
+		}
+		keys[i].Deadlock = keys[i].Kind == "lock" && keys[i].PTTLMs == -1
 	}
 	keys, err := fairQueues(ctx, c, prefix, self, keys)
 	return keys, truncated, err
@@ -203,7 +225,7 @@ func fairQueues(ctx context.Context, c redis.UniversalClient, prefix, self strin
 		}
 		at := slices.IndexFunc(keys, func(k KeyState) bool { return k.Key == name })
 		if at < 0 {
-			keys = append(keys, KeyState{Key: name, Type: "none", PTTLMs: -2})
+			keys = append(keys, KeyState{Key: name, Type: "none", PTTLMs: -2, Kind: "lock"})
 			at = len(keys) - 1
 		}
 		keys[at].Queue = line

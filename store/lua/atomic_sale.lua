@@ -3,7 +3,7 @@
 -- Returns {sold (1|0), remaining}. A stock value that is not an integer is an error.
 local raw = redis.call('get', KEYS[1])
 if not raw then
-  return redis.error_reply('stock key ' .. KEYS[1] .. ' does not exist')
+  return redis.error_reply('NOSTOCK stock key ' .. KEYS[1] .. ' does not exist')
 end
 local stock = tonumber(raw)
 if not stock or stock ~= math.floor(stock) then

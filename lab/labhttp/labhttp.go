@@ -1,32 +1,92 @@
-package handler
+// Package labhttp is the lab's HTTP side: the scenario list, a scenario's run and failing history,
+// and the dashboard's burst. app mounts it on the service's router (handler.Options.Mount); the
+// service and its handlers know nothing of it.
+package labhttp
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"seckill/handler"
 	"seckill/internal/modes"
 	"seckill/lab"
+	"seckill/metrics"
 	"seckill/service"
 )
+
+// Runner runs one scenario of the lab (a *lab.Runner; tests may fake it).
+type Runner interface {
+	Run(ctx context.Context, sc lab.Scenario) lab.Result
+}
+
+// Service is what the lab's routes use of the service.
+type Service interface {
+	lab.Seller
+	Settings() service.Settings
+}
+
+// Lab is the lab's routes with their state: what runs now and the last failing history of each
+// scenario.
+type Lab struct{ api *labAPI }
+
+// New builds the lab's routes. runner may be nil (a run then answers 503); m may be nil.
+func New(svc Service, runner Runner, m *metrics.Metrics, log *slog.Logger) *Lab {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Lab{api: &labAPI{svc: svc, runner: runner, metrics: m, log: log, histories: map[string]string{}}}
+}
+
+// Mount adds the lab's routes to r (it is a handler.Options.Mount).
+func (lb *Lab) Mount(r gin.IRouter, kit handler.Kit) {
+	l := lb.api
+	l.fail = kit.Fail
+	r.GET("/lab/scenarios", l.listScenarios)
+	r.POST("/lab/scenarios/:name/run", kit.Admin, l.runScenario)
+	r.GET("/lab/scenarios/:name/history", l.history)
+	r.POST("/lab/burst", kit.Admin, l.burst)
+}
+
+// Close removes the history files the lab's runs left (app calls it on shutdown).
+func (lb *Lab) Close() {
+	l := lb.api
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for name, file := range l.histories {
+		if err := os.Remove(file); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			l.log.Warn("remove lab history", "file", file, "err", err)
+		}
+		delete(l.histories, name)
+	}
+}
 
 // labAPI serves the scenario lab and the dashboard's burst. One experiment runs at a time, so
 // that the timings a scenario relies on are not disturbed by another one.
 type labAPI struct {
-	a       *API
+	svc     Service
+	runner  Runner
+	metrics *metrics.Metrics
+	log     *slog.Logger
+	fail    func(*gin.Context, error)
 	mu      sync.Mutex
 	running string // name of what runs now, "" when idle
 	// histories maps a scenario to the visualisation of its last run's history when that was
 	// not linearizable (a file the lab wrote).
 	histories map[string]string
 }
-
-func newLabAPI(a *API) *labAPI { return &labAPI{a: a, histories: map[string]string{}} }
 
 // errLabBusy: another experiment is running.
 var errLabBusy = errors.New("another lab experiment is running")
@@ -56,17 +116,17 @@ func (l *labAPI) now() string {
 
 // enabled answers 403 when the lab is disabled and reports whether it may go on.
 func (l *labAPI) enabled(c *gin.Context) bool {
-	if l.a.svc.Settings().LabEnabled {
+	if l.svc.Settings().LabEnabled {
 		return true
 	}
-	c.AbortWithStatusJSON(http.StatusForbidden, ErrorBody{
+	c.AbortWithStatusJSON(http.StatusForbidden, handler.ErrorBody{
 		Error: service.ErrLabDisabled.Error(), Status: http.StatusForbidden})
 	return false
 }
 
 // busy answers 409 naming what runs.
 func busy(c *gin.Context, what string) {
-	c.AbortWithStatusJSON(http.StatusConflict, ErrorBody{
+	c.AbortWithStatusJSON(http.StatusConflict, handler.ErrorBody{
 		Error: fmt.Sprintf("%s (%s); try again when it has finished", errLabBusy, what), Status: http.StatusConflict})
 }
 
@@ -89,7 +149,7 @@ type LabScenarios struct {
 //	@Success		200	{object}	LabScenarios
 //	@Router			/lab/scenarios [get]
 func (l *labAPI) listScenarios(c *gin.Context) {
-	c.JSON(http.StatusOK, LabScenarios{Enabled: l.a.svc.Settings().LabEnabled, Running: l.now(),
+	c.JSON(http.StatusOK, LabScenarios{Enabled: l.svc.Settings().LabEnabled, Running: l.now(),
 		Modes: modes.Names(), MaxBurst: lab.MaxBurst, Scenarios: lab.Scenarios()})
 }
 
@@ -107,27 +167,27 @@ func (l *labAPI) listScenarios(c *gin.Context) {
 //	@Param			name			path		string	true	"scenario name (GET /lab/scenarios)"
 //	@Param			X-Admin-Token	header		string	false	"required when server.adminToken is set"
 //	@Success		200				{object}	lab.Result
-//	@Failure		401				{object}	ErrorBody	"admin token missing or wrong"
-//	@Failure		403				{object}	ErrorBody	"the lab is disabled (lab.enabled=false)"
-//	@Failure		404				{object}	ErrorBody	"unknown scenario"
-//	@Failure		409				{object}	ErrorBody	"another experiment is running"
-//	@Failure		503				{object}	ErrorBody	"the server was built without a lab runner"
+//	@Failure		401				{object}	handler.ErrorBody	"admin token missing or wrong"
+//	@Failure		403				{object}	handler.ErrorBody	"the lab is disabled (lab.enabled=false)"
+//	@Failure		404				{object}	handler.ErrorBody	"unknown scenario"
+//	@Failure		409				{object}	handler.ErrorBody	"another experiment is running"
+//	@Failure		503				{object}	handler.ErrorBody	"the server was built without a lab runner"
 //	@Router			/lab/scenarios/{name}/run [post]
 func (l *labAPI) runScenario(c *gin.Context) {
 	if !l.enabled(c) {
 		return
 	}
 	if err := onlyParams(c.Request.URL.Query()); err != nil {
-		l.a.fail(c, err)
+		l.fail(c, err)
 		return
 	}
 	sc, err := lab.Lookup(c.Param("name"))
 	if err != nil {
-		c.AbortWithStatusJSON(http.StatusNotFound, ErrorBody{Error: err.Error(), Status: http.StatusNotFound})
+		c.AbortWithStatusJSON(http.StatusNotFound, handler.ErrorBody{Error: err.Error(), Status: http.StatusNotFound})
 		return
 	}
-	if l.a.opt.Lab == nil {
-		c.AbortWithStatusJSON(http.StatusServiceUnavailable, ErrorBody{
+	if l.runner == nil {
+		c.AbortWithStatusJSON(http.StatusServiceUnavailable, handler.ErrorBody{
 			Error: "this server was built without a lab runner", Status: http.StatusServiceUnavailable})
 		return
 	}
@@ -137,13 +197,19 @@ func (l *labAPI) runScenario(c *gin.Context) {
 	}
 	defer l.end()
 	// The scenario must finish even if the client goes away: its fleet cleans up after itself.
-	ctx := context.WithoutCancel(ctxOf(c))
-	res := l.a.opt.Lab.Run(ctx, sc)
-	l.a.log.Info("lab scenario", "name", sc.Name, "verdict", res.Verdict, "ms", res.DurationMs)
-	if l.a.opt.Metrics != nil {
-		l.a.opt.Metrics.ObserveLabRun(sc.Name, res.Verdict)
+	ctx := context.WithoutCancel(c.Request.Context())
+	res := l.runner.Run(ctx, sc)
+	l.log.Info("lab scenario", "name", sc.Name, "verdict", res.Verdict, "ms", res.DurationMs)
+	if l.metrics != nil {
+		l.metrics.ObserveLabRun(sc.Name, res.Verdict)
 	}
+	// One history file per scenario at most: the one of its last run, the older one removed.
 	l.mu.Lock()
+	if old := l.histories[sc.Name]; old != "" && old != res.HistoryFile {
+		if err := os.Remove(old); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			l.log.Warn("remove lab history", "file", old, "err", err)
+		}
+	}
 	if res.HistoryFile != "" {
 		l.histories[sc.Name] = res.HistoryFile
 	} else {
@@ -164,14 +230,14 @@ func (l *labAPI) runScenario(c *gin.Context) {
 //	@Produce		html
 //	@Param			name	path	string	true	"scenario name (GET /lab/scenarios)"
 //	@Success		200		{string}	string	"the visualisation"
-//	@Failure		404		{object}	ErrorBody	"no failing history for this scenario"
+//	@Failure		404		{object}	handler.ErrorBody	"no failing history for this scenario"
 //	@Router			/lab/scenarios/{name}/history [get]
 func (l *labAPI) history(c *gin.Context) {
 	l.mu.Lock()
 	file := l.histories[c.Param("name")]
 	l.mu.Unlock()
 	if file == "" {
-		c.AbortWithStatusJSON(http.StatusNotFound, ErrorBody{
+		c.AbortWithStatusJSON(http.StatusNotFound, handler.ErrorBody{
 			Error:  "no failing history for scenario " + c.Param("name") + " (its last run here was linearizable, or it has not run)",
 			Status: http.StatusNotFound})
 		return
@@ -193,17 +259,17 @@ func (l *labAPI) history(c *gin.Context) {
 //	@Param			workMs			query		int		false	"business time inside the critical section, ms"
 //	@Param			X-Admin-Token	header		string	false	"required when server.adminToken is set"
 //	@Success		200				{object}	lab.BurstResult
-//	@Failure		400				{object}	ErrorBody	"bad n, workMs or lock mode"
-//	@Failure		401				{object}	ErrorBody	"admin token missing or wrong"
-//	@Failure		403				{object}	ErrorBody	"the lab is disabled (lab.enabled=false)"
-//	@Failure		409				{object}	ErrorBody	"another experiment is running"
+//	@Failure		400				{object}	handler.ErrorBody	"bad n, workMs or lock mode"
+//	@Failure		401				{object}	handler.ErrorBody	"admin token missing or wrong"
+//	@Failure		403				{object}	handler.ErrorBody	"the lab is disabled (lab.enabled=false)"
+//	@Failure		409				{object}	handler.ErrorBody	"another experiment is running"
 //	@Router			/lab/burst [post]
 func (l *labAPI) burst(c *gin.Context) {
 	if !l.enabled(c) {
 		return
 	}
 	if err := onlyParams(c.Request.URL.Query(), "n", "lock", "workMs"); err != nil {
-		l.a.fail(c, err)
+		l.fail(c, err)
 		return
 	}
 	n, err := queryInt(c, "n", 100)
@@ -221,12 +287,12 @@ func (l *labAPI) burst(c *gin.Context) {
 	}
 	if v, ok := c.GetQuery("workMs"); ok && err == nil {
 		req.Work, err = parseMillis("workMs", v)
-		if limit := l.a.svc.Settings().MaxWork; err == nil && limit > 0 && req.Work > limit {
+		if limit := l.svc.Settings().MaxWork; err == nil && limit > 0 && req.Work > limit {
 			err = badRequest("workMs=%d exceeds the configured maximum of %d ms", req.Work.Milliseconds(), limit.Milliseconds())
 		}
 		mode := req.Mode
 		if mode == "" {
-			mode = l.a.svc.Settings().Mode
+			mode = l.svc.Settings().Mode
 		}
 		// Checked here so that a bad combination is one 400, not n failed sales.
 		if m, lerr := modes.LookupMode(mode); err == nil && lerr == nil && req.Work > 0 && !m.Supports(modes.FaultWork) {
@@ -234,7 +300,7 @@ func (l *labAPI) burst(c *gin.Context) {
 		}
 	}
 	if err != nil {
-		l.a.fail(c, err)
+		l.fail(c, err)
 		return
 	}
 	if what, ok := l.begin(fmt.Sprintf("burst of %d", n)); !ok {
@@ -242,7 +308,54 @@ func (l *labAPI) burst(c *gin.Context) {
 		return
 	}
 	defer l.end()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctxOf(c)), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 2*time.Minute)
 	defer cancel()
-	c.JSON(http.StatusOK, lab.Burst(ctx, l.a.svc, int(n), req))
+	c.JSON(http.StatusOK, lab.Burst(ctx, l.svc, int(n), req))
+}
+
+func badRequest(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", service.ErrBadRequest, fmt.Sprintf(format, args...))
+}
+
+// onlyParams refuses query parameters other than accepted, and any given more than once.
+func onlyParams(q url.Values, accepted ...string) error {
+	for name, vals := range q {
+		if !slices.Contains(accepted, name) {
+			if len(accepted) == 0 {
+				return badRequest("unknown parameter %s; this endpoint takes none", handler.Name(name))
+			}
+			return badRequest("unknown parameter %s; accepted: %s", handler.Name(name), strings.Join(accepted, ", "))
+		}
+		if len(vals) > 1 {
+			return badRequest("parameter %s is given %d times", name, len(vals))
+		}
+	}
+	return nil
+}
+
+// queryInt parses a whole-number query parameter; absent gives def.
+func queryInt(c *gin.Context, name string, def int64) (int64, error) {
+	v, ok := c.GetQuery(name)
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, badRequest("%s=%s is not a whole number", name, handler.Quote(v))
+	}
+	return n, nil
+}
+
+func parseMillis(name, v string) (time.Duration, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, badRequest("%s=%s is not a whole number", name, handler.Quote(v))
+	}
+	if n < 0 {
+		return 0, badRequest("%s must not be negative", name)
+	}
+	if n > int64(24*time.Hour/time.Millisecond) {
+		return 0, badRequest("%s=%d is too large", name, n)
+	}
+	return time.Duration(n) * time.Millisecond, nil
 }

@@ -1,0 +1,116 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock"
+	"github.com/seckill-lab/seckill/lock/locktest"
+)
+
+// TestReleaseAfterAFailedReleaseStillReleases: a Release that could not reach Redis (here: its
+// context was cancelled) leaves the lease releasable; the next Release deletes the key, and only
+// a Release after that one is "already released".
+func TestReleaseAfterAFailedReleaseStillReleases(t *testing.T) {
+	c := locktest.NewClient(t, locktest.New(t))
+	rdb := redis.UniversalClient(c)
+	for name, build := range map[string]func() (*lock.Locker, error){
+		"lua":       func() (*lock.Locker, error) { return lock.NewLua(rdb) },
+		"reentrant": func() (*lock.Locker, error) { return lock.NewReentrant(rdb) },
+		"fair":      func() (*lock.Locker, error) { return lock.NewFair(rdb) },
+		"fenced":    func() (*lock.Locker, error) { return lock.NewFenced(rdb) },
+		"multilock": func() (*lock.Locker, error) { return lock.NewMultilock([]redis.UniversalClient{rdb}) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			l, err := build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			key := "{retry}:lock:" + name
+			lease, err := l.Acquire(t.Context(), key, lock.Options{Lease: 30 * time.Second})
+			if err != nil {
+				t.Fatalf("acquire: %v", err)
+			}
+			cancelled, cancel := context.WithCancel(t.Context())
+			cancel()
+			if err := lease.Release(cancelled); err == nil {
+				t.Fatal("a release with a cancelled context reported success")
+			}
+			if n := c.Exists(t.Context(), key).Val(); n != 1 {
+				t.Fatalf("the failed release removed the key (exists %d)", n)
+			}
+			if err := lease.Release(t.Context()); err != nil {
+				t.Fatalf("the release after a failed one: %v", err)
+			}
+			if n := c.Exists(t.Context(), key).Val(); n != 0 {
+				t.Fatal("the key is still there after the second release")
+			}
+			if err := lease.Release(t.Context()); !errors.Is(err, lock.ErrNotHeld) {
+				t.Fatalf("a third release: %v, want ErrNotHeld", err)
+			}
+		})
+	}
+}
+
+// TestWaiterRecoversWhenRedisRestarts: a waiter in one process sleeps behind a holder in another
+// (its fallback is the holder's 30 s TTL, and the release would wake it through the unlock
+// channel). The Redis restarts empty, so the holder's lock is gone and no release will ever be
+// published: the waiter's subscription reconnects, and that wakes it to try again, long before
+// its wait or the holder's lease.
+func TestWaiterRecoversWhenRedisRestarts(t *testing.T) {
+	srv := locktest.New(t)
+	for _, name := range []string{"lua", "fenced", "reentrant"} {
+		t.Run(name, func(t *testing.T) {
+			build := map[string]func(redis.UniversalClient) (*lock.Locker, error){
+				"lua":       func(r redis.UniversalClient) (*lock.Locker, error) { return lock.NewLua(r) },
+				"fenced":    func(r redis.UniversalClient) (*lock.Locker, error) { return lock.NewFenced(r) },
+				"reentrant": func(r redis.UniversalClient) (*lock.Locker, error) { return lock.NewReentrant(r) },
+			}[name]
+			a, err := build(locktest.NewClient(t, srv))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			b, err := build(locktest.NewClient(t, srv))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			key := "{restart}:lock:" + name
+			if _, err := a.Acquire(t.Context(), key, lock.Options{Lease: 30 * time.Second}); err != nil {
+				t.Fatalf("holder: %v", err)
+			}
+			const wait = 20 * time.Second
+			got := make(chan error, 1)
+			start := time.Now()
+			go func() {
+				le, err := b.Acquire(t.Context(), key, lock.Options{Wait: wait, Lease: 30 * time.Second})
+				if err == nil {
+					err = le.Release(context.Background())
+				}
+				got <- err
+			}()
+			time.Sleep(500 * time.Millisecond) // the waiter has tried, subscribed and gone to sleep
+			srv.Stop()
+			time.Sleep(300 * time.Millisecond)
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-got:
+				if err != nil {
+					t.Fatalf("the waiter after the restart: %v", err)
+				}
+				t.Logf("%s: the waiter got the lock %s after it started waiting (wait %s, holder's lease 30s)",
+					name, time.Since(start).Round(time.Millisecond), wait)
+			case <-time.After(wait / 2):
+				t.Fatalf("the waiter still waits %s after it started, behind a holder the restarted Redis no longer knows", wait/2)
+			}
+		})
+	}
+}

@@ -1,0 +1,49 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+)
+
+// releaseGate makes a lease's Release retryable when it could not reach Redis. The first call
+// does the lease's local bookkeeping (watchdog, hold counts) once; a call whose Redis command did
+// not get through (ErrUnavailable, or its context ended) reopens the gate, so a later Release
+// sends the command again instead of answering "already released" while the key stays in Redis
+// for the rest of its lease. Two calls never send it at once.
+type releaseGate struct{ state atomic.Int32 }
+
+const (
+	gateHeld int32 = iota
+	gateReleasing
+	gateReleased
+	gateRetry
+)
+
+// begin reports whether this call may send the release (ok) and whether it is the first (first:
+// do the local bookkeeping).
+func (g *releaseGate) begin() (first, ok bool) {
+	if g.state.CompareAndSwap(gateHeld, gateReleasing) {
+		return true, true
+	}
+	return false, g.state.CompareAndSwap(gateRetry, gateReleasing)
+}
+
+// end records the outcome of the release: a failure to reach Redis may be retried.
+func (g *releaseGate) end(err error) error {
+	if retryable(err) {
+		g.state.Store(gateRetry)
+		return err
+	}
+	g.state.Store(gateReleased)
+	return err
+}
+
+// settled reports whether the release got through (nothing left to retry).
+func (g *releaseGate) settled() bool { return g.state.Load() == gateReleased }
+
+// retryable reports whether a failed release may be tried again: the command may not have reached
+// Redis, so the lock may still be ours.
+func retryable(err error) bool {
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

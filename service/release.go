@@ -1,0 +1,31 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"seckill/internal/modes"
+
+	"github.com/seckill-lab/seckill/lock"
+)
+
+// release gives the lock back, retrying a release that failed because Redis did not answer (a
+// connection broken by a restart, a blip) with a short backoff until ctx ends. A lock taken just
+// before the data Redis went away, or on a fresh connection beside stale ones, is then freed in
+// milliseconds rather than left for its whole lease. ctx bounds the retries (the caller gives it
+// a few seconds, well within the lease).
+func (s *Service) release(ctx context.Context, lease modes.Lease) error {
+	backoff := 20 * time.Millisecond
+	for {
+		err := lease.Release(ctx)
+		if err == nil || !errors.Is(err, lock.ErrUnavailable) {
+			return err
+		}
+		s.log.Warn("release failed, retrying", "key", lease.Key(), "err", err)
+		if !sleepCtx(ctx, backoff) {
+			return err
+		}
+		backoff = min(2*backoff, 400*time.Millisecond)
+	}
+}
