@@ -13,6 +13,7 @@ import (
 
 	"github.com/seckill-lab/seckill/lock"
 
+	"seckill/internal/modes"
 	"seckill/internal/redisproc"
 )
 
@@ -106,6 +107,49 @@ func TestClusterUnlockIsSharded(t *testing.T) {
 				t.Fatalf("the other subscriber heard %q", got)
 			}
 		})
+	}
+}
+
+// TestClusterSubscriptionModeSetting: lock.subscriptionMode reaches the library through the
+// service's mode registry: "classic" on a cluster makes the reentrant and fenced releases
+// classic again, "auto" sharded.
+func TestClusterSubscriptionModeSetting(t *testing.T) {
+	cc := startCluster(t)
+	ctx := context.Background()
+	for _, setting := range []string{"auto", "classic"} {
+		reg, err := modes.NewRegistry(modes.Deps{Data: cc, Lease: 5 * time.Second, Subscription: setting})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range []string{"reentrant", "fenced"} {
+			key := "{interop-setting}:" + setting + ":" + mode
+			l, _, err := reg.Locker(mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sharded := subscribed(t, cc.SSubscribe(ctx, "redisson_lock__channel:"+key))
+			classic := subscribed(t, cc.Subscribe(ctx, "redisson_lock__channel:"+key))
+			le, err := l.Acquire(ctx, key, lock.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := le.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			want, none := sharded, classic
+			if setting == "classic" {
+				want, none = classic, sharded
+			}
+			if got := received(want, 2*time.Second); got != "redisson_lock__channel:"+key+" 0" {
+				t.Errorf("%s, %s: the subscriber that should hear the unlock got %q", setting, mode, got)
+			}
+			if got := received(none, 200*time.Millisecond); got != "" {
+				t.Errorf("%s, %s: the other subscriber heard %q", setting, mode, got)
+			}
+		}
+		if err := reg.Close(); err != nil {
+			t.Error(err)
+		}
 	}
 }
 
