@@ -212,6 +212,71 @@ func TestClusterDataStore(t *testing.T) {
 		}
 	})
 
+	// A Java Redisson client on a Redis 7 cluster announces its unlock with SPUBLISH
+	// (shardedSubscriptionMode AUTO): a sale queued behind its hold must finish at once, not when
+	// the hold's 30 s TTL runs out (docs/interop.md).
+	t.Run("sale wakes on a foreign SPUBLISH", func(t *testing.T) {
+		spublishRelease := redis.NewScript(`
+redis.call('del', KEYS[1])
+local first = redis.call('lindex', KEYS[2], 0)
+if first then
+  redis.call('spublish', KEYS[3] .. ':' .. first, '0')
+else
+  redis.call('spublish', KEYS[3], '0')
+end
+return 1`)
+		for _, mode := range []string{"reentrant", "fair"} {
+			sku := skus[0]
+			if _, err := svc.Reset(ctx, sku, stock); err != nil {
+				t.Fatal(err)
+			}
+			key := store.LockKey(sku, mode)
+			queue, channel := "redisson_lock_queue:"+key, "redisson_lock__channel:"+key
+			if err := cc.HSet(ctx, key, "java-uuid:1", 1).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := cc.PExpire(ctx, key, 30*time.Second).Err(); err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan error, 1)
+			var done time.Time
+			go func() {
+				_, err := svc.Sale(ctx, service.SaleRequest{SKU: sku, Mode: mode})
+				done = time.Now()
+				got <- err
+			}()
+			node, err := cc.MasterForKey(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Released only once the sale listens (sharded, on the key's node), or it proves nothing.
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				ch := channel
+				if mode == "fair" {
+					ch += ":" + cc.LIndex(ctx, queue, 0).Val()
+				}
+				if node.PubSubShardNumSub(ctx, ch).Val()[ch] > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: the sale never subscribed with SSUBSCRIBE", mode)
+				}
+			}
+			released := time.Now()
+			if err := spublishRelease.Run(ctx, cc, []string{key, queue, channel}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-got; err != nil {
+				t.Fatalf("%s: sale: %v", mode, err)
+			}
+			took := done.Sub(released)
+			t.Logf("%s: the sale finished %v after the foreign SPUBLISH release", mode, took)
+			if took > time.Second {
+				t.Errorf("%s: the sale finished %v after the release, want within 1 s", mode, took)
+			}
+		}
+	})
+
 	// The read-only lock view scans every master of the cluster: a held lock shows up whichever
 	// node owns its SKU.
 	t.Run("locks view", func(t *testing.T) {

@@ -91,6 +91,13 @@ type Lock struct {
 	// AllowedModes are the modes a sale may use without the lab's operator (with lab.enabled
 	// false: the only ones it may use). Mode must be one of them when the lab is off.
 	AllowedModes []string `mapstructure:"allowedmodes"`
+	// SubscriptionMode is how modes reentrant, fair and fenced announce a release and wait for one:
+	// auto (sharded pub/sub on a Redis 7 cluster, classic elsewhere, as Redisson's AUTO),
+	// sharded or classic (docs/interop.md).
+	SubscriptionMode string `mapstructure:"subscriptionmode"`
+	// FairThreadWait is mode fair's thread wait (0: each sale's wait); it must equal Redisson's
+	// fairLockWaitTimeout, or the Java side's tryLock wait, when Java clients share the lock.
+	FairThreadWait time.Duration `mapstructure:"fairthreadwait"`
 }
 
 // Lab enables fault injection and the scenario lab, with upper bounds on every fault.
@@ -178,6 +185,14 @@ func (c *Config) Validate(modes []string) error {
 	}
 	if c.Lock.Wait < 0 {
 		return bad("lock.wait", "%s must not be negative", c.Lock.Wait)
+	}
+	switch c.Lock.SubscriptionMode {
+	case "auto", "sharded", "classic":
+	default:
+		return bad("lock.subscriptionMode", "%q is not one of auto, sharded, classic", c.Lock.SubscriptionMode)
+	}
+	if c.Lock.FairThreadWait < 0 {
+		return bad("lock.fairThreadWait", "%s must not be negative", c.Lock.FairThreadWait)
 	}
 	if c.Lock.WaitReplicas < 0 || c.Lock.WaitReplicas > 100 {
 		return bad("lock.waitReplicas", "%d is out of range 0..100", c.Lock.WaitReplicas)

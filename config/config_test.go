@@ -23,7 +23,8 @@ func TestDefaults(t *testing.T) {
 	if cfg.Server.Port != 8080 || cfg.Inventory.Key != "inventory001" || cfg.Inventory.Stock != 100 {
 		t.Fatalf("defaults: %+v", cfg)
 	}
-	if cfg.Lock.Lease != 30*time.Second || cfg.Lock.Wait != 5*time.Second || cfg.Lock.Mode != "lua" {
+	if cfg.Lock.Lease != 30*time.Second || cfg.Lock.Wait != 5*time.Second || cfg.Lock.Mode != "lua" ||
+		cfg.Lock.SubscriptionMode != "auto" || cfg.Lock.FairThreadWait != 0 {
 		t.Fatalf("lock defaults: %+v", cfg.Lock)
 	}
 	want := []string{"127.0.0.1:6381", "127.0.0.1:6382", "127.0.0.1:6383"}
@@ -89,6 +90,8 @@ func TestInvalidValuesNameTheKey(t *testing.T) {
 		{"SECKILL_LOCK_MODE", "spinlock", "lock.mode"},
 		{"SECKILL_LOCK_LEASE", "thirty", "lease"},
 		{"SECKILL_LOCK_WAIT", "-1s", "lock.wait"},
+		{"SECKILL_LOCK_SUBSCRIPTIONMODE", "pattern", "lock.subscriptionmode"},
+		{"SECKILL_LOCK_FAIRTHREADWAIT", "-5m", "lock.fairthreadwait"},
 		{"SECKILL_SERVER_PORT", "70000", "server.port"},
 		{"SECKILL_SERVER_PORT", "0", "server.port"},
 		{"SECKILL_REDIS_EMBEDDED", "sometimes", "redis.embedded"},

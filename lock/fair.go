@@ -47,6 +47,9 @@ type fairLocker struct {
 	lease time.Duration
 	log   *slog.Logger
 	sub   *subscriber
+	// threadWait, when above 0, replaces each acquisition's wait as its thread wait
+	// (WithThreadWait).
+	threadWait time.Duration
 
 	// waiters are the waiters of this process, by key and field. A release here whose next
 	// waiter is also here hands the lock over to it in the release script and rings its bell, so
@@ -82,11 +85,12 @@ func (w *fairWaiter) ring() {
 
 func newFair(d settings) (locker, error) {
 	l := &fairLocker{rdb: d.Data, id: cmp.Or(d.InstanceID, uuid.NewString()), lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d),
-		waiters: map[string]*fairWaiter{}, holds: map[string]int{}}
+		threadWait: d.ThreadWait, waiters: map[string]*fairWaiter{}, holds: map[string]int{}}
 	if l.rdb != nil {
 		l.sub = newSubscriber(d.Data, l.log, func(payload string) bool {
 			return payload == unlockMessage || payload == fairGrantMessage
 		})
+		l.sub.mode = newPubsubMode(d.Data, d.Subscription)
 	}
 	return l, nil
 }
@@ -137,7 +141,7 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 	lease := cmp.Or(max(opts.Lease, 0), l.lease)
 	leaseMs := max(lease.Milliseconds(), 1)
 	wait := max(opts.Wait, 0)
-	waitMs := max(wait.Milliseconds(), 1)
+	waitMs := max(cmp.Or(l.threadWait, wait).Milliseconds(), 1)
 	deadline := time.Now().Add(wait)
 
 	// The bell is there before the first attempt, so a release in this process after it
@@ -192,9 +196,18 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 	if wait == 0 {
 		return fail(notObtained(ctx, key))
 	}
-	h := l.sub.joinPattern(ctx, pattern, func(ch, payload string) {
-		l.ringLocal(key, strings.TrimPrefix(ch, unlockChannel(key)+":"), payload)
-	})
+	var h waitHandle
+	if l.sub.mode.useSharded(ctx) {
+		// Sharded pub/sub has no patterns: each waiter subscribes its own channel, as Redisson's.
+		h = l.sub.listen(ctx, fairChannel(key, field), false, func(_, payload string) {
+			l.ringLocal(key, field, payload)
+		})
+		before = 0
+	} else {
+		h = l.sub.joinPattern(ctx, pattern, func(ch, payload string) {
+			l.ringLocal(key, strings.TrimPrefix(ch, unlockChannel(key)+":"), payload)
+		})
+	}
 	defer l.sub.leave(h)
 	// If the subscription was not confirmed before the attempt and without a break since, a
 	// release elsewhere between the attempt and now went unheard: once it is confirmed, look
@@ -217,8 +230,12 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 				return fail(notObtained(ctx, key))
 			}
 			// Sleep until told, or until our estimated turn (then look again: the waiter before
-			// us may be dead), bounded below so a stale estimate does not become a busy loop.
-			nap := min(max(due, 5*time.Millisecond), left)
+			// us may be dead), bounded below so a stale estimate does not become a busy loop,
+			// and above by the thread wait: our deadline does not count the hold of whoever
+			// took the lock ahead of us, so a long hold can make the next script drop us from
+			// the queue, live as we are, and nobody rings a waiter who is not in the queue;
+			// looking again within a thread wait puts us back in line (WithThreadWait).
+			nap := min(max(due, 5*time.Millisecond), left, time.Duration(waitMs)*time.Millisecond)
 			t := time.NewTimer(nap)
 			select {
 			case <-w.bell:
@@ -300,7 +317,7 @@ func (l *fairLocker) releaseFor(ctx context.Context, key, field string, leaseMs,
 // is rung at once. A handover to a waiter that has just left is released for it in turn.
 func (l *fairLocker) release(ctx context.Context, key, field string, leaseMs, waitMs int64) error {
 	for range 1000 { // each round takes a waiter off the queue; the queue is not endless
-		r, err := fairRelease.Run(ctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key), fairGrants(key)},
+		r, err := l.sub.mode.script(ctx, fairRelease).Run(ctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key), fairGrants(key)},
 			unlockMessage, leaseMs, field, time.Now().UnixMilli(), l.id+":", l.lease.Milliseconds(), waitMs, fairGrantMessage).Slice()
 		if errors.Is(err, redis.Nil) {
 			return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, key, field)
@@ -356,7 +373,7 @@ func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, wa
 func (l *fairLocker) giveUp(ctx context.Context, key, field string, waitMs int64) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	err := fairCancel.Run(cctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key), fairGrants(key)},
+	err := l.sub.mode.script(cctx, fairCancel).Run(cctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key), fairGrants(key)},
 		field, waitMs, unlockMessage).Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		// The entry then expires by its deadline, as a dead waiter's does.

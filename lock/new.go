@@ -122,7 +122,9 @@ func NewReentrant(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
 // (redisson_lock_queue:{key}, with the waiters' deadlines in redisson_lock_timeout:{key}) that
 // serves waiters in the order they queued, across every process. Each waiter is told its turn
 // on its own channel, redisson_lock__channel:{key}:<instance-id>:<owner>. A waiter that dies
-// while queued holds the line up for at most its Options.Wait.
+// while queued holds the line up until its deadline: the deadline of the waiter before it (or the
+// holder's TTL when it queued) plus its thread wait (WithThreadWait; default its Options.Wait).
+// The queue's keys expire with the last waiter's deadline.
 func NewFair(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
 	return construct("fair", settings{Data: rdb}, opts, newFair)
 }
@@ -133,9 +135,10 @@ func NewFair(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
 // holder that was paused past its lease. Renewed by a watchdog while held.
 //
 // The tokens come from a counter kept beside the lock, "<key>:token", which has no TTL on
-// purpose: were it to expire, the next holder would draw a token the resource has already seen
-// and its writes would be refused, or worse, an older holder's accepted. It is one small string
-// per lock key; delete it only together with the resource's record of the newest token.
+// purpose: were it to expire, the next
+// holder would draw a token the resource has already seen and its writes would be refused, or
+// worse, an older holder's accepted. It is one small string per lock key; delete it only
+// together with the resource's record of the newest token.
 func NewFenced(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
 	return construct("fenced", settings{Data: rdb}, opts, newFenced)
 }

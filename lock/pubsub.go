@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -41,6 +42,11 @@ type subscriber struct {
 	chans  map[string]*chanState
 	nextID uint64
 	rounds uint64 // numbers subscriptions and their confirmations (chanState.round)
+
+	// mode, when set, may make the channels sharded (interop.go); shards are then their
+	// connections, one per node (pubsub_sharded.go).
+	mode   *pubsubMode
+	shards *shardConns
 }
 
 // chanState is one subscribed channel. Fields are guarded by subscriber.mu.
@@ -57,6 +63,10 @@ type chanState struct {
 	// round numbers the subscriptions of this channel across the subscriber (a new SUBSCRIBE,
 	// a reconnect's confirmation), so a pause in between is seen by patternRound.
 	round uint64
+	// sharded: subscribed with SSUBSCRIBE; rehomed: subscribed again on another node after its
+	// slot moved, so its listeners are rung once that is confirmed (a release may have come
+	// in between).
+	sharded, rehomed bool
 }
 
 // waitHandle is one listener's registration on a channel; copied out under the lock.
@@ -134,15 +144,20 @@ func (s *subscriber) listen(ctx context.Context, ch string, pattern bool, ring f
 			st.readyDone = true
 			return waitHandle{ch: ch, key: key, pattern: pattern, st: st, id: id, ready: st.ready}
 		}
-		if s.ps == nil {
-			s.start()
-		}
 		// Sent while holding mu, so SUBSCRIBE and UNSUBSCRIBE of a channel reach Redis in the
 		// order this map saw them.
 		st.sent++
 		st.need = st.sent
 		s.rounds++
 		st.round = s.rounds
+		if !pattern && s.mode.useSharded(ctx) {
+			st.sharded = true
+			s.shardSubscribe(ctx, ch)
+			return waitHandle{ch: ch, key: key, pattern: pattern, st: st, id: id, ready: st.ready}
+		}
+		if s.ps == nil {
+			s.start()
+		}
 		subscribe := s.ps.Subscribe
 		if pattern {
 			subscribe = s.ps.PSubscribe
@@ -165,7 +180,9 @@ func (s *subscriber) leave(h waitHandle) {
 	if st.refs > 0 {
 		return
 	}
-	if s.ps != nil && !s.closed {
+	if st.sharded {
+		s.shardUnsubscribe(h.ch)
+	} else if s.ps != nil && !s.closed {
 		unsubscribe := s.ps.Unsubscribe
 		if h.pattern {
 			unsubscribe = s.ps.PUnsubscribe
@@ -199,7 +216,7 @@ func (s *subscriber) dispatch(m any) {
 	case *redis.Subscription:
 		key := m.Channel
 		switch m.Kind {
-		case "subscribe":
+		case "subscribe", "ssubscribe":
 		case "psubscribe":
 			key = patternKey(m.Channel)
 		default:
@@ -225,6 +242,12 @@ func (s *subscriber) dispatch(m any) {
 		if st.confirmed >= st.need && !st.readyDone && st.ready != nil {
 			close(st.ready)
 			st.readyDone = true
+		}
+		if st.rehomed && st.confirmed >= st.need {
+			st.rehomed = false
+			for _, ring := range st.rings {
+				ring(m.Channel, "")
+			}
 		}
 		if st.refs == 0 && st.confirmed >= st.sent {
 			delete(s.chans, key)
@@ -254,10 +277,14 @@ func (s *subscriber) Close() error {
 	s.closed = true
 	ps, done := s.ps, s.done
 	s.mu.Unlock()
-	if ps == nil || already {
+	if already {
 		return nil
 	}
-	err := ps.Close()
+	err := s.closeShards()
+	if ps == nil {
+		return err
+	}
+	err = errors.Join(err, ps.Close())
 	<-done
 	return redisErr("close pub/sub", err)
 }

@@ -103,6 +103,7 @@ func newReentrant(d settings) (locker, error) {
 	// Only this mode waits for replicas: the data Redis may be replicated, multilock's
 	// independent masters are not.
 	l := newReentrantOn("reentrant", d.Data, d)
+	l.sub.mode = newPubsubMode(d.Data, d.Subscription)
 	l.sync = newReplicaSync(d)
 	return l, nil
 }
@@ -319,7 +320,7 @@ func (le *reentrantLease) Release(ctx context.Context) error {
 
 // release sends the release script (again, after a failure to reach Redis).
 func (le *reentrantLease) release(ctx context.Context) error {
-	_, err := reentrantRelease.Run(ctx, le.l.rdb, []string{le.key, unlockChannel(le.key)},
+	_, err := le.l.sub.mode.script(ctx, reentrantRelease).Run(ctx, le.l.rdb, []string{le.key, unlockChannel(le.key)},
 		unlockMessage, le.leaseMs, le.field).Int64()
 	if errors.Is(err, redis.Nil) {
 		return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)",

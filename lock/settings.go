@@ -32,6 +32,11 @@ type settings struct {
 	RetryMin, RetryMax time.Duration
 	// Fencing makes Redlock draw a fencing token for every acquisition (WithFencingTokens).
 	Fencing bool
+	// Subscription chooses classic or sharded pub/sub for the reentrant and fair locks
+	// (WithShardedPubSub; interop.go).
+	Subscription subMode
+	// ThreadWait is the fair lock's thread wait (WithThreadWait); 0: each acquisition's wait.
+	ThreadWait time.Duration
 }
 
 // clientAddr names the server a client talks to ("host:port"), for error messages.

@@ -137,6 +137,15 @@ func libOptions(d Deps) []lock.Option {
 	if d.WaitReplicas > 0 {
 		opts = append(opts, lock.WithReplicas(d.WaitReplicas, d.WaitReplicasTimeout))
 	}
+	switch d.Subscription {
+	case "sharded":
+		opts = append(opts, lock.WithShardedPubSub(true))
+	case "classic":
+		opts = append(opts, lock.WithShardedPubSub(false))
+	}
+	if d.FairThreadWait > 0 {
+		opts = append(opts, lock.WithThreadWait(d.FairThreadWait))
+	}
 	return opts
 }
 

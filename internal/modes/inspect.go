@@ -41,7 +41,8 @@ type KeyState struct {
 	Holders []Holder `json:"holders,omitempty"`
 	// Queue lists a fair lock's waiters, first first, each with its deadline.
 	Queue []Waiter `json:"queue,omitempty"`
-	// Kind is "lock", or "fencing counter" for a fenced lock's token counter (<key>:token), which
+	// Kind is "lock", or "fencing counter" for a fenced lock's token counter
+	// (redisson_lock_token:<key>, or redlock-fenced's <key>:token), which
 	// has no TTL by design: its tokens must keep rising past every lock's expiry.
 	Kind string `json:"kind" example:"lock"`
 	// Deadlock: a lock key with no TTL, which nobody will ever free (never set on a counter).
@@ -114,6 +115,17 @@ func inspectServer(ctx context.Context, c redis.UniversalClient, prefix, self st
 	if err := iter.Err(); err != nil {
 		return []KeyState{}, false, redisErr("SCAN "+prefix+"*", err)
 	}
+	if strings.Contains(prefix, "{") {
+		// The fenced lock's counters, in RFencedLock's layout beside the lock keys.
+		tp := redissonPrefixed("redisson_lock_token", prefix)
+		iter := c.Scan(ctx, 0, globEscape(tp)+"*", 100).Iterator()
+		for iter.Next(ctx) && len(names) < maxInspectKeys {
+			names = append(names, iter.Val())
+		}
+		if err := iter.Err(); err != nil {
+			return []KeyState{}, false, redisErr("SCAN "+tp+"*", err)
+		}
+	}
 	sort.Strings(names)
 	names = slices.Compact(names) // SCAN may return a key twice
 
@@ -156,7 +168,7 @@ func inspectServer(ctx context.Context, c redis.UniversalClient, prefix, self st
 			keys[i].Value = strs[i].Val()
 		}
 		keys[i].Kind = "lock"
-		if strings.HasSuffix(keys[i].Key, ":token") && keys[i].Type == "string" {
+		if (strings.HasSuffix(keys[i].Key, ":token") || strings.HasPrefix(keys[i].Key, "redisson_lock_token:")) && keys[i].Type == "string" {
 			keys[i].Kind = "fencing counter"
 		}
 		keys[i].Deadlock = keys[i].Kind == "lock" && keys[i].PTTLMs == -1

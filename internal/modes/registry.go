@@ -80,6 +80,12 @@ type Deps struct {
 	// Fencing makes redlock draw a fencing token for every acquisition from a counter on the
 	// masters (mode redlock-fenced; see WithFencingTokens). Other modes ignore it.
 	Fencing bool
+	// Subscription (lock.subscriptionMode): "sharded" or "classic" force the pub/sub of the
+	// reentrant and fair modes; "" or "auto" leave the library's choice (WithShardedPubSub).
+	Subscription string
+	// FairThreadWait (lock.fairThreadWait) is the fair mode's thread wait (WithThreadWait);
+	// 0: each acquisition's wait.
+	FairThreadWait time.Duration
 	// Steps are the knobs of the deliberately broken modes (zero: none).
 	Steps StepHooks
 }

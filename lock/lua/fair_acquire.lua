@@ -61,4 +61,5 @@ if ARGV[5] ~= '0' then
     redis.call('pexpire', GRANT, ttl + wait)
   end
 end
+keep_queue(ttl + wait)
 return ttl

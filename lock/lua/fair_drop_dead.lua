@@ -3,7 +3,7 @@
 -- KEYS[2] queue "redisson_lock_queue:{<name>}"; KEYS[3] deadlines "redisson_lock_timeout:{<name>}";
 -- ARGV[4] now, unix ms. The last key is this project's own hash of the waiters that take a lock
 -- handed over from another process (field -> the TTL such a lock gets); Redisson clients neither
--- read nor write it. Defines `now`, `GRANT`, and `move_up`.
+-- read nor write it. Defines `now`, `GRANT`, `move_up` and `keep_queue`.
 local now = tonumber(ARGV[4])
 local GRANT = KEYS[#KEYS]
 while true do
@@ -33,5 +33,19 @@ local function move_up(by)
       args[#args + 1] = w[j]
     end
     redis.call('zadd', KEYS[3], 'XX', unpack(args))
+  end
+end
+
+
+-- The queue and the deadlines expire with the last waiter's deadline (the latest one: a waiter
+-- joins one thread wait after the one before it, and deadlines only move up after that). Past
+-- it every waiter in them is dead and the next script would drop them all; so when every
+-- waiter crashed, nothing of the line stays in Redis longer than that.
+local function keep_queue(ms)
+  ms = math.max(ms, 1)
+  for _, k in ipairs({KEYS[2], KEYS[3]}) do
+    if redis.call('pttl', k) < ms then
+      redis.call('pexpire', k, ms)
+    end
   end
 end

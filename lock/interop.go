@@ -1,0 +1,142 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// What keeps the reentrant, fair and fenced locks in step with Redisson on every topology: the choice
+// between classic and sharded pub/sub, and the fair lock's thread wait.
+//
+// On a Redis 7 cluster Redisson (shardedSubscriptionMode AUTO) waits with SSUBSCRIBE and
+// announces with SPUBLISH. A sharded message is seen only by the sharded subscribers of the
+// channel's shard, and a classic one only by classic subscribers: a process that announces one
+// way while the other listens the other way wakes nobody, and its waiters sleep out the holder's
+// TTL. So both sides must choose alike, which auto does: sharded exactly when the client is a
+// cluster client and the server knows PUBSUB SHARDNUMSUB (Redis 7 and later), as Redisson does.
+
+// subMode is the pub/sub the reentrant and fair locks use (WithShardedPubSub).
+type subMode int
+
+const (
+	subAuto    subMode = iota // sharded on a Redis 7+ cluster, classic elsewhere
+	subClassic                // PUBLISH / SUBSCRIBE, PSUBSCRIBE
+	subSharded                // SPUBLISH / SSUBSCRIBE
+)
+
+// WithShardedPubSub forces how NewReentrant, NewFair and NewFenced announce a release and wait
+// for one, as Redisson's shardedSubscriptionMode does: true, SPUBLISH and SSUBSCRIBE (Redis 7
+// and later; on a cluster one subscription per node, moved with the slots); false, PUBLISH and
+// SUBSCRIBE. Default (the option not given): sharded when the client is a *redis.ClusterClient
+// whose servers know sharded pub/sub, classic otherwise; that is Redisson's AUTO, so on a
+// cluster both sides pick alike. Processes sharing a lock must use the same kind, or each side's
+// waiters sleep out the other's holders. The other locks ignore it (they always use classic
+// pub/sub).
+func WithShardedPubSub(on bool) Option {
+	return func(o *settings) {
+		o.Subscription = subClassic
+		if on {
+			o.Subscription = subSharded
+		}
+	}
+}
+
+// WithThreadWait sets NewFair's thread wait: how long a waiter may stay first in the queue
+// without coming for the lock before the next acquire or release drops it as dead, and how far
+// every waiter's deadline moves up when one takes the lock. Default 0: each acquisition's own
+// Options.Wait, as Redisson's tryLock(wait, …). When Java Redisson clients share a fair lock, set
+// it to their thread wait: their config's fairLockWaitTimeout (5 min by default) when they call
+// lock(), or the wait they give tryLock. With unequal thread waits, an acquisition by the side
+// with the longer one moves the other side's deadlines into the past: its live waiters are
+// dropped from the queue, join it again at the tail and lose their place (never the lock, and
+// there are never two holders). Other locks ignore it.
+func WithThreadWait(d time.Duration) Option { return func(o *settings) { o.ThreadWait = d } }
+
+// pubsubMode decides, once per Locker, whether its pub/sub is sharded.
+type pubsubMode struct {
+	rdb   redis.UniversalClient
+	force subMode
+
+	mu      sync.Mutex
+	decided bool
+	sharded bool
+}
+
+func newPubsubMode(rdb redis.UniversalClient, force subMode) *pubsubMode {
+	return &pubsubMode{rdb: rdb, force: force}
+}
+
+// useSharded reports whether releases are announced with SPUBLISH and waited for with
+// SSUBSCRIBE. In auto mode it asks a cluster once whether it knows sharded pub/sub; a server
+// that does not answer leaves the question open (classic meanwhile), one that refuses the command
+// (before Redis 7) settles it: classic.
+func (m *pubsubMode) useSharded(ctx context.Context) bool {
+	if m == nil {
+		return false
+	}
+	switch m.force {
+	case subClassic:
+		return false
+	case subSharded:
+		return true
+	}
+	cc, ok := m.rdb.(*redis.ClusterClient)
+	if !ok {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.decided {
+		return m.sharded
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	err := cc.Do(cctx, "pubsub", "shardnumsub").Err()
+	var rerr redis.Error
+	switch {
+	case err == nil:
+		m.decided, m.sharded = true, true
+	case errors.As(err, &rerr):
+		m.decided, m.sharded = true, false
+	}
+	return m.sharded
+}
+
+// script is s, or its twin that announces with SPUBLISH when the pub/sub is sharded.
+func (m *pubsubMode) script(ctx context.Context, s *redis.Script) *redis.Script {
+	if !m.useSharded(ctx) {
+		return s
+	}
+	if t := shardedTwins[s]; t != nil {
+		return t
+	}
+	return s
+}
+
+// twinSources are the release scripts of the reentrant and fair locks, by the source each was
+// built from (a test checks they match).
+var twinSources = map[*redis.Script]string{
+	reentrantRelease: reentrantReleaseLua,
+	fairRelease:      fairDropDeadLua + fairReleaseLua,
+	fairCancel:       fairCancelLua,
+}
+
+// shardedTwins are those scripts with every PUBLISH turned into SPUBLISH (the channel shares the
+// lock's hash tag, so it is in the script's slot), as Redisson writes the publish command its
+// subscription service names into its scripts.
+var shardedTwins = func() map[*redis.Script]*redis.Script {
+	m := map[*redis.Script]*redis.Script{}
+	for s, src := range twinSources {
+		m[s] = redis.NewScript(spublishing(src))
+	}
+	return m
+}()
+
+func spublishing(src string) string {
+	return strings.ReplaceAll(src, "redis.call('publish', ", "redis.call('spublish', ")
+}

@@ -1,0 +1,163 @@
+package lock
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/locktest"
+)
+
+// TestShardedTwinsMatchTheirScripts: each sharded twin is built from the very source of the
+// script it stands in for (else a release script changed without its twin would announce the
+// old way on a cluster), and publishes only with SPUBLISH.
+func TestShardedTwinsMatchTheirScripts(t *testing.T) {
+	if len(twinSources) != 4 {
+		t.Fatalf("%d twins, want the reentrant release, the fair release and cancel, the fenced release", len(twinSources))
+	}
+	for s, src := range twinSources {
+		if got := redis.NewScript(src).Hash(); got != s.Hash() {
+			t.Errorf("twin source hashes to %s, its script is %s", got, s.Hash())
+		}
+		twin := spublishing(src)
+		if !strings.Contains(twin, "redis.call('spublish', ") || strings.Contains(strings.ToLower(twin), "'publish'") {
+			t.Errorf("twin of %s still publishes classically, or not at all:\n%s", s.Hash(), twin)
+		}
+		if shardedTwins[s].Hash() != redis.NewScript(twin).Hash() {
+			t.Errorf("shardedTwins[%s] is not the SPUBLISH twin", s.Hash())
+		}
+	}
+}
+
+// TestFairThreadWaitChainsDeadlines: with WithThreadWait the fair queue's deadlines are chained
+// by the thread wait, not by each acquisition's wait, and the queue keys expire with the last
+// deadline.
+func TestFairThreadWaitChainsDeadlines(t *testing.T) {
+	srv := locktest.New(t)
+	rdb := locktest.NewClient(t, srv)
+	const threadWait = 2 * time.Second
+	l, err := NewFair(rdb, WithThreadWait(threadWait), WithLease(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	key := "fair-thread-wait"
+	holder, err := l.Acquire(ctx, key, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Release(ctx)
+	waiter, err := NewFair(rdb, WithThreadWait(threadWait), WithInstanceID("w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := waiter.Acquire(wctx, key, Options{Wait: time.Minute, Owner: "o"})
+		done <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	var due float64
+	for {
+		due, err = rdb.ZScore(ctx, fairDeadlines(key), "w:o").Result()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the waiter never queued: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	ahead := time.Until(time.UnixMilli(int64(due)))
+	// Holder's PTTL (at most the 3 s lease) + the 2 s thread wait, not + the 1 min wait.
+	if ahead > 3*time.Second+threadWait || ahead < threadWait {
+		t.Errorf("the waiter's deadline is %v ahead, want the holder's TTL + %v", ahead, threadWait)
+	}
+	for _, k := range []string{fairQueue(key), fairDeadlines(key)} {
+		ttl := rdb.PTTL(ctx, k).Val()
+		if ttl <= 0 || ttl > ahead+time.Second {
+			t.Errorf("%s PTTL %v, want about the last deadline, %v", k, ttl, ahead)
+		}
+	}
+	cancel()
+	<-done
+}
+
+// TestShardedPubSubOnOneServer: forced sharded pub/sub on one Redis 7 server: the reentrant
+// unlock reaches an SSUBSCRIBE subscriber, and a waiter is woken by the release at once rather
+// than by the holder's TTL. Needs a real redis-server: the in-process one has no sharded pub/sub.
+func TestShardedPubSubOnOneServer(t *testing.T) {
+	srv := locktest.New(t)
+	if srv.Kind != locktest.KindReal {
+		t.Skip("the in-process Redis has no SSUBSCRIBE/SPUBLISH")
+	}
+	rdb := locktest.NewClient(t, srv)
+	ctx := context.Background()
+	if err := rdb.Do(ctx, "pubsub", "shardnumsub").Err(); err != nil {
+		t.Skipf("this redis-server has no sharded pub/sub: %v", err)
+	}
+	key := "sharded-one-server"
+	ps := rdb.SSubscribe(ctx, unlockChannel(key))
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewReentrant(rdb, WithShardedPubSub(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := NewReentrant(rdb, WithShardedPubSub(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	held, err := a.Acquire(ctx, key, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan time.Time, 1)
+	go func() {
+		le, err := b.Acquire(ctx, key, Options{Wait: 20 * time.Second})
+		if err != nil {
+			t.Error(err)
+			got <- time.Time{}
+			return
+		}
+		got <- time.Now()
+		_ = le.Release(ctx)
+	}()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		n, err := rdb.PubSubShardNumSub(ctx, unlockChannel(key)).Result()
+		if err == nil && n[unlockChannel(key)] >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter never subscribed with SSUBSCRIBE")
+		}
+	}
+	released := time.Now()
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	m, err := ps.ReceiveMessage(rctx)
+	if err != nil || m.Payload != unlockMessage {
+		t.Fatalf("sharded subscriber: %v, %v", m, err)
+	}
+	at := <-got
+	// The holder's lock lived 30 s: anything near that is the TTL, not the wake-up.
+	if woke := at.Sub(released); at.IsZero() || woke > 5*time.Second {
+		t.Fatalf("the waiter took the lock %v after the release", woke)
+	} else {
+		t.Logf("the waiter took the lock %v after the release", woke)
+	}
+}
