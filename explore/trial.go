@@ -241,7 +241,19 @@ func (t *trial) buy(ctx context.Context, i int) (rec Record) {
 	locker := t.lock[b.Instance]
 	key := store.LockKey(sku, t.mode.Name)
 	opts := lock.Options{Wait: t.s.wait(), Lease: t.s.lease(), ExplicitLease: b.ExplicitLease, Owner: order.ID}
-	lease, err := locker.Acquire(ctx, key, opts)
+	// A buyer keeps trying for the lock until its wait is over, whether the lock was busy or a
+	// server did not answer (a client retrying its 503s).
+	deadline := time.Now().Add(t.s.wait())
+	var lease lock.Lease
+	var err error
+	for {
+		opts.Wait = max(time.Until(deadline), time.Millisecond)
+		lease, err = locker.Acquire(ctx, key, opts)
+		if err == nil || holder.Crashed() || classify(err) != "unavailable" || time.Until(deadline) <= 0 ||
+			!sleep(ctx, min(20*time.Millisecond, time.Until(deadline))) {
+			break
+		}
+	}
 	if died() {
 		return rec
 	}
