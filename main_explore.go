@@ -118,7 +118,7 @@ func runExplore(ctx context.Context, e exploreFlags, stdout, stderr io.Writer) e
 				return
 			}
 			last = time.Now()
-			fmt.Fprintf(stderr, "  %-13s %4d trials, %4d violations, %3.0fs left\n", p.Mode, p.Trials, p.Violations, p.Left.Seconds())
+			fmt.Fprintf(stderr, "  %-13s %4d trials, %4d violations, %3.0fs left\n", p.Mode, p.Trials, p.Violations, max(p.Left.Seconds(), 0))
 		case "shrinking":
 			fmt.Fprintf(stderr, "  %-13s %4d trials, %4d violations; shrinking the smallest ...\n", p.Mode, p.Trials, p.Violations)
 		case "done":

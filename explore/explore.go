@@ -88,9 +88,11 @@ type ModeResult struct {
 	ByKind map[string]int `json:"byKind"`
 	// FaultsDrawn counts the faults drawn, by kind.
 	FaultsDrawn map[string]int `json:"faultsDrawn"`
-	Shortest    *Shortest      `json:"shortest"`
-	ReplayFile  string         `json:"replayFile,omitempty"`
-	Timeline    string         `json:"timeline,omitempty"`
+	// ViolationsWith counts the violating trials that drew each fault kind ("none": no fault).
+	ViolationsWith map[string]int `json:"violationsWith"`
+	Shortest       *Shortest      `json:"shortest"`
+	ReplayFile     string         `json:"replayFile,omitempty"`
+	Timeline       string         `json:"timeline,omitempty"`
 	// Errors counts trials that could not run (not violations).
 	Errors     int     `json:"errors,omitempty"`
 	LastError  string  `json:"lastError,omitempty"`
@@ -166,7 +168,7 @@ func Explore(ctx context.Context, rig *Rig, opt Options) (Report, error) {
 // exploreMode runs trials of one mode for the budget, then shrinks its smallest violation.
 func exploreMode(ctx context.Context, rig *Rig, mode lock.Mode, faults []string, opt Options) (ModeResult, error) {
 	start := time.Now()
-	res := ModeResult{Mode: mode.Name, ByKind: map[string]int{}, FaultsDrawn: map[string]int{}}
+	res := ModeResult{Mode: mode.Name, ByKind: map[string]int{}, FaultsDrawn: map[string]int{}, ViolationsWith: map[string]int{}}
 	tell := func(phase string, left time.Duration) {
 		if opt.Progress != nil {
 			opt.Progress(Progress{Mode: mode.Name, Trials: res.Trials, Violations: res.Violations, Left: left, Phase: phase})
@@ -200,6 +202,16 @@ func exploreMode(ctx context.Context, rig *Rig, mode lock.Mode, faults []string,
 		if k := out.Kind(); k != "" {
 			res.Violations++
 			res.ByKind[k]++
+			seen := map[string]bool{}
+			for _, f := range s.Faults {
+				if !seen[f.Kind] {
+					seen[f.Kind] = true
+					res.ViolationsWith[f.Kind]++
+				}
+			}
+			if len(s.Faults) == 0 {
+				res.ViolationsWith["none"]++
+			}
 			if smallest == nil || s.size() < smallest.Schedule.size() {
 				smallest = &out
 			}

@@ -30,15 +30,15 @@ func WriteTable(w io.Writer, rep Report) error {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "MODE\tTRIALS\tMEDIAN\tFAULTS DRAWN\tVIOLATIONS\tBY KIND\tSHORTEST (buyers, faults)\tCONFIRMED")
+	fmt.Fprintln(tw, "MODE\tTRIALS\tMEDIAN\tFAULTS DRAWN\tVIOLATIONS\tBY KIND\tIN TRIALS WITH\tSHORTEST (buyers, faults)\tCONFIRMED")
 	for _, m := range rep.Modes {
 		short, conf := "-", "-"
 		if m.Shortest != nil {
 			short = m.Shortest.line()
 			conf = m.Shortest.Confirmed
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0fms\t%s\t%d\t%s\t%s\t%s\n", m.Mode, m.Trials, m.MedianMs, counts(m.FaultsDrawn, Catalogue),
-			m.Violations, counts(m.ByKind, Kinds), short, conf)
+		fmt.Fprintf(tw, "%s\t%d\t%.0fms\t%s\t%d\t%s\t%s\t%s\t%s\n", m.Mode, m.Trials, m.MedianMs, counts(m.FaultsDrawn, Catalogue),
+			m.Violations, counts(m.ByKind, Kinds), counts(m.ViolationsWith, append([]string{"none"}, Catalogue...)), short, conf)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("explore: %w", err)

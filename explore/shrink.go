@@ -8,10 +8,13 @@ import (
 	"seckill/lock"
 )
 
-// confirmRuns is how many runs in a row a smaller schedule must fail (with the same kind) to
-// replace the current one: timing faults do not fail every time, and a counterexample that
-// fails only now and then is no use to a reader.
-const confirmRuns = 3
+// A smaller schedule replaces the current one when it fails with the same kind in at least
+// needRuns of triesRuns runs: timing faults do not fail every time, and the shrinker must not
+// trade a reliable counterexample for one that fails only now and then.
+const (
+	triesRuns = 3
+	needRuns  = 2
+)
 
 // finalRuns is how often the shrunk schedule is run once more, to say how reliably it fails.
 const finalRuns = 5
@@ -24,28 +27,37 @@ type Shrunk struct {
 	Confirmed string
 }
 
-// Shrink looks for the smallest schedule that still fails like found: it tries, in turn,
-// without each fault, without each buyer, with every pause, outage and section halved, and with
-// all buyers on one instance, keeping a candidate only when it fails with the same kind in
-// confirmRuns runs in a row, until no candidate is kept or budget runs out.
+// Shrink looks for the smallest schedule that still fails like found: it tries, in turn, a
+// buyer struck by a fault starting first, without each fault, without each buyer, with every
+// pause, outage and partition halved, all buyers on one instance, and every section short,
+// keeping a candidate when it fails with the same kind in needRuns of triesRuns runs, until no
+// candidate is kept or budget runs out.
 func Shrink(ctx context.Context, rig *Rig, mode lock.Mode, found Outcome, budget time.Duration) (Shrunk, error) {
 	deadline := time.Now().Add(budget)
 	kind := found.Kind()
 	cur := found
-	// confirm runs s up to n times; it returns the last failing outcome when all n fail.
-	confirm := func(s Schedule, n int) (Outcome, bool, error) {
+	// confirm runs s until it has failed needRuns times (true, with the last failing outcome) or
+	// can no longer (false).
+	confirm := func(s Schedule) (Outcome, bool, error) {
 		var last Outcome
-		for range n {
+		failed := 0
+		for run := range triesRuns {
 			out, err := rig.Run(ctx, mode, s)
 			if err != nil {
 				return out, false, err
 			}
-			if !out.Has(kind) {
-				return out, false, nil
+			if out.Has(kind) {
+				failed++
+				last = out
 			}
-			last = out
+			if failed == needRuns {
+				return last, true, nil
+			}
+			if failed+triesRuns-run-1 < needRuns {
+				break
+			}
 		}
-		return last, true, nil
+		return last, false, nil
 	}
 	for improved := true; improved && time.Now().Before(deadline); {
 		improved = false
@@ -56,7 +68,7 @@ func Shrink(ctx context.Context, rig *Rig, mode lock.Mode, found Outcome, budget
 			if err := ctx.Err(); err != nil {
 				return Shrunk{}, err
 			}
-			out, ok, err := confirm(cand, confirmRuns)
+			out, ok, err := confirm(cand)
 			if err != nil {
 				return Shrunk{}, fmt.Errorf("explore: shrink %s: %w", mode.Name, err)
 			}
@@ -84,6 +96,24 @@ func Shrink(ctx context.Context, rig *Rig, mode lock.Mode, found Outcome, budget
 // candidates are the schedules one step smaller than s, the most shrinking first.
 func candidates(s Schedule) []Schedule {
 	var out []Schedule
+	// A buyer struck by a fault starting before everyone else: the race it lost is then run the
+	// same way every time, and the other buyers can go.
+	for _, f := range s.Faults {
+		if j := f.Buyer; f.holder() && j < len(s.Buyers) && s.Buyers[j].StartMs > 0 {
+			c := s
+			c.Buyers = append([]Buyer(nil), s.Buyers...)
+			c.Buyers[j].StartMs = 0
+			for k := range c.Buyers {
+				if k != j && c.Buyers[k].StartMs < 5 {
+					c.Buyers[k].StartMs = 5
+				}
+			}
+			out = append(out, c)
+		}
+		if f.holder() {
+			break // the first struck buyer only, so that two of them never take turns
+		}
+	}
 	for i := len(s.Faults) - 1; i >= 0; i-- {
 		out = append(out, s.withoutFault(i))
 	}

@@ -127,13 +127,18 @@ func (r *Rig) Run(ctx context.Context, mode lock.Mode, s Schedule) (Outcome, err
 	for i := range s.Buyers {
 		wg.Go(func() { recs[i] = t.buy(tctx, i) })
 	}
+	// The nemesis stops when the last buyer is done: a fault after that could change nothing
+	// the checker sees, and the next trial starts sooner.
+	nctx, stop := context.WithCancel(tctx)
+	defer stop()
 	var nwg sync.WaitGroup
 	for _, f := range s.Faults {
 		if !f.holder() {
-			nwg.Go(func() { t.nemesis(tctx, f) })
+			nwg.Go(func() { t.nemesis(nctx, f) })
 		}
 	}
 	wg.Wait()
+	stop()
 	nwg.Wait()
 	out := Outcome{Mode: mode.Name, Schedule: s, Records: recs, Events: t.events, origin: t.origin}
 	final, err := t.st.Stock(ctx, sku)
@@ -363,7 +368,11 @@ func (t *trial) nemesis(ctx context.Context, f Fault) {
 		for _, m := range f.Masters {
 			in.cut[m].cutFor(dur)
 		}
-		sleep(ctx, dur)
+		if !sleep(ctx, dur) {
+			for _, m := range f.Masters {
+				in.cut[m].heal()
+			}
+		}
 	}
 	ev.EndMs = t.since(time.Now())
 	if err != nil {
@@ -402,20 +411,40 @@ func (t *trial) clockFast(ctx context.Context, m int, rate float64, dur time.Dur
 }
 
 // failover holds m0's replication back (the replica stops and its link drops), lets the master
-// take writes for lag, kills it, resumes the replica and waits until Sentinel has promoted it.
-// The rig rebuilds the topology before the next trial.
+// take writes for lag, kills it, resumes the replica and asks Sentinel for a failover at once
+// (SENTINEL FAILOVER: the down-after detection is skipped, the promotion is Sentinel's own), then
+// waits until a client that asks Sentinel reaches the promoted replica. The rig rebuilds the
+// topology before the next trial.
 func (t *trial) failover(ctx context.Context, lag time.Duration) error {
 	topo := t.rig.topo
 	t.rig.broken = true
 	if err := topo.HoldBackReplication(ctx); err != nil {
 		return err
 	}
-	sleep(ctx, lag)
+	if !sleep(ctx, lag) {
+		return ctx.Err()
+	}
 	topo.Master.Stop()
 	if err := topo.Replica.Resume(); err != nil {
 		return err
 	}
-	return topo.WaitMaster(ctx, topo.Replica.Addr, 20*time.Second)
+	sc := topo.Sentinels[0].Client()
+	defer sc.Close()
+	for {
+		err := sc.Failover(ctx, topo.Name).Err()
+		if err == nil {
+			break
+		}
+		if !sleep(ctx, 20*time.Millisecond) {
+			return fmt.Errorf("explore: SENTINEL FAILOVER: %w", err)
+		}
+	}
+	for t.rig.admin[0].Ping(ctx).Err() != nil {
+		if !sleep(ctx, 10*time.Millisecond) {
+			return fmt.Errorf("explore: the promoted replica: %w", ctx.Err())
+		}
+	}
+	return nil
 }
 
 // sleep waits for d or until ctx ends; it reports whether d elapsed.
