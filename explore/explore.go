@@ -90,9 +90,11 @@ type ModeResult struct {
 	FaultsDrawn map[string]int `json:"faultsDrawn"`
 	// ViolationsWith counts the violating trials that drew each fault kind ("none": no fault).
 	ViolationsWith map[string]int `json:"violationsWith"`
-	Shortest       *Shortest      `json:"shortest"`
-	ReplayFile     string         `json:"replayFile,omitempty"`
-	Timeline       string         `json:"timeline,omitempty"`
+	// ViolatingTrials are the trial numbers that failed: Draw(seed, n, faults, lease) redraws each.
+	ViolatingTrials []int     `json:"violatingTrials,omitempty"`
+	Shortest        *Shortest `json:"shortest"`
+	ReplayFile      string    `json:"replayFile,omitempty"`
+	Timeline        string    `json:"timeline,omitempty"`
 	// Errors counts trials that could not run (not violations).
 	Errors     int     `json:"errors,omitempty"`
 	LastError  string  `json:"lastError,omitempty"`
@@ -202,6 +204,7 @@ func exploreMode(ctx context.Context, rig *Rig, mode lock.Mode, faults []string,
 		if k := out.Kind(); k != "" {
 			res.Violations++
 			res.ByKind[k]++
+			res.ViolatingTrials = append(res.ViolatingTrials, trial)
 			seen := map[string]bool{}
 			for _, f := range s.Faults {
 				if !seen[f.Kind] {
