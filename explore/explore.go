@@ -356,5 +356,3 @@ func RunReplay(ctx context.Context, rig *Rig, r Replay, times int) (ReplayResult
 	}
 	return res, nil
 }
-
-func containsKind(list []string, k string) bool { return slices.Contains(list, k) }

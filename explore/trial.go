@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -67,8 +68,6 @@ type Outcome struct {
 	Final      int64       `json:"finalStock"`
 	Violations []Violation `json:"violations,omitempty"`
 	DurationMs float64     `json:"durationMs"`
-
-	origin time.Time
 }
 
 // trial is one run of a schedule.
@@ -90,7 +89,7 @@ func (t *trial) since(at time.Time) float64 {
 // Run runs schedule s once for mode on the rig and checks it.
 func (r *Rig) Run(ctx context.Context, mode lock.Mode, s Schedule) (Outcome, error) {
 	for _, f := range s.Faults {
-		if !containsKind(r.Drawable, f.Kind) {
+		if !slices.Contains(r.Drawable, f.Kind) {
 			return Outcome{}, fmt.Errorf("%w: %s (backend %s)", ErrCannotDraw, f.Kind, r.Backend)
 		}
 	}
@@ -140,7 +139,7 @@ func (r *Rig) Run(ctx context.Context, mode lock.Mode, s Schedule) (Outcome, err
 	wg.Wait()
 	stop()
 	nwg.Wait()
-	out := Outcome{Mode: mode.Name, Schedule: s, Records: recs, Events: t.events, origin: t.origin}
+	out := Outcome{Mode: mode.Name, Schedule: s, Records: recs, Events: t.events}
 	final, err := t.st.Stock(ctx, sku)
 	if err != nil {
 		return out, fmt.Errorf("explore: read the stock back: %w", err)
