@@ -368,12 +368,25 @@ func (rc *replyCrash) crashedAt() time.Time {
 
 type replyCrashHook struct{}
 
+// handshake reports whether cmd is one go-redis sends by itself when it opens a connection
+// (under the context of the command that needed it): not a reply the holder acts on.
+func handshake(cmds ...redis.Cmder) bool {
+	for _, c := range cmds {
+		switch c.Name() {
+		case "hello", "client", "auth", "select", "readonly":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 func (replyCrashHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (replyCrashHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if rc, ok := ctx.Value(replyCrashKey{}).(*replyCrash); ok && !errors.Is(err, fault.ErrCrashed) {
+		if rc, ok := ctx.Value(replyCrashKey{}).(*replyCrash); ok && !errors.Is(err, fault.ErrCrashed) && !handshake(cmd) {
 			rc.reply()
 		}
 		return err
@@ -383,7 +396,7 @@ func (replyCrashHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (replyCrashHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
-		if rc, ok := ctx.Value(replyCrashKey{}).(*replyCrash); ok && !errors.Is(err, fault.ErrCrashed) {
+		if rc, ok := ctx.Value(replyCrashKey{}).(*replyCrash); ok && !errors.Is(err, fault.ErrCrashed) && !handshake(cmds...) {
 			rc.reply()
 		}
 		return err
