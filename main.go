@@ -45,6 +45,7 @@ var commands = []struct{ name, about string }{
 	{"serve", "run the service (the default when no command is given)"},
 	{"lab", "run the scenario lab: every lock mode's experiment, with a verdict per row"},
 	{"bench", "benchmark the safe lock modes and reference libraries on Redis servers it starts"},
+	{"explore", "find each lock mode's failure with random faults, shrink it, and replay it (Redis servers of its own)"},
 	{"load", "fire sales at a running service, record each answer, and check that history for linearizability"},
 	{"help", "print this help, or a command's flags (seckill help lab)"},
 }
@@ -57,7 +58,7 @@ func (e usageError) Unwrap() error { return e.err }
 
 // run parses the command line and runs the command:
 //
-//	seckill [--config FILE] [serve|lab|bench|load|help] [--config FILE] [command flags]
+//	seckill [--config FILE] [serve|lab|bench|explore|load|help] [--config FILE] [command flags]
 //
 // --config may stand before or after the command. An unknown command, flag or stray argument
 // prints the usage to stderr and is a usageError.
@@ -77,6 +78,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runBench(ctx, opts.bench, stdout, stderr)
 	case "load":
 		return runLoad(ctx, opts.load, stdout)
+	case "explore":
+		return runExplore(ctx, opts.explore, stdout, stderr)
 	default:
 		return app.Serve(ctx, cfg, stdout, app.NewLogger(stderr, cfg.Log.Level))
 	}
@@ -127,9 +130,10 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 
 // cmdOptions are the flags of every command; commandFlags fills the one it parses for.
 type cmdOptions struct {
-	lab   labFlags
-	bench benchFlags
-	load  loadFlags
+	lab     labFlags
+	bench   benchFlags
+	load    loadFlags
+	explore exploreFlags
 }
 
 // commandFlags builds the flag set of cmd (its --config is added by the caller).
@@ -144,6 +148,8 @@ func commandFlags(cmd string, stderr io.Writer) (*flag.FlagSet, *cmdOptions, err
 		opts.bench.register(fs)
 	case "load":
 		opts.load.register(fs)
+	case "explore":
+		opts.explore.register(fs)
 	default:
 		return nil, nil, fmt.Errorf("unknown command %q", cmd)
 	}

@@ -1,0 +1,221 @@
+package explore
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"seckill/internal/modes"
+)
+
+func TestSameSeedDrawsTheSameSchedule(t *testing.T) {
+	const lease = 100 * time.Millisecond
+	differs := 0
+	for trial := range 50 {
+		a, b := Draw(42, trial, Catalogue, lease), Draw(42, trial, Catalogue, lease)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("trial %d: seed 42 drew two schedules:\n%+v\n%+v", trial, a, b)
+		}
+		if !reflect.DeepEqual(a, Draw(43, trial, Catalogue, lease)) {
+			differs++
+		}
+	}
+	if differs < 40 {
+		t.Fatalf("seeds 42 and 43 drew the same schedule in %d of 50 trials", 50-differs)
+	}
+}
+
+func TestDrawStaysInItsBounds(t *testing.T) {
+	const lease = 100 * time.Millisecond
+	kinds := map[string]int{}
+	for trial := range 500 {
+		s := Draw(7, trial, []string{Pause, Partition}, lease)
+		if n := len(s.Buyers); n < 2 || n > 6 {
+			t.Fatalf("trial %d: %d buyers, want 2..6", trial, n)
+		}
+		if s.Instances < 1 || s.Instances > 3 || s.Stock < 1 || s.Stock >= int64(len(s.Buyers)) {
+			t.Fatalf("trial %d: %d instances, stock %d for %d buyers", trial, s.Instances, s.Stock, len(s.Buyers))
+		}
+		for _, b := range s.Buyers {
+			if b.Instance >= s.Instances || b.WorkMs > 2*s.LeaseMs || b.StartMs > s.LeaseMs {
+				t.Fatalf("trial %d: buyer %+v out of bounds (lease %dms, %d instances)", trial, b, s.LeaseMs, s.Instances)
+			}
+		}
+		if len(s.Faults) > 3 {
+			t.Fatalf("trial %d: %d faults, want at most 3", trial, len(s.Faults))
+		}
+		for _, f := range s.Faults {
+			kinds[f.Kind]++
+			if f.Kind == Pause && (f.Buyer >= len(s.Buyers) || f.DurMs > 3*s.LeaseMs) {
+				t.Fatalf("trial %d: %s out of bounds", trial, f)
+			}
+			if f.Kind == Partition && (f.Instance >= s.Instances || len(f.Masters) == 0) {
+				t.Fatalf("trial %d: %s out of bounds", trial, f)
+			}
+		}
+	}
+	if len(kinds) != 2 || kinds[Pause] == 0 || kinds[Partition] == 0 {
+		t.Fatalf("drew %v from {pause, partition}", kinds)
+	}
+	if s := Draw(7, 1, nil, lease); len(s.Faults) != 0 {
+		t.Fatalf("an empty catalogue drew %v", s.FaultStrings())
+	}
+}
+
+func TestParseFaults(t *testing.T) {
+	if got, err := ParseFaults("pause, crash,pause"); err != nil || !slices.Equal(got, []string{Pause, Crash}) {
+		t.Fatalf("ParseFaults: %v %v", got, err)
+	}
+	if got, _ := ParseFaults("all"); !slices.Equal(got, Catalogue) {
+		t.Fatalf("all: %v", got)
+	}
+	if got, err := ParseFaults("none"); err != nil || len(got) != 0 {
+		t.Fatalf("none: %v %v", got, err)
+	}
+	if _, err := ParseFaults("pause,meteor"); err == nil {
+		t.Fatal("an unknown fault must be refused")
+	}
+}
+
+func TestWithoutBuyerRenumbersItsFaults(t *testing.T) {
+	s := Schedule{Stock: 3, Buyers: make([]Buyer, 4), Faults: []Fault{
+		{Kind: Pause, Buyer: 1}, {Kind: Crash, Buyer: 3}, {Kind: MasterDown, Master: 2}}}
+	got := s.withoutBuyer(1)
+	want := []Fault{{Kind: Crash, Buyer: 2}, {Kind: MasterDown, Master: 2}}
+	if len(got.Buyers) != 3 || !reflect.DeepEqual(got.Faults, want) || got.Stock != 3 {
+		t.Fatalf("without buyer 1: %d buyers, stock %d, faults %+v", len(got.Buyers), got.Stock, got.Faults)
+	}
+}
+
+// outcome builds a trial's outcome from records for the checker.
+func outcome(stock, final int64, recs ...Record) Outcome {
+	return Outcome{Schedule: Schedule{LeaseMs: 100, WaitMs: 400, Stock: stock, Buyers: make([]Buyer, len(recs))},
+		Records: recs, Final: final}
+}
+
+func kinds(vs []Violation) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.Kind)
+	}
+	return out
+}
+
+func TestCheck(t *testing.T) {
+	cases := []struct {
+		name string
+		o    Outcome
+		want []string
+	}{
+		{"one after the other", outcome(2, 0,
+			Record{Buyer: 0, Kind: "sold", Wrote: true, Remaining: 1, StartMs: 1, AcquiredMs: 2, CommitEndMs: 10, EndMs: 11},
+			Record{Buyer: 1, Kind: "sold", Wrote: true, Remaining: 0, StartMs: 1, AcquiredMs: 12, CommitEndMs: 20, EndMs: 21}), nil},
+		{"two inside at once, both told the same stock", outcome(2, 1,
+			Record{Buyer: 0, Kind: "sold", Wrote: true, Remaining: 1, StartMs: 1, AcquiredMs: 2, CommitEndMs: 10, EndMs: 11},
+			Record{Buyer: 1, Kind: "sold", Wrote: true, Remaining: 1, StartMs: 1, AcquiredMs: 5, CommitEndMs: 12, EndMs: 13}),
+			[]string{LostUpdate, Overlap, NotLinearizable}},
+		{"an older token written after a newer one was handed out", outcome(2, 0,
+			Record{Buyer: 0, Kind: "sold", Wrote: true, Remaining: 1, Token: 1, StartMs: 1, AcquiredMs: 2, CommitStartMs: 150, CommitEndMs: 151, EndMs: 152},
+			Record{Buyer: 1, Kind: "sold", Wrote: true, Remaining: 0, Token: 2, StartMs: 1, AcquiredMs: 120, CommitStartMs: 160, CommitEndMs: 161, EndMs: 162}),
+			[]string{StaleWrite, Overlap}},
+		{"the stale write rejected", outcome(2, 1,
+			Record{Buyer: 0, Kind: "stale", Token: 1, StartMs: 1, AcquiredMs: 2, CommitStartMs: 170, CommitEndMs: 171, EndMs: 172},
+			Record{Buyer: 1, Kind: "sold", Wrote: true, Remaining: 1, Token: 2, StartMs: 1, AcquiredMs: 120, CommitStartMs: 160, CommitEndMs: 161, EndMs: 162}),
+			nil},
+		{"a dead holder's lock that never expires", outcome(2, 2,
+			Record{Buyer: 0, Kind: "crashed", StartMs: 0, AcquiredMs: 1, CrashMs: 2, EndMs: 2},
+			Record{Buyer: 1, Kind: "timeout", StartMs: 5, EndMs: 405}),
+			[]string{Liveness}},
+		{"a dead holder's lease runs out, the waiter gets in", outcome(2, 1,
+			Record{Buyer: 0, Kind: "crashed", StartMs: 0, AcquiredMs: 1, CrashMs: 2, EndMs: 2},
+			Record{Buyer: 1, Kind: "sold", Wrote: true, Remaining: 1, StartMs: 5, AcquiredMs: 103, CommitEndMs: 110, EndMs: 111}),
+			nil},
+		{"a timeout while the holder is paused inside", outcome(2, 1,
+			Record{Buyer: 0, Kind: "sold", Wrote: true, Remaining: 1, StartMs: 0, AcquiredMs: 1, CommitEndMs: 500, EndMs: 501},
+			Record{Buyer: 1, Kind: "timeout", StartMs: 5, EndMs: 405}),
+			nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := kinds(Check(c.o)); !slices.Equal(got, c.want) {
+				t.Fatalf("got %v, want %v: %+v", got, c.want, Check(c.o))
+			}
+		})
+	}
+}
+
+// exploreFor explores modes for a short budget on rig with the cheap client-side faults.
+func exploreFor(t *testing.T, rig *Rig, modes []string, budget time.Duration) map[string]ModeResult {
+	t.Helper()
+	rep, err := Explore(context.Background(), rig, Options{Modes: modes, Budget: budget, ShrinkBudget: 4 * time.Second,
+		Seed: 1, Faults: []string{Crash, Pause}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]ModeResult{}
+	for _, m := range rep.Modes {
+		out[m.Mode] = m
+	}
+	return out
+}
+
+// The cheapest modes' pattern in a few seconds each: no lock and the SET NX PX lock fail (the
+// first at once, the second as soon as a section outlives the lease), the atomic decrement never
+// does. Each failure comes with a shrunk, replayable counterexample.
+func TestExploreFindsTheCheapestModesPattern(t *testing.T) {
+	rig, err := NewRig(context.Background(), RigOptions{NoSentinel: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rig.Close()
+	t.Logf("backend %s", rig.Backend)
+	res := exploreFor(t, rig, []string{"none", "setnx-ex", "atomic"}, 3*time.Second)
+	for _, name := range []string{"none", "setnx-ex"} {
+		m := res[name]
+		if m.Violations == 0 || m.Shortest == nil {
+			t.Fatalf("%s: no violation in %d trials: %+v", name, m.Trials, m)
+		}
+		if m.Shortest.Buyers > 3 || len(m.Shortest.Faults) > 2 {
+			t.Errorf("%s: shrunk to %d buyers and faults %v, want <= 3 and <= 2", name, m.Shortest.Buyers, m.Shortest.Faults)
+		}
+		r, err := ReadReplay(m.ReplayFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(m.Timeline); err != nil || filepath.Ext(m.Timeline) != ".html" {
+			t.Errorf("%s: timeline %q: %v", name, m.Timeline, err)
+		}
+		got, err := RunReplay(context.Background(), rig, r, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Reproduced == 0 {
+			t.Errorf("%s: the replay of %s reproduced in 0 of %d runs: %v", name, r.Kind, got.Of, got.Kinds)
+		}
+		t.Logf("%s: %d trials, %d violations, shortest %+v, replay %d/%d", name, m.Trials, m.Violations, *m.Shortest, got.Reproduced, got.Of)
+	}
+	a := res["atomic"]
+	if a.Violations != 0 || a.Trials < 5 {
+		t.Fatalf("atomic: %d violations in %d trials (%v), want none in at least 5", a.Violations, a.Trials, a.ByKind)
+	}
+	t.Logf("atomic: %d trials (median %.0fms), no violation", a.Trials, a.MedianMs)
+}
+
+func TestRunRefusesAFaultTheRigCannotDraw(t *testing.T) {
+	rig := &Rig{Drawable: []string{Pause}, Backend: "test"}
+	m, err := modes.LookupMode("lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Schedule{Instances: 1, Buyers: []Buyer{{}}, Faults: []Fault{{Kind: Failover}}}
+	if _, err := rig.Run(context.Background(), m, s); err == nil {
+		t.Fatal("a failover on a rig without Sentinel must be refused")
+	}
+	if got := rig.Undrawable([]string{Pause, Failover}); len(got) != 1 || got[Failover] == "" {
+		t.Fatalf("Undrawable: %v", got)
+	}
+}
