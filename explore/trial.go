@@ -287,10 +287,13 @@ func (t *trial) buy(ctx context.Context, i int) (rec Record) {
 
 // critical is the read-check-write inside the lock; it returns the kind of answer.
 func (t *trial) critical(ctx context.Context, lease modes.Lease, order store.Order, b Buyer, rec *Record, at func(string) bool) string {
-	stock, err := t.st.Stock(ctx, sku)
+	stock, stale, _, err := t.st.StockFenced(ctx, sku, lease.Token())
 	if err != nil {
 		rec.Err = err.Error()
 		return classify(err)
+	}
+	if stale {
+		return "stale"
 	}
 	if stock <= 0 {
 		return "soldout"

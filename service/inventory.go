@@ -346,9 +346,16 @@ func (s *Service) critical(ctx context.Context, req SaleRequest, lease modes.Lea
 			return "error", s.storeError(err)
 		}
 	}
-	stock, err := s.store.Stock(ctx, req.SKU)
+	stock, stale, newest, err := s.store.StockFenced(ctx, req.SKU, lease.Token())
 	if err != nil {
 		return "error", s.storeError(err)
+	}
+	if stale {
+		res.StaleWrite = true
+		s.observer.ObserveStaleWrite(res.Lock)
+		res.Message = fmt.Sprintf("read refused: fencing token %d is older than token %d already used (served by %s)",
+			lease.Token(), newest, s.set.Instance)
+		return "stale", ErrStaleWrite
 	}
 	res.Remaining = stock
 	if stock <= 0 {

@@ -55,6 +55,8 @@ func LockKey(sku, mode string) string { return KeysFor(sku).LockPrefix + mode }
 var (
 	//go:embed lua/commit.lua
 	commitLua string
+	//go:embed lua/fenced_read.lua
+	fencedReadLua string
 	//go:embed lua/atomic_sale.lua
 	atomicSaleLua string
 	//go:embed lua/reset.lua
@@ -67,6 +69,7 @@ var (
 	restockLua string
 
 	commitScript       = redis.NewScript(commitLua)
+	fencedReadScript   = redis.NewScript(fencedReadLua)
 	atomicSaleScript   = redis.NewScript(atomicSaleLua)
 	resetScript        = redis.NewScript(resetLua)
 	enterSectionScript = redis.NewScript(enterSectionLua)
@@ -126,6 +129,40 @@ func (s *Store) Stock(ctx context.Context, sku string) (int64, error) {
 		return 0, fmt.Errorf("%w: key %s holds %q", ErrCorrupt, sku, truncate(v, 40))
 	}
 	return n, nil
+}
+
+// StockFenced reads the stock of sku for the holder of fencing token (> 0; 0 reads as Stock
+// does). The read registers the token as the newest, so a holder with an older token can no
+// longer write after this read: fencing the read as well as the write is what stops an expired
+// holder's write landing between a newer holder's read and its write (a lost update the write's
+// check alone lets through). stale is true, and nothing is read, when a newer token already read
+// or wrote; newest is then that token.
+func (s *Store) StockFenced(ctx context.Context, sku string, token int64) (stock int64, stale bool, newest int64, err error) {
+	if token <= 0 {
+		stock, err = s.Stock(ctx, sku)
+		return stock, false, 0, err
+	}
+	k := KeysFor(sku)
+	r, err := fencedReadScript.Run(ctx, s.rdb, []string{k.Stock, k.Fence, k.Stale}, token).Slice()
+	if err != nil {
+		return 0, false, 0, wrap("fenced read", err)
+	}
+	if len(r) != 3 {
+		return 0, false, 0, fmt.Errorf("store: fenced read of %s: unexpected reply %v", sku, r)
+	}
+	if ok, _ := r[0].(int64); ok == 0 {
+		newest, _ = r[1].(int64)
+		return 0, true, newest, nil
+	}
+	if exists, _ := r[2].(int64); exists == 0 {
+		return 0, false, 0, fmt.Errorf("%w: %s", ErrNoStock, sku)
+	}
+	v, _ := r[1].(string)
+	n, perr := strconv.ParseInt(v, 10, 64)
+	if perr != nil {
+		return 0, false, 0, fmt.Errorf("%w: key %s holds %q", ErrCorrupt, sku, truncate(v, 40))
+	}
+	return n, false, token, nil
 }
 
 // Order is one sale to record.
