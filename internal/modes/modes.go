@@ -70,7 +70,9 @@ func redissonPrefixed(prefix, name string) string {
 // the lock keys that start with lockPrefix, which must carry a hash tag ("{sku}:lock:"): what a
 // reset must delete besides the lock keys themselves.
 func FairKeyPrefixes(lockPrefix string) []string {
-	return []string{fairQueue(lockPrefix), fairDeadlines(lockPrefix), redissonPrefixed("seckill_fair_grant", lockPrefix)}
+	return []string{fairQueue(lockPrefix), fairDeadlines(lockPrefix), redissonPrefixed("seckill_fair_grant", lockPrefix),
+		// and the waiter line of lua and fenced (the library's line.go)
+		redissonPrefixed("seckill_lock_line", lockPrefix), redissonPrefixed("seckill_lock_waiters", lockPrefix)}
 }
 
 // plainLease is the lease of the broken modes: no watchdog, no token.
