@@ -33,7 +33,7 @@ func (a *API) getMultiLock(c *gin.Context) {
 	}
 	hold := time.Duration(-1)
 	if v, ok := c.GetQuery("holdSeconds"); ok {
-		n, err := parseInt("holdSeconds", v)
+		n, err := ParseInt("holdSeconds", v)
 		if err == nil && n < 0 {
 			err = badRequest("holdSeconds must not be negative")
 		}

@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -339,17 +338,13 @@ func queryInt(c *gin.Context, name string, def int64) (int64, error) {
 	if !ok {
 		return def, nil
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return 0, badRequest("%s=%s is not a whole number", name, handler.Quote(v))
-	}
-	return n, nil
+	return handler.ParseInt(name, v)
 }
 
 func parseMillis(name, v string) (time.Duration, error) {
-	n, err := strconv.ParseInt(v, 10, 64)
+	n, err := handler.ParseInt(name, v)
 	if err != nil {
-		return 0, badRequest("%s=%s is not a whole number", name, handler.Quote(v))
+		return 0, err
 	}
 	if n < 0 {
 		return 0, badRequest("%s must not be negative", name)
