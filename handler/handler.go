@@ -174,9 +174,9 @@ func (a *API) fail(c *gin.Context, err error) {
 	c.AbortWithStatusJSON(status, body)
 }
 
-// onlyParams refuses query parameters other than accepted, and any given more than once: an
+// OnlyParams refuses query parameters other than accepted, and any given more than once: an
 // ambiguous request is refused rather than half understood.
-func onlyParams(q url.Values, accepted ...string) error {
+func OnlyParams(q url.Values, accepted ...string) error {
 	for name, vals := range q {
 		if !slices.Contains(accepted, name) {
 			if len(accepted) == 0 {
@@ -191,8 +191,8 @@ func onlyParams(q url.Values, accepted ...string) error {
 	return nil
 }
 
-// queryInt parses a whole-number query parameter; absent gives def.
-func queryInt(c *gin.Context, name string, def int64) (int64, error) {
+// QueryInt parses a whole-number query parameter; absent gives def.
+func QueryInt(c *gin.Context, name string, def int64) (int64, error) {
 	v, ok := c.GetQuery(name)
 	if !ok {
 		return def, nil
@@ -213,7 +213,8 @@ func ParseInt(name, v string) (int64, error) {
 	return n, nil
 }
 
-func parseMillis(name, v string) (time.Duration, error) {
+// ParseMillis parses a duration in whole milliseconds, 0 to 24 h.
+func ParseMillis(name, v string) (time.Duration, error) {
 	n, err := ParseInt(name, v)
 	if err != nil {
 		return 0, err

@@ -91,7 +91,7 @@ func ParseSale(q url.Values) (service.SaleRequest, error) {
 		if !ok {
 			continue
 		}
-		d, err := parseMillis(p.name, v[0])
+		d, err := ParseMillis(p.name, v[0])
 		if err != nil {
 			return req, err
 		}
@@ -222,11 +222,11 @@ type InventoryView struct {
 //	@Failure		503				{object}	ErrorBody	"Redis unavailable"
 //	@Router			/inventory/reset [post]
 func (a *API) reset(c *gin.Context) {
-	if err := onlyParams(c.Request.URL.Query(), "stock", "sku"); err != nil {
+	if err := OnlyParams(c.Request.URL.Query(), "stock", "sku"); err != nil {
 		a.fail(c, err)
 		return
 	}
-	stock, err := queryInt(c, "stock", -1) // absent: -1, the configured default
+	stock, err := QueryInt(c, "stock", -1) // absent: -1, the configured default
 	if _, given := c.GetQuery("stock"); err == nil && given && (stock < 0 || stock > a.svc.Settings().MaxStock) {
 		err = badRequest("stock=%d is out of range 0..%d", stock, a.svc.Settings().MaxStock)
 	}
@@ -298,7 +298,7 @@ func (a *API) readyz(c *gin.Context) {
 //	@Failure		503				{object}	ErrorBody	"Redis unavailable"
 //	@Router			/inventory/restock [post]
 func (a *API) restock(c *gin.Context) {
-	if err := onlyParams(c.Request.URL.Query(), "stock", "sku"); err != nil {
+	if err := OnlyParams(c.Request.URL.Query(), "stock", "sku"); err != nil {
 		a.fail(c, err)
 		return
 	}
@@ -306,7 +306,7 @@ func (a *API) restock(c *gin.Context) {
 		a.fail(c, badRequest("stock is required: POST /inventory/restock?stock=N"))
 		return
 	}
-	stock, err := queryInt(c, "stock", 0)
+	stock, err := QueryInt(c, "stock", 0)
 	var inv store.Inventory
 	if err == nil {
 		inv, err = a.svc.Restock(ctxOf(c), c.Query("sku"), stock)

@@ -27,7 +27,7 @@ import (
 //	@Router			/getMultiLock [get]
 //	@Router			/getMultiLock [post]
 func (a *API) getMultiLock(c *gin.Context) {
-	if err := onlyParams(c.Request.URL.Query(), "holdSeconds"); err != nil {
+	if err := OnlyParams(c.Request.URL.Query(), "holdSeconds"); err != nil {
 		a.fail(c, err)
 		return
 	}
