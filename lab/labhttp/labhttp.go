@@ -272,7 +272,8 @@ func (l *labAPI) burst(c *gin.Context) {
 	if err == nil && (n < 1 || n > lab.MaxBurst) {
 		err = badRequest("n=%d is out of range 1..%d", n, lab.MaxBurst)
 	}
-	req := service.SaleRequest{Mode: c.Query("lock")}
+	// The route is behind the admin guard: its sales are the operator's.
+	req := service.SaleRequest{Mode: c.Query("lock"), Operator: true}
 	if _, given := c.GetQuery("lock"); err == nil && given && req.Mode == "" {
 		err = fmt.Errorf("%w: %w: lock= is empty", service.ErrBadRequest, modes.ErrUnknownMode)
 	}
