@@ -110,7 +110,6 @@ func fairGrants(name string) string { return redissonPrefixed("seckill_fair_gran
 // the lock for it (a Redisson client, which hears only the unlock message, never gets it).
 const fairGrantMessage = "seckill:granted"
 
-
 // fairChannel is the channel on which the waiter with field is told that its turn has come.
 func fairChannel(name, field string) string { return unlockChannel(name) + ":" + field }
 
