@@ -156,23 +156,7 @@ func restock(ctx context.Context, client *http.Client, base string, q url.Values
 	if sku := q.Get("sku"); sku != "" {
 		rq.Set("sku", sku)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/inventory/restock?"+rq.Encode(), nil)
-	if err != nil {
-		return err
-	}
-	if token != "" {
-		req.Header.Set("X-Admin-Token", token)
-	}
-	res, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(res.Body, 512))
-		return fmt.Errorf("POST %s: %s: %s", req.URL, res.Status, strings.TrimSpace(string(b)))
-	}
-	return nil
+	return call(ctx, client, http.MethodPost, base+"/inventory/restock?"+rq.Encode(), token, nil)
 }
 
 // sale fires one sale and says what its buyer was told, with when it asked and when it heard.
@@ -212,9 +196,18 @@ func sale(ctx context.Context, client *http.Client, saleURL string) (out lab.Out
 }
 
 func getJSON(ctx context.Context, client *http.Client, u string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	return call(ctx, client, http.MethodGet, u, "", v)
+}
+
+// call sends one request (with the admin token when given), wants 200, and decodes the answer
+// into v when v is not nil.
+func call(ctx context.Context, client *http.Client, method, u, token string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
 		return err
+	}
+	if token != "" {
+		req.Header.Set("X-Admin-Token", token)
 	}
 	res, err := client.Do(req)
 	if err != nil {
@@ -223,7 +216,10 @@ func getJSON(ctx context.Context, client *http.Client, u string, v any) error {
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(res.Body, 512))
-		return fmt.Errorf("GET %s: %s: %s", u, res.Status, strings.TrimSpace(string(b)))
+		return fmt.Errorf("%s %s: %s: %s", method, u, res.Status, strings.TrimSpace(string(b)))
+	}
+	if v == nil {
+		return nil
 	}
 	return json.NewDecoder(res.Body).Decode(v)
 }

@@ -51,29 +51,6 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// retryUntil calls try until it obtains the lock, fails, or the wait runs out; between tries it
-// sleeps for the interval that next returns. It is the polling loop of the documents' tryLock.
-func retryUntil(ctx context.Context, key string, wait time.Duration, next func() time.Duration,
-	try func(context.Context) (bool, error)) error {
-	deadline := time.Now().Add(wait)
-	for {
-		ok, err := try(ctx)
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return notObtained(ctx, key)
-		}
-		if !sleep(ctx, min(next(), left)) {
-			return notObtained(ctx, key)
-		}
-	}
-}
-
 // jitter returns a retry interval between lo and hi, so that pollers do not move in lockstep.
 func jitter(lo, hi time.Duration) func() time.Duration {
 	return func() time.Duration { return lo + rand.N(hi-lo+1) }
