@@ -52,7 +52,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // retryUntil calls try until it obtains the lock, fails, or the wait runs out; between tries it
-// sleeps for the interval that next returns. It is the polling loop of the documents' tryLock.
+// sleeps for the interval that next returns. It is the polling loop of a classic tryLock.
 func retryUntil(ctx context.Context, key string, wait time.Duration, next func() time.Duration,
 	try func(context.Context) (bool, error)) error {
 	deadline := time.Now().Add(wait)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cluster.sh: the source tutorials' demo topology from installed binaries, without Docker.
+# cluster.sh: the demo topology of docs/operations.md from installed binaries, without Docker.
 #
 #   scripts/cluster.sh up [PART...]      start what is not running yet (idempotent), wait until it answers
 #   scripts/cluster.sh down [PART...]    stop what `up` started (by pid, verified), in reverse order
