@@ -17,14 +17,14 @@ const docTemplate = `{
     "paths": {
         "/getMultiLock": {
             "get": {
-                "description": "Takes the multilock of the default SKU (one Redisson-layout reentrant lock on each\nmaster, all required), holds it holdSeconds while reading its PTTL on every master,\nthen releases it. The samples fall and jump back up every lease/3: the watchdog\nrenewing each master. Allowed without the lab; bounded by lab.maxWork; needs the admin token when set.",
+                "description": "Takes the multilock of the default SKU (one Redisson-layout reentrant lock on each\nmaster, all required), holds it holdSeconds while reading its PTTL on every master,\nthen releases it. The samples fall and jump back up every lease/3: the watchdog\nrenewing each master. Allowed without the lab; bounded by lab.maxWork; needs the admin token when set,\nand then POST (a GET is 405).",
                 "produces": [
                     "application/json"
                 ],
                 "tags": [
                     "locks"
                 ],
-                "summary": "Hold the multilock on every master (the Redisson walkthrough's demo)",
+                "summary": "Hold the multilock on every master (the multilock demo)",
                 "parameters": [
                     {
                         "minimum": 0,
@@ -55,6 +55,69 @@ const docTemplate = `{
                     },
                     "401": {
                         "description": "admin token missing or wrong",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    },
+                    "405": {
+                        "description": "GET while server.adminToken is set",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    },
+                    "503": {
+                        "description": "lock not obtained within lock.wait, or a master unavailable (Retry-After)",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    }
+                }
+            },
+            "post": {
+                "description": "Takes the multilock of the default SKU (one Redisson-layout reentrant lock on each\nmaster, all required), holds it holdSeconds while reading its PTTL on every master,\nthen releases it. The samples fall and jump back up every lease/3: the watchdog\nrenewing each master. Allowed without the lab; bounded by lab.maxWork; needs the admin token when set,\nand then POST (a GET is 405).",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "locks"
+                ],
+                "summary": "Hold the multilock on every master (the multilock demo)",
+                "parameters": [
+                    {
+                        "minimum": 0,
+                        "type": "integer",
+                        "description": "how long to hold, in whole seconds (default 30, at most lab.maxWork)",
+                        "name": "holdSeconds",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "required when server.adminToken is set",
+                        "name": "X-Admin-Token",
+                        "in": "header"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/service.MultiLockHold"
+                        }
+                    },
+                    "400": {
+                        "description": "holdSeconds not a whole number, negative or above lab.maxWork",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    },
+                    "401": {
+                        "description": "admin token missing or wrong",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    },
+                    "405": {
+                        "description": "GET while server.adminToken is set",
                         "schema": {
                             "$ref": "#/definitions/handler.ErrorBody"
                         }
@@ -191,9 +254,74 @@ const docTemplate = `{
                 }
             }
         },
+        "/inventory/restock": {
+            "post": {
+                "description": "Sets the stock of a SKU (0..1,000,000,000), whatever lab.enabled says: the way back when\nthe data Redis lost the stock key, or to put more on sale. Orders and locks are kept; the\ninitial stock moves by as much as the stock, so the audit stays true. Needs the\nX-Admin-Token header; without server.adminToken set it is open only with the lab on.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "inventory"
+                ],
+                "summary": "Set the stock (the operator)",
+                "parameters": [
+                    {
+                        "type": "integer",
+                        "description": "new stock",
+                        "name": "stock",
+                        "in": "query",
+                        "required": true
+                    },
+                    {
+                        "type": "string",
+                        "description": "SKU (default inventory.key)",
+                        "name": "sku",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "the operator's token (server.adminToken)",
+                        "name": "X-Admin-Token",
+                        "in": "header"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/store.Inventory"
+                        }
+                    },
+                    "400": {
+                        "description": "stock missing, not a whole number or out of range",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    },
+                    "401": {
+                        "description": "admin token missing or wrong",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    },
+                    "403": {
+                        "description": "no admin token configured and the lab is off",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    },
+                    "503": {
+                        "description": "Redis unavailable",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    }
+                }
+            }
+        },
         "/inventory/sale": {
             "get": {
-                "description": "Reads the stock, and if it is above 0 writes stock-1 and records an order, inside the\nchosen lock mode (a read-check-write on purpose: only the lock protects it). GET is\naccepted as in the source documents. Fault parameters need lab.enabled.",
+                "description": "Reads the stock, and if it is above 0 writes stock-1 and records an order, inside the\nchosen lock mode (a read-check-write on purpose: only the lock protects it). GET is\naccepted as in the classic demos, unless server.adminToken is set (then 405). A mode\noutside lock.allowedModes and every fault parameter need lab.enabled (else 403) and,\nwhen server.adminToken is set, the X-Admin-Token header (else 401).",
                 "produces": [
                     "application/json"
                 ],
@@ -247,6 +375,12 @@ const docTemplate = `{
                         "description": "after-lock | before-expire: the holder dies (lab)",
                         "name": "crash",
                         "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "the operator's token: needed for lab modes and faults when server.adminToken is set",
+                        "name": "X-Admin-Token",
+                        "in": "header"
                     }
                 ],
                 "responses": {
@@ -262,6 +396,24 @@ const docTemplate = `{
                             "$ref": "#/definitions/handler.SaleBody"
                         }
                     },
+                    "401": {
+                        "description": "a lab mode or a fault without the admin token",
+                        "schema": {
+                            "$ref": "#/definitions/handler.SaleBody"
+                        }
+                    },
+                    "403": {
+                        "description": "a lab mode or a fault with lab.enabled=false",
+                        "schema": {
+                            "$ref": "#/definitions/handler.SaleBody"
+                        }
+                    },
+                    "405": {
+                        "description": "GET while server.adminToken is set",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    },
                     "409": {
                         "description": "sold out, or a stale write rejected by the fencing token",
                         "schema": {
@@ -275,7 +427,7 @@ const docTemplate = `{
                         }
                     },
                     "503": {
-                        "description": "lock not obtained within the wait, or Redis unavailable (Retry-After)",
+                        "description": "lock not obtained within the wait (a lock without expiry is named), Redis unavailable, the stock key missing (restock), or server.maxInFlight reached (Retry-After)",
                         "schema": {
                             "$ref": "#/definitions/handler.SaleBody"
                         }
@@ -283,7 +435,7 @@ const docTemplate = `{
                 }
             },
             "post": {
-                "description": "Reads the stock, and if it is above 0 writes stock-1 and records an order, inside the\nchosen lock mode (a read-check-write on purpose: only the lock protects it). GET is\naccepted as in the source documents. Fault parameters need lab.enabled.",
+                "description": "Reads the stock, and if it is above 0 writes stock-1 and records an order, inside the\nchosen lock mode (a read-check-write on purpose: only the lock protects it). GET is\naccepted as in the classic demos, unless server.adminToken is set (then 405). A mode\noutside lock.allowedModes and every fault parameter need lab.enabled (else 403) and,\nwhen server.adminToken is set, the X-Admin-Token header (else 401).",
                 "produces": [
                     "application/json"
                 ],
@@ -337,6 +489,12 @@ const docTemplate = `{
                         "description": "after-lock | before-expire: the holder dies (lab)",
                         "name": "crash",
                         "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "the operator's token: needed for lab modes and faults when server.adminToken is set",
+                        "name": "X-Admin-Token",
+                        "in": "header"
                     }
                 ],
                 "responses": {
@@ -352,6 +510,24 @@ const docTemplate = `{
                             "$ref": "#/definitions/handler.SaleBody"
                         }
                     },
+                    "401": {
+                        "description": "a lab mode or a fault without the admin token",
+                        "schema": {
+                            "$ref": "#/definitions/handler.SaleBody"
+                        }
+                    },
+                    "403": {
+                        "description": "a lab mode or a fault with lab.enabled=false",
+                        "schema": {
+                            "$ref": "#/definitions/handler.SaleBody"
+                        }
+                    },
+                    "405": {
+                        "description": "GET while server.adminToken is set",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    },
                     "409": {
                         "description": "sold out, or a stale write rejected by the fencing token",
                         "schema": {
@@ -365,7 +541,7 @@ const docTemplate = `{
                         }
                     },
                     "503": {
-                        "description": "lock not obtained within the wait, or Redis unavailable (Retry-After)",
+                        "description": "lock not obtained within the wait (a lock without expiry is named), Redis unavailable, the stock key missing (restock), or server.maxInFlight reached (Retry-After)",
                         "schema": {
                             "$ref": "#/definitions/handler.SaleBody"
                         }
@@ -445,7 +621,7 @@ const docTemplate = `{
         },
         "/lab/scenarios": {
             "get": {
-                "description": "Every row of the scenario guide (docs/scenarios.md) that the lab can run, with what it\nexpects; whether the lab is enabled and which experiment (if any) is running now.",
+                "description": "Every row of the scenario guide (docs/lab.md) that the lab can run, with what it\nexpects; whether the lab is enabled and which experiment (if any) is running now.",
                 "produces": [
                     "application/json"
                 ],
@@ -457,7 +633,7 @@ const docTemplate = `{
                     "200": {
                         "description": "OK",
                         "schema": {
-                            "$ref": "#/definitions/handler.LabScenarios"
+                            "$ref": "#/definitions/labhttp.LabScenarios"
                         }
                     }
                 }
@@ -703,32 +879,6 @@ const docTemplate = `{
                 },
                 "stock": {
                     "type": "integer"
-                }
-            }
-        },
-        "handler.LabScenarios": {
-            "type": "object",
-            "properties": {
-                "enabled": {
-                    "type": "boolean"
-                },
-                "maxBurst": {
-                    "type": "integer"
-                },
-                "modes": {
-                    "type": "array",
-                    "items": {
-                        "type": "string"
-                    }
-                },
-                "running": {
-                    "type": "string"
-                },
-                "scenarios": {
-                    "type": "array",
-                    "items": {
-                        "$ref": "#/definitions/lab.Scenario"
-                    }
                 }
             }
         },
@@ -1018,7 +1168,7 @@ const docTemplate = `{
                     "type": "string"
                 },
                 "row": {
-                    "description": "Row is the row of docs/scenarios.md.",
+                    "description": "Row is the row of docs/lab.md.",
                     "type": "integer"
                 },
                 "safe": {
@@ -1030,7 +1180,7 @@ const docTemplate = `{
                     "type": "string"
                 },
                 "step": {
-                    "description": "Step cites the source tutorials the row comes from, by the short forms listed in\ndocs/scenarios.md (e.g. \"Pitfalls, case 4\").",
+                    "description": "Step names the row's step of the story in docs/lab.md, where its public references are\nlinked (e.g. \"step 2: SETNX without a TTL\").",
                     "type": "string"
                 }
             }
@@ -1054,6 +1204,32 @@ const docTemplate = `{
                 },
                 "startMs": {
                     "type": "number"
+                }
+            }
+        },
+        "labhttp.LabScenarios": {
+            "type": "object",
+            "properties": {
+                "enabled": {
+                    "type": "boolean"
+                },
+                "maxBurst": {
+                    "type": "integer"
+                },
+                "modes": {
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    }
+                },
+                "running": {
+                    "type": "string"
+                },
+                "scenarios": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/lab.Scenario"
+                    }
                 }
             }
         },
@@ -1085,6 +1261,10 @@ const docTemplate = `{
         "modes.KeyState": {
             "type": "object",
             "properties": {
+                "deadlock": {
+                    "description": "Deadlock: a lock key with no TTL, which nobody will ever free (never set on a counter).",
+                    "type": "boolean"
+                },
                 "holders": {
                     "description": "Holders are a hash lock's fields (Redisson layout: \"\u003cinstance-id\u003e:\u003cowner\u003e\" -\u003e hold count).",
                     "type": "array",
@@ -1095,6 +1275,11 @@ const docTemplate = `{
                 "key": {
                     "type": "string",
                     "example": "{inventory001}:lock:reentrant"
+                },
+                "kind": {
+                    "description": "Kind is \"lock\", or \"fencing counter\" for a fenced lock's token counter\n(redisson_lock_token:\u003ckey\u003e, or redlock-fenced's \u003ckey\u003e:token), which\nhas no TTL by design: its tokens must keep rising past every lock's expiry.",
+                    "type": "string",
+                    "example": "lock"
                 },
                 "pttlMs": {
                     "description": "PTTLMs is the key's remaining time to live in ms; -1 means no TTL at all (a lock that\nnobody will ever free: the deadlock of the setnx modes), -2 that it vanished while read.",
