@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,7 +27,13 @@ type loadFlags struct {
 	limit      time.Duration
 	historyDir string
 	query      string
+	stock      int64
+	adminToken string
 }
+
+// errNotLinearizable makes `seckill load` exit 1 when the answers could not have come from one
+// stock counter taken one sale at a time.
+var errNotLinearizable = errors.New("load: the history is NOT linearizable")
 
 func (l *loadFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.url, "url", "http://127.0.0.1:8080", "the service (or nginx in front of several)")
@@ -37,6 +44,8 @@ func (l *loadFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&l.timeout, "timeout", 30*time.Second, "how long one sale may take")
 	fs.DurationVar(&l.limit, "time", 2*time.Minute, "how long the whole run may take; sales not started by then are not fired")
 	fs.StringVar(&l.query, "query", "", "extra sale parameters, e.g. workMs=5 (the lab's faults need lab.enabled)")
+	fs.Int64Var(&l.stock, "stock", 0, "restock the SKU to this many units first (POST /inventory/restock; needs --admin-token when the service has one); 0: use the stock as it is")
+	fs.StringVar(&l.adminToken, "admin-token", "", "the service's server.adminToken, for --stock")
 	fs.StringVar(&l.historyDir, "history-dir", "", "where to write the visualisation of a history that is not linearizable (default: the OS temp dir)")
 }
 
@@ -62,8 +71,19 @@ func runLoad(ctx context.Context, o loadFlags, stdout io.Writer) error {
 		SKU   string `json:"sku"`
 		Stock int64  `json:"stock"`
 	}
+	if o.stock < 0 {
+		return fmt.Errorf("load: --stock %d: want 0 (as it is) or more", o.stock)
+	}
+	if o.stock > 0 {
+		if err := restock(ctx, client, base.String(), q, o.stock, o.adminToken); err != nil {
+			return fmt.Errorf("load: restock: %w", err)
+		}
+	}
 	if err := getJSON(ctx, client, base.String()+"/inventory?"+q.Encode(), &inv); err != nil {
 		return fmt.Errorf("load: read the stock: %w", err)
+	}
+	if inv.Stock <= 0 {
+		return fmt.Errorf("load: %s is sold out (stock %d): pass --stock N to restock it first", inv.SKU, inv.Stock)
 	}
 	if o.lock != "" {
 		q.Set("lock", o.lock)
@@ -123,6 +143,34 @@ feed:
 	fmt.Fprintf(stdout, "history: %d answers from stock %d of %s: %s\n", len(outs), inv.Stock, inv.SKU, verdict)
 	if file != "" {
 		fmt.Fprintf(stdout, "history: visualisation in %s\n", file)
+	}
+	if verdict == lab.NotLinearizable {
+		return errNotLinearizable
+	}
+	return nil
+}
+
+// restock sets the SKU's stock through the operator's endpoint.
+func restock(ctx context.Context, client *http.Client, base string, q url.Values, stock int64, token string) error {
+	rq := url.Values{"stock": {strconv.FormatInt(stock, 10)}}
+	if sku := q.Get("sku"); sku != "" {
+		rq.Set("sku", sku)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/inventory/restock?"+rq.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		req.Header.Set("X-Admin-Token", token)
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+		return fmt.Errorf("POST %s: %s: %s", req.URL, res.Status, strings.TrimSpace(string(b)))
 	}
 	return nil
 }

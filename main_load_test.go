@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,22 +18,19 @@ func TestLoadChecksTheHistory(t *testing.T) {
 	for _, c := range []struct {
 		lock, query string
 		want        string
+		wantErr     error
 	}{
-		{"lua", "", "history: 40 answers from stock 10 of inventory001: linearizable\n"},
-		{"none", "workMs=20", "from stock 10 of inventory001: NOT linearizable"},
+		{"lua", "", "history: 40 answers from stock 10 of inventory001: linearizable\n", nil},
+		{"none", "workMs=20", "from stock 10 of inventory001: NOT linearizable", errNotLinearizable},
 	} {
-		res, err := http.Post(f.HTTP.URL+"/inventory/reset?stock=10", "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
 		var out, errOut bytes.Buffer
-		args := []string{"load", "--url", f.HTTP.URL, "--lock", c.lock, "--n", "40", "--c", "20", "--history-dir", t.TempDir()}
+		// --stock restocks first: the run does not depend on what an earlier one left.
+		args := []string{"load", "--url", f.HTTP.URL, "--lock", c.lock, "--n", "40", "--c", "20", "--stock", "10", "--history-dir", t.TempDir()}
 		if c.query != "" {
 			args = append(args, "--query", c.query)
 		}
-		if err := run(context.Background(), args, noEnv, &out, &errOut); err != nil {
-			t.Fatalf("%s: %v\n%s", c.lock, err, errOut.String())
+		if err := run(context.Background(), args, noEnv, &out, &errOut); !errors.Is(err, c.wantErr) {
+			t.Fatalf("%s: %v, want %v\n%s", c.lock, err, c.wantErr, errOut.String())
 		}
 		if !strings.Contains(out.String(), c.want) {
 			t.Errorf("%s: output lacks %q:\n%s", c.lock, c.want, out.String())
@@ -40,6 +38,21 @@ func TestLoadChecksTheHistory(t *testing.T) {
 		if !strings.Contains(out.String(), "sold 10, soldout") && c.lock == "lua" {
 			t.Errorf("lua should sell exactly the stock:\n%s", out.String())
 		}
+	}
+}
+
+// TestLoadSaysSoldOut: with nothing left to sell and no --stock, load says so instead of firing.
+func TestLoadSaysSoldOut(t *testing.T) {
+	f := apptest.New(t, nil)
+	res, err := http.Post(f.HTTP.URL+"/inventory/restock?stock=0", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	var out, errOut bytes.Buffer
+	err = run(context.Background(), []string{"load", "--url", f.HTTP.URL, "--n", "5"}, noEnv, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "sold out") || !strings.Contains(err.Error(), "--stock") {
+		t.Fatalf("load on a sold-out SKU: %v, want a sold-out error naming --stock", err)
 	}
 }
 

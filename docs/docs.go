@@ -393,19 +393,19 @@ const docTemplate = `{
                     "400": {
                         "description": "bad parameter or unknown lock mode (validModes lists the modes)",
                         "schema": {
-                            "$ref": "#/definitions/handler.SaleBody"
+                            "$ref": "#/definitions/handler.ErrorBody"
                         }
                     },
                     "401": {
                         "description": "a lab mode or a fault without the admin token",
                         "schema": {
-                            "$ref": "#/definitions/handler.SaleBody"
+                            "$ref": "#/definitions/handler.ErrorBody"
                         }
                     },
                     "403": {
                         "description": "a lab mode or a fault with lab.enabled=false",
                         "schema": {
-                            "$ref": "#/definitions/handler.SaleBody"
+                            "$ref": "#/definitions/handler.ErrorBody"
                         }
                     },
                     "405": {
@@ -507,19 +507,19 @@ const docTemplate = `{
                     "400": {
                         "description": "bad parameter or unknown lock mode (validModes lists the modes)",
                         "schema": {
-                            "$ref": "#/definitions/handler.SaleBody"
+                            "$ref": "#/definitions/handler.ErrorBody"
                         }
                     },
                     "401": {
                         "description": "a lab mode or a fault without the admin token",
                         "schema": {
-                            "$ref": "#/definitions/handler.SaleBody"
+                            "$ref": "#/definitions/handler.ErrorBody"
                         }
                     },
                     "403": {
                         "description": "a lab mode or a fault with lab.enabled=false",
                         "schema": {
-                            "$ref": "#/definitions/handler.SaleBody"
+                            "$ref": "#/definitions/handler.ErrorBody"
                         }
                     },
                     "405": {
@@ -886,6 +886,7 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "error": {
+                    "description": "Error and Status are those of every endpoint's error answer; a sale that was tried and\nfailed (sold out, a stale write, no lock within the wait, Redis down) also says what it saw.",
                     "type": "string"
                 },
                 "foreignUnlock": {
@@ -919,14 +920,11 @@ const docTemplate = `{
                 "staleWrite": {
                     "type": "boolean"
                 },
-                "token": {
+                "status": {
                     "type": "integer"
                 },
-                "validModes": {
-                    "type": "array",
-                    "items": {
-                        "type": "string"
-                    }
+                "token": {
+                    "type": "integer"
                 },
                 "waitMs": {
                     "type": "number"

@@ -12,7 +12,10 @@ import (
 // Violation kinds, most telling first: a trial's kind is the first of these it shows.
 const (
 	// StaleWrite: a write was accepted from a holder whose fencing token was older than that of
-	// a holder who had already acquired the lock before the write was sent.
+	// a holder whose token had already reached the store (its read had come back) before the
+	// write was sent. A newer holder that died before touching the store leaves the store
+	// nothing to fence with: the older holder's write is then not stale (Kleppmann's fencing is
+	// relative to the resource), and any damage it does shows as a lost update instead.
 	StaleWrite = "stale-write"
 	// LostUpdate: fewer units left the stock than buyers were told "sold".
 	LostUpdate = "lost-update"
@@ -82,9 +85,9 @@ func Check(o Outcome) []Violation {
 			continue
 		}
 		for _, r := range recs {
-			if r.Token > w.Token && r.AcquiredMs > 0 && r.AcquiredMs < w.CommitStartMs {
-				add(StaleWrite, "b%d's write with token %d accepted at %.0fms; b%d had token %d since %.0fms",
-					w.Buyer, w.Token, w.CommitStartMs, r.Buyer, r.Token, r.AcquiredMs)
+			if r.Token > w.Token && r.ReadMs > 0 && r.ReadMs < w.CommitStartMs {
+				add(StaleWrite, "b%d's write with token %d accepted at %.0fms; b%d had shown token %d to the store at %.0fms",
+					w.Buyer, w.Token, w.CommitStartMs, r.Buyer, r.Token, r.ReadMs)
 				break
 			}
 		}

@@ -35,8 +35,11 @@ type Record struct {
 	Remaining int64  `json:"remaining,omitempty"`
 	Token     int64  `json:"token,omitempty"`
 	// Times since the trial began, ms; 0 when the step never happened.
-	StartMs       float64 `json:"startMs"`
-	AcquiredMs    float64 `json:"acquiredMs,omitempty"`
+	StartMs    float64 `json:"startMs"`
+	AcquiredMs float64 `json:"acquiredMs,omitempty"`
+	// ReadMs is when its read of the stock came back: with a fencing token, by then the store
+	// knows the token.
+	ReadMs        float64 `json:"readMs,omitempty"`
 	CommitStartMs float64 `json:"commitStartMs,omitempty"`
 	CommitEndMs   float64 `json:"commitEndMs,omitempty"`
 	EndMs         float64 `json:"endMs"`
@@ -295,6 +298,7 @@ func (t *trial) critical(ctx context.Context, lease modes.Lease, order store.Ord
 	if stale {
 		return "stale"
 	}
+	rec.ReadMs = t.since(time.Now())
 	if stock <= 0 {
 		return "soldout"
 	}

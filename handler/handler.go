@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -87,8 +88,10 @@ type ErrorBody struct {
 // the error.
 type SaleBody struct {
 	service.SaleResult
-	Error      string   `json:"error,omitempty"`
-	ValidModes []string `json:"validModes,omitempty"`
+	// Error and Status are those of every endpoint's error answer; a sale that was tried and
+	// failed (sold out, a stale write, no lock within the wait, Redis down) also says what it saw.
+	Error  string `json:"error,omitempty"`
+	Status int    `json:"status,omitempty"`
 }
 
 // statusOf maps service errors to HTTP statuses, in one table.
@@ -171,9 +174,9 @@ func (a *API) fail(c *gin.Context, err error) {
 	c.AbortWithStatusJSON(status, body)
 }
 
-// onlyParams refuses query parameters other than accepted, and any given more than once: an
+// OnlyParams refuses query parameters other than accepted, and any given more than once: an
 // ambiguous request is refused rather than half understood.
-func onlyParams(q url.Values, accepted ...string) error {
+func OnlyParams(q url.Values, accepted ...string) error {
 	for name, vals := range q {
 		if !slices.Contains(accepted, name) {
 			if len(accepted) == 0 {
@@ -188,25 +191,31 @@ func onlyParams(q url.Values, accepted ...string) error {
 	return nil
 }
 
-// queryInt parses a whole-number query parameter; absent gives def.
-func queryInt(c *gin.Context, name string, def int64) (int64, error) {
+// QueryInt parses a whole-number query parameter; absent gives def.
+func QueryInt(c *gin.Context, name string, def int64) (int64, error) {
 	v, ok := c.GetQuery(name)
 	if !ok {
 		return def, nil
 	}
-	return parseInt(name, v)
+	return ParseInt(name, v)
 }
 
-func parseInt(name, v string) (int64, error) {
+// ParseInt parses the whole-number parameter name: a bad value is a 400 that says whether it is
+// not a number or beyond what any parameter takes.
+func ParseInt(name, v string) (int64, error) {
 	n, err := strconv.ParseInt(v, 10, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, badRequest("%s=%s is too large: the limit is %d", name, Quote(v), int64(math.MaxInt64))
+	}
 	if err != nil {
 		return 0, badRequest("%s=%s is not a whole number", name, Quote(v))
 	}
 	return n, nil
 }
 
-func parseMillis(name, v string) (time.Duration, error) {
-	n, err := parseInt(name, v)
+// ParseMillis parses a duration in whole milliseconds, 0 to 24 h.
+func ParseMillis(name, v string) (time.Duration, error) {
+	n, err := ParseInt(name, v)
 	if err != nil {
 		return 0, err
 	}

@@ -91,7 +91,7 @@ func ParseSale(q url.Values) (service.SaleRequest, error) {
 		if !ok {
 			continue
 		}
-		d, err := parseMillis(p.name, v[0])
+		d, err := ParseMillis(p.name, v[0])
 		if err != nil {
 			return req, err
 		}
@@ -119,9 +119,9 @@ func ParseSale(q url.Values) (service.SaleRequest, error) {
 //	@Param			crash				query		string	false	"after-lock | before-expire: the holder dies (lab)"	Enums(after-lock, before-expire)
 //	@Param			X-Admin-Token		header		string	false	"the operator's token: needed for lab modes and faults when server.adminToken is set"
 //	@Success		200					{object}	SaleBody	"one sold"
-//	@Failure		400					{object}	SaleBody	"bad parameter or unknown lock mode (validModes lists the modes)"
-//	@Failure		401					{object}	SaleBody	"a lab mode or a fault without the admin token"
-//	@Failure		403					{object}	SaleBody	"a lab mode or a fault with lab.enabled=false"
+//	@Failure		400					{object}	ErrorBody	"bad parameter or unknown lock mode (validModes lists the modes)"
+//	@Failure		401					{object}	ErrorBody	"a lab mode or a fault without the admin token"
+//	@Failure		403					{object}	ErrorBody	"a lab mode or a fault with lab.enabled=false"
 //	@Failure		405					{object}	ErrorBody	"GET while server.adminToken is set"
 //	@Failure		409					{object}	SaleBody	"sold out, or a stale write rejected by the fencing token"
 //	@Failure		500					{object}	SaleBody	"stock value not an integer, or an injected crash"
@@ -149,16 +149,19 @@ func (a *API) sale(c *gin.Context) {
 		return
 	}
 	status := statusOf(err)
-	body := SaleBody{SaleResult: res}
+	if status < 500 && status != http.StatusConflict && status != http.StatusTooManyRequests {
+		// Refused before any sale was tried: the error shape of every endpoint, with no sale
+		// figures that were never read.
+		a.fail(c, err)
+		return
+	}
+	body := SaleBody{SaleResult: res, Status: status}
 	body.Instance = a.svc.Settings().Instance
 	if !errors.Is(err, service.ErrSoldOut) {
 		body.Error = a.message(err, status)
 	}
-	if errors.Is(err, modes.ErrUnknownMode) {
-		body.ValidModes = modes.Names()
-	}
-	if body.Message == "" {
-		body.Message = body.Error
+	if body.Message == body.Error {
+		body.Message = ""
 	}
 	if status == http.StatusServiceUnavailable {
 		c.Header("Retry-After", "1")
@@ -219,11 +222,11 @@ type InventoryView struct {
 //	@Failure		503				{object}	ErrorBody	"Redis unavailable"
 //	@Router			/inventory/reset [post]
 func (a *API) reset(c *gin.Context) {
-	if err := onlyParams(c.Request.URL.Query(), "stock", "sku"); err != nil {
+	if err := OnlyParams(c.Request.URL.Query(), "stock", "sku"); err != nil {
 		a.fail(c, err)
 		return
 	}
-	stock, err := queryInt(c, "stock", -1) // absent: -1, the configured default
+	stock, err := QueryInt(c, "stock", -1) // absent: -1, the configured default
 	if _, given := c.GetQuery("stock"); err == nil && given && (stock < 0 || stock > a.svc.Settings().MaxStock) {
 		err = badRequest("stock=%d is out of range 0..%d", stock, a.svc.Settings().MaxStock)
 	}
@@ -295,7 +298,7 @@ func (a *API) readyz(c *gin.Context) {
 //	@Failure		503				{object}	ErrorBody	"Redis unavailable"
 //	@Router			/inventory/restock [post]
 func (a *API) restock(c *gin.Context) {
-	if err := onlyParams(c.Request.URL.Query(), "stock", "sku"); err != nil {
+	if err := OnlyParams(c.Request.URL.Query(), "stock", "sku"); err != nil {
 		a.fail(c, err)
 		return
 	}
@@ -303,7 +306,7 @@ func (a *API) restock(c *gin.Context) {
 		a.fail(c, badRequest("stock is required: POST /inventory/restock?stock=N"))
 		return
 	}
-	stock, err := queryInt(c, "stock", 0)
+	stock, err := QueryInt(c, "stock", 0)
 	var inv store.Inventory
 	if err == nil {
 		inv, err = a.svc.Restock(ctxOf(c), c.Query("sku"), stock)

@@ -27,13 +27,13 @@ import (
 //	@Router			/getMultiLock [get]
 //	@Router			/getMultiLock [post]
 func (a *API) getMultiLock(c *gin.Context) {
-	if err := onlyParams(c.Request.URL.Query(), "holdSeconds"); err != nil {
+	if err := OnlyParams(c.Request.URL.Query(), "holdSeconds"); err != nil {
 		a.fail(c, err)
 		return
 	}
 	hold := time.Duration(-1)
 	if v, ok := c.GetQuery("holdSeconds"); ok {
-		n, err := parseInt("holdSeconds", v)
+		n, err := ParseInt("holdSeconds", v)
 		if err == nil && n < 0 {
 			err = badRequest("holdSeconds must not be negative")
 		}

@@ -207,6 +207,10 @@ func TestLabOnWithTokenNeedsTheOperator(t *testing.T) {
 	if r := p.send(t, http.MethodPost, "/inventory/sale", "lock=reentrant&workMs=1", token); r.status != http.StatusOK {
 		t.Fatalf("the operator's workMs=1 sale: %d %s", r.status, r.raw)
 	}
+	// The operator's burst in a broken mode sells (its sales are the operator's).
+	if r := p.send(t, http.MethodPost, "/lab/burst", "n=5&lock=none", token); r.status != http.StatusOK || !strings.Contains(r.raw, `"sold":`) {
+		t.Fatalf("the operator's burst of lock=none: %d %s", r.status, r.raw)
+	}
 	// Without a token the lab stays open, as on a laptop.
 	q := newPosture(t, true, "", nil)
 	if r := q.send(t, http.MethodGet, "/inventory/sale", "lock=none&workMs=1", ""); r.status != http.StatusOK {

@@ -275,10 +275,12 @@ func twoMajorities(ctx context.Context, e *Env, live []redis.UniversalClient, wh
 		return err
 	}
 	key := e.LockKey(e.SKU)
-	// A's business time ends before its first extension (a third of the lease), so A never
-	// learns that its majority is gone.
+	// A's business time (half the lease) outlasts the fault (a real redis-server takes 100 ms or
+	// more to restart on a loaded machine) and B's sale, and ends before A's watchdog gives up on
+	// its failed extension (it retries until 0.9 of the lease), so A never learns that its
+	// majority is gone.
 	var a Outcome
-	waitA := Go(func() { a = e.Buy(ctx, sideA, 0, service.SaleRequest{Work: e.Lease / 4}) })
+	waitA := Go(func() { a = e.Buy(ctx, sideA, 0, service.SaleRequest{Work: e.Lease / 2}) })
 	if err := e.WaitInside(ctx, e.SKU); err != nil {
 		waitA()
 		return err

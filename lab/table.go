@@ -54,7 +54,7 @@ func writeTold(w io.Writer, results []Result) error {
 	}
 	for _, r := range results {
 		if r.Verdict == Unexpected || r.Verdict == Skipped {
-			fmt.Fprintf(&b, "\n%s: %s: %s\n", r.Name, r.Verdict, r.Reason)
+			b.WriteString("\n" + fitLine(fmt.Sprintf("%s: %s: %s", r.Name, r.Verdict, r.Reason)) + "\n")
 		}
 	}
 	if b.Len() == 0 {
@@ -84,7 +84,7 @@ func telling(r Result) (Check, bool) {
 	return Check{}, false
 }
 
-// TableWidth is the width WriteTable keeps to (but for a skipped row's reason, which may be long).
+// TableWidth is the width WriteTable keeps to; --details (WriteDetails) has the full reasons.
 const TableWidth = 120
 
 // fitLine cuts s to TableWidth characters.

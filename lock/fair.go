@@ -110,13 +110,6 @@ func fairGrants(name string) string { return redissonPrefixed("seckill_fair_gran
 // the lock for it (a Redisson client, which hears only the unlock message, never gets it).
 const fairGrantMessage = "seckill:granted"
 
-// FairKeyPrefixes are the prefixes of the fair lock's own keys (its queue and its deadlines) for
-// the lock keys that start with lockPrefix, which must carry a hash tag ("{sku}:lock:"): what a
-// reset must delete besides the lock keys themselves.
-func FairKeyPrefixes(lockPrefix string) []string {
-	return []string{fairQueue(lockPrefix), fairDeadlines(lockPrefix), fairGrants(lockPrefix)}
-}
-
 // fairChannel is the channel on which the waiter with field is told that its turn has come.
 func fairChannel(name, field string) string { return unlockChannel(name) + ":" + field }
 

@@ -42,7 +42,7 @@ var (
 //     waiter joins the Redis line behind in the same script, without a round trip of its own;
 //     with nobody in the Redis line, the lock goes to that next waiter. Nobody else wakes.
 //  4. A waiter that dies holds the line up for at most its own wait: its entry is dropped once
-//     its deadline has passed, and a lock handed to it lives min(its lease, its wait) (a live
+//     its deadline has passed, and a lock handed to it lives min(its lease, its wait, 1 s) (a live
 //     holder pushes that out to its lease a third of the way in, unless it has released by
 //     then). The waiters behind never sleep longer than the lock's PTTL or the first waiter's
 //     grant TTL without looking again.
@@ -166,16 +166,36 @@ func (wl *waitLine) subscribe() <-chan struct{} {
 			}
 			switch m := m.(type) {
 			case *redis.Subscription:
-				if !confirmed && m.Kind == "subscribe" {
+				if m.Kind != "subscribe" {
+					break
+				}
+				if !confirmed {
 					confirmed = true
 					close(ready)
+					break
 				}
+				// Confirmed again: the connection broke and came back, and grants published
+				// meanwhile went unheard (a restarted Redis has lost its line too), so every
+				// head looks again now rather than at its next timer.
+				wl.lookAgain()
 			case *redis.Message:
 				wl.heard(m.Payload)
 			}
 		}
 	}()
 	return ready
+}
+
+// lookAgain makes the head of every key's line in this process try again at once.
+func (wl *waitLine) lookAgain() {
+	wl.mu.Lock()
+	defer wl.mu.Unlock()
+	for _, kl := range wl.keys {
+		if len(kl.waiters) > 0 {
+			kl.waiters[0].next = time.Time{}
+			kl.waiters[0].ring()
+		}
+	}
 }
 
 // heard handles a grant message "<lock>\n<value>\n<token>" from a release in another process.
@@ -254,7 +274,7 @@ func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait tim
 		return tok, false, 0, nil
 	}
 	ready := wl.subscribe()
-	w := &lineWaiter{value: value, lease: lease, grantTTL: max(min(lease, wait), time.Millisecond),
+	w := &lineWaiter{value: value, lease: lease, grantTTL: max(min(lease, wait, maxGrantTTL), time.Millisecond),
 		deadline: time.Now().Add(wait), bell: make(chan struct{}, 1)}
 	kl := wl.enter(key, w)
 	won := false
@@ -338,7 +358,11 @@ const (
 	unsubscribedPoll = 5 * time.Millisecond
 	// lostGrantBound is the longest a queued head sleeps without looking: a grant lost with a
 	// broken subscription costs this much at most.
-	lostGrantBound = time.Second
+	lostGrantBound = 250 * time.Millisecond
+	// maxGrantTTL bounds how long a lock handed to a waiter lives before its new holder pushes it
+	// out to its lease (at a third of it): a waiter that is gone, or whose grant was lost with a
+	// broken connection, holds the line up this long at most, not its whole wait.
+	maxGrantTTL = time.Second
 )
 
 func minTime(a, b time.Time) time.Time {
@@ -416,10 +440,19 @@ func (wl *waitLine) exit(key string, kl *keyLine, w *lineWaiter, won bool) {
 		go wl.passOn(key, w.value)
 		return
 	}
+	// An entry left behind would hold the Redis line up until its deadline (rule 4), so a leave
+	// that could not reach Redis (a connection broken by a restart) is tried again.
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	if _, err := wl.release(ctx, key, w.value); err != nil {
-		wl.log.Warn("lock line: leave the line", "key", key, "err", err)
+	for try := 0; ; try++ {
+		_, err := wl.release(ctx, key, w.value)
+		if err == nil {
+			return
+		}
+		if try == 4 || !retryable(err) || !sleep(ctx, time.Duration(try+1)*25*time.Millisecond) {
+			wl.log.Warn("lock line: leave the line", "key", key, "err", err)
+			return
+		}
 	}
 }
 

@@ -280,8 +280,10 @@ func TestRedlockLostWhenRenewalCannotReachMajority(t *testing.T) {
 func TestRedlockValidityRunsOutWithExplicitLease(t *testing.T) {
 	const ttl = 200 * time.Millisecond
 	l, _, _ := rlSetup(t, 3, time.Minute)
-	start := time.Now()
-	lease := rlMustAcquire(t, l, Options{Lease: ttl, ExplicitLease: true})
+	// A wait, so a node slower than redsync's per-node timeout (5% of the ttl: 10 ms) on a loaded
+	// machine costs a retry, not the test.
+	lease := rlMustAcquire(t, l, Options{Lease: ttl, ExplicitLease: true, Wait: 2 * time.Second})
+	start := time.Now() // the validity counts from the winning attempt, which began before this
 	select {
 	case <-lease.Lost():
 		// The validity timer fires before the TTL; allow the timer's own latency on a loaded machine.

@@ -26,7 +26,10 @@ type watchdog struct {
 	stopOnce sync.Once
 	done     chan struct{}
 	renewals atomic.Int64
-	lastOK   time.Time // when the last successful renewal (or the start) was sent; run's alone
+	// cancel ends a renewal under way when the watchdog stops: a release must not wait for a
+	// renewal stuck on a Redis that does not answer.
+	cancel context.CancelFunc
+	lastOK time.Time // when the last successful renewal (or the start) was sent; run's alone
 }
 
 // renewOutcome is what one round of a watchdog did.
@@ -61,8 +64,9 @@ func outcome(err error) (renewOutcome, error) {
 // startWatchdog starts renewing every interval, with the values of acquireCtx. onFail (may be
 // nil) is told why renewal ended when it ends by a loss.
 func startWatchdog(acquireCtx context.Context, interval time.Duration, renew func(ctx context.Context) (renewOutcome, error), onFail func(error)) *watchdog {
+	base, cancel := context.WithCancel(context.WithoutCancel(acquireCtx))
 	w := &watchdog{
-		base: context.WithoutCancel(acquireCtx), interval: interval, renew: renew, onFail: onFail,
+		base: base, cancel: cancel, interval: interval, renew: renew, onFail: onFail,
 		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}), lastOK: time.Now(),
 	}
 	go w.run()
@@ -109,6 +113,11 @@ func (w *watchdog) round() (renewOutcome, error) {
 		ctx, cancel := context.WithTimeout(w.base, w.interval)
 		r, err := w.renew(ctx)
 		cancel()
+		select {
+		case <-w.stop:
+			return renewStopped, nil
+		default:
+		}
 		switch r {
 		case renewed:
 			w.lastOK = sent
@@ -154,6 +163,6 @@ func (w *watchdog) Stop() {
 	if w == nil {
 		return // an explicit lease: nothing renews
 	}
-	w.stopOnce.Do(func() { close(w.stop) })
+	w.stopOnce.Do(func() { close(w.stop); w.cancel() })
 	<-w.done
 }

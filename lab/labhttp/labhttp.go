@@ -10,11 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -177,7 +173,7 @@ func (l *labAPI) runScenario(c *gin.Context) {
 	if !l.enabled(c) {
 		return
 	}
-	if err := onlyParams(c.Request.URL.Query()); err != nil {
+	if err := handler.OnlyParams(c.Request.URL.Query()); err != nil {
 		l.fail(c, err)
 		return
 	}
@@ -268,15 +264,16 @@ func (l *labAPI) burst(c *gin.Context) {
 	if !l.enabled(c) {
 		return
 	}
-	if err := onlyParams(c.Request.URL.Query(), "n", "lock", "workMs"); err != nil {
+	if err := handler.OnlyParams(c.Request.URL.Query(), "n", "lock", "workMs"); err != nil {
 		l.fail(c, err)
 		return
 	}
-	n, err := queryInt(c, "n", 100)
+	n, err := handler.QueryInt(c, "n", 100)
 	if err == nil && (n < 1 || n > lab.MaxBurst) {
 		err = badRequest("n=%d is out of range 1..%d", n, lab.MaxBurst)
 	}
-	req := service.SaleRequest{Mode: c.Query("lock")}
+	// The route is behind the admin guard: its sales are the operator's.
+	req := service.SaleRequest{Mode: c.Query("lock"), Operator: true}
 	if _, given := c.GetQuery("lock"); err == nil && given && req.Mode == "" {
 		err = fmt.Errorf("%w: %w: lock= is empty", service.ErrBadRequest, modes.ErrUnknownMode)
 	}
@@ -286,7 +283,7 @@ func (l *labAPI) burst(c *gin.Context) {
 		}
 	}
 	if v, ok := c.GetQuery("workMs"); ok && err == nil {
-		req.Work, err = parseMillis("workMs", v)
+		req.Work, err = handler.ParseMillis("workMs", v)
 		if limit := l.svc.Settings().MaxWork; err == nil && limit > 0 && req.Work > limit {
 			err = badRequest("workMs=%d exceeds the configured maximum of %d ms", req.Work.Milliseconds(), limit.Milliseconds())
 		}
@@ -315,47 +312,4 @@ func (l *labAPI) burst(c *gin.Context) {
 
 func badRequest(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", service.ErrBadRequest, fmt.Sprintf(format, args...))
-}
-
-// onlyParams refuses query parameters other than accepted, and any given more than once.
-func onlyParams(q url.Values, accepted ...string) error {
-	for name, vals := range q {
-		if !slices.Contains(accepted, name) {
-			if len(accepted) == 0 {
-				return badRequest("unknown parameter %s; this endpoint takes none", handler.Name(name))
-			}
-			return badRequest("unknown parameter %s; accepted: %s", handler.Name(name), strings.Join(accepted, ", "))
-		}
-		if len(vals) > 1 {
-			return badRequest("parameter %s is given %d times", name, len(vals))
-		}
-	}
-	return nil
-}
-
-// queryInt parses a whole-number query parameter; absent gives def.
-func queryInt(c *gin.Context, name string, def int64) (int64, error) {
-	v, ok := c.GetQuery(name)
-	if !ok {
-		return def, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return 0, badRequest("%s=%s is not a whole number", name, handler.Quote(v))
-	}
-	return n, nil
-}
-
-func parseMillis(name, v string) (time.Duration, error) {
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return 0, badRequest("%s=%s is not a whole number", name, handler.Quote(v))
-	}
-	if n < 0 {
-		return 0, badRequest("%s must not be negative", name)
-	}
-	if n > int64(24*time.Hour/time.Millisecond) {
-		return 0, badRequest("%s=%d is too large", name, n)
-	}
-	return time.Duration(n) * time.Millisecond, nil
 }
