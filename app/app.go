@@ -267,7 +267,7 @@ func setOrNot(s string) string {
 // checkAllowed refuses an allow-list naming one of the lab's deliberately broken modes: they
 // exist to show a bug, and the allow-list is what the public may sell under. lua is not one of
 // them: its one anomaly needs a business time longer than the lease, which only the lab's workMs
-// produces (see its row in docs/scenarios.md).
+// produces (see its row in docs/lab.md).
 func checkAllowed(allowed []string) error {
 	for _, name := range allowed {
 		m, err := modes.LookupMode(name)

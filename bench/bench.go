@@ -1,6 +1,6 @@
 // Package bench is `seckill bench`: it starts its own Redis servers (one data Redis and three
 // masters, real redis-server processes when installed), sells one key under every safe lock mode
-// and under reference strategies built from their libraries (redsync, the Jedis tutorial's spin
+// and under reference strategies built from their libraries (redsync, a classic Jedis tryLock's spin
 // lock, bsm/redislock at two retry intervals), at several crowd sizes, and
 // reports throughput, latency, fairness, lost updates and the commands its clients send per sale
 // (counted by a go-redis hook, the same on redis-server and miniredis) next to the serial bound
@@ -232,7 +232,7 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 		DurationMs: opt.Duration.Milliseconds(), WarmupMs: opt.Warmup.Milliseconds(), Rounds: opt.Rounds,
 		LeaseMs: opt.Lease.Milliseconds()}
 
-	// One data Redis and three independent masters, as in the source tutorials' demo topology.
+	// One data Redis and three independent masters, as in the demo topology of docs/operations.md.
 	var servers []*redisproc.Server
 	defer func() {
 		for _, s := range servers {

@@ -144,14 +144,14 @@ var spinUnlockLua string
 
 var spinUnlock = redis.NewScript(spinUnlockLua)
 
-// spinSleep and spinLease are the Jedis lock's (docs/scenarios.md): Thread.sleep(100)
+// spinSleep and spinLease are a classic Jedis tryLock's: Thread.sleep(100)
 // between tries, and an EX lease in seconds.
 const (
 	spinSleep = 100 * time.Millisecond
 	spinLease = 30 * time.Second
 )
 
-// buildSpin is the Jedis lock tutorial's lock service: value = UUID + timestamp, SET NX EX in a loop
+// buildSpin is a classic Jedis lock service: value = UUID + timestamp, SET NX EX in a loop
 // with a fixed 100 ms sleep until the wait (tryExpirseTime) runs out, unlock by a Lua
 // compare-and-delete.
 func buildSpin(e *env, in *instance) saleFunc {

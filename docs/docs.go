@@ -24,7 +24,7 @@ const docTemplate = `{
                 "tags": [
                     "locks"
                 ],
-                "summary": "Hold the multilock on every master (the Redisson walkthrough's demo)",
+                "summary": "Hold the multilock on every master (the multilock demo)",
                 "parameters": [
                     {
                         "minimum": 0,
@@ -81,7 +81,7 @@ const docTemplate = `{
                 "tags": [
                     "locks"
                 ],
-                "summary": "Hold the multilock on every master (the Redisson walkthrough's demo)",
+                "summary": "Hold the multilock on every master (the multilock demo)",
                 "parameters": [
                     {
                         "minimum": 0,
@@ -321,7 +321,7 @@ const docTemplate = `{
         },
         "/inventory/sale": {
             "get": {
-                "description": "Reads the stock, and if it is above 0 writes stock-1 and records an order, inside the\nchosen lock mode (a read-check-write on purpose: only the lock protects it). GET is\naccepted as in the source documents, unless server.adminToken is set (then 405). A mode\noutside lock.allowedModes and every fault parameter need lab.enabled (else 403) and,\nwhen server.adminToken is set, the X-Admin-Token header (else 401).",
+                "description": "Reads the stock, and if it is above 0 writes stock-1 and records an order, inside the\nchosen lock mode (a read-check-write on purpose: only the lock protects it). GET is\naccepted as in the classic demos, unless server.adminToken is set (then 405). A mode\noutside lock.allowedModes and every fault parameter need lab.enabled (else 403) and,\nwhen server.adminToken is set, the X-Admin-Token header (else 401).",
                 "produces": [
                     "application/json"
                 ],
@@ -435,7 +435,7 @@ const docTemplate = `{
                 }
             },
             "post": {
-                "description": "Reads the stock, and if it is above 0 writes stock-1 and records an order, inside the\nchosen lock mode (a read-check-write on purpose: only the lock protects it). GET is\naccepted as in the source documents, unless server.adminToken is set (then 405). A mode\noutside lock.allowedModes and every fault parameter need lab.enabled (else 403) and,\nwhen server.adminToken is set, the X-Admin-Token header (else 401).",
+                "description": "Reads the stock, and if it is above 0 writes stock-1 and records an order, inside the\nchosen lock mode (a read-check-write on purpose: only the lock protects it). GET is\naccepted as in the classic demos, unless server.adminToken is set (then 405). A mode\noutside lock.allowedModes and every fault parameter need lab.enabled (else 403) and,\nwhen server.adminToken is set, the X-Admin-Token header (else 401).",
                 "produces": [
                     "application/json"
                 ],
@@ -621,7 +621,7 @@ const docTemplate = `{
         },
         "/lab/scenarios": {
             "get": {
-                "description": "Every row of the scenario guide (docs/scenarios.md) that the lab can run, with what it\nexpects; whether the lab is enabled and which experiment (if any) is running now.",
+                "description": "Every row of the scenario guide (docs/lab.md) that the lab can run, with what it\nexpects; whether the lab is enabled and which experiment (if any) is running now.",
                 "produces": [
                     "application/json"
                 ],
@@ -1166,7 +1166,7 @@ const docTemplate = `{
                     "type": "string"
                 },
                 "row": {
-                    "description": "Row is the row of docs/scenarios.md.",
+                    "description": "Row is the row of docs/lab.md.",
                     "type": "integer"
                 },
                 "safe": {
@@ -1178,7 +1178,7 @@ const docTemplate = `{
                     "type": "string"
                 },
                 "step": {
-                    "description": "Step cites the source tutorials the row comes from, by the short forms listed in\ndocs/scenarios.md (e.g. \"Pitfalls, case 4\").",
+                    "description": "Step names the row's step of the story in docs/lab.md, where its public references are\nlinked (e.g. \"step 2: SETNX without a TTL\").",
                     "type": "string"
                 }
             }

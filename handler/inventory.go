@@ -105,7 +105,7 @@ func ParseSale(q url.Values) (service.SaleRequest, error) {
 //	@Summary		Sell one item
 //	@Description	Reads the stock, and if it is above 0 writes stock-1 and records an order, inside the
 //	@Description	chosen lock mode (a read-check-write on purpose: only the lock protects it). GET is
-//	@Description	accepted as in the source documents, unless server.adminToken is set (then 405). A mode
+//	@Description	accepted as in the classic demos, unless server.adminToken is set (then 405). A mode
 //	@Description	outside lock.allowedModes and every fault parameter need lab.enabled (else 403) and,
 //	@Description	when server.adminToken is set, the X-Admin-Token header (else 401).
 //	@Tags			inventory

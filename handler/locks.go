@@ -9,7 +9,7 @@ import (
 
 // getMultiLock godoc
 //
-//	@Summary		Hold the multilock on every master (the Redisson walkthrough's demo)
+//	@Summary		Hold the multilock on every master (the multilock demo)
 //	@Description	Takes the multilock of the default SKU (one Redisson-layout reentrant lock on each
 //	@Description	master, all required), holds it holdSeconds while reading its PTTL on every master,
 //	@Description	then releases it. The samples fall and jump back up every lease/3: the watchdog

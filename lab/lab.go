@@ -1,4 +1,4 @@
-// Package lab turns each row of docs/scenarios.md into a repeatable experiment with a verdict. A
+// Package lab turns each row of docs/lab.md into a repeatable experiment with a verdict. A
 // scenario drives several simulated service instances (each with its own lock registry and
 // instance id over the shared Redis clients) and many concurrent in-process buyers, injects the
 // faults its row needs, and then judges what Redis recorded and what the buyers saw:
@@ -45,16 +45,16 @@ var ErrSkipped = errors.New("lab: scenario skipped")
 // ErrUnknownScenario is returned for a scenario name that does not exist.
 var ErrUnknownScenario = errors.New("lab: unknown scenario")
 
-// Scenario is one row of docs/scenarios.md as an experiment.
+// Scenario is one row of docs/lab.md as an experiment.
 type Scenario struct {
 	// Name is how the scenario is chosen (--scenario NAME, /lab/scenarios/{name}/run).
 	Name string `json:"name"`
-	// Row is the row of docs/scenarios.md.
+	// Row is the row of docs/lab.md.
 	Row int `json:"row"`
 	// Mode is the lock mode under test.
 	Mode string `json:"mode"`
-	// Step cites the source tutorials the row comes from, by the short forms listed in
-	// docs/scenarios.md (e.g. "Pitfalls, case 4").
+	// Step names the row's step of the story in docs/lab.md, where its public references are
+	// linked (e.g. "step 2: SETNX without a TTL").
 	Step string `json:"step"`
 	// Expect says, in words, what the row expects to see.
 	Expect string `json:"expect"`

@@ -70,7 +70,7 @@ func TestLabVerdictsAreStable(t *testing.T) {
 	}
 	for row := 1; row <= 13; row++ {
 		if !rows[row] {
-			t.Fatalf("no scenario for row %d of docs/scenarios.md", row)
+			t.Fatalf("no scenario for row %d of docs/lab.md", row)
 		}
 	}
 	r := newRunner(t)

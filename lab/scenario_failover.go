@@ -18,8 +18,9 @@ import (
 	"github.com/seckill-lab/seckill/lock"
 )
 
-// Row 12 of docs/scenarios.md: the reentrant lock on a replicated master managed by Sentinel
-// (Redisson walkthrough part 1, Pitfalls 7.2). Each run starts its own topology (one master, one
+// Row 12 of docs/lab.md: the reentrant lock on a replicated master managed by Sentinel
+// (the failover that the Redis lock page warns about:
+// https://redis.io/docs/latest/develop/use/patterns/distributed-locks/). Each run starts its own topology (one master, one
 // replica, three sentinels with a 500 ms down-after and a 2 s failover timeout, real processes on
 // free loopback ports, stopped by pid), so the lab never kills a server it did not start. Two
 // service instances A and B reach the master only through Sentinel, as the service does with
@@ -34,12 +35,12 @@ const failoverLease = 30 * time.Second
 const failoverStock = 10
 
 func init() {
-	register(Scenario{Name: "failover", Row: 12, Mode: "reentrant", Step: "Redisson walkthrough; Pitfalls 7.2",
+	register(Scenario{Name: "failover", Row: 12, Mode: "reentrant", Step: "step 12: Sentinel failover",
 		Short: "two holders after failover",
 		Expect: "A locks on the master; replication is held back; the master is killed and Sentinel promotes " +
 			"the replica, which never saw the lock; B acquires too: two holders at once, a lost update",
 		Drive: driveFailover})
-	register(Scenario{Name: "failover-wait", Row: 12, Mode: "reentrant", Step: "Pitfalls 7.2 + Redisson WAIT",
+	register(Scenario{Name: "failover-wait", Row: 12, Mode: "reentrant", Step: "step 12: failover, WAIT 1",
 		Safe: true, Short: "never two holders (WAIT 1)",
 		Expect: "lock.waitReplicas=1 (WAIT after acquiring): with replication held back A's acquisition is " +
 			"refused and undone; acknowledged, A's lock survives the failover and B must wait: never two holders",

@@ -15,7 +15,7 @@ import (
 	"github.com/seckill-lab/seckill/lock"
 )
 
-// The scenarios of row 13 (the fair lock) and of the explicit-lease pitfall of row 7.
+// The scenarios of row 13 (the fair lock) and of the explicit-lease trap of row 7.
 
 func init() {
 	registerMode(Scenario{Name: "fair", LeaseFactor: 2, Short: "same wait on every instance", Mode: "fair",
@@ -23,19 +23,19 @@ func init() {
 			"served in the order they came",
 		Drive: driveFairness(true)})
 	register(Scenario{Name: "unfair", Row: 13, LeaseFactor: 2, Short: "wait depends on the instance", Mode: "reentrant",
-		Step:   "Redisson walkthrough, getFairLock",
+		Step:   "step 13: RLock, no queue",
 		Expect: "the same crowd on the non-fair reentrant lock: a buyer's median wait depends on the instance it reached, by more than 3x",
 		Drive:  driveFairness(false)})
 	register(Scenario{Name: "fair-dead-waiter", Row: 13, LeaseFactor: 2, Short: "line moves on", Mode: "fair", Safe: true,
-		Step:   "Redisson internals: threadWaitTime",
+		Step:   "step 13: threadWaitTime",
 		Expect: "a waiter dies in the fair queue: the line moves on once its wait is over, and the delay it caused is reported",
 		Drive:  driveDeadWaiter})
 	register(Scenario{Name: "explicit-lease", Row: 7, Short: "overlap, lost updates", Mode: "reentrant",
-		Step:   "Redisson walkthrough, internals: lock(leaseTime)",
+		Step:   "step 7: lock(leaseTime)",
 		Expect: "an explicit lease shorter than the business time turns the watchdog off: two holders overlap, an update is lost",
 		Drive:  driveLease(true)})
 	register(Scenario{Name: "watchdog-lease", Row: 7, LeaseFactor: 2, Short: "none", Mode: "reentrant", Safe: true,
-		Step:   "Redisson walkthrough, internals: lock()",
+		Step:   "step 7: lock(), watchdog",
 		Expect: "the same buyers without a lease: the watchdog keeps the lock, nobody overlaps",
 		Drive:  driveLease(false)})
 }

@@ -21,30 +21,30 @@ import (
 
 func init() {
 	register(Scenario{Name: "redlock-pause", Row: 9, LeaseFactor: 2, Short: "two holders after a pause", Mode: "redlock",
-		Step: "Redlock algorithm; Kleppmann: a paused holder",
+		Step: "step 9: Kleppmann, a pause",
 		Expect: "the holder pauses (a long GC) after it acquired, past the lock's validity: another buyer takes the lock, " +
 			"both write, an update is lost",
 		Drive: driveRedlockPause})
 	register(Scenario{Name: "redlock-slow-acquire", Row: 9, LeaseFactor: 2, Short: "the lock refused", Mode: "redlock", Safe: true,
-		Step: "Redlock algorithm: the elapsed-time check",
+		Step: "step 9: elapsed-time check",
 		Expect: "the pause falls between sending the SETs and reading their replies: the time taken eats the validity, " +
 			"the lock is refused, and nobody holds it twice",
 		Drive: driveRedlockSlowAcquire})
 	register(Scenario{Name: "redlock-restart", Row: 9, LeaseFactor: 2, Short: "two holders after a restart", Mode: "redlock",
-		Step: "Redlock algorithm: a master restarted without persistence",
+		Step: "step 9: a master restarted empty",
 		Expect: "a partition splits the masters; a master that granted A's lock restarts empty at once: " +
 			"B takes a majority too, both write",
 		Drive: driveRedlockRestart})
 	register(Scenario{Name: "redlock-restart-aof", Row: 9, LeaseFactor: 2, Short: "none", Mode: "redlock", Safe: true,
-		Step:   "Redlock algorithm: appendfsync always",
+		Step:   "step 9: appendfsync always",
 		Expect: "the same restart on masters with appendfsync always: master 2 comes back with A's key, B gets no majority",
 		Drive:  driveRedlockRestartAOF})
 	register(Scenario{Name: "redlock-restart-delayed", Row: 9, LeaseFactor: 2, Short: "none", Mode: "redlock", Safe: true,
-		Step:   "Redlock algorithm: delayed restarts",
+		Step:   "step 9: delayed restart",
 		Expect: "the same restart without persistence, but master 2 stays down for the lease plus the drift: it comes back only when A's lock has expired everywhere",
 		Drive:  driveRedlockRestartDelayed})
 	register(Scenario{Name: "redlock-clock-jump", Row: 9, LeaseFactor: 2, Short: "two holders after a clock jump", Mode: "redlock",
-		Step: "Redlock algorithm; Kleppmann: a clock jump",
+		Step: "step 9: Kleppmann, a clock jump",
 		Expect: "a partition splits the masters; one master's clock jumps and A's key there expires early: " +
 			"B takes a majority too, both write (the jump is simulated by a short TTL)",
 		Drive: driveRedlockClockJump})
@@ -53,11 +53,11 @@ func init() {
 			"so A's later write is rejected as stale and no update is lost",
 		Drive: driveRedlockFencedClockJump})
 	register(Scenario{Name: "redlock-fenced-pause", Row: 10, LeaseFactor: 2, Short: "stale write rejected", Mode: "redlock-fenced", Safe: true,
-		Step:   "Kleppmann: fencing tokens on Redlock",
+		Step:   "step 10: tokens, a pause",
 		Expect: "the paused holder of redlock-pause, with fencing tokens: its write after the pause is rejected as stale",
 		Drive:  driveFenced})
 	register(Scenario{Name: "redlock-fenced-restart", Row: 10, LeaseFactor: 2, Short: "equal tokens, both write", Mode: "redlock-fenced",
-		Step: "Kleppmann: tokens on Redlock; a master restarted",
+		Step: "step 10: tokens, a restart",
 		Expect: "the restart of redlock-restart, with fencing tokens: master 2 forgets the token counter with the key, " +
 			"B draws the same token as A, and both writes are accepted",
 		Drive: driveRedlockFencedRestart})

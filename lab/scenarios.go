@@ -15,7 +15,7 @@ import (
 	"seckill/store"
 )
 
-// The scenarios of rows 1-11 of docs/scenarios.md. Each driver provokes its row's anomaly by design
+// The scenarios of rows 1-11 of docs/lab.md. Each driver provokes its row's anomaly by design
 // (faults and timing in multiples of the lease), then records checks on what Redis and the
 // buyers report. A later scenario (row 12, the Sentinel failover) registers itself the same
 // way from its own file, with a Drive that builds the topology it needs.

@@ -138,7 +138,7 @@ func TestHandoffServesOneProcessInArrivalOrder(t *testing.T) {
 // TestHandoffExpiredLockPassesOn: a holder that never releases (a crash, or business time
 // longer than the lease without a watchdog) does not block the line beyond its lease: the head
 // takes the lock when it expires, as a polling waiter would. For lua this is the overlap of
-// row 6 of docs/scenarios.md, which must stay.
+// row 6 of docs/lab.md, which must stay.
 func TestHandoffExpiredLockPassesOn(t *testing.T) {
 	srv := hoStart(t)
 	for _, mode := range waitingModes {

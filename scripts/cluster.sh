@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cluster.sh: the source tutorials' demo topology from installed binaries, without Docker.
+# cluster.sh: the demo topology of docs/operations.md from installed binaries, without Docker.
 #
 #   scripts/cluster.sh up [PART...]      start what is not running yet (idempotent), wait until it answers
 #   scripts/cluster.sh down [PART...]    stop what `up` started (by pid, verified), in reverse order
@@ -432,7 +432,7 @@ cmd_up() {
 		fi
 		rm -f "$RUN_DIR/$p.pid" "$RUN_DIR/$p.stamp"
 		if port_in_use "${PORT[$p]}"; then
-			die "$p: port ${PORT[$p]} is already in use by another program: choose other ports (DATA_PORT, MASTER_PORTS, SERVICE_PORT, NGINX_PORT)"
+			die "$p: port ${PORT[$p]} is already in use by $(port_holder "${PORT[$p]}") (a running \`go run .\` holds 6379 and 6381-6383 for its in-process Redis): stop it, or choose other ports (DATA_PORT, MASTER_PORTS, SERVICE_PORT, NGINX_PORT)"
 		fi
 		"start_${KIND[$p]}" "$p" || die "$p did not start; see $RUN_DIR/$p.log"
 		log "$p: started (pid $(cat "$RUN_DIR/$p.pid"), port ${PORT[$p]}, log $RUN_DIR/$p.log)"

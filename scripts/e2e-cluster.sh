@@ -103,7 +103,7 @@ for mode in $MODES; do
 done
 
 # Every node holds some SKU's keys (the SKUs really are spread), and a stock key reads under its
-# plain name, as `redis-cli get inventory001` does in the documents.
+# plain name, as `redis-cli get inventory001` would read it.
 for p in "${NODES[@]}"; do
 	n="$(redis-cli -h 127.0.0.1 -p "$p" dbsize | tr -d '\r')"
 	((n > 0)) || fail "cluster node $p holds no key: the SKUs are not spread over the cluster"

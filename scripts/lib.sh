@@ -157,6 +157,18 @@ port_in_use() {
 	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
+# port_holder PORT: who listens on PORT, as "name (pid N)" from `ss -ltnp`, or a hint when ss
+# cannot say (not installed, or the process belongs to another user).
+port_holder() {
+	local users
+	users="$(ss -ltnpH "sport = :$1" 2>/dev/null | grep -o 'users:(([^)]*))' | head -n 1 || true)"
+	if [[ "$users" =~ \(\(\"([^\"]+)\",pid=([0-9]+) ]]; then
+		printf '%s (pid %s)' "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
+	else
+		printf 'a process ss -ltnp cannot name (another user'"'"'s?)'
+	fi
+}
+
 # free_ports VAR N [OFFSET]: set VAR to the first of N consecutive free ports of 127.0.0.1 (with
 # OFFSET, each port + OFFSET is free too: a Redis Cluster node's bus port), none of them handed out
 # by an earlier call, all below the kernel's ephemeral range: a port inside it can be taken,

@@ -16,12 +16,13 @@
 # number different from its 200 answers, (EXACT=1) did not sell exactly min(STOCK, REQUESTS), or
 # its history was not linearizable.
 # Unsafe modes only report whether their anomaly showed. A mode the server does not know (its 400
-# answer lists validModes) is skipped with a warning, or is a failure when REQUIRE_ALL=1.
+# answer lists validModes) stops the script before any sale, with exit status 1; REQUIRE_ALL=0
+# skips such a mode with a warning instead.
 #
 # Environment (defaults in brackets):
 #   URL [http://127.0.0.1:8000]  STOCK [500]  REQUESTS [2000]  CONCURRENCY [50]  TIME [120] seconds per mode
 #   HEY_TIMEOUT [30] seconds per request  SALE_QUERY (extra sale parameters, e.g. workMs=5)  SKU (optional)
-#   UNSAFE_MODES ["none setnx setnx-expire setnx-ex uuid"]  EXACT [1]  REQUIRE_ALL [0]
+#   UNSAFE_MODES ["none setnx setnx-expire setnx-ex uuid"]  EXACT [1]  REQUIRE_ALL [1]
 #   RESULTS (a file to write the results to, tab-separated, one line per mode)  PROGRESS [2] seconds
 #   ADMIN_TOKEN (sent as X-Admin-Token with the reset, when server.adminToken is set)
 #   HISTORY [1] (0: no history check)  HISTORY_STOCK [100]  HISTORY_REQUESTS [300]
@@ -44,7 +45,7 @@ SALE_QUERY="${SALE_QUERY:-}"
 SKU="${SKU:-}"
 UNSAFE_MODES="${UNSAFE_MODES:-none setnx setnx-expire setnx-ex uuid}"
 EXACT="${EXACT:-1}"
-REQUIRE_ALL="${REQUIRE_ALL:-0}"
+REQUIRE_ALL="${REQUIRE_ALL:-1}"
 RESULTS="${RESULTS:-}"
 PROGRESS="${PROGRESS:-2}"
 ADMIN_TOKEN="${ADMIN_TOKEN:-}"
@@ -241,6 +242,11 @@ run_mode() {
 
 find_hey
 log "hey: $HEY; modes known to the server: ${VALID[*]}"
+if [[ "$REQUIRE_ALL" == 1 ]]; then
+	for mode in "${MODES[@]}"; do
+		is_valid "$mode" || die "mode $mode is unknown to the server at $URL (it knows: ${VALID[*]}; REQUIRE_ALL=0 skips it instead)"
+	done
+fi
 if [[ "$HISTORY" == 1 ]]; then build_seckill "$TMP"; fi
 for mode in "${MODES[@]}"; do
 	if ! is_valid "$mode"; then

@@ -91,11 +91,11 @@ type TTLSample struct {
 const maxSamples = 600
 
 // DefaultHold is how long GET /getMultiLock holds the lock when not told (30 s, as in the
-// Redisson walkthrough).
+// multilock demo of docs/lab.md, step 8).
 const DefaultHold = 30 * time.Second
 
-// HoldMultiLock takes the multilock of the default SKU (GET /getMultiLock of the Redisson
-// walkthrough), holds it for hold (< 0: the default, bounded by lab.maxWork) while sampling its
+// HoldMultiLock takes the multilock of the default SKU (GET /getMultiLock, the demo of
+// docs/lab.md, step 8), holds it for hold (< 0: the default, bounded by lab.maxWork) while sampling its
 // PTTL on every master, then releases it. It needs no lab: it only holds a lock, for a bounded
 // time.
 func (s *Service) HoldMultiLock(ctx context.Context, hold time.Duration) (MultiLockHold, error) {

@@ -14,7 +14,7 @@ import (
 	"seckill/store"
 )
 
-// The scenarios of docs/scenarios.md rows 2-5 and 10, driven through the HTTP API of a whole service
+// The scenarios of docs/lab.md rows 2-5 and 10, driven through the HTTP API of a whole service
 // on real Redis servers: each broken mode must show its anomaly, fenced must show none.
 
 // scenarioApp starts a service with the given lease and lock wait.

@@ -26,7 +26,7 @@ import (
 	"github.com/seckill-lab/seckill/lock"
 )
 
-// Row 9 of docs/scenarios.md (redlock) through the HTTP API of a whole service on real Redis
+// Row 9 of docs/lab.md (redlock) through the HTTP API of a whole service on real Redis
 // servers: no lost update and no overlap with every master up and with one of three down;
 // nothing sold with two of three down; renewal through a long business time; a holder whose
 // renewal cannot reach a majority learns it lost the lock; the same with five masters.

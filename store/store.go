@@ -1,5 +1,5 @@
 // Package store is the one type that reads and writes the inventory data in Redis: the stock key
-// (inventory001, a plain string as in the documents) and its companions, which all share the
+// (inventory001, a plain string, as in the classic flash-sale demo) and its companions, which all share the
 // stock key's hash slot through the {inventory001} hash tag so every script stays single-slot.
 package store
 

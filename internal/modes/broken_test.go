@@ -228,7 +228,7 @@ func TestUUIDCheckSparesNextHolderWithoutPause(t *testing.T) {
 	if err != nil {
 		t.Fatalf("B acquire: %v", err)
 	}
-	// The key is already B's when A checks: the UUID compare fixes Pitfalls, case 4.
+	// The key is already B's when A checks: the UUID compare fixes step 4 of docs/lab.md.
 	if err := a.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("A release: %v, want ErrNotHeld", err)
 	}

@@ -12,7 +12,7 @@ import (
 // this package (setnx.go, uuid.go, none.go).
 func init() {
 	register(Mode{
-		Name: "fair", Row: 13, Step: "Redisson walkthrough (getFairLock); Redisson internals", Source: "Redisson walkthrough, getFairLock", Safe: true,
+		Name: "fair", Row: 13, Step: "docs/lab.md step 13; Redisson RFairLock: https://redisson.org/docs/data-and-services/locks-and-synchronizers/", Source: "step 13: Redisson RFairLock", Safe: true,
 		Summary: "Redisson RFairLock layout: the reentrant hash and watchdog plus a queue and deadlines in Redis; " +
 			"waiters are served in the order they queued, across instances, each woken on its own channel",
 		Faults: watchdogFaults,
@@ -20,7 +20,7 @@ func init() {
 	})
 
 	register(Mode{
-		Name: "fenced", Row: 10, Step: "beyond the sources: Redisson RFencedLock, Kleppmann's fencing tokens", Source: "beyond: RFencedLock, Kleppmann",
+		Name: "fenced", Row: 10, Step: "docs/lab.md step 10; Kleppmann's fencing tokens: https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html", Source: "step 10: fencing tokens",
 		Safe: true,
 		Summary: "SET NX PX + INCR token in one script, watchdog every lease/3, compare-and-delete release; " +
 			"the stock write is accepted only with a token not older than the newest written, so a frozen " +
@@ -30,7 +30,7 @@ func init() {
 	})
 
 	register(Mode{
-		Name: "lua", Row: 6, Step: "Pitfalls, case 6; Jedis lock", Source: "Pitfalls, case 6; Jedis lock", Safe: false,
+		Name: "lua", Row: 6, Step: "docs/lab.md step 6; the Redis lock page: https://redis.io/docs/latest/develop/use/patterns/distributed-locks/", Source: "step 6: Lua compare-and-delete", Safe: false,
 		Summary: "UUID value, SET NX PX, Lua compare-and-delete release: never deletes another's lock, " +
 			"but with business time > lease two holders overlap (no watchdog)",
 		Faults: lockedFaults,
@@ -38,7 +38,7 @@ func init() {
 	})
 
 	register(Mode{
-		Name: "multilock", Row: 8, Step: "Redisson walkthrough (getMultiLock); Redisson MultiLock", Source: "Redisson walkthrough, MultiLock", Safe: true,
+		Name: "multilock", Row: 8, Step: "docs/lab.md step 8; Redisson MultiLock: https://redisson.org/docs/data-and-services/locks-and-synchronizers/", Source: "step 8: Redisson MultiLock", Safe: true,
 		Summary: "Redisson MultiLock: one reentrant lock on every master, all required, taken in order and " +
 			"given back on any failure; renewed on every master; with a master down it fails cleanly",
 		Faults: watchdogFaults,
@@ -46,7 +46,7 @@ func init() {
 	})
 
 	register(Mode{
-		Name: "redlock", Row: 9, Step: "Redlock algorithm; Pitfalls 7.2; Jedis lock (RedissonRedLock)", Source: "Redlock algorithm; Pitfalls 7.2", Safe: true,
+		Name: "redlock", Row: 9, Step: "docs/lab.md step 9; Redlock on the Redis lock page: https://redis.io/docs/latest/develop/use/patterns/distributed-locks/", Source: "step 9: Redlock", Safe: true,
 		Summary: "Redlock via redsync over the independent masters: majority quorum, validity = ttl - elapsed - drift, " +
 			"release everywhere after a failed attempt; waiters woken by the release (1-10 ms random retry only when none comes); " +
 			"extended every ttl/3 while held, " +
@@ -56,7 +56,7 @@ func init() {
 	})
 
 	register(Mode{
-		Name: "redlock-fenced", Row: 10, Step: "beyond the sources: Kleppmann's fencing tokens on Redlock", Source: "beyond: Kleppmann, Redlock",
+		Name: "redlock-fenced", Row: 10, Step: "docs/lab.md step 10; Kleppmann's fencing tokens, on Redlock: https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html", Source: "step 10: tokens on Redlock",
 		Safe: true,
 		Summary: "redlock, plus a fencing token drawn from a counter on the masters (read on a majority, raised on a majority); " +
 			"the stock write is accepted only with a token not older than the newest written, so a holder whose lock " +
@@ -69,7 +69,7 @@ func init() {
 	})
 
 	register(Mode{
-		Name: "reentrant", Row: 7, Step: "Redisson walkthrough; Redisson internals; Pitfalls 7.2 (Redisson part)", Source: "Redisson walkthrough, internals", Safe: true,
+		Name: "reentrant", Row: 7, Step: "docs/lab.md step 7; Redisson RLock: https://redisson.org/docs/data-and-services/locks-and-synchronizers/", Source: "step 7: Redisson RLock", Safe: true,
 		Summary: "Redisson RLock layout: hash field <instance>:<owner> = hold count, renewed every lease/3 by a " +
 			"watchdog, waiters woken by the unlock PUBLISH; never overlaps, a crashed holder's lock expires one lease later",
 		Faults: watchdogFaults,
@@ -77,14 +77,14 @@ func init() {
 	})
 
 	register(Mode{
-		Name: "none", Row: 1, Step: "Pitfalls, case 1", Source: "Pitfalls, case 1",
+		Name: "none", Row: 1, Step: "docs/lab.md step 1: no lock", Source: "step 1: no lock",
 		Summary: "BROKEN: no lock; concurrent read-check-writes of the stock lose updates and oversell",
 		Faults:  []string{FaultWork},
 		New:     func(Deps) (Locker, error) { return noneLocker{}, nil },
 	})
 
 	register(Mode{
-		Name: "atomic", Row: 11, Step: "beyond the sources: the atomic Lua decrement production uses", Source: "beyond: atomic Lua decrement", Safe: true, Atomic: true,
+		Name: "atomic", Row: 11, Step: "docs/lab.md step 11: the atomic Lua decrement", Source: "step 11: atomic Lua decrement", Safe: true, Atomic: true,
 		Summary: "no lock: one Lua script decrements only while stock > 0 and records the order; the throughput ceiling",
 	})
 

@@ -1,4 +1,4 @@
--- The blind DEL of Pitfalls, cases 2-5: delete the lock key whoever holds it. It also returns
+-- The blind DEL of steps 2-4 of docs/lab.md: delete the lock key whoever holds it. It also returns
 -- what it deleted, only so the lab can see when the DEL removed another holder's lock: it observes
 -- the bug, it does not prevent it (the key is deleted either way).
 -- KEYS[1] lock key. Returns the deleted value, or nil when there was nothing to delete.

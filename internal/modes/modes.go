@@ -111,7 +111,7 @@ func (noneLocker) Acquire(ctx context.Context, key string, _ lock.Options) (Leas
 	return &plainLease{key: key}, nil
 }
 
-// retryUntil is the polling loop of the tutorials' tryLock: try until it obtains the lock,
+// retryUntil is the polling loop of a classic tryLock: try until it obtains the lock,
 // fails, or the wait runs out, sleeping a random 2–10 ms between tries (their "spin").
 func retryUntil(ctx context.Context, key string, wait time.Duration,
 	try func(context.Context) (bool, error)) error {

@@ -31,13 +31,13 @@ var lockedFaults = []string{FaultWork, FaultCrashAfterLock, FaultHolderPause}
 // watchdogFaults are those of the modes with a watchdog, which an explicit lease turns off.
 var watchdogFaults = append(slices.Clone(lockedFaults), FaultExplicitLease)
 
-// Mode describes one lock mode: the row of docs/scenarios.md it reproduces and how to build it.
+// Mode describes one lock mode: the row of docs/lab.md it reproduces and how to build it.
 type Mode struct {
 	Name string
-	// Row is the mode's row in docs/scenarios.md; modes are listed in this order.
+	// Row is the mode's row in docs/lab.md; modes are listed in this order.
 	Row int
-	// Step cites the source tutorials the mode comes from, by the short forms listed in
-	// docs/scenarios.md.
+	// Step names the mode's step of the story in docs/lab.md and the public page it comes from,
+	// by link.
 	Step string
 	// Source is Step short enough for a table column (the lab's SOURCE).
 	Source string

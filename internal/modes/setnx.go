@@ -12,9 +12,10 @@ import (
 	"github.com/seckill-lab/seckill/lock"
 )
 
-// This file holds the first three broken steps of the pitfalls tutorial (Pitfalls, cases 2, 3
-// and 4). Each is as broken as the tutorial describes; the lab drives each one into its bug and
-// the tests prove the bug happens.
+// This file holds the broken steps 2, 3 and 4 of docs/lab.md: SETNX without a TTL, EXPIRE sent
+// apart, and SET NX PX released by a blind DEL (the patterns the Redis SETNX and SET pages warn
+// about: https://redis.io/docs/latest/commands/setnx/, https://redis.io/docs/latest/commands/set/).
+// The lab drives each one into its bug and the tests prove the bug happens.
 
 //go:embed delete_observed.lua
 var deleteObservedLua string
@@ -39,9 +40,9 @@ func blindRelease(ctx context.Context, rdb redis.Scripter, key, value string) er
 	return nil
 }
 
-// setNXPX is one attempt of the atomic SET key value NX PX lease (Pitfalls, case 4; the Jedis
-// lock's jedis.set(key, value, "NX", "EX", ...)). PX rather than EX so the lab can use sub-second
-// leases; the semantics are the tutorials'.
+// setNXPX is one attempt of the atomic SET key value NX PX lease (step 4 of docs/lab.md; the
+// pattern of https://redis.io/docs/latest/commands/set/). PX rather than EX so the lab can use
+// sub-second leases; the semantics are the same.
 func setNXPX(ctx context.Context, rdb redis.UniversalClient, key, value string, lease time.Duration) (bool, error) {
 	err := rdb.Do(ctx, "set", key, value, "nx", "px", max(lease.Milliseconds(), 1)).Err()
 	if errors.Is(err, redis.Nil) {
@@ -65,7 +66,7 @@ func spinSetNXPX(ctx context.Context, rdb redis.UniversalClient, key string, lea
 
 // setnxLocker is mode setnx, DELIBERATELY BROKEN: SETNX with no expiry, so a holder that crashes
 // before its DEL leaves the key forever and every later buyer spins until its wait runs out
-// (deadlock, Pitfalls, case 2). Waiters poll with SETNX; release is a blind DEL.
+// (deadlock, step 2 of docs/lab.md). Waiters poll with SETNX; release is a blind DEL.
 type setnxLocker struct {
 	noConns
 	rdb redis.UniversalClient
@@ -91,7 +92,7 @@ func (l *setnxLocker) Acquire(ctx context.Context, key string, opts lock.Options
 
 // setnxExpireLocker is mode setnx-expire, DELIBERATELY BROKEN, with a knob (StepHooks.BeforeExpire):
 // SETNX, then EXPIRE as a second command, so a holder that dies between the two leaves a key
-// with no TTL (deadlock, Pitfalls, case 3). The expiry is sent as PEXPIRE so the lab can use
+// with no TTL (deadlock, step 3 of docs/lab.md). The expiry is sent as PEXPIRE so the lab can use
 // sub-second leases.
 type setnxExpireLocker struct {
 	noConns
@@ -130,7 +131,7 @@ func (l *setnxExpireLocker) Acquire(ctx context.Context, key string, opts lock.O
 
 // setnxExLocker is mode setnx-ex, DELIBERATELY BROKEN: atomic SET NX PX, released by a blind DEL,
 // so when the business time outlasts the lease, B acquires the expired lock and A's DEL removes
-// B's lock (foreign unlock, then overlap and lost updates; Pitfalls, case 4).
+// B's lock (foreign unlock, then overlap and lost updates; step 4 of docs/lab.md).
 type setnxExLocker struct {
 	noConns
 	rdb   redis.UniversalClient
@@ -151,7 +152,7 @@ func (l *setnxExLocker) Acquire(ctx context.Context, key string, opts lock.Optio
 
 func init() {
 	register(Mode{
-		Name: "setnx", Row: 2, Step: "Pitfalls, case 2", Source: "Pitfalls, case 2",
+		Name: "setnx", Row: 2, Step: "docs/lab.md step 2; https://redis.io/docs/latest/commands/setnx/", Source: "step 2: SETNX without a TTL",
 		Summary: "BROKEN: SETNX with no expiry, blind DEL; a holder that crashes before its DEL leaves " +
 			"the key with no TTL and every later sale times out (deadlock)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultHolderPause},
@@ -160,7 +161,7 @@ func init() {
 		},
 	})
 	register(Mode{
-		Name: "setnx-expire", Row: 3, Step: "Pitfalls, case 3", Source: "Pitfalls, case 3",
+		Name: "setnx-expire", Row: 3, Step: "docs/lab.md step 3; https://redis.io/docs/latest/commands/setnx/", Source: "step 3: EXPIRE sent apart",
 		Summary: "BROKEN: SETNX, then EXPIRE as a second command; a holder that dies between the two " +
 			"leaves the key with no TTL (deadlock)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultCrashBeforeExpire, FaultHolderPause},
@@ -169,7 +170,7 @@ func init() {
 		},
 	})
 	register(Mode{
-		Name: "setnx-ex", Row: 4, Step: "Pitfalls, case 4", Source: "Pitfalls, case 4",
+		Name: "setnx-ex", Row: 4, Step: "docs/lab.md step 4; https://redis.io/docs/latest/commands/set/", Source: "step 4: SET NX PX, blind DEL",
 		Summary: "BROKEN: atomic SET NX PX, blind DEL; with business time > lease the lock expires, " +
 			"B acquires and A's DEL removes B's lock (foreign unlock, overlap, lost updates)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultHolderPause},

@@ -12,8 +12,8 @@ import (
 
 // uuidLocker is mode uuid, DELIBERATELY BROKEN, with a knob (StepHooks.BeforeDel): a UUID value with SET NX PX, released by GET,
 // compare, then DEL as separate commands, so when the lock expires between the compare and the
-// DEL and B acquires, A's DEL removes B's lock (foreign unlock; Pitfalls, case 5; Jedis lock). The
-// value check does stop the simple case of Pitfalls, case 4 (the key is already B's when A checks).
+// DEL and B acquires, A's DEL removes B's lock (foreign unlock; step 5 of docs/lab.md). The
+// value check does stop the simple case of step 4 (the key is already B's when A checks).
 type uuidLocker struct {
 	noConns
 	rdb       redis.UniversalClient
@@ -57,7 +57,7 @@ func (l *uuidLocker) release(ctx context.Context, key, value string) error {
 
 func init() {
 	register(Mode{
-		Name: "uuid", Row: 5, Step: "Pitfalls, case 5; Jedis lock", Source: "Pitfalls, case 5; Jedis lock",
+		Name: "uuid", Row: 5, Step: "docs/lab.md step 5; the Redis lock page: https://redis.io/docs/latest/develop/use/patterns/distributed-locks/", Source: "step 5: GET, compare, DEL",
 		Summary: "BROKEN: UUID value, SET NX PX; release = GET, compare, then DEL as separate commands; " +
 			"if the lock expires between compare and DEL and B acquires, A deletes B's lock (foreign unlock)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultHolderPause, FaultPauseBeforeDel},

@@ -138,7 +138,7 @@ type LabScenarios struct {
 // listScenarios godoc
 //
 //	@Summary		The lab's scenarios
-//	@Description	Every row of the scenario guide (docs/scenarios.md) that the lab can run, with what it
+//	@Description	Every row of the scenario guide (docs/lab.md) that the lab can run, with what it
 //	@Description	expects; whether the lab is enabled and which experiment (if any) is running now.
 //	@Tags			lab
 //	@Produce		json
