@@ -78,6 +78,9 @@ func runBench(ctx context.Context, b benchFlags, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "[%2d/%d] %-16s %3d inst %3d buyers %8.0f sales/s  p99 %8.2f ms  Jain %.3f  starved %d\n",
 			done, total, c.Strategy, c.Instances, c.Buyers, c.Rate, c.P99Ms, c.Jain, c.Starved)
 	}
+	opt.RoundDone = func(r, rounds int) {
+		fmt.Fprintf(stderr, "bench: round %d of %d done (each round visits every cell; the cells follow the last)\n", r, rounds)
+	}
 	if b.url != "" {
 		rep, err := bench.RunHTTP(ctx, opt, b.url, b.adminToken)
 		if err != nil {

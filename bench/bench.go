@@ -59,6 +59,8 @@ type Options struct {
 	Embedded bool
 	// Progress, if set, is told about each cell as it ends.
 	Progress func(done, total int, c Cell)
+	// RoundDone, if set, is told as each round ends (every cell is reported after the last).
+	RoundDone func(round, rounds int)
 	Log      *slog.Logger
 }
 
@@ -291,9 +293,32 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	total := len(list) * len(opt.Concurrency) * len(opt.Instances)
 	w := timing{warmup: opt.Warmup, dur: opt.Duration / time.Duration(opt.Rounds), grace: grace}
 	all := append([]redis.UniversalClient{data}, masters...)
-	for _, s := range list {
-		for _, n := range opt.Instances {
-			cells, err := e.runStrategy(ctx, s, n, w, all, rep.Redis.RTT.Median)
+	// Every round visits every strategy at every instance count, so that a change in the
+	// machine's background load (this is a shared, noisy machine) weighs on every cell alike:
+	// the targets compare cells of different strategies and instance counts, and each of them is
+	// the sum of windows spread over the whole run.
+	acc := make([][][]window, len(list))
+	for i := range acc {
+		acc[i] = make([][]window, len(opt.Instances))
+		for j := range acc[i] {
+			acc[i][j] = make([]window, len(opt.Concurrency))
+		}
+	}
+	for r := range opt.Rounds {
+		for i, s := range list {
+			for j, n := range opt.Instances {
+				if err := e.runRound(ctx, r, s, n, w, all, acc[i][j]); err != nil {
+					return rep, err
+				}
+			}
+		}
+		if opt.RoundDone != nil {
+			opt.RoundDone(r+1, opt.Rounds)
+		}
+	}
+	for i, s := range list {
+		for j, n := range opt.Instances {
+			cells, err := e.cells(s, n, acc[i][j], rep.Redis.RTT.Median)
 			for _, c := range cells {
 				rep.Cells = append(rep.Cells, c)
 				if opt.Progress != nil {
@@ -313,11 +338,12 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	return rep, nil
 }
 
-// runStrategy runs one strategy with its buyers spread over n instances at every crowd size.
-func (e *env) runStrategy(ctx context.Context, s Strategy, n int, w timing, all []redis.UniversalClient, rtt time.Duration) ([]Cell, error) {
+// runRound runs round r of one strategy with its buyers spread over n instances (built for this
+// round, as separate processes would be) at every crowd size, adding each to acc.
+func (e *env) runRound(ctx context.Context, r int, s Strategy, n int, w timing, all []redis.UniversalClient, acc []window) error {
 	ins, closeAll, err := e.newInstances(n, slices.Max(e.opt.Concurrency))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer closeAll()
 	sales := make([]saleFunc, n)
@@ -326,26 +352,26 @@ func (e *env) runStrategy(ctx context.Context, s Strategy, n int, w timing, all 
 	}
 	sale := func(ctx context.Context, buyer int) error { return sales[buyer%n](ctx, buyer) }
 	conc := e.opt.Concurrency
-	acc := make([]window, len(conc))
-	// Rounds go up and down the crowd sizes (1, 8, 50, 50, 8, 1, ...), so that a change in the
-	// machine's background load during a strategy weighs on its cells alike and the ratios
-	// between them stay fair.
-	for r := range e.opt.Rounds {
-		for j := range conc {
-			i := j
-			if r%2 == 1 {
-				i = len(conc) - 1 - j
-			}
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			if err := e.measure(ctx, &acc[i], conc[i], n, w, sale, all); err != nil {
-				return nil, fmt.Errorf("bench: %s × %d on %d instances: %w", s.Name, conc[i], n, err)
-			}
+	// Rounds go up and down the crowd sizes (1, 8, 50, then 50, 8, 1, ...) for the same reason.
+	for j := range conc {
+		i := j
+		if r%2 == 1 {
+			i = len(conc) - 1 - j
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := e.measure(ctx, &acc[i], conc[i], n, w, sale, all); err != nil {
+			return fmt.Errorf("bench: %s × %d on %d instances: %w", s.Name, conc[i], n, err)
 		}
 	}
+	return nil
+}
+
+// cells turns the windows of one strategy on n instances into its cells, one per crowd size.
+func (e *env) cells(s Strategy, n int, acc []window, rtt time.Duration) ([]Cell, error) {
 	var cells []Cell
-	for i, b := range conc {
+	for i, b := range e.opt.Concurrency {
 		a := &acc[i]
 		slices.Sort(a.stats.latencies)
 		c := newCell(s, b, n, a.stats, a.inv, rtt)

@@ -58,6 +58,8 @@ type waitLine struct {
 	rdb    redis.UniversalClient
 	log    *slog.Logger
 	fenced bool
+	// lostGrant is lostGrantBound (a test that counts commands raises it).
+	lostGrant time.Duration
 	// id names this process in its waiters' values ("<id>:<uuid>") and its grant channel.
 	id      string
 	channel string // grantChannelPrefix + id
@@ -119,7 +121,7 @@ func (w *lineWaiter) ring() {
 
 func newWaitLine(rdb redis.UniversalClient, log *slog.Logger, fenced bool) *waitLine {
 	id := strings.ReplaceAll(uuid.NewString(), "-", "")
-	return &waitLine{rdb: rdb, log: log, fenced: fenced, id: id, channel: grantChannelPrefix + id,
+	return &waitLine{rdb: rdb, log: log, fenced: fenced, lostGrant: lostGrantBound, id: id, channel: grantChannelPrefix + id,
 		keys: map[string]*keyLine{}, held: map[string]bool{}}
 }
 
@@ -327,7 +329,7 @@ func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait tim
 				d = min(d, unsubscribedPoll)
 			}
 			wl.mu.Lock()
-			w.next = time.Now().Add(max(min(d, w.grantTTL, lostGrantBound), time.Millisecond))
+			w.next = time.Now().Add(max(min(d, w.grantTTL, wl.lostGrant), time.Millisecond))
 			wl.mu.Unlock()
 			continue
 		}
@@ -504,6 +506,11 @@ func (wl *waitLine) release(ctx context.Context, key, value string) (bool, error
 	delete(wl.held, value)
 	if kl := wl.keys[key]; kl != nil && kl.holder == value {
 		kl.holder = ""
+		// A waiter that became the head while the script ran saw the holder here and sleeps
+		// until it is told (it was not the next waiter the script put in line): tell it now.
+		if len(kl.waiters) > 0 && kl.waiters[0] != next {
+			kl.waiters[0].ring()
+		}
 	}
 	if next != nil && to != next.value {
 		// Queued behind in the Redis line by the release: it waits for its grant.

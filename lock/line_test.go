@@ -150,6 +150,11 @@ func TestLineOneReleaseWakesOneWaiter(t *testing.T) {
 			srv := newClientSet(t)
 			const n = 8
 			ls := lineLockers(t, srv, mode, n+1, 30*time.Second)
+			for _, l := range ls {
+				// No look for a lost grant during the count: none is lost here, and on a slow
+				// machine the look would come before the hand-over it is a fallback for.
+				lineOf(l).lostGrant = time.Minute
+			}
 			key := "{line}:lock:one:" + mode
 			holder, err := ls[n].Acquire(t.Context(), key, Options{})
 			if err != nil {
@@ -452,4 +457,113 @@ func TestLineDeadWaiterHelper(t *testing.T) {
 	}()
 	_, err = l.Acquire(context.Background(), f[2], Options{Wait: wait})
 	t.Fatalf("the waiter process was not killed in time: %v", err)
+}
+
+// holdRelease is a go-redis hook that, once armed, holds the next run of the line's release
+// script until it is let go: the window in which the releasing process still has its holder.
+type holdRelease struct {
+	armed   atomic.Bool
+	reached chan struct{}
+	letGo   chan struct{}
+}
+
+func (h *holdRelease) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *holdRelease) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		a := cmd.Args()
+		if len(a) > 1 && fmt.Sprint(a[1]) == lineRelease.Hash() && h.armed.CompareAndSwap(true, false) {
+			close(h.reached)
+			<-h.letGo
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *holdRelease) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestLineWaiterArrivingDuringARelease: a waiter that comes while its process's holder is
+// releasing sees that holder and sleeps until told; the release hands the lock to a waiter in
+// another process, so it must tell this one itself. Before that was so, it slept its whole wait
+// while the lock went free (found by chaos case 7 as a 5 s stall of one instance).
+func TestLineWaiterArrivingDuringARelease(t *testing.T) {
+	for _, mode := range []string{"lua", "fenced"} {
+		t.Run(mode, func(t *testing.T) {
+			srv := newClientSet(t)
+			ls := lineLockers(t, srv, mode, 2, 10*time.Second)
+			hold := &holdRelease{reached: make(chan struct{}), letGo: make(chan struct{})}
+			srv.all[1].AddHook(hold) // ls[0]'s client
+			key := "{line}:lock:arriving-" + mode
+			first, err := ls[0].Acquire(t.Context(), key, Options{Wait: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A waiter in the other process, queued in the Redis line: the release goes to it.
+			other := make(chan error, 1)
+			go func() {
+				le, err := ls[1].Acquire(t.Context(), key, Options{Wait: 5 * time.Second})
+				if err == nil {
+					err = le.Release(context.Background())
+				}
+				other <- err
+			}()
+			lineKey := redissonPrefixed("seckill_lock_line", key)
+			waitFor(t, "the other process's waiter in the Redis line", func() bool {
+				n, err := srv.all[0].LLen(t.Context(), lineKey).Result()
+				return err == nil && n == 1
+			})
+			hold.armed.Store(true)
+			released := make(chan error, 1)
+			go func() { released <- first.Release(context.Background()) }()
+			<-hold.reached
+			// While the release script is held, a new waiter comes in this process.
+			const wait = 4 * time.Second
+			start := time.Now()
+			got := make(chan error, 1)
+			go func() {
+				le, err := ls[0].Acquire(t.Context(), key, Options{Wait: wait})
+				if err == nil {
+					err = le.Release(context.Background())
+				}
+				got <- err
+			}()
+			wl := lineOf(ls[0])
+			waitFor(t, "the new waiter in its process's line", func() bool {
+				wl.mu.Lock()
+				defer wl.mu.Unlock()
+				kl := wl.keys[key]
+				return kl != nil && len(kl.waiters) == 1
+			})
+			time.Sleep(20 * time.Millisecond) // let it look and go to sleep
+			close(hold.letGo)
+			if err := <-released; err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			if err := <-other; err != nil {
+				t.Fatalf("the other process's waiter: %v", err)
+			}
+			if err := <-got; err != nil {
+				t.Fatalf("the waiter that came during the release: %v", err)
+			}
+			// Told at the release, it holds the lock within a hand-over; untold, it would look
+			// again only at the end of its wait.
+			if took := time.Since(start); took > wait/2 {
+				t.Fatalf("the waiter that came during the release got the lock after %v (its wait: %v)", took, wait)
+			}
+		})
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
