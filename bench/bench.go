@@ -61,7 +61,7 @@ type Options struct {
 	Progress func(done, total int, c Cell)
 	// RoundDone, if set, is told as each round ends (every cell is reported after the last).
 	RoundDone func(round, rounds int)
-	Log      *slog.Logger
+	Log       *slog.Logger
 }
 
 // Defaults. 10 strategies × 3 crowd sizes × (5 s + 2 × 0.3 s of warm-up) is about 2 min 50 s,
