@@ -773,6 +773,26 @@ const docTemplate = `{
                 }
             }
         },
+        "/metrics": {
+            "get": {
+                "description": "The Prometheus text format: sales by lock mode and result, lock wait and hold times,\nwatchdog renewals and failures, stale writes rejected, foreign unlocks, lab runs by\nverdict (the seckill_* series), and the Go runtime's. docs/operations.md lists them.",
+                "produces": [
+                    "text/plain"
+                ],
+                "tags": [
+                    "health"
+                ],
+                "summary": "Prometheus metrics",
+                "responses": {
+                    "200": {
+                        "description": "the metrics, one sample a line",
+                        "schema": {
+                            "type": "string"
+                        }
+                    }
+                }
+            }
+        },
         "/readyz": {
             "get": {
                 "produces": [
