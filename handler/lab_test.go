@@ -237,7 +237,11 @@ type fakeLab struct {
 
 func (f *fakeLab) Run(_ context.Context, sc lab.Scenario) lab.Result {
 	f.ran = append(f.ran, sc.Name)
-	return lab.Result{Name: sc.Name, Row: sc.Row, Verdict: lab.Held, Reason: "from the fake", HistoryFile: f.history}
+	res := lab.Result{Name: sc.Name, Row: sc.Row, Verdict: lab.Held, Reason: "from the fake", HistoryFile: f.history}
+	if f.history != "" {
+		res.Notes = []string{"history: visualisation in " + f.history} // as the lab notes it
+	}
+	return res
 }
 
 // TestFailingHistoryIsServed: after a run whose history was not linearizable, the dashboard's
@@ -263,7 +267,8 @@ func TestFailingHistoryIsServed(t *testing.T) {
 	if err := json.Unmarshal([]byte(run.raw), &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.HistoryURL != "/lab/scenarios/lua/history" || res.HistoryFile != "" || strings.Contains(run.raw, file) {
+	if res.HistoryURL != "/lab/scenarios/lua/history" || res.HistoryFile != "" || strings.Contains(run.raw, file) ||
+		!strings.Contains(strings.Join(res.Notes, " "), res.HistoryURL) {
 		t.Fatalf("run: want historyUrl and no file path; got %s", run.raw)
 	}
 	if last := lastRuns(t, srv.URL)["lua"]; last.HistoryURL != res.HistoryURL || last.HistoryFile != "" {

@@ -198,11 +198,12 @@ func withHeader(page []byte, name string, shown, total int) []byte {
 		sc = Scenario{Name: name}
 	}
 	title := fmt.Sprintf("seckill lab, row %d %s: the sales no stock counter can explain", sc.Row, sc.Name)
-	part := fmt.Sprintf("all %d sales of the run", total)
+	part := fmt.Sprintf("the run's %d sales, all of them", total)
 	if shown < total {
 		part = fmt.Sprintf("%d of the run's %d sales: the smallest part that fails on its own", shown, total)
 	}
-	header := fmt.Sprintf(`<header style="font:14px/1.45 system-ui,sans-serif;max-width:60em;margin:0 0 1em">
+	// porcupine's own legend is fixed at the top of the window: the header starts below it.
+	header := fmt.Sprintf(`<header style="font:14px/1.45 system-ui,sans-serif;max-width:60em;margin:0;padding-top:40px">
 <h1 style="font-size:20px;margin:.2em 0">%s</h1>
 <p><b>Scenario</b> %s (row %d of docs/lab.md, %s), lock mode <code>%s</code>: %s</p>
 <p><b>What is drawn</b>: %s, as the buyers recorded them, checked by

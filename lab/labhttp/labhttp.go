@@ -4,6 +4,7 @@
 package labhttp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -184,6 +186,16 @@ func (l *labAPI) lastRuns(ctx context.Context) map[string]lab.Result {
 func (l *labAPI) public(res lab.Result) lab.Result {
 	if res.HistoryFile != "" && l.histories[res.Name] == res.HistoryFile {
 		res.HistoryURL = "/lab/scenarios/" + url.PathEscape(res.Name) + "/history"
+	}
+	if res.HistoryFile != "" {
+		notes := make([]string, 0, len(res.Notes))
+		for _, n := range res.Notes {
+			if strings.Contains(n, res.HistoryFile) {
+				n = "history: its drawing is " + cmp.Or(res.HistoryURL, "on the machine that ran it")
+			}
+			notes = append(notes, n)
+		}
+		res.Notes = notes
 	}
 	res.HistoryFile = ""
 	return res
