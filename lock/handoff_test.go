@@ -313,3 +313,46 @@ func TestHandoffWaitEnds(t *testing.T) {
 		})
 	}
 }
+
+// TestHerdBackOff: a line that has not lost a race tries at once; after n lost races its head
+// waits less than min(herdStep × 2^(n-1), herdMaxBackoff), never past its deadline, and not at
+// all once ctx has ended.
+func TestHerdBackOff(t *testing.T) {
+	h := &handoff{herd: true}
+	ln := &line{bell: make(chan struct{}, 1)}
+	far := time.Now().Add(time.Minute)
+	start := time.Now()
+	if !h.backOff(t.Context(), ln, far) || time.Since(start) > 50*time.Millisecond {
+		t.Fatal("a line without lost races backed off")
+	}
+	for _, n := range []int32{1, 3, maxHerdLosses} {
+		ln.losses.Store(n)
+		limit := min(herdStep<<min(n-1, 10), herdMaxBackoff)
+		var longest time.Duration
+		for range 20 {
+			start := time.Now()
+			if !h.backOff(t.Context(), ln, far) {
+				t.Fatal("backOff reported an ended context")
+			}
+			longest = max(longest, time.Since(start))
+		}
+		// Sleeping overshoots on a loaded machine; an unbounded or minute-long back-off does not
+		// fit under this.
+		if longest > limit+100*time.Millisecond {
+			t.Fatalf("after %d losses a back-off took %v, want under %v", n, longest, limit)
+		}
+	}
+	ln.losses.Store(maxHerdLosses)
+	start = time.Now()
+	if !h.backOff(t.Context(), ln, time.Now()) {
+		t.Fatal("a back-off at the deadline reported an ended context")
+	}
+	if time.Since(start) > 50*time.Millisecond {
+		t.Fatal("a back-off went past the deadline")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if h.backOff(ctx, ln, far) {
+		t.Fatal("a back-off with an ended context reported success")
+	}
+}
