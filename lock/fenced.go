@@ -18,9 +18,10 @@ var (
 	fencedRenew = redis.NewScript(fencedRenewLua)
 )
 
-// fencedLocker is mode fenced (Redisson RFencedLock; Kleppmann's fencing tokens): SET NX PX and
-// INCR of a token counter in one script, so every acquisition carries a strictly increasing
-// token; a watchdog renews the lease every lease/3 while held. A lease alone cannot stop a holder
+// fencedLocker is NewFenced in its default layout (Kleppmann's fencing tokens; rfenced.go has
+// Redisson RFencedLock's): SET NX PX and INCR of a token counter in one script, so every
+// acquisition carries a strictly increasing token; a watchdog renews the lease every lease/3
+// while held. A lease alone cannot stop a holder
 // that was paused past its expiry from writing afterwards; the token can: the store accepts a
 // write only if no newer token has been written (store/lua/commit.lua), so a stale holder's write
 // is rejected instead of overwriting a newer holder's.
@@ -57,7 +58,9 @@ func (l *fencedLocker) Name() string { return "fenced" }
 // waiter of every process waiting for the lock, which all try again and all but one fail, where
 // the default layout hands the lock to one waiter. When the default layout's counter
 // "<key>:token" exists (and, on a cluster, shares the key's hash tag), tokens are drawn above it
-// and written back into it, so a switch of layout never draws a token already used. Every process
+// and written back into it, so a switch of layout never draws a token already used (a key that
+// never used the default layout has no such counter: switching it to the default needs both
+// counters deleted together with the resource's record of the newest token). Every process
 // sharing a lock must use the same layout: one of the other layout fails with a Redis error while
 // the lock is held (WRONGTYPE), never takes it. Default: off. The other locks ignore it.
 func WithRFencedLockLayout() Option { return func(o *settings) { o.RFencedLayout = true } }
