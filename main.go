@@ -45,8 +45,8 @@ var commands = []struct{ name, about string }{
 	{"serve", "run the service (the default when no command is given)"},
 	{"lab", "run the scenario lab: every lock mode's experiment, with a verdict per row"},
 	{"bench", "benchmark the safe lock modes and reference libraries on Redis servers it starts"},
-	{"explore", "find each lock mode's failure with random faults, shrink it, and replay it (Redis servers of its own)"},
-	{"load", "fire sales at a running service, record each answer, and check that history for linearizability"},
+	{"explore", "find each lock mode's failure with random faults, shrink it and replay it"},
+	{"load", "fire sales at a running service, record the answers and check them for linearizability"},
 	{"help", "print this help, or a command's flags (seckill help lab)"},
 }
 
@@ -155,7 +155,7 @@ func commandFlags(cmd string, stderr io.Writer) (*flag.FlagSet, *cmdOptions, err
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: seckill [--config FILE] %s [flags]\n\nflags of %s:\n", cmd, cmd)
-		fs.PrintDefaults()
+		printDefaults(fs)
 	}
 	return fs, opts, nil
 }
@@ -195,11 +195,51 @@ func help(stdout, stderr io.Writer, args []string) error {
 func printUsage(w io.Writer) {
 	fmt.Fprintf(w, "usage: seckill [--config FILE] [command] [flags]\n\ncommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-6s %s\n", c.name, c.about)
+		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.about)
 	}
 	fmt.Fprintf(w, "\nglobal flags (before or after the command):\n")
 	global := newFlagSet("seckill", w)
 	global.String("config", "", configUsage)
-	global.PrintDefaults()
+	printDefaults(global)
 	fmt.Fprintf(w, "\n'seckill help COMMAND' lists a command's flags.\n")
+}
+
+// helpWidth is the widest line the help prints.
+const helpWidth = 100
+
+// printDefaults is fs.PrintDefaults with each flag's text wrapped to helpWidth columns: the
+// flag package prints it on one line however long (a list of defaults can run to 180).
+func printDefaults(fs *flag.FlagSet) {
+	var b strings.Builder
+	out := fs.Output()
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(out)
+	const indent = "      "
+	for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		text, ok := strings.CutPrefix(line, "    \t")
+		if !ok {
+			fmt.Fprintln(out, line)
+			continue
+		}
+		cur := indent
+		for _, word := range strings.Fields(text) {
+			// A list too long for a line (the default strategies) breaks after its commas.
+			for i, part := range strings.SplitAfter(word, ",") {
+				sep := " "
+				if i > 0 {
+					sep = ""
+				}
+				if cur != indent && len(cur)+len(sep)+len(part) > helpWidth {
+					fmt.Fprintln(out, cur)
+					cur, sep = indent, ""
+				}
+				if cur == indent {
+					sep = ""
+				}
+				cur += sep + part
+			}
+		}
+		fmt.Fprintln(out, cur)
+	}
 }

@@ -122,4 +122,28 @@ func TestHelp(t *testing.T) {
 	if err := run(context.Background(), []string{"lab", "-h"}, noEnv, &out, &errOut); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("lab -h: %v, want flag.ErrHelp (exit 0)", err)
 	}
+	// The help fits a terminal: no line of it, or of any command's flags, is over 100 characters
+	// (a tab counted as the 8 columns a terminal gives it).
+	for _, args := range append([][]string{{"help"}}, commandHelps()...) {
+		out.Reset()
+		if err := run(context.Background(), args, noEnv, &out, &errOut); err != nil {
+			t.Fatalf("%s: %v", strings.Join(args, " "), err)
+		}
+		for _, line := range strings.Split(out.String(), "\n") {
+			if n := len([]rune(strings.ReplaceAll(line, "\t", "        "))); n > 100 {
+				t.Errorf("seckill %s: a line of %d characters: %q", strings.Join(args, " "), n, line)
+			}
+		}
+	}
+}
+
+// commandHelps is `help NAME` for every command but help itself.
+func commandHelps() [][]string {
+	var out [][]string
+	for _, c := range commands {
+		if c.name != "help" {
+			out = append(out, []string{"help", c.name})
+		}
+	}
+	return out
 }

@@ -233,8 +233,8 @@ func Serve(ctx context.Context, cfg config.Config, stdout io.Writer, log *slog.L
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
 		reach = net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
 	}
-	fmt.Fprintf(stdout, "seckill %s listening on %s (lock mode %s, lab %s, admin token %s, data redis %s, masters %s)\n",
-		cfg.Server.Instance, bound, cfg.Lock.Mode, onOff(cfg.Lab.Enabled), setOrNot(cfg.Server.AdminToken),
+	fmt.Fprintf(stdout, "seckill %s listening on %s (dashboard http://%s/, lock mode %s, lab %s, admin token %s, data redis %s, masters %s)\n",
+		cfg.Server.Instance, bound, reach, cfg.Lock.Mode, onOff(cfg.Lab.Enabled), setOrNot(cfg.Server.AdminToken),
 		DataName(cfg), strings.Join(cfg.Redis.Masters, ","))
 	fmt.Fprintf(stdout, "  try: curl -X POST http://%s/inventory/sale   swagger: http://%s/swagger/index.html\n", reach, reach)
 	select {

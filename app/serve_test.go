@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -33,7 +34,8 @@ func (l *lineBuffer) String() string {
 }
 
 // TestStartUpLineNamesTheBoundAddress: the start-up line says where the service really listens
-// (every interface when server.host is empty), not a loopback address it may not be limited to.
+// (every interface when server.host is empty), not a loopback address it may not be limited to,
+// and the dashboard's address a browser on this machine can open.
 func TestStartUpLineNamesTheBoundAddress(t *testing.T) {
 	for _, c := range []struct{ host, want string }{{"", "[::]:"}, {"127.0.0.1", "127.0.0.1:"}} {
 		cfg, _, _ := apptest.Config(t, 3)
@@ -61,6 +63,11 @@ func TestStartUpLineNamesTheBoundAddress(t *testing.T) {
 		}
 		if !strings.Contains(line, want) {
 			t.Fatalf("server.host=%q: start-up line %q does not contain %q", c.host, line, want)
+		}
+		// A wildcard address is not one a browser can open: the dashboard is given on loopback.
+		dash := fmt.Sprintf("dashboard http://%s/,", net.JoinHostPort(cmp.Or(c.host, "127.0.0.1"), fmt.Sprint(port)))
+		if !strings.Contains(line, dash) {
+			t.Fatalf("server.host=%q: start-up line %q does not contain %q", c.host, line, dash)
 		}
 	}
 }

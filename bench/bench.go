@@ -1,7 +1,7 @@
 // Package bench is `seckill bench`: it starts its own Redis servers (one data Redis and three
 // masters, real redis-server processes when installed), sells one key under every safe lock mode
-// and under reference strategies built from their libraries (redsync, a classic Jedis tryLock's spin
-// lock, bsm/redislock at two retry intervals), at several crowd sizes, and
+// and under reference strategies built from their libraries (redsync, a classic spin tryLock
+// (SET NX EX, sleep 100 ms, retry), bsm/redislock at two retry intervals), at several crowd sizes, and
 // reports throughput, latency, fairness, lost updates and the commands its clients send per sale
 // (counted by a go-redis hook, the same on redis-server and miniredis) next to the serial bound
 // that the measured Redis round-trip time implies, with the performance targets checked as

@@ -80,7 +80,7 @@ func strategies() []Strategy {
 			About: "redsync v4 Mutex.Lock with default options (8 s expiry, 32 tries, 50-250 ms random retry) on the 3 masters",
 			build: buildRedsyncDefault},
 		{Name: RefSpin, Kind: "reference", RoundTrips: 4, Locked: true,
-			About: "the Jedis lock's tryLock: SET NX EX, sleep 100 ms and retry until the wait; Lua compare-and-delete",
+			About: "a classic spin tryLock: SET NX EX, sleep 100 ms, retry until the wait; Lua compare-and-delete",
 			build: buildSpin},
 		{Name: RefRedislock100, Kind: "reference", RoundTrips: 4, Locked: true,
 			About: "bsm/redislock Obtain (SET NX PX script) with RetryStrategy LinearBackoff(100 ms), its documented example, " +
@@ -144,16 +144,16 @@ var spinUnlockLua string
 
 var spinUnlock = redis.NewScript(spinUnlockLua)
 
-// spinSleep and spinLease are a classic Jedis tryLock's: Thread.sleep(100)
+// spinSleep and spinLease are a classic spin tryLock's: a fixed 100 ms sleep
 // between tries, and an EX lease in seconds.
 const (
 	spinSleep = 100 * time.Millisecond
 	spinLease = 30 * time.Second
 )
 
-// buildSpin is a classic Jedis lock service: value = UUID + timestamp, SET NX EX in a loop
-// with a fixed 100 ms sleep until the wait (tryExpirseTime) runs out, unlock by a Lua
-// compare-and-delete.
+// buildSpin is a classic spin tryLock, the kind many hand-written Redis lock services use:
+// value = UUID + timestamp, SET NX EX in a loop with a fixed 100 ms sleep until the wait
+// runs out, unlock by a Lua compare-and-delete.
 func buildSpin(e *env, in *instance) saleFunc {
 	key := store.LockKey(e.sku, RefSpin)
 	return func(ctx context.Context, _ int) error {

@@ -641,7 +641,7 @@ const docTemplate = `{
         },
         "/lab/scenarios/{name}/history": {
             "get": {
-                "description": "porcupine's visualisation (HTML) of the smallest part of the scenario's last recorded\nhistory that is not linearizable: the buyers' calls and answers against the stock\ncounter. 404 when the last run's history was linearizable, or the scenario has not run\non this instance.",
+                "description": "porcupine's visualisation (HTML) of the smallest part of the scenario's last recorded\nhistory that is not linearizable: the buyers' calls and answers against the stock\ncounter, under a title, the scenario and a legend. Only pages this instance wrote\nfor its own runs (the result's historyUrl). 404 for an unknown scenario, and when\nits last run here was linearizable or it has not run on this instance.",
                 "produces": [
                     "text/html"
                 ],
@@ -666,7 +666,42 @@ const docTemplate = `{
                         }
                     },
                     "404": {
-                        "description": "no failing history for this scenario",
+                        "description": "unknown scenario, or no failing history for it here",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    }
+                }
+            }
+        },
+        "/lab/scenarios/{name}/result": {
+            "get": {
+                "description": "The result of the scenario's last run, timeline included, whoever started it: this\ninstance, another one over the same Redis, or ` + "`" + `seckill lab` + "`" + `. historyUrl links the\nfailing history's page when this instance ran it.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "lab"
+                ],
+                "summary": "The last run of a scenario",
+                "parameters": [
+                    {
+                        "type": "string",
+                        "description": "scenario name (GET /lab/scenarios)",
+                        "name": "name",
+                        "in": "path",
+                        "required": true
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/lab.Result"
+                        }
+                    },
+                    "404": {
+                        "description": "unknown scenario, or it has not run",
                         "schema": {
                             "$ref": "#/definitions/handler.ErrorBody"
                         }
@@ -768,6 +803,26 @@ const docTemplate = `{
                         "description": "unknown SKU",
                         "schema": {
                             "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    }
+                }
+            }
+        },
+        "/metrics": {
+            "get": {
+                "description": "The Prometheus text format: sales by lock mode and result, lock wait and hold times,\nwatchdog renewals and failures, stale writes rejected, foreign unlocks, lab runs by\nverdict (the seckill_* series), and the Go runtime's. docs/operations.md lists them.",
+                "produces": [
+                    "text/plain"
+                ],
+                "tags": [
+                    "health"
+                ],
+                "summary": "Prometheus metrics",
+                "responses": {
+                    "200": {
+                        "description": "the metrics, one sample a line",
+                        "schema": {
+                            "type": "string"
                         }
                     }
                 }
@@ -1055,6 +1110,10 @@ const docTemplate = `{
                 "expect": {
                     "type": "string"
                 },
+                "finishedAt": {
+                    "description": "FinishedAt is when the run ended (UTC).",
+                    "type": "string"
+                },
                 "foreignUnlocks": {
                     "type": "integer"
                 },
@@ -1063,7 +1122,11 @@ const docTemplate = `{
                     "type": "string"
                 },
                 "historyFile": {
-                    "description": "HistoryFile is porcupine's visualisation of a history that is NOT linearizable.",
+                    "description": "HistoryFile is porcupine's visualisation of a history that is NOT linearizable, a file\non the machine that ran the scenario (` + "`" + `seckill lab` + "`" + `; the service answers HistoryURL).",
+                    "type": "string"
+                },
+                "historyUrl": {
+                    "description": "HistoryURL is where the service that ran the scenario serves that visualisation.",
                     "type": "string"
                 },
                 "initialStock": {
@@ -1210,6 +1273,13 @@ const docTemplate = `{
             "properties": {
                 "enabled": {
                     "type": "boolean"
+                },
+                "last": {
+                    "description": "Last is the last run of each scenario that has run, by name, without its timeline\n(GET /lab/scenarios/{name}/result has it): runs started here, on another instance over\nthe same Redis, or by ` + "`" + `seckill lab` + "`" + `.",
+                    "type": "object",
+                    "additionalProperties": {
+                        "$ref": "#/definitions/lab.Result"
+                    }
                 },
                 "maxBurst": {
                     "type": "integer"

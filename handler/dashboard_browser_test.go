@@ -51,8 +51,9 @@ func artifact(t *testing.T, name string) string {
 }
 
 // TestDashboardInChromium drives the dashboard in headless Chromium through the DevTools
-// protocol: a burst draws the chart, and clicking "run" on two scenarios fills their rows with
-// the verdicts the lab answers. A screenshot is saved for CI.
+// protocol: a burst draws the chart, clicking "run" on two scenarios fills their rows with the
+// verdicts the lab answers, and a run started over HTTP shows up in its row. A screenshot is
+// saved for CI.
 func TestDashboardInChromium(t *testing.T) {
 	exe := chromium(t)
 	// A 3 s lease renews every second, so the TTL bars visibly drop and jump back during a hold.
@@ -125,6 +126,14 @@ func TestDashboardInChromium(t *testing.T) {
 	waitJS("the timeline of atomic", `document.querySelector('#history-link').hidden &&
 		document.querySelector('#scenario-caption').textContent.includes('another buyer (0)')`, 5*time.Second)
 	t.Logf("timeline of none: %s", noneCaption)
+	// none's row links its failing history in its own cell.
+	waitJS("the history cell of none", `document.querySelector('#row-none td[data-col="history"] a')?.getAttribute('href') === '/lab/scenarios/none/history'`, 5*time.Second)
+	// A run the page did not start (over HTTP, as curl or another tab would) fills its row too.
+	if r := do(t, http.MethodPost, f.HTTP.URL+"/lab/scenarios/fenced/run", nil); r.status != http.StatusOK {
+		t.Fatalf("run fenced over HTTP: %d %s", r.status, r.raw)
+	}
+	waitJS("the verdict of fenced, run over HTTP", `document.querySelector('#verdict-fenced').dataset.verdict === 'HELD' &&
+		document.querySelector('#scenario-caption').textContent.startsWith('fenced:')`, 15*time.Second)
 	// The inventory cards refresh every 500ms; wait until they show the burst's sales.
 	waitJS("the sold card", `Number(document.querySelector('#sold').textContent) > 0`, 10*time.Second)
 	sold := text("#sold")

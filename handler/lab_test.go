@@ -16,6 +16,7 @@ import (
 	"seckill/config"
 	"seckill/handler"
 	"seckill/internal/apptest"
+	"seckill/internal/testredis"
 	"seckill/lab"
 	"seckill/lab/labhttp"
 )
@@ -236,7 +237,11 @@ type fakeLab struct {
 
 func (f *fakeLab) Run(_ context.Context, sc lab.Scenario) lab.Result {
 	f.ran = append(f.ran, sc.Name)
-	return lab.Result{Name: sc.Name, Row: sc.Row, Verdict: lab.Held, Reason: "from the fake", HistoryFile: f.history}
+	res := lab.Result{Name: sc.Name, Row: sc.Row, Verdict: lab.Held, Reason: "from the fake", HistoryFile: f.history}
+	if f.history != "" {
+		res.Notes = []string{"history: visualisation in " + f.history} // as the lab notes it
+	}
+	return res
 }
 
 // TestFailingHistoryIsServed: after a run whose history was not linearizable, the dashboard's
@@ -256,15 +261,44 @@ func TestFailingHistoryIsServed(t *testing.T) {
 		t.Fatalf("before any run: %d %s", r.status, r.raw)
 	}
 	fake.history = file
-	do(t, http.MethodPost, srv.URL+"/lab/scenarios/lua/run", nil)
-	r := do(t, http.MethodGet, url, nil)
+	// The answer links the page the service serves, and names no path on the server.
+	run := do(t, http.MethodPost, srv.URL+"/lab/scenarios/lua/run", nil)
+	var res lab.Result
+	if err := json.Unmarshal([]byte(run.raw), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.HistoryURL != "/lab/scenarios/lua/history" || res.HistoryFile != "" || strings.Contains(run.raw, file) ||
+		!strings.Contains(strings.Join(res.Notes, " "), res.HistoryURL) {
+		t.Fatalf("run: want historyUrl and no file path; got %s", run.raw)
+	}
+	if last := lastRuns(t, srv.URL)["lua"]; last.HistoryURL != res.HistoryURL || last.HistoryFile != "" {
+		t.Fatalf("GET /lab/scenarios: the last run of lua is %+v, want the same link", last)
+	}
+	r := do(t, http.MethodGet, srv.URL+res.HistoryURL, nil)
 	if r.status != http.StatusOK || !strings.Contains(r.raw, "the failing part") || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
 		t.Fatalf("after a failing run: %d %q %s", r.status, r.header.Get("Content-Type"), r.raw)
+	}
+	// A scenario that does not exist, or a name that tries to reach a file, is a 404 that says
+	// so (a name with a slash in it matches no route at all).
+	for name, want := range map[string]string{"no-such": "unknown scenario", "lua%00": "unknown scenario",
+		"..%2F..%2Fetc%2Fpasswd": "no such endpoint"} {
+		r := do(t, http.MethodGet, srv.URL+"/lab/scenarios/"+name+"/history", nil)
+		if r.status != http.StatusNotFound || !strings.Contains(r.raw, want) {
+			t.Fatalf("GET history of %q: want 404 %q, got %d %s", name, want, r.status, r.raw)
+		}
+	}
+	// A scenario that exists but has no failing history here says so.
+	if r := do(t, http.MethodGet, srv.URL+"/lab/scenarios/none/history", nil); r.status != http.StatusNotFound ||
+		!strings.Contains(r.raw, "no failing history for scenario none") {
+		t.Fatalf("GET history of none before it ran: %d %s", r.status, r.raw)
 	}
 	fake.history = ""
 	do(t, http.MethodPost, srv.URL+"/lab/scenarios/lua/run", nil)
 	if r := do(t, http.MethodGet, url, nil); r.status != http.StatusNotFound {
 		t.Fatalf("after a linearizable run: %d %s", r.status, r.raw)
+	}
+	if last := lastRuns(t, srv.URL)["lua"]; last.HistoryURL != "" {
+		t.Fatalf("after a linearizable run the last run still links %s", last.HistoryURL)
 	}
 	// The lab keeps one history file per scenario at most: the replaced one is gone.
 	if _, err := os.Stat(file); !errors.Is(err, fs.ErrNotExist) {
@@ -314,5 +348,68 @@ func TestLabRunGoesThroughTheRunnerItIsGiven(t *testing.T) {
 	}
 	if len(fake.ran) != 1 || fake.ran[0] != "atomic" {
 		t.Fatalf("the fake ran %v, want [atomic]", fake.ran)
+	}
+}
+
+// lastRuns is the last run of each scenario as GET /lab/scenarios lists it.
+func lastRuns(t *testing.T, base string) map[string]lab.Result {
+	t.Helper()
+	r := do(t, http.MethodGet, base+"/lab/scenarios", nil)
+	var body labhttp.LabScenarios
+	if r.status != http.StatusOK {
+		t.Fatalf("GET /lab/scenarios: %d %s", r.status, r.raw)
+	}
+	if err := json.Unmarshal([]byte(r.raw), &body); err != nil {
+		t.Fatal(err)
+	}
+	return body.Last
+}
+
+// TestLabListsRunsStartedElsewhere: the dashboard's rows are filled from GET /lab/scenarios, so
+// it lists the last run of each scenario whoever started it: this instance over HTTP, or
+// `seckill lab` (another Runner over the same data Redis). The list leaves the timelines out;
+// a scenario's result route has it.
+func TestLabListsRunsStartedElsewhere(t *testing.T) {
+	f := apptest.New(t, nil)
+	if last := lastRuns(t, f.HTTP.URL); len(last) != 0 {
+		t.Fatalf("before any run: %v", last)
+	}
+	if r := do(t, http.MethodPost, f.HTTP.URL+"/lab/scenarios/none/run", nil); r.status != http.StatusOK {
+		t.Fatalf("run none: %d %s", r.status, r.raw)
+	}
+	sc, err := lab.Lookup("atomic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As `seckill lab` does: its own Runner, its own clients, the same data Redis.
+	cli := &lab.Runner{Data: testredis.Client(t, f.Data), HistoryDir: t.TempDir()}
+	ran := cli.Run(context.Background(), sc)
+	last := lastRuns(t, f.HTTP.URL)
+	if len(last) != 2 || last["none"].Verdict != lab.Reproduced || last["atomic"].Verdict != lab.Held {
+		t.Fatalf("want none REPRODUCED and atomic HELD, got %+v", last)
+	}
+	for name, res := range last {
+		if len(res.Timeline) != 0 || res.Sold == 0 || len(res.Checks) == 0 || res.FinishedAt.IsZero() || res.HistoryFile != "" {
+			t.Errorf("%s is listed as %+v: want its figures and checks, no timeline, no file path", name, res)
+		}
+	}
+	if !last["atomic"].FinishedAt.Equal(ran.FinishedAt) {
+		t.Fatalf("atomic finished at %s, listed %s", ran.FinishedAt, last["atomic"].FinishedAt)
+	}
+	r := do(t, http.MethodGet, f.HTTP.URL+"/lab/scenarios/atomic/result", nil)
+	var full lab.Result
+	if r.status != http.StatusOK {
+		t.Fatalf("GET atomic's result: %d %s", r.status, r.raw)
+	}
+	if err := json.Unmarshal([]byte(r.raw), &full); err != nil {
+		t.Fatal(err)
+	}
+	if full.Verdict != lab.Held || len(full.Timeline) != len(ran.Timeline) || len(full.Timeline) == 0 {
+		t.Fatalf("atomic's result: %s with %d spans, ran %d", full.Verdict, len(full.Timeline), len(ran.Timeline))
+	}
+	for path, want := range map[string]string{"/lab/scenarios/fenced/result": "has not run", "/lab/scenarios/no-such/result": "unknown scenario"} {
+		if r := do(t, http.MethodGet, f.HTTP.URL+path, nil); r.status != http.StatusNotFound || !strings.Contains(r.raw, want) {
+			t.Errorf("GET %s: want 404 %q, got %d %s", path, want, r.status, r.raw)
+		}
 	}
 }

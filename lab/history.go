@@ -1,7 +1,9 @@
 package lab
 
 import (
+	"bytes"
 	"fmt"
+	"html"
 	"os"
 	"strings"
 	"time"
@@ -169,11 +171,15 @@ func CheckHistory(name string, initial int64, origin time.Time, outs []Outcome, 
 	if dir == "" {
 		dir = os.TempDir()
 	}
+	var page bytes.Buffer
+	if err := porcupine.Visualize(model, info, &page); err != nil {
+		return NotLinearizable, "", fmt.Errorf("lab: history visualisation: %w", err)
+	}
 	f, err := os.CreateTemp(dir, "seckill-history-"+name+"-*.html")
 	if err != nil {
 		return NotLinearizable, "", fmt.Errorf("lab: history visualisation: %w", err)
 	}
-	err = porcupine.Visualize(model, info, f)
+	_, err = f.Write(withHeader(page.Bytes(), name, len(checked), len(ops)))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -181,6 +187,44 @@ func CheckHistory(name string, initial int64, origin time.Time, outs []Outcome, 
 		return NotLinearizable, "", fmt.Errorf("lab: history visualisation %s: %w", f.Name(), err)
 	}
 	return NotLinearizable, f.Name(), nil
+}
+
+// withHeader gives porcupine's page (which is titled "Porcupine" and opens on its drawing) a
+// title, the scenario it comes from and a legend a learner can read: what a bar is, what the
+// colours mean and why the drawing proves the bug. shown of total sales are drawn.
+func withHeader(page []byte, name string, shown, total int) []byte {
+	sc, err := Lookup(name)
+	if err != nil {
+		sc = Scenario{Name: name}
+	}
+	title := fmt.Sprintf("seckill lab, row %d %s: the sales no stock counter can explain", sc.Row, sc.Name)
+	part := fmt.Sprintf("the run's %d sales, all of them", total)
+	if shown < total {
+		part = fmt.Sprintf("%d of the run's %d sales: the smallest part that fails on its own", shown, total)
+	}
+	// porcupine's own legend is fixed at the top of the window: the header starts below it.
+	header := fmt.Sprintf(`<header style="font:14px/1.45 system-ui,sans-serif;max-width:60em;margin:0;padding-top:40px">
+<h1 style="font-size:20px;margin:.2em 0">%s</h1>
+<p><b>Scenario</b> %s (row %d of docs/lab.md, %s), lock mode <code>%s</code>: %s</p>
+<p><b>What is drawn</b>: %s, as the buyers recorded them, checked by
+<a href="https://github.com/anishathalye/porcupine">porcupine</a> against one stock counter that starts at the
+stock the scenario set. Each bar is one sale, from its call (left end) to its answer (right end), time running
+left to right; its label is what the buyer was told: &ldquo;sold, N left&rdquo;, &ldquo;sold out&rdquo;, or an
+answer that does not say whether a unit was taken.</p>
+<p><b>How to read it</b>: a linearization point (LP) is the instant a sale could have taken effect on the counter.
+Grey marks (&ldquo;Valid LP&rdquo;) are the longest order of sales the checker could explain; the red mark
+(&ldquo;Invalid LP&rdquo;) is the first sale it could not place, whatever the order. Hover over a bar (click to
+pin it) to see the stock before and after it. A counter tells each &ldquo;N left&rdquo; once: two buyers told the same figure, or a figure
+the counter cannot reach, is the oversell or lost update the row's counters report.</p>
+</header>
+`, html.EscapeString(title), html.EscapeString(sc.Name), sc.Row, html.EscapeString(sc.Step),
+		html.EscapeString(sc.Mode), html.EscapeString(sc.Expect), part)
+	out := strings.Replace(string(page), "<title>Porcupine</title>", "<title>"+html.EscapeString(title)+"</title>", 1)
+	if i := strings.Index(out, "<body>"); i >= 0 {
+		i += len("<body>")
+		out = out[:i] + "\n" + header + out[i:]
+	}
+	return []byte(out)
 }
 
 // checkHistory is the row's history verdict: the main fleet's sales on e.SKU, from the stock the

@@ -1,7 +1,10 @@
 package lab_test
 
 import (
+	"fmt"
+	"html"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,5 +123,39 @@ func historyAgrees(t *testing.T, run int, res lab.Result) {
 		if _, err := os.Stat(res.HistoryFile); err != nil {
 			t.Errorf("run %d: %s: the visualisation of the violation: %v", run, res.Name, err)
 		}
+	}
+}
+
+// TestHistoryPageSaysWhatItShows: the visualisation of a violation is porcupine's drawing under
+// a title, the scenario it comes from and a legend, so a learner who opens it from the dashboard
+// knows what the bars are.
+func TestHistoryPageSaysWhatItShows(t *testing.T) {
+	sc, err := lab.Lookup("none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin := time.Now()
+	sales := []sale{{0, 10, "sold", 9}, {1, 11, "sold", 9}, {12, 13, "sold", 8}}
+	got, file, err := lab.CheckHistory(sc.Name, 10, origin, outcomes(origin, sales), t.TempDir())
+	if err != nil || got != lab.NotLinearizable {
+		t.Fatalf("got %s, %v; want NOT linearizable", got, err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	title := fmt.Sprintf("<title>seckill lab, row %d %s: ", sc.Row, sc.Name)
+	for _, want := range []string{title, "<header", "lock mode <code>" + sc.Mode + "</code>", html.EscapeString(sc.Expect),
+		"2 of the run's 3 sales", "Invalid LP", "const data ="} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the history page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "<title>Porcupine</title>") {
+		t.Error("the history page still has porcupine's bare title")
+	}
+	if h, body := strings.Index(page, "<header"), strings.Index(page, "<body>"); h < body {
+		t.Errorf("the header (at %d) is not inside the body (at %d)", h, body)
 	}
 }

@@ -131,14 +131,19 @@ type Result struct {
 	// the buyers recorded them (call, answer, remaining stock), checked for linearizability
 	// against a stock counter: linearizable, NOT linearizable, unknown (timeout) or "n/a: why".
 	History string `json:"history"`
-	// HistoryFile is porcupine's visualisation of a history that is NOT linearizable.
+	// HistoryFile is porcupine's visualisation of a history that is NOT linearizable, a file
+	// on the machine that ran the scenario (`seckill lab`; the service answers HistoryURL).
 	HistoryFile string `json:"historyFile,omitempty"`
+	// HistoryURL is where the service that ran the scenario serves that visualisation.
+	HistoryURL string `json:"historyUrl,omitempty"`
 	// Timeline is every sale of the main SKU as its buyer saw it, for the dashboard's drawing.
 	Timeline []Span `json:"timeline,omitempty"`
 	// Reason explains an UNEXPECTED verdict: the failed checks or the error.
 	Reason     string  `json:"reason,omitempty"`
 	LeaseMs    int64   `json:"leaseMs"`
 	DurationMs float64 `json:"durationMs"`
+	// FinishedAt is when the run ended (UTC).
+	FinishedAt time.Time `json:"finishedAt"`
 }
 
 // Progress is told when a scenario starts and when it ends.
@@ -221,8 +226,16 @@ func (r *Runner) RunAll(ctx context.Context, names []string) ([]Result, error) {
 }
 
 // Run runs one scenario and judges it. It always returns a result; a failure to run is an
-// UNEXPECTED verdict with the reason.
+// UNEXPECTED verdict with the reason. The result is kept in the data Redis as the scenario's
+// last run (LastRuns).
 func (r *Runner) Run(ctx context.Context, sc Scenario) Result {
+	res := r.run(ctx, sc)
+	res.FinishedAt = time.Now().UTC()
+	r.record(ctx, res)
+	return res
+}
+
+func (r *Runner) run(ctx context.Context, sc Scenario) Result {
 	start := time.Now()
 	lease := r.lease() * time.Duration(max(sc.LeaseFactor, 1))
 	res := Result{Name: sc.Name, Row: sc.Row, Mode: sc.Mode, Step: sc.Step, Expect: sc.Expect, Short: sc.Short, Safe: sc.Safe,

@@ -22,14 +22,20 @@ type watchdog struct {
 
 	lost     chan struct{}
 	lostOnce sync.Once
-	stop     chan struct{}
-	stopOnce sync.Once
-	done     chan struct{}
+	stop     chan struct{} // closed by Stop: a round under way ends at its next look
 	renewals atomic.Int64
 	// cancel ends a renewal under way when the watchdog stops: a release must not wait for a
 	// renewal stuck on a Redis that does not answer.
 	cancel context.CancelFunc
-	lastOK time.Time // when the last successful renewal (or the start) was sent; run's alone
+	lastOK time.Time // when the last successful renewal (or the start) was sent; rounds' alone
+
+	// A round runs on a timer's goroutine, not on one of the watchdog's own: most holds end
+	// before the first round, and their release then stops a timer instead of waking a
+	// goroutine and waiting for it to exit (that wait sat between every holder and its release).
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
+	running chan struct{} // non-nil while a round runs; closed when it ends
 }
 
 // renewOutcome is what one round of a watchdog did.
@@ -67,40 +73,48 @@ func startWatchdog(acquireCtx context.Context, interval time.Duration, renew fun
 	base, cancel := context.WithCancel(context.WithoutCancel(acquireCtx))
 	w := &watchdog{
 		base: base, cancel: cancel, interval: interval, renew: renew, onFail: onFail,
-		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}), lastOK: time.Now(),
+		lost: make(chan struct{}), stop: make(chan struct{}), lastOK: time.Now(),
 	}
-	go w.run()
+	w.mu.Lock()
+	w.timer = time.AfterFunc(interval, w.fire)
+	w.mu.Unlock()
 	return w
 }
 
-func (w *watchdog) run() {
-	defer close(w.done)
-	t := time.NewTimer(w.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-w.stop:
-			return
-		case <-t.C:
-			r, err := w.round()
-			switch r {
-			case renewed:
-				w.renewals.Add(1)
-				t.Reset(w.interval)
-			case renewStopped:
-				return
-			default:
-				if err == nil {
-					err = ErrLost
-				}
-				if w.onFail != nil {
-					w.onFail(err)
-				}
-				w.markLost()
-				return
-			}
+// fire runs one round when the timer goes off, and sets the timer for the next one while the
+// lock is renewed and the watchdog not stopped.
+func (w *watchdog) fire() {
+	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		return
+	}
+	done := make(chan struct{})
+	w.running = done
+	w.mu.Unlock()
+
+	r, err := w.round()
+
+	w.mu.Lock()
+	w.running = nil
+	close(done)
+	if r == renewed {
+		w.renewals.Add(1)
+		if !w.stopped {
+			w.timer.Reset(w.interval)
 		}
 	}
+	w.mu.Unlock()
+	if r == renewed || r == renewStopped {
+		return
+	}
+	if err == nil {
+		err = ErrLost
+	}
+	if w.onFail != nil {
+		w.onFail(err)
+	}
+	w.markLost()
 }
 
 // round renews once and, after a transient failure, again every pause, while the lock is surely
@@ -157,12 +171,23 @@ func (w *watchdog) Renewals() int64 {
 	return w.renewals.Load()
 }
 
-// Stop ends renewal (on release, or when the Locker closes) and waits for the goroutine to exit;
-// a nil watchdog has nothing to stop.
+// Stop ends renewal (on release, or when the Locker closes); when a round is under way it cancels
+// it and waits for it to end, so no renewal is sent after Stop returns. A nil watchdog has nothing
+// to stop.
 func (w *watchdog) Stop() {
 	if w == nil {
 		return // an explicit lease: nothing renews
 	}
-	w.stopOnce.Do(func() { close(w.stop); w.cancel() })
-	<-w.done
+	w.mu.Lock()
+	if !w.stopped {
+		w.stopped = true
+		w.timer.Stop()
+		close(w.stop)
+		w.cancel()
+	}
+	running := w.running
+	w.mu.Unlock()
+	if running != nil {
+		<-running
+	}
 }

@@ -4,13 +4,16 @@
 package labhttp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +31,13 @@ type Runner interface {
 	Run(ctx context.Context, sc lab.Scenario) lab.Result
 }
 
+// LastRunner is a Runner that also reads the last run of every scenario wherever it was started
+// (a *lab.Runner keeps them in the data Redis): the dashboard then shows the verdicts of runs
+// started on another instance or by `seckill lab`. Without it, the lab knows its own runs only.
+type LastRunner interface {
+	LastRuns(ctx context.Context) (map[string]lab.Result, error)
+}
+
 // Service is what the lab's routes use of the service.
 type Service interface {
 	lab.Seller
@@ -43,7 +53,8 @@ func New(svc Service, runner Runner, m *metrics.Metrics, log *slog.Logger) *Lab 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Lab{api: &labAPI{svc: svc, runner: runner, metrics: m, log: log, histories: map[string]string{}}}
+	return &Lab{api: &labAPI{svc: svc, runner: runner, metrics: m, log: log, histories: map[string]string{},
+		last: map[string]lab.Result{}}}
 }
 
 // Mount adds the lab's routes to r (it is a handler.Options.Mount).
@@ -52,6 +63,7 @@ func (lb *Lab) Mount(r gin.IRouter, kit handler.Kit) {
 	l.fail = kit.Fail
 	r.GET("/lab/scenarios", l.listScenarios)
 	r.POST("/lab/scenarios/:name/run", kit.Admin, l.runScenario)
+	r.GET("/lab/scenarios/:name/result", l.result)
 	r.GET("/lab/scenarios/:name/history", l.history)
 	r.POST("/lab/burst", kit.Admin, l.burst)
 }
@@ -82,6 +94,8 @@ type labAPI struct {
 	// histories maps a scenario to the visualisation of its last run's history when that was
 	// not linearizable (a file the lab wrote).
 	histories map[string]string
+	// last is the last run of each scenario this instance ran.
+	last map[string]lab.Result
 }
 
 // errLabBusy: another experiment is running.
@@ -133,6 +147,58 @@ type LabScenarios struct {
 	Modes     []string       `json:"modes"`
 	MaxBurst  int            `json:"maxBurst"`
 	Scenarios []lab.Scenario `json:"scenarios"`
+	// Last is the last run of each scenario that has run, by name, without its timeline
+	// (GET /lab/scenarios/{name}/result has it): runs started here, on another instance over
+	// the same Redis, or by `seckill lab`.
+	Last map[string]lab.Result `json:"last"`
+}
+
+// lastRuns is the last run of each scenario: the newer of this instance's own and the one kept
+// in Redis. A Redis that does not answer leaves this instance's own runs.
+func (l *labAPI) lastRuns(ctx context.Context) map[string]lab.Result {
+	out := map[string]lab.Result{}
+	if lr, ok := l.runner.(LastRunner); ok {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		kept, err := lr.LastRuns(ctx)
+		cancel()
+		if err != nil {
+			l.log.Warn("lab: read the last runs", "err", err)
+		}
+		for name, res := range kept {
+			out[name] = res
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for name, res := range l.last {
+		if kept, ok := out[name]; !ok || !res.FinishedAt.Before(kept.FinishedAt) {
+			out[name] = res
+		}
+	}
+	for name, res := range out {
+		out[name] = l.public(res)
+	}
+	return out
+}
+
+// public is res as the service answers it: the link to its history page when this instance
+// wrote that page, and no path on the machine that ran it. l.mu is held.
+func (l *labAPI) public(res lab.Result) lab.Result {
+	if res.HistoryFile != "" && l.histories[res.Name] == res.HistoryFile {
+		res.HistoryURL = "/lab/scenarios/" + url.PathEscape(res.Name) + "/history"
+	}
+	if res.HistoryFile != "" {
+		notes := make([]string, 0, len(res.Notes))
+		for _, n := range res.Notes {
+			if strings.Contains(n, res.HistoryFile) {
+				n = "history: its drawing is " + cmp.Or(res.HistoryURL, "on the machine that ran it")
+			}
+			notes = append(notes, n)
+		}
+		res.Notes = notes
+	}
+	res.HistoryFile = ""
+	return res
 }
 
 // listScenarios godoc
@@ -145,8 +211,40 @@ type LabScenarios struct {
 //	@Success		200	{object}	LabScenarios
 //	@Router			/lab/scenarios [get]
 func (l *labAPI) listScenarios(c *gin.Context) {
+	last := l.lastRuns(c.Request.Context())
+	for name, res := range last {
+		res.Timeline = nil
+		last[name] = res
+	}
 	c.JSON(http.StatusOK, LabScenarios{Enabled: l.svc.Settings().LabEnabled, Running: l.now(),
-		Modes: modes.Names(), MaxBurst: lab.MaxBurst, Scenarios: lab.Scenarios()})
+		Modes: modes.Names(), MaxBurst: lab.MaxBurst, Scenarios: lab.Scenarios(), Last: last})
+}
+
+// result godoc
+//
+//	@Summary		The last run of a scenario
+//	@Description	The result of the scenario's last run, timeline included, whoever started it: this
+//	@Description	instance, another one over the same Redis, or `seckill lab`. historyUrl links the
+//	@Description	failing history's page when this instance ran it.
+//	@Tags			lab
+//	@Produce		json
+//	@Param			name	path		string	true	"scenario name (GET /lab/scenarios)"
+//	@Success		200		{object}	lab.Result
+//	@Failure		404		{object}	handler.ErrorBody	"unknown scenario, or it has not run"
+//	@Router			/lab/scenarios/{name}/result [get]
+func (l *labAPI) result(c *gin.Context) {
+	sc, err := lab.Lookup(c.Param("name"))
+	if err != nil {
+		c.AbortWithStatusJSON(http.StatusNotFound, handler.ErrorBody{Error: err.Error(), Status: http.StatusNotFound})
+		return
+	}
+	res, ok := l.lastRuns(c.Request.Context())[sc.Name]
+	if !ok {
+		c.AbortWithStatusJSON(http.StatusNotFound, handler.ErrorBody{
+			Error: "scenario " + sc.Name + " has not run (or not in the last " + lab.LastRunTTL.String() + ")", Status: http.StatusNotFound})
+		return
+	}
+	c.JSON(http.StatusOK, res)
 }
 
 // runScenario godoc
@@ -211,6 +309,8 @@ func (l *labAPI) runScenario(c *gin.Context) {
 	} else {
 		delete(l.histories, sc.Name)
 	}
+	l.last[sc.Name] = res
+	res = l.public(res)
 	l.mu.Unlock()
 	c.JSON(http.StatusOK, res)
 }
@@ -220,21 +320,28 @@ func (l *labAPI) runScenario(c *gin.Context) {
 //	@Summary		The failing history of a scenario's last run
 //	@Description	porcupine's visualisation (HTML) of the smallest part of the scenario's last recorded
 //	@Description	history that is not linearizable: the buyers' calls and answers against the stock
-//	@Description	counter. 404 when the last run's history was linearizable, or the scenario has not run
-//	@Description	on this instance.
+//	@Description	counter, under a title, the scenario and a legend. Only pages this instance wrote
+//	@Description	for its own runs (the result's historyUrl). 404 for an unknown scenario, and when
+//	@Description	its last run here was linearizable or it has not run on this instance.
 //	@Tags			lab
 //	@Produce		html
 //	@Param			name	path	string	true	"scenario name (GET /lab/scenarios)"
 //	@Success		200		{string}	string	"the visualisation"
-//	@Failure		404		{object}	handler.ErrorBody	"no failing history for this scenario"
+//	@Failure		404		{object}	handler.ErrorBody	"unknown scenario, or no failing history for it here"
 //	@Router			/lab/scenarios/{name}/history [get]
 func (l *labAPI) history(c *gin.Context) {
+	sc, err := lab.Lookup(c.Param("name"))
+	if err != nil {
+		c.AbortWithStatusJSON(http.StatusNotFound, handler.ErrorBody{Error: err.Error(), Status: http.StatusNotFound})
+		return
+	}
+	// Only a file this instance's own run wrote is ever served: the name picks from that map.
 	l.mu.Lock()
-	file := l.histories[c.Param("name")]
+	file := l.histories[sc.Name]
 	l.mu.Unlock()
 	if file == "" {
 		c.AbortWithStatusJSON(http.StatusNotFound, handler.ErrorBody{
-			Error:  "no failing history for scenario " + c.Param("name") + " (its last run here was linearizable, or it has not run)",
+			Error:  "no failing history for scenario " + sc.Name + " here (its last run on this instance was linearizable, or it has not run on this instance)",
 			Status: http.StatusNotFound})
 		return
 	}
