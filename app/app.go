@@ -122,6 +122,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		Data: a.Data, Masters: a.Masters, InstanceID: uuid.NewString(), Lease: cfg.Lock.Lease, Logger: log,
 		WaitReplicas: cfg.Lock.WaitReplicas, WaitReplicasTimeout: cfg.Lock.WaitReplicasTimeout,
 		Subscription: cfg.Lock.SubscriptionMode, FairThreadWait: cfg.Lock.FairThreadWait,
+		RFencedLayout: cfg.Lock.FencedLayout == "redisson",
 	}
 	if cfg.Lab.Enabled {
 		// The faults a sale may ask for act through a hook on the clients and the broken

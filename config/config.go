@@ -98,6 +98,10 @@ type Lock struct {
 	// FairThreadWait is mode fair's thread wait (0: each sale's wait); it must equal Redisson's
 	// fairLockWaitTimeout, or the Java side's tryLock wait, when Java clients share the lock.
 	FairThreadWait time.Duration `mapstructure:"fairthreadwait"`
+	// FencedLayout is mode fenced's layout in Redis: line (the default: one waiter handed the
+	// lock at each release) or redisson (Redisson RFencedLock's hash and token counter, to share
+	// the lock and its tokens with Java services; docs/interop.md).
+	FencedLayout string `mapstructure:"fencedlayout"`
 }
 
 // Lab enables fault injection and the scenario lab, with upper bounds on every fault.
@@ -190,6 +194,11 @@ func (c *Config) Validate(modes []string) error {
 	case "auto", "sharded", "classic":
 	default:
 		return bad("lock.subscriptionMode", "%q is not one of auto, sharded, classic", c.Lock.SubscriptionMode)
+	}
+	switch c.Lock.FencedLayout {
+	case "line", "redisson":
+	default:
+		return bad("lock.fencedLayout", "%q is not one of line, redisson", c.Lock.FencedLayout)
 	}
 	if c.Lock.FairThreadWait < 0 {
 		return bad("lock.fairThreadWait", "%s must not be negative", c.Lock.FairThreadWait)

@@ -24,7 +24,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("defaults: %+v", cfg)
 	}
 	if cfg.Lock.Lease != 30*time.Second || cfg.Lock.Wait != 5*time.Second || cfg.Lock.Mode != "lua" ||
-		cfg.Lock.SubscriptionMode != "auto" || cfg.Lock.FairThreadWait != 0 {
+		cfg.Lock.SubscriptionMode != "auto" || cfg.Lock.FairThreadWait != 0 || cfg.Lock.FencedLayout != "line" {
 		t.Fatalf("lock defaults: %+v", cfg.Lock)
 	}
 	want := []string{"127.0.0.1:6381", "127.0.0.1:6382", "127.0.0.1:6383"}
@@ -92,6 +92,7 @@ func TestInvalidValuesNameTheKey(t *testing.T) {
 		{"SECKILL_LOCK_WAIT", "-1s", "lock.wait"},
 		{"SECKILL_LOCK_SUBSCRIPTIONMODE", "pattern", "lock.subscriptionmode"},
 		{"SECKILL_LOCK_FAIRTHREADWAIT", "-5m", "lock.fairthreadwait"},
+		{"SECKILL_LOCK_FENCEDLAYOUT", "hash", "lock.fencedlayout"},
 		{"SECKILL_SERVER_PORT", "70000", "server.port"},
 		{"SECKILL_SERVER_PORT", "0", "server.port"},
 		{"SECKILL_REDIS_EMBEDDED", "sometimes", "redis.embedded"},

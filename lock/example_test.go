@@ -208,3 +208,31 @@ func ExampleWithFencingTokens() {
 	// second holder writes: accepted
 	// a late write with the first token: rejected
 }
+
+// A fenced lock in Redisson RFencedLock's layout: the lock is RLock's hash, and the token comes
+// from the counter a Java RFencedLock on the same name raises, so both sides fence with one
+// sequence.
+func ExampleWithRFencedLockLayout() {
+	clients, _, stop := exampleRedis(1)
+	defer stop()
+	rdb := clients[0]
+	ctx := context.Background()
+
+	locker, err := lock.NewFenced(rdb, lock.WithRFencedLockLayout())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locker.Close()
+	le, err := locker.Acquire(ctx, "payments", lock.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("lock:", rdb.Type(ctx, "payments").Val())
+	fmt.Println("token:", le.Token(), "counter:", rdb.Get(ctx, "redisson_lock_token:{payments}").Val())
+	if err := le.Release(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// lock: hash
+	// token: 1 counter: 1
+}

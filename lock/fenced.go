@@ -18,9 +18,10 @@ var (
 	fencedRenew = redis.NewScript(fencedRenewLua)
 )
 
-// fencedLocker is mode fenced (Redisson RFencedLock; Kleppmann's fencing tokens): SET NX PX and
-// INCR of a token counter in one script, so every acquisition carries a strictly increasing
-// token; a watchdog renews the lease every lease/3 while held. A lease alone cannot stop a holder
+// fencedLocker is NewFenced in its default layout (Kleppmann's fencing tokens; rfenced.go has
+// Redisson RFencedLock's): SET NX PX and INCR of a token counter in one script, so every
+// acquisition carries a strictly increasing token; a watchdog renews the lease every lease/3
+// while held. A lease alone cannot stop a holder
 // that was paused past its expiry from writing afterwards; the token can: the store accepts a
 // write only if no newer token has been written (store/lua/commit.lua), so a stale holder's write
 // is rejected instead of overwriting a newer holder's.
@@ -35,6 +36,9 @@ type fencedLocker struct {
 }
 
 func newFenced(d settings) (locker, error) {
+	if d.RFencedLayout {
+		return newRFenced(d), nil
+	}
 	l := &fencedLocker{rdb: d.Data, lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d)}
 	l.line = newWaitLine(d.Data, l.log, true)
 	return l, nil
@@ -44,6 +48,22 @@ func newFenced(d settings) (locker, error) {
 func (l *fencedLocker) Close() error { return l.line.close() }
 
 func (l *fencedLocker) Name() string { return "fenced" }
+
+// WithRFencedLockLayout makes NewFenced keep its lock in the layout of Redisson's RFencedLock,
+// so Java services calling getFencedLock(name) share it: the lock is NewReentrant's hash (with
+// its owners, re-entry and watchdog), its tokens come from Redisson's counter
+// "redisson_lock_token:{<key>}", raised by every acquisition, re-entries included, and a release
+// wakes waiters with Redisson's unlock message (sharded as WithShardedPubSub says). Both sides
+// then exclude each other and draw from one counter. What it costs: a release wakes the head
+// waiter of every process waiting for the lock, which all try again and all but one fail, where
+// the default layout hands the lock to one waiter. When the default layout's counter
+// "<key>:token" exists (and, on a cluster, shares the key's hash tag), tokens are drawn above it
+// and written back into it, so a switch of layout never draws a token already used (a key that
+// never used the default layout has no such counter: switching it to the default needs both
+// counters deleted together with the resource's record of the newest token). Every process
+// sharing a lock must use the same layout: one of the other layout fails with a Redis error while
+// the lock is held (WRONGTYPE), never takes it. Default: off. The other locks ignore it.
+func WithRFencedLockLayout() Option { return func(o *settings) { o.RFencedLayout = true } }
 
 // fencedTokenKey is the token counter of a fenced lock key; it shares the key's hash tag, so the
 // acquire script stays in one slot. It has no TTL: tokens must keep increasing across holders.

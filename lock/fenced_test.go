@@ -13,13 +13,31 @@ import (
 	"github.com/seckill-lab/seckill/lock/locktest"
 )
 
-// fencedSetup starts a Redis server and builds a fenced lock on it with the given default
-// lease; its client carries the fault hook.
-func fencedSetup(t *testing.T, lease time.Duration) (*lock.Locker, *redis.Client) {
+// layout is one of NewFenced's layouts: its options and where it keeps its token counter.
+type layout struct {
+	opts    []lock.Option
+	counter func(key string) string
+}
+
+// forEachLayout runs test on the default layout and on RFencedLock's: both keep every promise
+// of a fenced lock.
+func forEachLayout(t *testing.T, test func(*testing.T, layout)) {
+	t.Run("line", func(t *testing.T) {
+		test(t, layout{counter: func(key string) string { return key + ":token" }})
+	})
+	t.Run("rfencedlock", func(t *testing.T) {
+		test(t, layout{opts: []lock.Option{lock.WithRFencedLockLayout()},
+			counter: func(key string) string { return "redisson_lock_token:" + key }}) // key has a hash tag
+	})
+}
+
+// fencedSetup starts a Redis server and builds a fenced lock of that layout on it with the given
+// default lease; its client carries the fault hook.
+func fencedSetup(t *testing.T, lease time.Duration, lay layout) (*lock.Locker, *redis.Client) {
 	t.Helper()
 	c := locktest.NewClient(t, locktest.New(t))
 	locktest.Install(c)
-	l, err := lock.NewFenced(c, lock.WithLease(lease), lock.WithInstanceID("test"))
+	l, err := lock.NewFenced(c, append([]lock.Option{lock.WithLease(lease), lock.WithInstanceID("test")}, lay.opts...)...)
 	if err != nil {
 		t.Fatalf("NewFenced: %v", err)
 	}
@@ -47,8 +65,12 @@ func exists(t *testing.T, c *redis.Client, key string) bool {
 }
 
 func TestFencedTokensStrictlyIncrease(t *testing.T) {
+	forEachLayout(t, testFencedTokensStrictlyIncrease)
+}
+
+func testFencedTokensStrictlyIncrease(t *testing.T, lay layout) {
 	const lease = time.Second
-	l, c := fencedSetup(t, lease)
+	l, c := fencedSetup(t, lease, lay)
 	ctx := t.Context()
 	key := "{t}:lock:fenced"
 
@@ -115,14 +137,18 @@ func TestFencedTokensStrictlyIncrease(t *testing.T) {
 		}
 		last = tok
 	}
-	if n, err := c.Get(ctx, key+":token").Int64(); err != nil || n != last {
+	if n, err := c.Get(ctx, lay.counter(key)).Int64(); err != nil || n != last {
 		t.Fatalf("token counter = %d (%v), want the last token %d", n, err, last)
 	}
 }
 
 func TestFencedWatchdogKeepsLockThroughThreeLeases(t *testing.T) {
+	forEachLayout(t, testFencedWatchdogKeepsLockThroughThreeLeases)
+}
+
+func testFencedWatchdogKeepsLockThroughThreeLeases(t *testing.T, lay layout) {
 	const lease = 300 * time.Millisecond
-	l, c := fencedSetup(t, lease)
+	l, c := fencedSetup(t, lease, lay)
 	ctx := t.Context()
 	key := "{t}:lock:fenced"
 
@@ -163,8 +189,12 @@ func TestFencedWatchdogKeepsLockThroughThreeLeases(t *testing.T) {
 // TestFencedFrozenHolderLosesLockToNewerToken: a stop-the-world pause of the holder (injected
 // by seckill/lab/fault) holds back its watchdog too, so the lock expires and B gets a newer token.
 func TestFencedFrozenHolderLosesLockToNewerToken(t *testing.T) {
+	forEachLayout(t, testFencedFrozenHolderLosesLockToNewerToken)
+}
+
+func testFencedFrozenHolderLosesLockToNewerToken(t *testing.T, lay layout) {
 	const lease = 300 * time.Millisecond
-	l, c := fencedSetup(t, lease)
+	l, c := fencedSetup(t, lease, lay)
 	ctx := t.Context()
 	key := "{t}:lock:fenced"
 
@@ -215,8 +245,12 @@ func TestFencedFrozenHolderLosesLockToNewerToken(t *testing.T) {
 // TestFencedCrashedHoldersLockExpiresOneLeaseLater: a holder whose process dies (its commands
 // fail from then on, injected by seckill/lab/fault) renews nothing, so its lock expires.
 func TestFencedCrashedHoldersLockExpiresOneLeaseLater(t *testing.T) {
+	forEachLayout(t, testFencedCrashedHoldersLockExpiresOneLeaseLater)
+}
+
+func testFencedCrashedHoldersLockExpiresOneLeaseLater(t *testing.T, lay layout) {
 	const lease = 300 * time.Millisecond
-	l, _ := fencedSetup(t, lease)
+	l, _ := fencedSetup(t, lease, lay)
 	ctx := t.Context()
 	key := "{t}:lock:fenced"
 
@@ -239,8 +273,12 @@ func TestFencedCrashedHoldersLockExpiresOneLeaseLater(t *testing.T) {
 }
 
 func TestFencedExplicitLeaseHasNoWatchdog(t *testing.T) {
+	forEachLayout(t, testFencedExplicitLeaseHasNoWatchdog)
+}
+
+func testFencedExplicitLeaseHasNoWatchdog(t *testing.T, lay layout) {
 	const lease = 200 * time.Millisecond
-	l, c := fencedSetup(t, lease)
+	l, c := fencedSetup(t, lease, lay)
 	ctx := t.Context()
 	key := "{t}:lock:fenced"
 

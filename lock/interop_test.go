@@ -161,3 +161,15 @@ func TestShardedPubSubOnOneServer(t *testing.T) {
 		t.Logf("the waiter took the lock %v after the release", woke)
 	}
 }
+
+// TestHashTag: the part of a key Redis Cluster hashes, which decides whether the default
+// layout's counter shares a slot with RFencedLock's (rfencedKeys).
+func TestHashTag(t *testing.T) {
+	for key, want := range map[string]string{
+		"{sku}:lock:fenced": "sku", "a{b}c{d}": "b", "plain": "", "{}x": "", "a{b": "", "a}{b}": "b",
+	} {
+		if got := hashTag(key); got != want {
+			t.Errorf("hashTag(%q) = %q, want %q", key, got, want)
+		}
+	}
+}

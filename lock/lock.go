@@ -65,7 +65,8 @@ type Options struct {
 	// after it was taken unless the holder calls Refresh.
 	ExplicitLease bool
 	// Owner identifies the holder for re-entry, like the thread id Redisson uses: acquisitions of
-	// a reentrant, fair or multilock with the same Owner (on the same Locker) re-enter it and need
+	// a reentrant, fair or multilock (or a fenced lock in RFencedLock's layout, where every
+	// re-entry draws a new token) with the same Owner (on the same Locker) re-enter it and need
 	// as many releases. Two goroutines given the same Owner therefore both "hold" it at once: give
 	// each logical holder its own. Empty: a new owner for this acquisition alone. The other locks
 	// ignore it.
@@ -138,7 +139,7 @@ func (le *Lease) Renewals() int64 {
 }
 
 // Field is the hash field this lease holds in Redisson's layout ("<instance-id>:<owner>"), for
-// NewReentrant and NewFair; "" for the others.
+// NewReentrant, NewFair and NewFenced in RFencedLock's layout; "" for the others.
 func (le *Lease) Field() string {
 	if h, ok := le.impl.(hashLease); ok {
 		return h.Field()

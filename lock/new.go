@@ -139,6 +139,10 @@ func NewFair(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
 // holder would draw a token the resource has already seen and its writes would be refused, or
 // worse, an older holder's accepted. It is one small string per lock key; delete it only
 // together with the resource's record of the newest token.
+//
+// Waiters wait in one line across processes, and a release hands the lock to the first of them.
+// WithRFencedLockLayout keeps the lock in Redisson RFencedLock's layout instead, to share it with
+// Java services.
 func NewFenced(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
 	return construct("fenced", settings{Data: rdb}, opts, newFenced)
 }

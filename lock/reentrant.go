@@ -46,6 +46,8 @@ type reentrantLocker struct {
 
 	// sync, when set, waits for replicas to acknowledge each acquisition (reentrant_sync.go).
 	sync *replicaSync
+	// fenced: NewFenced in RFencedLock's layout, every acquisition draws a token (rfenced.go).
+	fenced bool
 
 	mu      sync.Mutex
 	entries map[string]*renewal // key NUL field -> its shared watchdog
@@ -131,15 +133,29 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 	// A re-entry by an owner that holds the lock here already goes straight to Redis. Otherwise
 	// wait in this process's line for the key; the head subscribes to the unlock channel before
 	// it tries again, as Redisson does, so a release after its failed try is sure to wake it.
-	var sent time.Time
+	var (
+		sent  time.Time
+		token int64
+	)
 	err := l.line.obtain(ctx, key, opts.Wait, lease, l.holding(key, field), func(ctx context.Context) (bool, time.Duration, error) {
 		sent = time.Now()
+		if l.fenced {
+			var (
+				ok  bool
+				ttl time.Duration
+				err error
+			)
+			ok, ttl, token, err = l.tryFenced(ctx, key, field, leaseMs)
+			return ok, ttl, err
+		}
 		return l.try(ctx, key, field, leaseMs)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return l.held(ctx, key, field, lease, watch, sent), nil
+	le := l.held(ctx, key, field, lease, watch, sent)
+	le.token = token
+	return le, nil
 }
 
 // holding reports whether this process holds key for field (a nested acquisition).
@@ -279,11 +295,12 @@ type reentrantLease struct {
 	leaseMs int64
 	entry   *renewal // nil with an explicit lease (no watchdog)
 	gate    releaseGate
+	token   int64 // the fencing token in RFencedLock's layout; 0 for RLock
 }
 
 func (le *reentrantLease) Key() string   { return le.key }
 func (le *reentrantLease) Field() string { return le.field }
-func (le *reentrantLease) Token() int64  { return 0 }
+func (le *reentrantLease) Token() int64  { return le.token }
 
 // Lost is closed when the watchdog found the lock gone; nil with an explicit lease.
 func (le *reentrantLease) Lost() <-chan struct{} {

@@ -37,6 +37,9 @@ type settings struct {
 	Subscription subMode
 	// ThreadWait is the fair lock's thread wait (WithThreadWait); 0: each acquisition's wait.
 	ThreadWait time.Duration
+	// RFencedLayout keeps NewFenced's lock in Redisson RFencedLock's layout
+	// (WithRFencedLockLayout; rfenced.go).
+	RFencedLayout bool
 }
 
 // clientAddr names the server a client talks to ("host:port"), for error messages.

@@ -253,8 +253,29 @@ func TestScenarioUUIDPauseBeforeDelForeignUnlock(t *testing.T) {
 // Row 10: A is frozen (with its watchdog) past its lease while B acquires and writes; A's write
 // carries the older token and is rejected.
 func TestScenarioFencedRejectsFrozenHoldersStaleWrite(t *testing.T) {
+	forEachFencedLayout(t, testScenarioFencedRejectsFrozenHoldersStaleWrite)
+}
+
+// forEachFencedLayout runs test on both of mode fenced's layouts (lock.fencedLayout).
+func forEachFencedLayout(t *testing.T, test func(t *testing.T, layout string)) {
+	for _, layout := range []string{"line", "redisson"} {
+		t.Run(layout, func(t *testing.T) { test(t, layout) })
+	}
+}
+
+// fencedApp is scenarioApp with mode fenced in the given layout.
+func fencedApp(t *testing.T, layout string, lease, wait time.Duration) *apptest.Fixture {
+	t.Helper()
+	return apptest.New(t, func(c *config.Config) {
+		c.Lock.Lease = lease
+		c.Lock.Wait = wait
+		c.Lock.FencedLayout = layout
+	})
+}
+
+func testScenarioFencedRejectsFrozenHoldersStaleWrite(t *testing.T, layout string) {
 	const lease = 300 * time.Millisecond
-	f := scenarioApp(t, lease, 5*time.Second)
+	f := fencedApp(t, layout, lease, 5*time.Second)
 	scenarioReset(t, f, 10)
 
 	type answer struct {
@@ -290,9 +311,15 @@ func TestScenarioFencedRejectsFrozenHoldersStaleWrite(t *testing.T) {
 }
 
 // Row 10 under load: 100 buyers for 50 items sell exactly 50, with no lost update and no overlap.
+// The reset then deletes the layout's token counter together with the store's record of the
+// newest token, so the tokens start again from 1 and are accepted.
 func TestScenarioFencedHundredBuyers(t *testing.T) {
+	forEachFencedLayout(t, testScenarioFencedHundredBuyers)
+}
+
+func testScenarioFencedHundredBuyers(t *testing.T, layout string) {
 	const buyers, stock = 100, 50
-	f := scenarioApp(t, time.Second, 30*time.Second)
+	f := fencedApp(t, layout, time.Second, 30*time.Second)
 	scenarioReset(t, f, stock)
 
 	var (
@@ -326,5 +353,21 @@ func TestScenarioFencedHundredBuyers(t *testing.T) {
 		inv.Overlaps != 0 || inv.StaleRejected != 0 {
 		t.Errorf("sold %d, stock %d, lostUpdates %d, oversold %d, overlaps %d, stale %d; want %d, 0, 0, 0, 0, 0",
 			inv.Sold, inv.Stock, inv.LostUpdates, inv.Oversold, inv.Overlaps, inv.StaleRejected, stock)
+	}
+
+	ctx := t.Context()
+	lockKey := scenarioLockKey(f, "fenced")
+	counter := map[string]string{"line": lockKey + ":token", "redisson": "redisson_lock_token:" + lockKey}[layout]
+	fence := store.KeysFor(f.Cfg.Inventory.Key).Fence
+	if n, err := f.RDB.Get(ctx, counter).Int64(); err != nil || n < stock {
+		t.Fatalf("%s = %d (%v), want the counter of %d sales at least", counter, n, err, stock)
+	}
+	scenarioReset(t, f, 1)
+	if n := f.RDB.Exists(ctx, counter, fence).Val(); n != 0 {
+		t.Fatalf("%d of %s and %s left after the reset, want both gone", n, counter, fence)
+	}
+	status, body := scenarioSale(t, f, "lock=fenced")
+	if status != http.StatusOK || body.Token != 1 {
+		t.Fatalf("the first sale after the reset: status %d, token %d (%s); want 200 with token 1", status, body.Token, body.Message)
 	}
 }

@@ -3,6 +3,7 @@ package interop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -112,16 +113,17 @@ func TestClusterUnlockIsSharded(t *testing.T) {
 
 // TestClusterSubscriptionModeSetting: lock.subscriptionMode reaches the library through the
 // service's mode registry: "classic" on a cluster makes the reentrant and fenced releases
-// classic again, "auto" sharded.
+// classic again, "auto" sharded (the fenced lock in RFencedLock's layout, lock.fencedLayout:
+// redisson, whose release is Redisson's unlock).
 func TestClusterSubscriptionModeSetting(t *testing.T) {
 	cc := startCluster(t)
 	ctx := context.Background()
 	for _, setting := range []string{"auto", "classic"} {
-		reg, err := modes.NewRegistry(modes.Deps{Data: cc, Lease: 5 * time.Second, Subscription: setting})
+		reg, err := modes.NewRegistry(modes.Deps{Data: cc, Lease: 5 * time.Second, Subscription: setting, RFencedLayout: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, mode := range []string{"reentrant"} {
+		for _, mode := range []string{"reentrant", "fenced"} {
 			key := "{interop-setting}:" + setting + ":" + mode
 			l, _, err := reg.Locker(mode)
 			if err != nil {
@@ -195,20 +197,26 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-// TestClusterWaiterWakesOnForeignSPUBLISH: a waiter of the reentrant and of the fair lock, queued
-// behind a foreign holder whose lock lives 30 s, takes the lock as soon as the holder's release
-// is announced with SPUBLISH: within 100 ms (median of the rounds), where before the sharded
-// subscription it slept out the holder's TTL.
+// TestClusterWaiterWakesOnForeignSPUBLISH: a waiter of the reentrant and of the fair lock (and of
+// the fenced lock in RFencedLock's layout), queued behind a foreign holder whose lock lives 30 s,
+// takes the lock as soon as the holder's release is announced with SPUBLISH: within 100 ms
+// (median of the rounds), where before the sharded subscription it slept out the holder's TTL.
+// The fenced waiter's token comes from RFencedLock's counter, in the lock's slot.
 func TestClusterWaiterWakesOnForeignSPUBLISH(t *testing.T) {
 	cc := startCluster(t)
 	ctx := context.Background()
 	const rounds = 5
 	const foreign = "java-client-uuid:1"
-	for _, mode := range []string{"reentrant", "fair"} {
+	for _, mode := range []string{"reentrant", "fair", "fenced"} {
 		t.Run(mode, func(t *testing.T) {
 			newLock := lock.NewReentrant
-			if mode == "fair" {
+			switch mode {
+			case "fair":
 				newLock = lock.NewFair
+			case "fenced":
+				newLock = func(rdb redis.UniversalClient, opts ...lock.Option) (*lock.Locker, error) {
+					return lock.NewFenced(rdb, append(opts, lock.WithRFencedLockLayout())...)
+				}
 			}
 			l, err := newLock(cc)
 			if err != nil {
@@ -229,6 +237,9 @@ func TestClusterWaiterWakesOnForeignSPUBLISH(t *testing.T) {
 				go func() {
 					le, err := l.Acquire(ctx, key, lock.Options{Wait: 20 * time.Second})
 					at = time.Now()
+					if err == nil && mode == "fenced" && le.Token() != 1 {
+						err = fmt.Errorf("token %d, want 1 from a fresh counter", le.Token())
+					}
 					if err == nil {
 						err = le.Release(ctx)
 					}
@@ -237,7 +248,7 @@ func TestClusterWaiterWakesOnForeignSPUBLISH(t *testing.T) {
 				// The release must come after the waiter listens, or it proves nothing.
 				queue := "redisson_lock_queue:{" + key + "}"
 				waitFor(t, 10*time.Second, "the waiter's sharded subscription", func() bool {
-					if mode == "reentrant" {
+					if mode != "fair" {
 						return shardSubscribers(ctx, cc, channelOf(key)) > 0
 					}
 					first, err := cc.LIndex(ctx, queue, 0).Result()
@@ -245,7 +256,7 @@ func TestClusterWaiterWakesOnForeignSPUBLISH(t *testing.T) {
 				})
 				released := time.Now()
 				var err error
-				if mode == "reentrant" {
+				if mode != "fair" {
 					err = foreignRelease.Run(ctx, cc, []string{key, channelOf(key)}, foreign).Err()
 				} else {
 					err = foreignFairRelease.Run(ctx, cc, []string{key, queue, channelOf(key)}, foreign).Err()
@@ -257,6 +268,11 @@ func TestClusterWaiterWakesOnForeignSPUBLISH(t *testing.T) {
 					t.Fatal(err)
 				}
 				wakes = append(wakes, at.Sub(released))
+				if mode == "fenced" {
+					if n, err := cc.Get(ctx, "redisson_lock_token:{"+key+"}").Int64(); err != nil || n != 1 {
+						t.Fatalf("RFencedLock's counter: %d, %v; want 1", n, err)
+					}
+				}
 			}
 			slices.Sort(wakes)
 			median := wakes[len(wakes)/2]

@@ -146,6 +146,9 @@ func libOptions(d Deps) []lock.Option {
 	if d.FairThreadWait > 0 {
 		opts = append(opts, lock.WithThreadWait(d.FairThreadWait))
 	}
+	if d.RFencedLayout {
+		opts = append(opts, lock.WithRFencedLockLayout())
+	}
 	return opts
 }
 

@@ -80,3 +80,41 @@ func TestFairQueueShownByInspect(t *testing.T) {
 	_ = h.Release(t.Context())
 	<-done
 }
+
+// TestFencedLayoutShownByInspect: Deps.RFencedLayout (lock.fencedLayout: redisson) reaches the
+// library, and the /locks view shows the lock as a Redisson hash held by this instance and
+// RFencedLock's counter as a fencing counter, kept without TTL.
+func TestFencedLayoutShownByInspect(t *testing.T) {
+	c := testredis.Client(t, testredis.Start(t))
+	reg, err := modes.NewRegistry(modes.Deps{Data: c, InstanceID: "inst", Lease: 5 * time.Second, RFencedLayout: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Close() })
+	l, _, err := reg.Locker("fenced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "{sku}:lock:fenced"
+	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = h.Release(t.Context()) }()
+	got := map[string]modes.KeyState{}
+	for _, srv := range reg.Inspect(t.Context(), "{sku}:lock:") {
+		for _, k := range srv.Keys {
+			got[k.Key] = k
+		}
+	}
+	ks, counter := got[key], got["redisson_lock_token:"+key]
+	if ks.Type != "hash" || len(ks.Holders) != 1 || ks.Holders[0].Owner != "holder" || !ks.Holders[0].ThisInstance {
+		t.Fatalf("lock %+v: want RLock's hash held by this instance's owner", ks)
+	}
+	if counter.Kind != "fencing counter" || counter.Value != "1" || counter.PTTLMs != -1 || counter.Deadlock {
+		t.Fatalf("counter %+v: want a fencing counter at 1, no TTL, not a deadlock", counter)
+	}
+	if h.Token() != 1 {
+		t.Fatalf("token %d, want 1", h.Token())
+	}
+}

@@ -72,7 +72,10 @@ func redissonPrefixed(prefix, name string) string {
 func FairKeyPrefixes(lockPrefix string) []string {
 	return []string{fairQueue(lockPrefix), fairDeadlines(lockPrefix), redissonPrefixed("seckill_fair_grant", lockPrefix),
 		// and the waiter line of lua and fenced (the library's line.go)
-		redissonPrefixed("seckill_lock_line", lockPrefix), redissonPrefixed("seckill_lock_waiters", lockPrefix)}
+		redissonPrefixed("seckill_lock_line", lockPrefix), redissonPrefixed("seckill_lock_waiters", lockPrefix),
+		// and the fenced lock's token counter in RFencedLock's layout, deleted with the store's
+		// record of the newest token (the reset clears both, so the tokens may start again)
+		redissonPrefixed("redisson_lock_token", lockPrefix)}
 }
 
 // plainLease is the lease of the broken modes: no watchdog, no token.

@@ -86,6 +86,9 @@ type Deps struct {
 	// FairThreadWait (lock.fairThreadWait) is the fair mode's thread wait (WithThreadWait);
 	// 0: each acquisition's wait.
 	FairThreadWait time.Duration
+	// RFencedLayout (lock.fencedLayout: redisson) keeps the fenced mode's lock in Redisson
+	// RFencedLock's layout (WithRFencedLockLayout).
+	RFencedLayout bool
 	// Steps are the knobs of the deliberately broken modes (zero: none).
 	Steps StepHooks
 }
