@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,10 +57,6 @@ type handoff struct {
 	// subscriber ignores this process's own messages), so a holder here is sure to ring even
 	// before the line's subscription is confirmed.
 	localRing bool
-	// herd: every process's head hears every release (Redisson's unlock message names no
-	// waiter), so after a release the heads of all processes try at once and all but one lose.
-	// A head whose line has lost such races backs off a random while before it tries (below).
-	herd bool
 
 	mu    sync.Mutex
 	lines map[string]*line
@@ -76,9 +71,6 @@ type line struct {
 	// older than the attempt never wakes it for nothing.
 	rings atomic.Uint64
 	bell  chan struct{} // capacity 1: wakes the head to look at rings
-	// losses counts, for a herd mode, the attempts in a row that a ring woke and that found the
-	// lock taken again by another process: how crowded the key is across processes.
-	losses atomic.Int32
 
 	// hint is left by a head that got the lock for the next head: the lock is taken (by a holder
 	// in this process, whose release will ring) and expires at the latest at hintUntil, so the next
@@ -139,24 +131,13 @@ func (h *handoff) acquire(ctx context.Context, key string, wait, lease time.Dura
 	var wake time.Time
 	hinted := false
 	seen, wake, hinted = h.takeHint(ln)
-	rang := false // the last sleep ended with a ring
 	for {
 		if !hinted {
-			if rang && h.herd && !h.backOff(ctx, ln, deadline) {
-				return notObtained(ctx, key)
-			}
 			seen = ln.rings.Load()
 			sent := time.Now()
 			held, ttl, err := try(ctx)
 			if err != nil {
 				return err
-			}
-			if rang && h.herd {
-				if held {
-					ln.losses.Store(0)
-				} else if ln.losses.Load() < maxHerdLosses {
-					ln.losses.Add(1)
-				}
 			}
 			if held {
 				won, until = true, sent.Add(lease)
@@ -184,34 +165,7 @@ func (h *handoff) acquire(ctx context.Context, key string, wait, lease time.Dura
 		if !ln.sleep(ctx, seen, min(time.Until(wake), left)) {
 			return notObtained(ctx, key)
 		}
-		rang = ln.rings.Load() != seen
 	}
-}
-
-// The herd's back-off: after n lost races in a row a head waits a random while in
-// [0, min(herdStep × 2^(n-1), herdMaxBackoff)) before it tries, so the heads of the processes
-// spread their attempts instead of all sending one per release: the earliest one takes the
-// lock, and most of the others find it taken by the time their while is over and sleep until
-// the next release without another attempt in between. A head that wins resets the count, and
-// a key that only one process wants never backs off.
-const (
-	herdStep       = 100 * time.Microsecond
-	herdMaxBackoff = 2 * time.Millisecond
-	maxHerdLosses  = 16
-)
-
-// backOff waits out the herd's back-off for ln; false when ctx ended.
-func (h *handoff) backOff(ctx context.Context, ln *line, deadline time.Time) bool {
-	n := ln.losses.Load()
-	if n == 0 {
-		return true
-	}
-	limit := min(herdStep<<min(n-1, 10), herdMaxBackoff)
-	d := min(rand.N(limit), time.Until(deadline))
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	return sleep(ctx, d)
 }
 
 // obtain runs the rules every waiting mode shares around acquire: a zero wait is one attempt, and
@@ -252,7 +206,6 @@ func newSubscribedLine(rdb redis.UniversalClient, log *slog.Logger, accept func(
 		return h.ready, func() { sub.leave(h) }
 	}, nil)
 	line.localRing = localRing
-	line.herd = true
 	return sub, line
 }
 
