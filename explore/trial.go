@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/ctxtime"
 	"seckill/internal/modes"
 	"seckill/lab"
 	"seckill/lab/fault"
@@ -189,7 +190,7 @@ func (t *trial) buy(ctx context.Context, i int) (rec Record) {
 			rec.SlowReplies = true
 		}
 	}
-	sleep(ctx, time.Duration(b.StartMs)*time.Millisecond)
+	ctxtime.Sleep(ctx, time.Duration(b.StartMs)*time.Millisecond)
 	ctx, holder := fault.Attach(ctx, plan)
 	rc := &replyCrash{holder: holder}
 	if replies > 0 {
@@ -259,7 +260,7 @@ func (t *trial) buy(ctx context.Context, i int) (rec Record) {
 		opts.Wait = max(time.Until(deadline), time.Millisecond)
 		lease, err = locker.Acquire(ctx, key, opts)
 		if err == nil || holder.Crashed() || classify(err) != "unavailable" || time.Until(deadline) <= 0 ||
-			!sleep(ctx, min(20*time.Millisecond, time.Until(deadline))) {
+			!ctxtime.Sleep(ctx, min(20*time.Millisecond, time.Until(deadline))) {
 			break
 		}
 	}
@@ -302,7 +303,7 @@ func (t *trial) critical(ctx context.Context, lease modes.Lease, order store.Ord
 	if stock <= 0 {
 		return "soldout"
 	}
-	if !sleep(ctx, time.Duration(b.WorkMs)*time.Millisecond) {
+	if !ctxtime.Sleep(ctx, time.Duration(b.WorkMs)*time.Millisecond) {
 		return "error"
 	}
 	if lost := lease.Lost(); lost != nil {
@@ -349,7 +350,7 @@ func classify(err error) string {
 
 // nemesis applies one server fault at its time.
 func (t *trial) nemesis(ctx context.Context, f Fault) {
-	if !sleep(ctx, time.Duration(f.AtMs)*time.Millisecond) {
+	if !ctxtime.Sleep(ctx, time.Duration(f.AtMs)*time.Millisecond) {
 		return
 	}
 	dur := time.Duration(f.DurMs) * time.Millisecond
@@ -359,7 +360,7 @@ func (t *trial) nemesis(ctx context.Context, f Fault) {
 	case MasterDown:
 		s := t.rig.server(f.Master)
 		if err = s.Pause(); err == nil {
-			sleep(ctx, dur)
+			ctxtime.Sleep(ctx, dur)
 			err = s.Resume()
 		}
 	case MasterRestartEmpty:
@@ -376,7 +377,7 @@ func (t *trial) nemesis(ctx context.Context, f Fault) {
 		for _, m := range f.Masters {
 			in.cut[m].cutFor(dur)
 		}
-		if !sleep(ctx, dur) {
+		if !ctxtime.Sleep(ctx, dur) {
 			for _, m := range f.Masters {
 				in.cut[m].heal()
 			}
@@ -399,7 +400,7 @@ func (t *trial) clockFast(ctx context.Context, m int, rate float64, dur time.Dur
 	last := time.Now()
 	carry := 0.0
 	for time.Now().Before(end) {
-		if !sleep(ctx, 5*time.Millisecond) {
+		if !ctxtime.Sleep(ctx, 5*time.Millisecond) {
 			return ctx.Err()
 		}
 		now := time.Now()
@@ -429,7 +430,7 @@ func (t *trial) failover(ctx context.Context, lag time.Duration) error {
 	if err := topo.HoldBackReplication(ctx); err != nil {
 		return err
 	}
-	if !sleep(ctx, lag) {
+	if !ctxtime.Sleep(ctx, lag) {
 		return ctx.Err()
 	}
 	topo.Master.Stop()
@@ -443,29 +444,14 @@ func (t *trial) failover(ctx context.Context, lag time.Duration) error {
 		if err == nil {
 			break
 		}
-		if !sleep(ctx, 20*time.Millisecond) {
+		if !ctxtime.Sleep(ctx, 20*time.Millisecond) {
 			return fmt.Errorf("explore: SENTINEL FAILOVER: %w", err)
 		}
 	}
 	for t.rig.admin[0].Ping(ctx).Err() != nil {
-		if !sleep(ctx, 10*time.Millisecond) {
+		if !ctxtime.Sleep(ctx, 10*time.Millisecond) {
 			return fmt.Errorf("explore: the promoted replica: %w", ctx.Err())
 		}
 	}
 	return nil
-}
-
-// sleep waits for d or until ctx ends; it reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

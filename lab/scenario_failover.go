@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/ctxtime"
 	"seckill/internal/modes"
 	"seckill/internal/redisproc"
 	"seckill/store"
@@ -168,7 +169,7 @@ func (in *failoverInstance) acquire(ctx context.Context, key, owner string, wait
 			time.Now().After(deadline) {
 			return le, err
 		}
-		if !sleepCtx(ctx, 50*time.Millisecond) {
+		if !ctxtime.Sleep(ctx, 50*time.Millisecond) {
 			return nil, err
 		}
 	}
@@ -471,17 +472,6 @@ func isDone(ch <-chan struct{}) bool {
 	case <-ch:
 		return true
 	default:
-		return false
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
 		return false
 	}
 }

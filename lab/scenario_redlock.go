@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"seckill/internal/ctxtime"
 	"seckill/internal/modes"
 	"seckill/internal/redisproc"
 	"seckill/lab/fault"
@@ -218,7 +219,7 @@ func driveRedlockRestartDelayed(ctx context.Context, e *Env) error {
 	down := e.Lease + time.Duration(float64(e.Lease)*redlockDrift) + 2*time.Millisecond
 	return twoMajorities(ctx, e, live, "restart master 2 after the lease plus the drift ("+ms(down)+")", func() error {
 		srv[1].Stop()
-		if !sleepCtx(ctx, down) {
+		if !ctxtime.Sleep(ctx, down) {
 			return ctx.Err()
 		}
 		return srv[1].Restart()

@@ -139,16 +139,9 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 	)
 	err := l.line.obtain(ctx, key, opts.Wait, lease, l.holding(key, field), func(ctx context.Context) (bool, time.Duration, error) {
 		sent = time.Now()
-		if l.fenced {
-			var (
-				ok  bool
-				ttl time.Duration
-				err error
-			)
-			ok, ttl, token, err = l.tryFenced(ctx, key, field, leaseMs)
-			return ok, ttl, err
-		}
-		return l.try(ctx, key, field, leaseMs)
+		held, ttl, tok, err := l.try(ctx, key, field, leaseMs)
+		token = tok
+		return held, ttl, err
 	})
 	if err != nil {
 		return nil, err
@@ -177,19 +170,25 @@ func (l *reentrantLocker) unheld(key, field string) {
 	l.holds[id]--
 }
 
-// try runs the acquire script once: held, or the holder's remaining PTTL (-1ms: no TTL).
-func (l *reentrantLocker) try(ctx context.Context, key, field string, leaseMs int64) (bool, time.Duration, error) {
-	if l.sync != nil {
-		return l.trySynced(ctx, key, field, leaseMs)
+// try runs the acquire script once (RFencedLock's when fenced, with the replicas' wait when synced):
+// held with its fencing token (0 but in RFencedLock's layout), or the holder's remaining PTTL
+// (-1ms: no TTL).
+func (l *reentrantLocker) try(ctx context.Context, key, field string, leaseMs int64) (bool, time.Duration, int64, error) {
+	switch {
+	case l.fenced:
+		return l.tryFenced(ctx, key, field, leaseMs)
+	case l.sync != nil:
+		held, ttl, err := l.trySynced(ctx, key, field, leaseMs)
+		return held, ttl, 0, err
 	}
 	n, err := reentrantAcquire.Run(ctx, l.rdb, []string{key}, leaseMs, field).Int64()
 	if errors.Is(err, redis.Nil) {
-		return true, 0, nil
+		return true, 0, 0, nil
 	}
 	if err != nil {
-		return false, 0, redisErr("acquire "+key, err)
+		return false, 0, 0, redisErr("acquire "+key, err)
 	}
-	return false, holderTTL(n), nil
+	return false, holderTTL(n), 0, nil
 }
 
 // holderTTL turns a PTTL reply (milliseconds) read when the lock was taken into how long the

@@ -22,10 +22,9 @@ type watchdog struct {
 
 	lost     chan struct{}
 	lostOnce sync.Once
-	stop     chan struct{} // closed by Stop: a round under way ends at its next look
 	renewals atomic.Int64
-	// cancel ends a renewal under way when the watchdog stops: a release must not wait for a
-	// renewal stuck on a Redis that does not answer.
+	// cancel ends base when the watchdog stops, and with it a renewal under way: a release must
+	// not wait for a renewal stuck on a Redis that does not answer. base ended = stopped.
 	cancel context.CancelFunc
 	lastOK time.Time // when the last successful renewal (or the start) was sent; rounds' alone
 
@@ -34,7 +33,6 @@ type watchdog struct {
 	// goroutine and waiting for it to exit (that wait sat between every holder and its release).
 	mu      sync.Mutex
 	timer   *time.Timer
-	stopped bool
 	running chan struct{} // non-nil while a round runs; closed when it ends
 }
 
@@ -73,7 +71,7 @@ func startWatchdog(acquireCtx context.Context, interval time.Duration, renew fun
 	base, cancel := context.WithCancel(context.WithoutCancel(acquireCtx))
 	w := &watchdog{
 		base: base, cancel: cancel, interval: interval, renew: renew, onFail: onFail,
-		lost: make(chan struct{}), stop: make(chan struct{}), lastOK: time.Now(),
+		lost: make(chan struct{}), lastOK: time.Now(),
 	}
 	w.mu.Lock()
 	w.timer = time.AfterFunc(interval, w.fire)
@@ -85,7 +83,7 @@ func startWatchdog(acquireCtx context.Context, interval time.Duration, renew fun
 // lock is renewed and the watchdog not stopped.
 func (w *watchdog) fire() {
 	w.mu.Lock()
-	if w.stopped {
+	if w.stopped() {
 		w.mu.Unlock()
 		return
 	}
@@ -100,7 +98,7 @@ func (w *watchdog) fire() {
 	close(done)
 	if r == renewed {
 		w.renewals.Add(1)
-		if !w.stopped {
+		if !w.stopped() {
 			w.timer.Reset(w.interval)
 		}
 	}
@@ -128,7 +126,7 @@ func (w *watchdog) round() (renewOutcome, error) {
 		r, err := w.renew(ctx)
 		cancel()
 		select {
-		case <-w.stop:
+		case <-w.base.Done():
 			return renewStopped, nil
 		default:
 		}
@@ -145,12 +143,15 @@ func (w *watchdog) round() (renewOutcome, error) {
 			return renewLost, err
 		}
 		select {
-		case <-w.stop:
+		case <-w.base.Done():
 			return renewStopped, nil
 		case <-time.After(pause):
 		}
 	}
 }
+
+// stopped reports whether Stop was called.
+func (w *watchdog) stopped() bool { return w.base.Err() != nil }
 
 func (w *watchdog) markLost() { w.lostOnce.Do(func() { close(w.lost) }) }
 
@@ -179,12 +180,8 @@ func (w *watchdog) Stop() {
 		return // an explicit lease: nothing renews
 	}
 	w.mu.Lock()
-	if !w.stopped {
-		w.stopped = true
-		w.timer.Stop()
-		close(w.stop)
-		w.cancel()
-	}
+	w.timer.Stop()
+	w.cancel()
 	running := w.running
 	w.mu.Unlock()
 	if running != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/seckill-lab/seckill/lock"
 
+	"seckill/internal/ctxtime"
 	"seckill/internal/modes"
 	"seckill/store"
 )
@@ -362,7 +363,7 @@ func (s *Service) critical(ctx context.Context, req SaleRequest, lease modes.Lea
 		res.Message = fmt.Sprintf("sold out: %s has no stock left (served by %s)", req.SKU, s.set.Instance)
 		return "soldout", ErrSoldOut
 	}
-	if req.Work > 0 && !sleepCtx(ctx, req.Work) {
+	if req.Work > 0 && !ctxtime.Sleep(ctx, req.Work) {
 		return "error", fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
 	}
 	if lost := lease.Lost(); lost != nil {
@@ -603,15 +604,4 @@ func isClosed(ch <-chan struct{}) bool {
 
 func ms(d time.Duration) float64 {
 	return math.Round(float64(d.Microseconds())) / 1000
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

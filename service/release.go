@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"seckill/internal/ctxtime"
 	"seckill/internal/modes"
 
 	"github.com/seckill-lab/seckill/lock"
@@ -23,7 +24,7 @@ func (s *Service) release(ctx context.Context, lease modes.Lease) error {
 			return err
 		}
 		s.log.Warn("release failed, retrying", "key", lease.Key(), "err", err)
-		if !sleepCtx(ctx, backoff) {
+		if !ctxtime.Sleep(ctx, backoff) {
 			return err
 		}
 		backoff = min(2*backoff, 400*time.Millisecond)
