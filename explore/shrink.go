@@ -16,8 +16,13 @@ const (
 	needRuns  = 2
 )
 
-// finalRuns is how often the shrunk schedule is run once more, to say how reliably it fails.
-const finalRuns = 5
+// finalRuns is how often the shrunk schedule is run once more, to say how reliably it fails;
+// one that fails in fewer than finalNeed of them passed its steps by luck, and the shrinker
+// goes back to the schedule before it (a race that a shortened section makes rare, say).
+const (
+	finalRuns = 5
+	finalNeed = 3
+)
 
 // Shrunk is a shrunk counterexample: its kind, the last failing run of its schedule, and how
 // many of the final confirming runs failed that way.
@@ -31,11 +36,13 @@ type Shrunk struct {
 // buyer struck by a fault starting first, without each fault, without each buyer, with every
 // pause, outage and partition halved, all buyers on one instance, and every section short,
 // keeping a candidate when it fails with the same kind in needRuns of triesRuns runs, until no
-// candidate is kept or budget runs out.
+// candidate is kept or budget runs out; it returns the smallest kept schedule that then fails in
+// finalNeed of finalRuns re-runs (the found one when none does).
 func Shrink(ctx context.Context, rig *Rig, mode modes.Mode, found Outcome, budget time.Duration) (Shrunk, error) {
 	deadline := time.Now().Add(budget)
 	kind := found.Kind()
 	cur := found
+	kept := []Outcome{found} // every schedule the shrinker kept, the found one first
 	// confirm runs s until it has failed needRuns times (true, with the last failing outcome) or
 	// can no longer (false).
 	confirm := func(s Schedule) (Outcome, bool, error) {
@@ -74,23 +81,30 @@ func Shrink(ctx context.Context, rig *Rig, mode modes.Mode, found Outcome, budge
 			}
 			if ok {
 				cur, improved = out, true
+				kept = append(kept, cur)
 				break // start again from the smaller schedule
 			}
 		}
 	}
-	failed := 0
-	last := cur
-	for range finalRuns {
-		out, err := rig.Run(ctx, mode, cur.Schedule)
-		if err != nil {
-			return Shrunk{}, fmt.Errorf("explore: confirm %s: %w", mode.Name, err)
+	// The smallest schedule that fails reliably, going back from the smallest kept; the found
+	// one is the last resort, however often it fails.
+	for i := len(kept) - 1; ; i-- {
+		failed := 0
+		last := kept[i]
+		for range finalRuns {
+			out, err := rig.Run(ctx, mode, kept[i].Schedule)
+			if err != nil {
+				return Shrunk{}, fmt.Errorf("explore: confirm %s: %w", mode.Name, err)
+			}
+			if out.Has(kind) {
+				failed++
+				last = out
+			}
 		}
-		if out.Has(kind) {
-			failed++
-			last = out
+		if failed >= finalNeed || i == 0 {
+			return Shrunk{Kind: kind, Outcome: last, Confirmed: fmt.Sprintf("%d/%d", failed, finalRuns)}, nil
 		}
 	}
-	return Shrunk{Kind: kind, Outcome: last, Confirmed: fmt.Sprintf("%d/%d", failed, finalRuns)}, nil
 }
 
 // candidates are the schedules one step smaller than s, the most shrinking first.
