@@ -115,7 +115,8 @@ func (ln *line) ring() {
 // acquire waits for its turn in key's line, then runs try until it holds the lock, the wait runs
 // out (ErrNotObtained) or ctx ends (ErrNotObtained wrapping ctx.Err()). try returns held, or
 // the current holder's remaining TTL (< 0: unknown). lease is how long a won lock lives at most
-// (the next head's fallback). An error from try ends the acquisition with that error.
+// (the next head's fallback). An error from try ends the acquisition with that error, unless
+// brokenRetry has it made again.
 func (h *handoff) acquire(ctx context.Context, key string, wait, lease time.Duration,
 	try func(context.Context) (bool, time.Duration, error)) error {
 	deadline := time.Now().Add(wait)
@@ -130,6 +131,7 @@ func (h *handoff) acquire(ctx context.Context, key string, wait, lease time.Dura
 	}
 	var wake time.Time
 	hinted := false
+	var retry brokenRetry
 	seen, wake, hinted = h.takeHint(ln)
 	for {
 		if !hinted {
@@ -137,8 +139,12 @@ func (h *handoff) acquire(ctx context.Context, key string, wait, lease time.Dura
 			sent := time.Now()
 			held, ttl, err := try(ctx)
 			if err != nil {
+				if retry.again(ctx, err, deadline) {
+					continue
+				}
 				return err
 			}
+			retry.answered()
 			if held {
 				won, until = true, sent.Add(lease)
 				return nil

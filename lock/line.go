@@ -3,7 +3,6 @@ package lock
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -281,7 +280,7 @@ func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait tim
 		deadline: time.Now().Add(wait), bell: make(chan struct{}, 1)}
 	kl := wl.enter(key, w)
 	won := false
-	failed := 0 // attempts in a row that failed on a broken connection
+	var retry brokenRetry
 	defer func() { wl.exit(key, kl, w, won) }()
 	// A grant published before this process's subscription is confirmed would be lost (and
 	// found only by the waiter's next attempt), so until then the head tries without queueing,
@@ -317,18 +316,12 @@ func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait tim
 			}
 			held, tok, ms, err := wl.try(ctx, key, value, leaseMs, queueUntil, w.grantTTL.Milliseconds())
 			if err != nil {
-				// A connection that broke under the waiter (a pooled one a restarted Redis has
-				// dropped) is tried again a few times, as go-redis's own retries would; a Redis
-				// that stays away still fails the wait within about 150 ms, not at its end.
-				pause := time.Duration(20<<failed) * time.Millisecond
-				if failed < 3 && errors.Is(err, ErrUnavailable) && ctx.Err() == nil && time.Now().Add(pause).Before(w.deadline) {
-					failed++
-					sleep(ctx, pause)
+				if retry.again(ctx, err, w.deadline) {
 					continue
 				}
 				return 0, false, 0, obtainErr(ctx, key, err)
 			}
-			failed = 0
+			retry.answered()
 			if held {
 				won = true
 				return tok, false, 0, nil
