@@ -17,6 +17,8 @@ import (
 )
 
 var (
+	//go:embed lua/fair_lag.lua
+	fairLagLua string
 	//go:embed lua/fair_drop_dead.lua
 	fairDropDeadLua string
 	//go:embed lua/fair_acquire.lua
@@ -26,10 +28,13 @@ var (
 	//go:embed lua/fair_cancel.lua
 	fairCancelLua string
 
-	// Both start by dropping the dead waiters at the head of the queue.
-	fairAcquire = redis.NewScript(fairDropDeadLua + fairAcquireLua)
-	fairRelease = redis.NewScript(fairDropDeadLua + fairReleaseLua)
-	fairCancel  = redis.NewScript(fairCancelLua)
+	// Each keeps the first waiter's deadline exact and the others' move-ups owed (fair_lag.lua);
+	// acquire and release then drop the dead waiters at the head of the queue.
+	fairReleaseSource = fairLagLua + fairDropDeadLua + fairReleaseLua
+	fairCancelSource  = fairLagLua + fairCancelLua
+	fairAcquire       = redis.NewScript(fairLagLua + fairDropDeadLua + fairAcquireLua)
+	fairRelease       = redis.NewScript(fairReleaseSource)
+	fairCancel        = redis.NewScript(fairCancelSource)
 )
 
 // fairLocker is Redisson's RFairLock: the reentrant lock's hash, plus a queue of waiters in Redis
@@ -105,6 +110,11 @@ func fairDeadlines(name string) string { return redissonPrefixed("redisson_lock_
 // never appear in it, so they are always told with the unlock message and take the lock
 // themselves, as Redisson's release expects.
 func fairGrants(name string) string { return redissonPrefixed("seckill_fair_grant", name) }
+
+// fairLag names this project's own hash of the move-ups the waiters behind the first still owe
+// (lua/fair_lag.lua): Redisson writes every waiter's deadline on every acquisition, these scripts
+// only the first one's. It lives as long as the queue does.
+func fairLag(name string) string { return redissonPrefixed("seckill_fair_lag", name) }
 
 // fairGrantMessage tells a waiter on its own channel that a release in another process has taken
 // the lock for it (a Redisson client, which hears only the unlock message, never gets it).
@@ -310,7 +320,7 @@ func (l *fairLocker) releaseFor(ctx context.Context, key, field string, leaseMs,
 // is rung at once. A handover to a waiter that has just left is released for it in turn.
 func (l *fairLocker) release(ctx context.Context, key, field string, leaseMs, waitMs int64) error {
 	for range 1000 { // each round takes a waiter off the queue; the queue is not endless
-		r, err := l.sub.mode.script(ctx, fairRelease).Run(ctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key), fairGrants(key)},
+		r, err := l.sub.mode.script(ctx, fairRelease).Run(ctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key), fairGrants(key), fairLag(key)},
 			unlockMessage, leaseMs, field, time.Now().UnixMilli(), l.id+":", l.lease.Milliseconds(), waitMs, fairGrantMessage).Slice()
 		if errors.Is(err, redis.Nil) {
 			return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, key, field)
@@ -351,7 +361,7 @@ func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, wa
 		pickup = "0" // a re-entry
 	}
 	l.mu.Unlock()
-	n, err := fairAcquire.Run(ctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), fairGrants(key)},
+	n, err := fairAcquire.Run(ctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), fairGrants(key), fairLag(key)},
 		leaseMs, field, waitMs, time.Now().UnixMilli(), grantMs, pickup).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, true, nil
@@ -366,7 +376,7 @@ func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, wa
 func (l *fairLocker) giveUp(ctx context.Context, key, field string, waitMs int64) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	err := l.sub.mode.script(cctx, fairCancel).Run(cctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key), fairGrants(key)},
+	err := l.sub.mode.script(cctx, fairCancel).Run(cctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key), fairGrants(key), fairLag(key)},
 		field, waitMs, unlockMessage).Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		// The entry then expires by its deadline, as a dead waiter's does.

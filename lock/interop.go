@@ -122,8 +122,8 @@ func (m *pubsubMode) script(ctx context.Context, s *redis.Script) *redis.Script 
 // built from (a test checks they match).
 var twinSources = map[*redis.Script]string{
 	reentrantRelease: reentrantReleaseLua,
-	fairRelease:      fairDropDeadLua + fairReleaseLua,
-	fairCancel:       fairCancelLua,
+	fairRelease:      fairReleaseSource,
+	fairCancel:       fairCancelSource,
 }
 
 // shardedTwins are those scripts with every PUBLISH turned into SPUBLISH (the channel shares the

@@ -65,12 +65,13 @@ func redissonPrefixed(prefix, name string) string {
 	return prefix + ":{" + name + "}"
 }
 
-// FairKeyPrefixes are the prefixes of the fair lock's own keys (its queue, its deadlines and the
-// library's hash of waiters that take a handed-over lock) for
+// FairKeyPrefixes are the prefixes of the fair lock's own keys (its queue, its deadlines, the
+// library's hash of waiters that take a handed-over lock and its hash of owed move-ups) for
 // the lock keys that start with lockPrefix, which must carry a hash tag ("{sku}:lock:"): what a
 // reset must delete besides the lock keys themselves.
 func FairKeyPrefixes(lockPrefix string) []string {
 	return []string{fairQueue(lockPrefix), fairDeadlines(lockPrefix), redissonPrefixed("seckill_fair_grant", lockPrefix),
+		redissonPrefixed("seckill_fair_lag", lockPrefix),
 		// and the waiter line of lua and fenced (the library's line.go)
 		redissonPrefixed("seckill_lock_line", lockPrefix), redissonPrefixed("seckill_lock_waiters", lockPrefix),
 		// and the fenced lock's token counter in RFencedLock's layout, deleted with the store's

@@ -4,13 +4,14 @@
 -- dropped from the head of the queue, so a dead waiter holds the line up for at most its wait.
 -- KEYS[1] lock name; KEYS[2] queue "redisson_lock_queue:{<name>}";
 -- KEYS[3] deadlines "redisson_lock_timeout:{<name>}"; KEYS[4] the grant hash (fair_drop_dead.lua);
+-- KEYS[5] the lag hash (fair_lag.lua);
 -- ARGV[1] lease in ms; ARGV[2] field "<instance-id>:<owner>"; ARGV[3] thread wait in ms
 -- (how long a waiter at the head may take to come for the lock); ARGV[4] now, unix ms;
 -- ARGV[5] the TTL of a lock handed over to this waiter by another process ('0': hand it none, as
 -- a Redisson client is handed none); ARGV[6] '1' when the caller's process does not hold the
 -- lock for this field, so a field found in the hash was handed over to it, not re-entered.
 -- Returns nil when held by us now, else roughly how many ms until our turn.
--- fair_drop_dead.lua runs before this (it defines `now`).
+-- fair_lag.lua and fair_drop_dead.lua run before this (they define `now`, `owed`, `move_up`...).
 local wait = tonumber(ARGV[3])
 
 -- Free, and nobody waits or we are first in line: take it; everyone behind moves up one place.
@@ -20,6 +21,7 @@ if redis.call('exists', KEYS[1]) == 0
   redis.call('zrem', KEYS[3], ARGV[2])
   redis.call('hdel', GRANT, ARGV[2])
   move_up(wait)
+  save_lag()
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
@@ -41,18 +43,25 @@ end
 -- Already in line: our turn comes about when the waiter before us is due.
 local mine = redis.call('zscore', KEYS[3], ARGV[2])
 if mine ~= false then
-  return tonumber(mine) - wait - now
+  return tonumber(mine) - owed(ARGV[2]) - wait - now
 end
 
 -- Join at the tail, due one thread wait after the waiter before us (or after the lock's TTL).
+-- Behind a first waiter it owes what the others behind owe (fair_lag.lua); first, it owes nothing.
 local last = redis.call('lindex', KEYS[2], -1)
 local ttl
 if last ~= false and last ~= ARGV[2] then
-  ttl = tonumber(redis.call('zscore', KEYS[3], last)) - now
+  ttl = tonumber(redis.call('zscore', KEYS[3], last)) - owed(last) - now
 else
   ttl = redis.call('pttl', KEYS[1])
 end
-if redis.call('zadd', KEYS[3], ttl + wait + now, ARGV[2]) == 1 then
+local deadline = ttl + wait + now
+if last == false then
+  lag, lag_head = 0, ARGV[2]
+else
+  deadline = deadline + lag
+end
+if redis.call('zadd', KEYS[3], deadline, ARGV[2]) == 1 then
   redis.call('rpush', KEYS[2], ARGV[2])
 end
 if ARGV[5] ~= '0' then
@@ -62,4 +71,5 @@ if ARGV[5] ~= '0' then
   end
 end
 keep_queue(ttl + wait)
+save_lag()
 return ttl

@@ -1,11 +1,12 @@
 -- Fair lock prelude, run first by the acquire and the release scripts (prepended to each): the
 -- waiters at the head of the queue whose deadline has passed are gone, so drop them.
 -- KEYS[2] queue "redisson_lock_queue:{<name>}"; KEYS[3] deadlines "redisson_lock_timeout:{<name>}";
--- ARGV[4] now, unix ms. The last key is this project's own hash of the waiters that take a lock
--- handed over from another process (field -> the TTL such a lock gets); Redisson clients neither
--- read nor write it. Defines `now`, `GRANT`, `move_up` and `keep_queue`.
+-- ARGV[4] now, unix ms. The key before the last is this project's own hash of the waiters that
+-- take a lock handed over from another process (field -> the TTL such a lock gets); Redisson
+-- clients neither read nor write it. fair_lag.lua runs before this (the first waiter's deadline
+-- is exact, see there). Defines `now` and `keep_queue`.
 local now = tonumber(ARGV[4])
-local GRANT = KEYS[#KEYS]
+settle()
 while true do
   local head = redis.call('lindex', KEYS[2], 0)
   if head == false then
@@ -18,23 +19,9 @@ while true do
   redis.call('zrem', KEYS[3], head)
   redis.call('lpop', KEYS[2])
   redis.call('hdel', GRANT, head)
+  settle()
 end
-
-
--- Everyone left in the deadlines moves up one place: each deadline `by` ms sooner (Redisson
--- runs a ZINCRBY per waiter; this writes the same scores with one ZRANGE and one ZADD per
--- thousand waiters, far fewer calls into Redis when the queue is long).
-local function move_up(by)
-  local w = redis.call('zrange', KEYS[3], 0, -1, 'WITHSCORES')
-  for i = 1, #w, 1000 do
-    local args = {}
-    for j = i, math.min(i + 999, #w), 2 do
-      args[#args + 1] = tonumber(w[j + 1]) - by
-      args[#args + 1] = w[j]
-    end
-    redis.call('zadd', KEYS[3], 'XX', unpack(args))
-  end
-end
+save_lag()
 
 
 -- The queue and the deadlines expire with the last waiter's deadline (the latest one: a waiter

@@ -6,7 +6,8 @@
 -- ARGV[3] field "<instance-id>:<owner>"; ARGV[4] now, unix ms.
 -- ARGV[5] handover prefix "<instance-id>:" of the releasing process ('' : none), ARGV[6] the
 -- lease in ms and ARGV[7] the thread wait in ms to hand the lock over with, ARGV[8] the message
--- that tells a waiter of another process it was handed the lock; KEYS[5] the grant hash.
+-- that tells a waiter of another process it was handed the lock; KEYS[5] the grant hash; KEYS[6]
+-- the lag hash (fair_lag.lua).
 -- Returns nil when the field is not there (not held by this owner); else {0, ''} when still held
 -- (nested), {1, first} when deleted and the first waiter (its field, '' if none) told, {2, first}
 -- when handed over: the first waiter waits in the releasing process (its field starts with
@@ -16,7 +17,7 @@
 -- gets: min(their lease, their wait), so a dead one holds the line for its wait at most) get it
 -- the same way, told by ARGV[8] on their channel: {3, first}. A Redisson client is never in the
 -- grant hash and is told with the unlock message, as Redisson's own release tells it.
--- fair_drop_dead.lua runs before this.
+-- fair_lag.lua and fair_drop_dead.lua run before this.
 
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
   -- Not ours (it expired, or was never taken). If the lock is free, wake the first waiter anyway,
@@ -48,6 +49,7 @@ if here or ttl then
   redis.call('zrem', KEYS[3], first)
   redis.call('hdel', GRANT, first)
   move_up(tonumber(ARGV[7]))
+  save_lag()
   redis.call('hset', KEYS[1], first, 1)
   if here then
     redis.call('pexpire', KEYS[1], ARGV[6])

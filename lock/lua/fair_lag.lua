@@ -1,0 +1,94 @@
+-- Fair lock prelude, first in the acquire, release and cancel scripts: the move-ups, deferred.
+-- Redisson moves every waiter's deadline up by the taker's thread wait on each acquisition, one
+-- write per waiter: with a few hundred waiters that costs Redis more than the sale itself. Here
+-- only the first waiter's deadline is kept exact; everyone behind it owes the same amount, `lag`
+-- ms, written to the deadlines only once it passes LAG_CAP. One number is enough because every
+-- move-up and every give-up changes everyone behind the head alike, and a waiter who joins
+-- chains from the waiter before it, so it owes what that one owes.
+-- The deadlines behind the head are then later than Redisson's, never earlier: a client that
+-- reads them (a Java Redisson client) may wait longer for a dead waiter, at most LAG_CAP longer,
+-- and never drops a live one.
+-- KEYS[2] queue; KEYS[3] deadlines; KEYS[#KEYS-1] the grant hash (fair_drop_dead.lua);
+-- KEYS[#KEYS] this project's hash of the lag: x the lag, h the waiter whose deadline is exact,
+-- t the last waiter when one of these scripts last ran. Defines `GRANT`, `owed`, `settle`,
+-- `move_up` and `save_lag`.
+local GRANT = KEYS[#KEYS - 1]
+local LAG = KEYS[#KEYS]
+local LAG_CAP = 300000
+local lag_state = redis.call('hmget', LAG, 'x', 'h', 't')
+local lag = tonumber(lag_state[1]) or 0
+local lag_head = lag_state[2] or ''
+-- The last waiter we knew has left through a script that is not ours (a Redisson client's):
+-- who joined after it, and what they owe, cannot be told, so they owe nothing (late, not early).
+if lag > 0 and lag_state[3] and redis.call('zscore', KEYS[3], lag_state[3]) == false then
+  lag = 0
+end
+
+-- owed is what waiter m (in the queue) owes.
+local function owed(m)
+  if m == lag_head then
+    return 0
+  end
+  return lag
+end
+
+-- settle makes the first waiter's deadline exact (another client, or a pop here, may have put a
+-- new waiter first).
+local function settle()
+  local head = redis.call('lindex', KEYS[2], 0)
+  if head == false then
+    lag, lag_head = 0, ''
+  elseif head ~= lag_head then
+    if lag > 0 then
+      redis.call('zincrby', KEYS[3], -lag, head)
+    end
+    lag_head = head
+  end
+end
+
+-- move_up: the first waiter has just left the queue with the lock, so everyone moves up `by` ms
+-- (Redisson's rule): the new first waiter now, the others in `lag`.
+local function move_up(by)
+  lag_head = ''
+  settle()
+  if lag_head == '' then
+    return
+  end
+  redis.call('zincrby', KEYS[3], -by, lag_head)
+  lag = lag + by
+  if lag > LAG_CAP then
+    local w = redis.call('zrange', KEYS[3], 0, -1, 'WITHSCORES')
+    for i = 1, #w, 1000 do
+      local args = {}
+      for j = i, math.min(i + 999, #w), 2 do
+        if w[j] ~= lag_head then
+          args[#args + 1] = tonumber(w[j + 1]) - lag
+          args[#args + 1] = w[j]
+        end
+      end
+      if #args > 0 then
+        redis.call('zadd', KEYS[3], 'XX', unpack(args))
+      end
+    end
+    lag = 0
+  end
+end
+
+-- save_lag keeps the lag for the next script, for as long as the queue lives.
+local function save_lag()
+  settle()
+  local n = redis.call('llen', KEYS[2])
+  if n == 0 then
+    redis.call('del', LAG)
+    return
+  end
+  if n == 1 then
+    lag = 0
+  end
+  redis.call('hset', LAG, 'x', lag, 'h', lag_head, 't', redis.call('lindex', KEYS[2], -1))
+  local ttl = redis.call('pttl', KEYS[2])
+  if ttl < 0 then
+    ttl = LAG_CAP
+  end
+  redis.call('pexpire', LAG, math.max(ttl, 1))
+end
