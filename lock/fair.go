@@ -55,6 +55,9 @@ type fairLocker struct {
 	// threadWait, when above 0, replaces each acquisition's wait as its thread wait
 	// (WithThreadWait).
 	threadWait time.Duration
+	// lagCap is how far the move-ups of the waiters behind the first may be owed before they are
+	// written (lua/fair_lag.lua): fairLagCap, or 0 with a thread wait (WithThreadWait).
+	lagCap int64
 
 	// waiters are the waiters of this process, by key and field. A release here whose next
 	// waiter is also here hands the lock over to it in the release script and rings its bell, so
@@ -90,7 +93,10 @@ func (w *fairWaiter) ring() {
 
 func newFair(d settings) (locker, error) {
 	l := &fairLocker{rdb: d.Data, id: cmp.Or(d.InstanceID, uuid.NewString()), lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d),
-		threadWait: d.ThreadWait, waiters: map[string]*fairWaiter{}, holds: map[string]int{}}
+		threadWait: d.ThreadWait, lagCap: fairLagCap, waiters: map[string]*fairWaiter{}, holds: map[string]int{}}
+	if d.ThreadWait > 0 {
+		l.lagCap = 0 // Redisson clients share the queue (WithThreadWait): write every move-up
+	}
 	if l.rdb != nil {
 		l.sub = newSubscriber(d.Data, l.log, func(payload string) bool {
 			return payload == unlockMessage || payload == fairGrantMessage
@@ -115,6 +121,10 @@ func fairGrants(name string) string { return redissonPrefixed("seckill_fair_gran
 // (lua/fair_lag.lua): Redisson writes every waiter's deadline on every acquisition, these scripts
 // only the first one's. It lives as long as the queue does.
 func fairLag(name string) string { return redissonPrefixed("seckill_fair_lag", name) }
+
+// fairLagCap is how far (ms) the waiters behind the first may owe their move-ups before the
+// scripts write them out, when no Redisson client shares the queue.
+const fairLagCap = 300_000
 
 // fairGrantMessage tells a waiter on its own channel that a release in another process has taken
 // the lock for it (a Redisson client, which hears only the unlock message, never gets it).
@@ -321,7 +331,7 @@ func (l *fairLocker) releaseFor(ctx context.Context, key, field string, leaseMs,
 func (l *fairLocker) release(ctx context.Context, key, field string, leaseMs, waitMs int64) error {
 	for range 1000 { // each round takes a waiter off the queue; the queue is not endless
 		r, err := l.sub.mode.script(ctx, fairRelease).Run(ctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key), fairGrants(key), fairLag(key)},
-			unlockMessage, leaseMs, field, time.Now().UnixMilli(), l.id+":", l.lease.Milliseconds(), waitMs, fairGrantMessage).Slice()
+			unlockMessage, leaseMs, field, time.Now().UnixMilli(), l.id+":", l.lease.Milliseconds(), waitMs, fairGrantMessage, l.lagCap).Slice()
 		if errors.Is(err, redis.Nil) {
 			return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, key, field)
 		}
@@ -362,7 +372,7 @@ func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, wa
 	}
 	l.mu.Unlock()
 	n, err := fairAcquire.Run(ctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), fairGrants(key), fairLag(key)},
-		leaseMs, field, waitMs, time.Now().UnixMilli(), grantMs, pickup).Int64()
+		leaseMs, field, waitMs, time.Now().UnixMilli(), grantMs, pickup, l.lagCap).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, true, nil
 	}
@@ -377,7 +387,7 @@ func (l *fairLocker) giveUp(ctx context.Context, key, field string, waitMs int64
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	err := l.sub.mode.script(cctx, fairCancel).Run(cctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key), fairGrants(key), fairLag(key)},
-		field, waitMs, unlockMessage).Err()
+		field, waitMs, unlockMessage, l.lagCap).Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		// The entry then expires by its deadline, as a dead waiter's does.
 		l.log.Warn("fair lock: leave the queue", "key", key, "field", field, "err", err)

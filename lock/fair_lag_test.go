@@ -39,13 +39,28 @@ func (m *fairModel) dropDead(now int64) {
 	}
 }
 
-// TestFairDeferredMoveUpsMatchRedisson drives the fair scripts (and a Redisson client's, written
-// here from RFairLock's protocol) through random joins, takes, handovers, give-ups and the
-// passing of time, and checks after every step that the queue is Redisson's and that each
-// waiter's deadline, its score less what it still owes, is what Redisson's scripts would have
-// written; the scores themselves are never earlier. Waits of up to 100 s make the owed move-ups
-// pass LAG_CAP (300 s) again and again, so they are written out in full on the way.
+// TestFairDeferredMoveUpsMatchRedisson drives the fair scripts through random joins, takes,
+// handovers, give-ups and the passing of time, and checks after every step that the queue is
+// Redisson's and that each waiter's deadline, its score less what it still owes, is what
+// Redisson's scripts would have written; the scores themselves are never earlier. Waits of up to
+// 100 s make the owed move-ups pass the 300 s cap again and again, so they are written out in
+// full on the way. Only this library's scripts change the queue (what the deferred move-ups
+// need: see WithThreadWait).
 func TestFairDeferredMoveUpsMatchRedisson(t *testing.T) {
+	fairLagModel(t, fairLagCap, false)
+}
+
+// TestFairWithThreadWaitMatchesRedisson: with a thread wait (cap 0) every move-up is
+// written at once, so the scores are Redisson's exactly, whatever a Redisson client's own
+// scripts do in between: it joins (dropping the dead first, as its acquire does), takes the
+// lock, gives up (the last waiter too), and its threads queue again under the same field.
+func TestFairWithThreadWaitMatchesRedisson(t *testing.T) {
+	fairLagModel(t, 0, true)
+}
+
+// fairLagModel runs the random steps with the given cap (the last argument of every fair
+// script); foreign mixes in a Redisson client's steps.
+func fairLagModel(t *testing.T, lagCap int64, foreign bool) {
 	srv := locktest.New(t)
 	rdb := locktest.NewClient(t, srv)
 	ctx := context.Background()
@@ -73,11 +88,11 @@ func TestFairDeferredMoveUpsMatchRedisson(t *testing.T) {
 	hold(holder)
 	acquire := func(field string, wait int64) (any, error) {
 		return fairAcquire.Run(ctx, rdb, []string{key, q, d, grants, lagKey},
-			1_000_000_000, field, wait, now, 0, "1").Result()
+			1_000_000_000, field, wait, now, 0, "1", lagCap).Result()
 	}
 	release := func(prefix string, wait int64) (any, error) {
 		return fairRelease.Run(ctx, rdb, []string{key, q, d, unlockChannel(key), grants, lagKey},
-			unlockMessage, 1_000_000_000, holder, now, prefix, 1_000_000_000, wait, fairGrantMessage).Result()
+			unlockMessage, 1_000_000_000, holder, now, prefix, 1_000_000_000, wait, fairGrantMessage, lagCap).Result()
 	}
 	check := func(step string, ours bool) {
 		t.Helper()
@@ -97,6 +112,9 @@ func TestFairDeferredMoveUpsMatchRedisson(t *testing.T) {
 			writtenOut++ // LAG_CAP passed: the owed move-ups were written to the deadlines
 		}
 		lastLag = lag
+		if lagCap == 0 && lag != 0 {
+			t.Fatalf("%s: %v ms owed with every move-up to be written at once", step, lag)
+		}
 		for _, f := range queue {
 			score, err := rdb.ZScore(ctx, d, f).Result()
 			if err != nil {
@@ -127,6 +145,24 @@ func TestFairDeferredMoveUpsMatchRedisson(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// redissonDropDead is the start of a Redisson client's acquire: the dead at the head leave, by
+	// their scores.
+	redissonDropDead := func() {
+		t.Helper()
+		for {
+			head, err := rdb.LIndex(ctx, q, 0).Result()
+			if err == redis.Nil {
+				break
+			}
+			score, err := rdb.ZScore(ctx, d, head).Result()
+			if err != nil || int64(score) > now {
+				break
+			}
+			rdb.ZRem(ctx, d, head)
+			rdb.LPop(ctx, q)
+		}
+		m.dropDead(now)
+	}
 	pick := func(from int) (int, string) {
 		i := from + rng.IntN(len(m.queue)-from)
 		return i, m.queue[i]
@@ -153,10 +189,15 @@ func TestFairDeferredMoveUpsMatchRedisson(t *testing.T) {
 			}
 			m.queue = append(m.queue, f)
 			m.deadline[f], waits[f] = last+w+now, w
-		case op < 50: // a Redisson client joins: it chains from the score of the last waiter
+		case op < 50 && foreign: // a Redisson client's thread joins (its threads queue again by name)
+			f := fmt.Sprintf("j:t%d", rng.IntN(6))
+			if slices.Contains(m.queue, f) {
+				continue
+			}
 			serial++
-			f, w := fmt.Sprintf("j:w%d", serial), int64(1000+rng.IntN(100_000))
+			w := int64(1000 + rng.IntN(100_000))
 			what, ours = "foreign join "+f, false
+			redissonDropDead()
 			last := int64(-1 + now)
 			if n := len(m.queue); n > 0 {
 				s, err := rdb.ZScore(ctx, d, m.queue[n-1]).Result()
@@ -234,14 +275,14 @@ func TestFairDeferredMoveUpsMatchRedisson(t *testing.T) {
 			}
 			what = "give up " + f
 			if err := fairCancel.Run(ctx, rdb, []string{key, q, d, unlockChannel(key), grants, lagKey},
-				f, waits[f], unlockMessage).Err(); err != nil && err != redis.Nil {
+				f, waits[f], unlockMessage, lagCap).Err(); err != nil && err != redis.Nil {
 				t.Fatalf("%s: %v", what, err)
 			}
 			m.moveUp(i+1, waits[f])
 			m.remove(i)
-		case op < 90 && len(m.queue) > 1: // a Redisson client gives up (not the last: see fair_lag.lua)
+		case op < 90 && foreign && len(m.queue) > 0: // a Redisson client's thread gives up
 			i, f := pick(0)
-			if f[0] != 'j' || i == len(m.queue)-1 {
+			if f[0] != 'j' {
 				continue
 			}
 			what, ours = "foreign give up "+f, false
@@ -257,6 +298,9 @@ func TestFairDeferredMoveUpsMatchRedisson(t *testing.T) {
 			continue
 		}
 		check(fmt.Sprintf("step %d (%s)", step, what), ours)
+	}
+	if lagCap == 0 {
+		writtenOut = 3 // every move-up is written at once: nothing is owed to write out
 	}
 	if serial < 500 || writtenOut < 3 {
 		t.Fatalf("only %d waiters joined, and the owed move-ups were written out %d times", serial, writtenOut)

@@ -54,7 +54,11 @@ func WithShardedPubSub(on bool) Option {
 // lock(), or the wait they give tryLock. With unequal thread waits, an acquisition by the side
 // with the longer one moves the other side's deadlines into the past: its live waiters are
 // dropped from the queue, join it again at the tail and lose their place (never the lock, and
-// there are never two holders). Other locks ignore it.
+// there are never two holders). Set, it also makes the fair lock's scripts write every waiter's
+// deadline each time one takes the lock, exactly as RFairLock's do, one write per waiter; unset,
+// only the first waiter's deadline is written and the others owe their move-up until it adds up
+// to 5 minutes, far less Redis time per acquisition with a long queue but exact only while this
+// library's scripts alone change the queue. Other locks ignore it.
 func WithThreadWait(d time.Duration) Option { return func(o *settings) { o.ThreadWait = d } }
 
 // pubsubMode decides, once per Locker, whether its pub/sub is sharded.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill-lab/seckill/lock/locktest"
 )
 
 // SentinelInstalled reports whether StartReplicated can run: real servers in use and
@@ -102,15 +103,44 @@ func StartReplicated(ctx context.Context, opt ReplicatedOptions) (*Replicated, e
 		return nil, fmt.Errorf("redisproc: replica of %s: %w", r.Master.Addr, err)
 	}
 
+	// A port picked free can be taken by another process before its sentinel binds it (tests run
+	// in parallel); then every sentinel starts again on new ports, since each one's
+	// configuration names all the others.
+	for try := 1; ; try++ {
+		err := r.startSentinels(dir, opt, mport)
+		if err == nil {
+			break
+		}
+		for _, s := range r.Sentinels {
+			s.Stop()
+		}
+		r.Sentinels = nil
+		if try == 4 || !locktest.PortTaken(err) {
+			return nil, err
+		}
+	}
+	if err := r.waitReady(ctx, 15*time.Second); err != nil {
+		return nil, err
+	}
+	ok = true
+	return r, nil
+}
+
+// sentinelPort picks a sentinel's port (a test makes it pick a taken one).
+var sentinelPort = FreePort
+
+// startSentinels picks opt.Sentinels free ports and starts a sentinel on each, monitoring the
+// master on mport with the replica known.
+func (r *Replicated) startSentinels(dir string, opt ReplicatedOptions, mport string) error {
 	// Ports and ids first: every sentinel's configuration names all the others.
 	for range opt.Sentinels {
-		port, err := FreePort()
+		port, err := sentinelPort()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		id := make([]byte, 20)
 		if _, err := rand.Read(id); err != nil {
-			return nil, fmt.Errorf("redisproc: sentinel id: %w", err)
+			return fmt.Errorf("redisproc: sentinel id: %w", err)
 		}
 		r.Sentinels = append(r.Sentinels, &Sentinel{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 			ID: hex.EncodeToString(id)})
@@ -137,17 +167,13 @@ func StartReplicated(ctx context.Context, opt ReplicatedOptions) (*Replicated, e
 		conf := filepath.Join(dir, "sentinel-"+port+".conf")
 		// Sentinel rewrites its file as its view changes: it must be writable.
 		if err := os.WriteFile(conf, []byte(b.String()), 0o600); err != nil {
-			return nil, fmt.Errorf("redisproc: %w", err)
+			return fmt.Errorf("redisproc: %w", err)
 		}
 		if err := s.start(conf); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := r.waitReady(ctx, 15*time.Second); err != nil {
-		return nil, err
-	}
-	ok = true
-	return r, nil
+	return nil
 }
 
 func (s *Sentinel) start(conf string) error {

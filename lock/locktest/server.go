@@ -110,7 +110,7 @@ func Start(opt Options) (*Server, error) {
 		if err == nil {
 			return s, nil
 		}
-		if opt.Port != 0 || s.Kind != KindReal || try == 5 || !(errors.Is(err, errNotOurs) || errors.Is(err, errExited)) {
+		if opt.Port != 0 || s.Kind != KindReal || try == 5 || !PortTaken(err) {
 			return nil, err
 		}
 		p, perr := FreePort()
@@ -163,6 +163,10 @@ func (s *Server) Restart() error {
 
 // errExited: the server exited before it answered (most often: the port was taken).
 var errExited = errors.New("exited before answering PING")
+
+// PortTaken reports whether err (from Start, Restart or WaitPing) means the port picked free was
+// taken by another process before the server bound it: start again on another port.
+func PortTaken(err error) bool { return errors.Is(err, errNotOurs) || errors.Is(err, errExited) }
 
 // errNotOurs: the port answered, but not the process just started (another test's server took
 // the free port first; ours then fails to bind and exits).

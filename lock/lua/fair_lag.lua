@@ -2,19 +2,22 @@
 -- Redisson moves every waiter's deadline up by the taker's thread wait on each acquisition, one
 -- write per waiter: with a few hundred waiters that costs Redis more than the sale itself. Here
 -- only the first waiter's deadline is kept exact; everyone behind it owes the same amount, `lag`
--- ms, written to the deadlines only once it passes LAG_CAP. One number is enough because every
+-- ms, written to the deadlines only once it passes LAG_CAP (the last ARGV of every fair script:
+-- 300000, or 0 when Redisson clients share the queue, so every move-up is written at once, as
+-- Redisson's own scripts do; see WithThreadWait). One number is enough because every
 -- move-up and every give-up changes everyone behind the head alike, and a waiter who joins
 -- chains from the waiter before it, so it owes what that one owes.
--- The deadlines behind the head are then later than Redisson's, never earlier: a client that
--- reads them (a Java Redisson client) may wait longer for a dead waiter, at most LAG_CAP longer,
--- and never drops a live one.
+-- This holds only while these scripts are the only ones that change the queue: a Redisson client's
+-- scripts (a thread that gives up and queues again under the same field, say) can leave a waiter
+-- that this bookkeeping thinks owes the lag without owing it, and its deadline would come early.
+-- So with Redisson clients on the same queue LAG_CAP is 0.
 -- KEYS[2] queue; KEYS[3] deadlines; KEYS[#KEYS-1] the grant hash (fair_drop_dead.lua);
 -- KEYS[#KEYS] this project's hash of the lag: x the lag, h the waiter whose deadline is exact,
 -- t the last waiter when one of these scripts last ran. Defines `GRANT`, `owed`, `settle`,
 -- `move_up` and `save_lag`.
 local GRANT = KEYS[#KEYS - 1]
 local LAG = KEYS[#KEYS]
-local LAG_CAP = 300000
+local LAG_CAP = tonumber(ARGV[#ARGV])
 local lag_state = redis.call('hmget', LAG, 'x', 'h', 't')
 local lag = tonumber(lag_state[1]) or 0
 local lag_head = lag_state[2] or ''
