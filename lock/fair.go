@@ -92,7 +92,7 @@ func (w *fairWaiter) ring() {
 }
 
 func newFair(d settings) (locker, error) {
-	l := &fairLocker{rdb: d.Data, id: cmp.Or(d.InstanceID, uuid.NewString()), lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d),
+	l := &fairLocker{rdb: d.Data, id: cmp.Or(d.InstanceID, uuid.NewString()), lease: cmp.Or(d.Lease, defaultLease), log: logOf(d),
 		threadWait: d.ThreadWait, lagCap: fairLagCap, waiters: map[string]*fairWaiter{}, holds: map[string]int{}}
 	if d.ThreadWait > 0 {
 		l.lagCap = 0 // Redisson clients share the queue (WithThreadWait): write every move-up

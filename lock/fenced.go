@@ -39,7 +39,7 @@ func newFenced(d settings) (locker, error) {
 	if d.RFencedLayout {
 		return newRFenced(d), nil
 	}
-	l := &fencedLocker{rdb: d.Data, lease: cmp.Or(d.Lease, DefaultLease), log: logOf(d)}
+	l := &fencedLocker{rdb: d.Data, lease: cmp.Or(d.Lease, defaultLease), log: logOf(d)}
 	l.line = newWaitLine(d.Data, l.log, true)
 	return l, nil
 }

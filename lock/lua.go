@@ -28,7 +28,7 @@ type luaLocker struct {
 }
 
 func newLua(d settings) (locker, error) {
-	l := &luaLocker{rdb: d.Data, lease: cmp.Or(d.Lease, DefaultLease)}
+	l := &luaLocker{rdb: d.Data, lease: cmp.Or(d.Lease, defaultLease)}
 	l.line = newWaitLine(d.Data, logOf(d), false)
 	return l, nil
 }

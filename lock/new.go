@@ -9,9 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// DefaultLease is how long a lock lives in Redis without renewal: Redisson's
-// lockWatchdogTimeout. A lock with a watchdog renews a held lock every DefaultLease/3.
-const DefaultLease = 30 * time.Second
+// defaultLease is how long a lock lives in Redis without renewal: Redisson's
+// lockWatchdogTimeout. A lock with a watchdog renews a held lock every defaultLease/3.
+const defaultLease = 30 * time.Second
 
 // defaultDriftFactor is Redlock's allowance for clock drift, as a fraction of the lease
 // (redsync's default): validity = lease − time taken to acquire − (lease × factor + 2 ms).
@@ -21,9 +21,10 @@ const defaultDriftFactor = 0.01
 type Option func(*settings)
 
 // WithLease sets the default lease, used when an acquisition does not give its own
-// (Options.Lease). Default DefaultLease (30 s). In the modes with a watchdog (reentrant,
-// multilock, redlock, fenced) it is also the watchdog timeout: a held lock is renewed every
-// lease/3 until it is released, and a holder that dies leaves it to expire one lease later.
+// (Options.Lease). Default 30 s (Redisson's lockWatchdogTimeout). In the modes with a watchdog
+// (reentrant, multilock, redlock, fenced) it is also the watchdog timeout: a held lock is
+// renewed every lease/3 until it is released, and a holder that dies leaves it to expire one
+// lease later.
 func WithLease(d time.Duration) Option { return func(o *settings) { o.Lease = d } }
 
 // WithInstanceID names this process, like the UUID of a Redisson client: the reentrant and
@@ -66,7 +67,7 @@ func construct(name string, d settings, opts []Option, newMode func(settings) (l
 			return nil, fmt.Errorf("lock: %s: %w: master %d is a nil client", name, ErrUnavailable, i+1)
 		}
 	}
-	d.Lease = DefaultLease
+	d.Lease = defaultLease
 	d.DriftFactor = defaultDriftFactor
 	for _, o := range opts {
 		if o != nil {

@@ -75,7 +75,7 @@ func newRedlock(d settings) (locker, error) {
 	}
 	lease := d.Lease
 	if lease <= 0 {
-		lease = DefaultLease // a zero ttl would mean no expiry
+		lease = defaultLease // a zero ttl would mean no expiry
 	}
 	// The constructor refuses no masters; built directly without any, Acquire reports it.
 	l := &redlockLocker{
