@@ -198,7 +198,7 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 		return nil, err
 	}
 	before := l.sub.patternRound(pattern)
-	due, held, err := l.try(ctx, key, waiterID, field, leaseMs, waitMs, grantMs)
+	due, held, err := l.try(ctx, key, waiterID, field, leaseMs, waitMs, grantMs, deadline)
 	if err == nil && held {
 		leave(true)
 		return l.held(ctx, key, field, lease, leaseMs, waitMs, !opts.ExplicitLease), nil
@@ -261,7 +261,7 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 			}
 		}
 		lookNow = false
-		due, held, err = l.try(ctx, key, waiterID, field, leaseMs, waitMs, grantMs)
+		due, held, err = l.try(ctx, key, waiterID, field, leaseMs, waitMs, grantMs, deadline)
 		if err != nil {
 			return fail(err)
 		}
@@ -363,16 +363,25 @@ func (l *fairLocker) release(ctx context.Context, key, field string, leaseMs, wa
 }
 
 // try runs the acquire script once: held, or about how long until this waiter's turn. grantMs is
-// the TTL of a lock handed to this waiter from another process (0: hand it none).
-func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, waitMs, grantMs int64) (time.Duration, bool, error) {
+// the TTL of a lock handed to this waiter from another process (0: hand it none); deadline is
+// when this waiter gives up.
+func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, waitMs, grantMs int64, deadline time.Time) (time.Duration, bool, error) {
 	l.mu.Lock()
 	pickup := "1"
 	if l.holds[id] > 0 {
 		pickup = "0" // a re-entry
 	}
 	l.mu.Unlock()
+	// How long the queue must outlive this join. With a thread wait, Redisson clients may share
+	// the queue and count on its chained deadlines: 0, the new waiter's deadline. Without one only
+	// this library's waiters are in it, and each gives up by its own deadline, so the queue lives
+	// until the last of them has (after a crash of everyone: the wait, not the chain).
+	keepMs := int64(0)
+	if l.threadWait <= 0 {
+		keepMs = max(time.Until(deadline).Milliseconds()+1, 1)
+	}
 	n, err := fairAcquire.Run(ctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), fairGrants(key), fairLag(key)},
-		leaseMs, field, waitMs, time.Now().UnixMilli(), grantMs, pickup, l.lagCap).Int64()
+		leaseMs, field, waitMs, time.Now().UnixMilli(), grantMs, pickup, keepMs, l.lagCap).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, true, nil
 	}

@@ -88,7 +88,7 @@ func fairLagModel(t *testing.T, lagCap int64, foreign bool) {
 	hold(holder)
 	acquire := func(field string, wait int64) (any, error) {
 		return fairAcquire.Run(ctx, rdb, []string{key, q, d, grants, lagKey},
-			1_000_000_000, field, wait, now, 0, "1", lagCap).Result()
+			1_000_000_000, field, wait, now, 0, "1", 0, lagCap).Result()
 	}
 	release := func(prefix string, wait int64) (any, error) {
 		return fairRelease.Run(ctx, rdb, []string{key, q, d, unlockChannel(key), grants, lagKey},

@@ -125,7 +125,8 @@ func NewReentrant(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
 // on its own channel, redisson_lock__channel:{key}:<instance-id>:<owner>. A waiter that dies
 // while queued holds the line up until its deadline: the deadline of the waiter before it (or the
 // holder's TTL when it queued) plus its thread wait (WithThreadWait; default its Options.Wait).
-// The queue's keys expire with the last waiter's deadline.
+// The queue's keys expire when the last waiter has given up by its own Options.Wait; with
+// WithThreadWait (Java clients on the queue count on the chain), at the last waiter's deadline.
 func NewFair(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
 	return construct("fair", settings{Data: rdb}, opts, newFair)
 }

@@ -49,12 +49,15 @@ func child(spec string) int {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	opts := []lock.Option{lock.WithLease(lease), lock.WithThreadWait(threadWait)}
+	if threadWait == 0 {
+		opts = opts[:1]
+	}
 	var l *lock.Locker
 	var err error
 	switch mode {
 	case "reentrant":
 		l, err = lock.NewReentrant(rdb, opts...)
-	case "fair":
+	case "fair", "fair-own-wait":
 		l, err = lock.NewFair(rdb, opts...)
 	case "fenced":
 		l, err = lock.NewFenced(rdb, opts...)
@@ -85,15 +88,16 @@ func child(spec string) int {
 
 // waiterWait is how long a waiter of mode waits. The fenced lock's waiters queue in Redis
 // (lock/line.go) until their own deadline, so a dead one's entry lives that long: the bound of
-// what it leaves is its wait; the fair lock's queue expires by the thread wait instead.
+// what it leaves is its wait. So does the fair lock's queue without a thread wait
+// (fair-own-wait); with one (fair), the queue lives by Redisson's chained deadlines instead.
 func waiterWait(mode string) time.Duration {
-	if mode == "fenced" {
-		return fencedWait
+	if mode == "fenced" || mode == "fair-own-wait" {
+		return ownWait
 	}
 	return 5 * time.Minute
 }
 
-const fencedWait = 4 * time.Second
+const ownWait = 4 * time.Second
 
 // startChild starts one process of the crash test and waits for its first line.
 func startChild(t *testing.T, spec, want string) *exec.Cmd {
@@ -135,14 +139,16 @@ func startChild(t *testing.T, spec, want string) *exec.Cmd {
 // TestLeftoversAfterCrash: one holder and two waiters of a reentrant, a fair and a fenced lock,
 // each in its own process, are killed with SIGKILL while the waiters wait. Every key of the lock
 // is then gone within its bound plus a margin: the lease for the reentrant and fenced locks (the
-// watchdog had renewed it at most a third of a lease before), and for the fair lock's queue the
-// last waiter's deadline, at most lease + waiters × thread wait. The fenced lock's token counter
+// watchdog had renewed it at most a third of a lease before) and the waiters' own wait for the
+// fenced line; for the fair lock's queue with a thread wait (what Java clients on it need), the
+// last waiter's deadline, at most lease + waiters × thread wait; without one (the library's and
+// the service's default), max(lease, the waiters' own wait). The fenced lock's token counter
 // stays, without TTL, on purpose.
 func TestLeftoversAfterCrash(t *testing.T) {
 	srv := testredis.Start(t)
 	const lease, threadWait, waiters = 2 * time.Second, time.Second, 2
 	const margin = time.Second
-	for _, mode := range []string{"reentrant", "fair", "fenced"} {
+	for _, mode := range []string{"reentrant", "fair", "fair-own-wait", "fenced"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			rdb := srv.Client()
@@ -151,17 +157,22 @@ func TestLeftoversAfterCrash(t *testing.T) {
 			key := "interop-crash-" + mode
 			keys := []string{key}
 			bound := lease
+			tw := threadWait
 			switch mode {
 			case "fair":
 				_, q, d, _ := rkeys(key)
 				keys = append(keys, q, d)
 				bound = lease + waiters*threadWait
+			case "fair-own-wait":
+				_, q, d, _ := rkeys(key)
+				keys = append(keys, q, d)
+				bound, tw = max(lease, ownWait), 0
 			case "fenced":
 				keys = append(keys, key+":token", "seckill_lock_line:{"+key+"}", "seckill_lock_waiters:{"+key+"}")
-				bound = max(lease, fencedWait)
+				bound = max(lease, ownWait)
 			}
 			spec := func(role string) string {
-				return fmt.Sprintf("%s %s %s %s %s %s", mode, role, srv.Addr, key, lease, threadWait)
+				return fmt.Sprintf("%s %s %s %s %s %s", mode, role, srv.Addr, key, lease, tw)
 			}
 			procs := []*exec.Cmd{startChild(t, spec("holder"), "held")}
 			for range waiters {
@@ -171,7 +182,7 @@ func TestLeftoversAfterCrash(t *testing.T) {
 			// subscribed to the unlock channel (each process's first waiter is).
 			waitFor(t, 10*time.Second, "the waiters", func() bool {
 				switch mode {
-				case "fair":
+				case "fair", "fair-own-wait":
 					return rdb.LLen(ctx, keys[1]).Val() == waiters
 				case "fenced":
 					return rdb.LLen(ctx, keys[2]).Val() == waiters

@@ -9,7 +9,11 @@
 -- (how long a waiter at the head may take to come for the lock); ARGV[4] now, unix ms;
 -- ARGV[5] the TTL of a lock handed over to this waiter by another process ('0': hand it none, as
 -- a Redisson client is handed none); ARGV[6] '1' when the caller's process does not hold the
--- lock for this field, so a field found in the hash was handed over to it, not re-entered.
+-- lock for this field, so a field found in the hash was handed over to it, not re-entered;
+-- ARGV[7] how long the queue must outlive this join, in ms: '0' for the new waiter's deadline
+-- (Redisson's chain, which Java waiters on the queue count on), else the caller's own wait (it
+-- gives up by then, so with only this library's waiters nothing of the queue outlives the last
+-- of them by more than its wait).
 -- Returns nil when held by us now, else roughly how many ms until our turn.
 -- fair_lag.lua and fair_drop_dead.lua run before this (they define `now`, `owed`, `move_up`...).
 local wait = tonumber(ARGV[3])
@@ -64,12 +68,16 @@ end
 if redis.call('zadd', KEYS[3], deadline, ARGV[2]) == 1 then
   redis.call('rpush', KEYS[2], ARGV[2])
 end
+local keep = ttl + wait
+if ARGV[7] ~= '0' then
+  keep = tonumber(ARGV[7])
+end
 if ARGV[5] ~= '0' then
   redis.call('hset', GRANT, ARGV[2], ARGV[5])
-  if redis.call('pttl', GRANT) < ttl + wait then
-    redis.call('pexpire', GRANT, ttl + wait)
+  if redis.call('pttl', GRANT) < keep then
+    redis.call('pexpire', GRANT, keep)
   end
 end
-keep_queue(ttl + wait)
+keep_queue(keep)
 save_lag()
 return ttl
