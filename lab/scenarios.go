@@ -3,14 +3,13 @@ package lab
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/modes"
+	"seckill/internal/rows"
 	"seckill/service"
 	"seckill/store"
 )
@@ -20,52 +19,21 @@ import (
 // buyers report. A later scenario (row 12, the Sentinel failover) registers itself the same
 // way from its own file, with a Drive that builds the topology it needs.
 
-var (
-	scenariosMu sync.Mutex
-	scenarios   = map[string]Scenario{}
-)
+// scenarios are the registered scenarios; each scenario's file adds itself from init.
+var scenarios = rows.New("lab scenario", func(sc Scenario) (int, string) { return sc.Row, sc.Name })
 
 // register adds a scenario; each scenario's file calls it from init.
-func register(sc Scenario) {
-	scenariosMu.Lock()
-	defer scenariosMu.Unlock()
-	if _, dup := scenarios[sc.Name]; dup {
-		panic("lab: scenario registered twice: " + sc.Name)
-	}
-	scenarios[sc.Name] = sc
-}
+func register(sc Scenario) { scenarios.Add(sc) }
 
 // Scenarios lists every scenario in row order.
-func Scenarios() []Scenario {
-	scenariosMu.Lock()
-	defer scenariosMu.Unlock()
-	out := make([]Scenario, 0, len(scenarios))
-	for _, sc := range scenarios {
-		out = append(out, sc)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Row != out[j].Row {
-			return out[i].Row < out[j].Row
-		}
-		return out[i].Name < out[j].Name
-	})
-	return out
-}
+func Scenarios() []Scenario { return scenarios.All() }
 
 // Names lists the scenario names in row order.
-func Names() []string {
-	var names []string
-	for _, sc := range Scenarios() {
-		names = append(names, sc.Name)
-	}
-	return names
-}
+func Names() []string { return scenarios.Names() }
 
 // Lookup returns the scenario called name.
 func Lookup(name string) (Scenario, error) {
-	scenariosMu.Lock()
-	sc, ok := scenarios[name]
-	scenariosMu.Unlock()
+	sc, ok := scenarios.Get(name)
 	if !ok {
 		return Scenario{}, fmt.Errorf("%w %q; scenarios: %s", ErrUnknownScenario, name, strings.Join(Names(), ", "))
 	}

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/rows"
 )
 
 // Fault names, as accepted on /inventory/sale. A Mode lists the ones it can simulate; the lab
@@ -105,55 +105,24 @@ type StepHooks struct {
 	BeforeDel func(ctx context.Context, key string) error
 }
 
-var (
-	modesMu sync.Mutex
-	modes   = map[string]Mode{}
-)
+// modes are the registered modes; each mode's file adds itself from init.
+var modes = rows.New("lock mode", func(m Mode) (int, string) { return m.Row, m.Name })
 
 // register adds a mode; each mode's file calls it from init.
-func register(m Mode) {
-	modesMu.Lock()
-	defer modesMu.Unlock()
-	if _, dup := modes[m.Name]; dup {
-		panic("lock: mode registered twice: " + m.Name)
-	}
-	modes[m.Name] = m
-}
+func register(m Mode) { modes.Add(m) }
 
 // Modes lists every mode in row order.
-func Modes() []Mode {
-	modesMu.Lock()
-	defer modesMu.Unlock()
-	out := make([]Mode, 0, len(modes))
-	for _, m := range modes {
-		out = append(out, m)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Row != out[j].Row {
-			return out[i].Row < out[j].Row
-		}
-		return out[i].Name < out[j].Name
-	})
-	return out
-}
+func Modes() []Mode { return modes.All() }
 
 // Names lists every mode name in row order.
-func Names() []string {
-	var names []string
-	for _, m := range Modes() {
-		names = append(names, m.Name)
-	}
-	return names
-}
+func Names() []string { return modes.Names() }
 
 // ErrUnknownMode is returned for a mode name that is not registered.
 var ErrUnknownMode = errors.New("lock: unknown mode")
 
 // LookupMode returns the mode called name.
 func LookupMode(name string) (Mode, error) {
-	modesMu.Lock()
-	m, ok := modes[name]
-	modesMu.Unlock()
+	m, ok := modes.Get(name)
 	if !ok {
 		return Mode{}, fmt.Errorf("%w %q; valid modes: %s", ErrUnknownMode, name, strings.Join(Names(), ", "))
 	}
