@@ -23,7 +23,8 @@ WORKDIR /app
 COPY --chown=root:root config/application.yaml /app/config/application.yaml
 COPY --from=build --chown=root:root /out/seckill /usr/local/bin/seckill
 USER 10001:10001
-ENV SECKILL_SERVER_PORT=8080
+# Inside a container the service must listen beyond the container's own loopback.
+ENV SECKILL_SERVER_HOST=0.0.0.0 SECKILL_SERVER_PORT=8080
 EXPOSE 8080
 HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=5 \
     CMD wget -q -O /dev/null "http://127.0.0.1:${SECKILL_SERVER_PORT}/readyz" || exit 1
