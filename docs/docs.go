@@ -963,6 +963,7 @@ const docTemplate = `{
                     "type": "string"
                 },
                 "remaining": {
+                    "description": "Remaining is the stock left as this sale saw it (after its own unit when sold), left out\nwhen it failed before reading the stock (no lock within the wait, Redis down): a 0 there\nwould read as sold out.",
                     "type": "integer"
                 },
                 "renewals": {

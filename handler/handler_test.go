@@ -132,6 +132,10 @@ func TestLockNotObtainedIs503WithRetryAfter(t *testing.T) {
 	if waited := time.Since(start); waited < 200*time.Millisecond || waited > 3*time.Second {
 		t.Fatalf("waited %s for a 200ms wait", waited)
 	}
+	// The stock was never read: no "remaining" (a 0 would read as sold out with 100 left).
+	if _, ok := r.body["remaining"]; ok || r.body["status"] != float64(http.StatusServiceUnavailable) || r.body["error"] == "" {
+		t.Fatalf("a sale that got no lock answered %s, want status and error and no remaining", r.raw)
+	}
 	if inv := inventory(t, f); inv.Sold != 0 || inv.Stock != 100 {
 		t.Fatalf("%+v", inv)
 	}

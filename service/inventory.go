@@ -145,8 +145,11 @@ const (
 
 // SaleResult is what a buyer is told.
 type SaleResult struct {
-	Sold          bool    `json:"sold"`
-	Remaining     int64   `json:"remaining"`
+	Sold      bool  `json:"sold"`
+	Remaining int64 `json:"remaining"`
+	// StockRead: Remaining is the stock this sale read (false when it failed before reading it,
+	// e.g. no lock within the wait: then Remaining says nothing).
+	StockRead     bool    `json:"-"`
 	OrderID       string  `json:"orderId,omitempty"`
 	Instance      string  `json:"instance"`
 	Lock          string  `json:"lock"`
@@ -358,7 +361,7 @@ func (s *Service) critical(ctx context.Context, req SaleRequest, lease modes.Lea
 			lease.Token(), newest, s.set.Instance)
 		return "stale", ErrStaleWrite
 	}
-	res.Remaining = stock
+	res.Remaining, res.StockRead = stock, true
 	if stock <= 0 {
 		res.Message = fmt.Sprintf("sold out: %s has no stock left (served by %s)", req.SKU, s.set.Instance)
 		return "soldout", ErrSoldOut
@@ -402,7 +405,7 @@ func (s *Service) atomicSale(ctx context.Context, req SaleRequest, res SaleResul
 		s.observer.ObserveSale(res.Lock, "error", 0, time.Since(start))
 		return res, s.storeError(err)
 	}
-	res.Remaining = left
+	res.Remaining, res.StockRead = left, true
 	if !sold {
 		s.observer.ObserveSale(res.Lock, "soldout", 0, time.Since(start))
 		res.Message = fmt.Sprintf("sold out: %s has no stock left (served by %s)", req.SKU, s.set.Instance)
