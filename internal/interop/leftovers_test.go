@@ -154,7 +154,7 @@ func TestLeftoversAfterCrash(t *testing.T) {
 			rdb := srv.Client()
 			defer rdb.Close()
 			ctx := context.Background()
-			key := "interop-crash-" + mode
+			key := "interop-crash-" + mode + "-lock" // no key is a substring of another (the KEYS check below)
 			keys := []string{key}
 			bound := lease
 			tw := threadWait
