@@ -963,7 +963,7 @@ const docTemplate = `{
                     "type": "string"
                 },
                 "remaining": {
-                    "description": "Remaining is the stock left as this sale saw it (after its own unit when sold), left out\nwhen it failed before reading the stock (no lock within the wait, Redis down): a 0 there\nwould read as sold out.",
+                    "description": "Remaining is the stock left as this sale saw it (after its own unit when sold); nil, and\nleft out of the answer, when the sale failed before reading the stock (no lock within the\nwait, Redis down): a 0 there would read as sold out.",
                     "type": "integer"
                 },
                 "renewals": {

@@ -88,23 +88,10 @@ type ErrorBody struct {
 // the error.
 type SaleBody struct {
 	service.SaleResult
-	// Remaining is the stock left as this sale saw it (after its own unit when sold), left out
-	// when it failed before reading the stock (no lock within the wait, Redis down): a 0 there
-	// would read as sold out.
-	Remaining *int64 `json:"remaining,omitempty"`
 	// Error and Status are those of every endpoint's error answer; a sale that was tried and
 	// failed (sold out, a stale write, no lock within the wait, Redis down) also says what it saw.
 	Error  string `json:"error,omitempty"`
 	Status int    `json:"status,omitempty"`
-}
-
-// saleBody is what a buyer is told about res (status 0: sold).
-func saleBody(res service.SaleResult, status int) SaleBody {
-	b := SaleBody{SaleResult: res, Status: status}
-	if res.StockRead {
-		b.Remaining = &res.Remaining
-	}
-	return b
 }
 
 // statusOf maps service errors to HTTP statuses, in one table.

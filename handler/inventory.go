@@ -145,7 +145,7 @@ func (a *API) sale(c *gin.Context) {
 		res, err = a.svc.Sale(ctxOf(c), req)
 	}
 	if err == nil {
-		c.JSON(http.StatusOK, saleBody(res, 0))
+		c.JSON(http.StatusOK, SaleBody{SaleResult: res})
 		return
 	}
 	status := statusOf(err)
@@ -155,7 +155,7 @@ func (a *API) sale(c *gin.Context) {
 		a.fail(c, err)
 		return
 	}
-	body := saleBody(res, status)
+	body := SaleBody{SaleResult: res, Status: status}
 	body.Instance = a.svc.Settings().Instance
 	if !errors.Is(err, service.ErrSoldOut) {
 		body.Error = a.message(err, status)

@@ -443,8 +443,8 @@ func (e *Env) Buy(ctx context.Context, f *Fleet, i int, req service.SaleRequest)
 	o.End = time.Now()
 	o.Kind, o.Err = kindOf(res, err), err
 	o.ForeignUnlock, o.ReleaseError, o.Renewals, o.Token = res.ForeignUnlock, res.ReleaseError, res.Renewals, res.Token
-	if o.Kind == "sold" {
-		o.Remaining = res.Remaining
+	if o.Kind == "sold" && res.Remaining != nil {
+		o.Remaining = *res.Remaining
 	}
 	o.Wait = time.Duration(res.WaitMs * float64(time.Millisecond))
 	e.mu.Lock()

@@ -145,11 +145,11 @@ const (
 
 // SaleResult is what a buyer is told.
 type SaleResult struct {
-	Sold      bool  `json:"sold"`
-	Remaining int64 `json:"remaining"`
-	// StockRead: Remaining is the stock this sale read (false when it failed before reading it,
-	// e.g. no lock within the wait: then Remaining says nothing).
-	StockRead     bool    `json:"-"`
+	Sold bool `json:"sold"`
+	// Remaining is the stock left as this sale saw it (after its own unit when sold); nil, and
+	// left out of the answer, when the sale failed before reading the stock (no lock within the
+	// wait, Redis down): a 0 there would read as sold out.
+	Remaining     *int64  `json:"remaining,omitempty"`
 	OrderID       string  `json:"orderId,omitempty"`
 	Instance      string  `json:"instance"`
 	Lock          string  `json:"lock"`
@@ -326,8 +326,11 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 		s.observer.ObserveLeaseLost(mode.Name)
 	}
 	s.observer.ObserveSale(mode.Name, result, held.Sub(start), time.Since(held))
-	s.log.Debug("sale", "lock", mode.Name, "result", result, "sold", res.Sold, "remaining", res.Remaining,
-		"waitMs", res.WaitMs, "order", res.OrderID, "token", res.Token)
+	attrs := []any{"lock", mode.Name, "result", result, "sold", res.Sold, "waitMs", res.WaitMs, "order", res.OrderID, "token", res.Token}
+	if res.Remaining != nil { // unknown when the stock was never read, as in the answer
+		attrs = append(attrs, "remaining", *res.Remaining)
+	}
+	s.log.Debug("sale", attrs...)
 	return res, saleErr
 }
 
@@ -361,7 +364,7 @@ func (s *Service) critical(ctx context.Context, req SaleRequest, lease modes.Lea
 			lease.Token(), newest, s.set.Instance)
 		return "stale", ErrStaleWrite
 	}
-	res.Remaining, res.StockRead = stock, true
+	res.Remaining = &stock
 	if stock <= 0 {
 		res.Message = fmt.Sprintf("sold out: %s has no stock left (served by %s)", req.SKU, s.set.Instance)
 		return "soldout", ErrSoldOut
@@ -393,7 +396,8 @@ func (s *Service) critical(ctx context.Context, req SaleRequest, lease modes.Lea
 			order.Token, cr.NewestToken, s.set.Instance)
 		return "stale", ErrStaleWrite
 	}
-	res.Sold, res.Remaining, res.OrderID = true, stock-1, order.ID
+	left := stock - 1
+	res.Sold, res.Remaining, res.OrderID = true, &left, order.ID
 	res.Message = fmt.Sprintf("sold one, %d left (served by %s)", stock-1, s.set.Instance)
 	return "sold", nil
 }
@@ -405,7 +409,7 @@ func (s *Service) atomicSale(ctx context.Context, req SaleRequest, res SaleResul
 		s.observer.ObserveSale(res.Lock, "error", 0, time.Since(start))
 		return res, s.storeError(err)
 	}
-	res.Remaining, res.StockRead = left, true
+	res.Remaining = &left
 	if !sold {
 		s.observer.ObserveSale(res.Lock, "soldout", 0, time.Since(start))
 		res.Message = fmt.Sprintf("sold out: %s has no stock left (served by %s)", req.SKU, s.set.Instance)

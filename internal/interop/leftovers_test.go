@@ -48,10 +48,7 @@ func child(spec string) int {
 		return 2
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	opts := []lock.Option{lock.WithLease(lease), lock.WithThreadWait(threadWait)}
-	if threadWait == 0 {
-		opts = opts[:1]
-	}
+	opts := []lock.Option{lock.WithLease(lease), lock.WithThreadWait(threadWait)} // 0: none
 	var l *lock.Locker
 	var err error
 	switch mode {
@@ -159,14 +156,13 @@ func TestLeftoversAfterCrash(t *testing.T) {
 			bound := lease
 			tw := threadWait
 			switch mode {
-			case "fair":
+			case "fair", "fair-own-wait":
 				_, q, d, _ := rkeys(key)
 				keys = append(keys, q, d)
 				bound = lease + waiters*threadWait
-			case "fair-own-wait":
-				_, q, d, _ := rkeys(key)
-				keys = append(keys, q, d)
-				bound, tw = max(lease, ownWait), 0
+				if mode == "fair-own-wait" {
+					bound, tw = max(lease, ownWait), 0
+				}
 			case "fenced":
 				keys = append(keys, key+":token", "seckill_lock_line:{"+key+"}", "seckill_lock_waiters:{"+key+"}")
 				bound = max(lease, ownWait)
