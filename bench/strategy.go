@@ -69,12 +69,12 @@ func strategies() []Strategy {
 			}}
 	}
 	return []Strategy{
-		mode("lua", 4, "SET NX PX / GET / commit / compare-and-hand-over to the first waiter in line (+ PUBLISH to its instance)"),
-		mode("reentrant", 4, "Redisson RLock script / GET / commit / release script + PUBLISH"),
+		mode("lua", 3, "SET NX PX / GET / commit + compare-and-hand-over to the first waiter in line (+ PUBLISH to its instance), one pipeline"),
+		mode("reentrant", 3, "Redisson RLock script / GET / commit + release script (+ PUBLISH), one pipeline"),
 		mode("multilock", 6, "RLock on 3 masters in turn / GET / commit / release on 3 at once"),
 		mode("redlock", 4, "redsync SET NX on 3 at once / GET / commit / delete on 3 at once"),
-		mode("fenced", 4, "SET NX PX + INCR token / GET / fenced commit / compare-and-hand-over (+ PUBLISH to its instance)"),
-		mode("fair", 4, "Redisson RFairLock script / GET / commit / release script + PUBLISH to the first in the queue"),
+		mode("fenced", 3, "SET NX PX + INCR token / GET / fenced commit + compare-and-hand-over (+ PUBLISH to its instance), one pipeline"),
+		mode("fair", 3, "Redisson RFairLock script / GET / commit + release script (+ PUBLISH to the first in the queue), one pipeline"),
 		mode("atomic", 1, "one Lua decrement, no lock"),
 		{Name: RefRedsync, Kind: "reference", RoundTrips: 4, Locked: true,
 			About: "redsync v4 Mutex.Lock with default options (8 s expiry, 32 tries, 50-250 ms random retry) on the 3 masters",

@@ -18,6 +18,7 @@ const maxExported = 25
 // function, type and constructor) and reads its documentation for words of the service it came
 // from: the library must stand on its own.
 func TestPublicSurface(t *testing.T) {
+	t.Parallel()
 	fset := token.NewFileSet()
 	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool {
 		return !strings.HasSuffix(fi.Name(), "_test.go")

@@ -138,3 +138,34 @@ func ExampleNewMultilock() {
 	// master 3: worker-1:close-books holds 1
 	// keys left: 0
 }
+
+// The holder's last write and the release in one round trip: the release goes at the end of the
+// holder's pipeline, so Redis runs the write first and the next holder sees it.
+func ExampleLease_ReleaseAfter() {
+	clients, _, stop := exampleRedis(1)
+	defer stop()
+	rdb := clients[0]
+	ctx := context.Background()
+
+	locker, err := lock.NewFenced(rdb)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locker.Close()
+
+	lease, err := locker.Acquire(ctx, "{stock}:lock", lock.Options{Wait: time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	left := rdb.Get(ctx, "{stock}:count").Val()
+	p := rdb.Pipeline()
+	write := p.Set(ctx, "{stock}:count", left+"x", 0) // the holder's write, not sent yet
+	if err := lease.ReleaseAfter(ctx, p); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("written:", write.Err() == nil)
+	fmt.Println("lock free:", rdb.Exists(ctx, "{stock}:lock").Val() == 0)
+	// Output:
+	// written: true
+	// lock free: true
+}

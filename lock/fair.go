@@ -320,7 +320,7 @@ func (l *fairLocker) grant(key, field string, short bool) (granted, held bool) {
 func (l *fairLocker) releaseFor(ctx context.Context, key, field string, leaseMs, waitMs int64) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	if err := l.release(cctx, key, field, leaseMs, waitMs); err != nil {
+	if err := l.release(cctx, key, field, leaseMs, waitMs, nil); err != nil {
 		l.log.Warn("fair lock: give back a lock handed to a waiter that left", "key", key, "field", field, "err", err)
 	}
 }
@@ -328,10 +328,13 @@ func (l *fairLocker) releaseFor(ctx context.Context, key, field string, leaseMs,
 // release runs the release script for field, and passes the lock on: a waiter of this process
 // that was handed the lock is woken; a waiter here that is first in line after a plain release
 // is rung at once. A handover to a waiter that has just left is released for it in turn.
-func (l *fairLocker) release(ctx context.Context, key, field string, leaseMs, waitMs int64) error {
+// With p, the holder's pipeline, the first round joins its end.
+func (l *fairLocker) release(ctx context.Context, key, field string, leaseMs, waitMs int64, p redis.Pipeliner) error {
 	for range 1000 { // each round takes a waiter off the queue; the queue is not endless
-		r, err := l.sub.mode.script(ctx, fairRelease).Run(ctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key), fairGrants(key), fairLag(key)},
+		r, err := runScript(ctx, p, l.rdb, l.sub.mode.script(ctx, fairRelease),
+			[]string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key), fairGrants(key), fairLag(key)},
 			unlockMessage, leaseMs, field, time.Now().UnixMilli(), l.id+":", l.lease.Milliseconds(), waitMs, fairGrantMessage, l.lagCap).Slice()
+		p = nil // a next round (a hand-over to a waiter that left) goes alone
 		if errors.Is(err, redis.Nil) {
 			return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, key, field)
 		}
@@ -473,9 +476,13 @@ func (le *fairLease) Lost() <-chan struct{} { return le.wd.Lost() }
 func (le *fairLease) Renewals() int64 { return le.wd.Renewals() }
 
 // Release gives back one hold; the last one deletes the lock and tells the first waiter.
-func (le *fairLease) Release(ctx context.Context) error {
+func (le *fairLease) Release(ctx context.Context) error { return le.releaseAfter(ctx, nil) }
+
+// releaseAfter is Release after the holder's pipeline p, when there is one (runScript).
+func (le *fairLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
 	first, ok := le.gate.begin()
 	if !ok {
+		execHeld(ctx, p)
 		return fmt.Errorf("%w: %s: this lease was already released", ErrNotHeld, le.key)
 	}
 	if first {
@@ -490,7 +497,7 @@ func (le *fairLease) Release(ctx context.Context) error {
 		}
 		le.l.mu.Unlock()
 	}
-	return le.gate.end(le.l.release(ctx, le.key, le.field, le.leaseMs, le.waitMs))
+	return le.gate.end(le.l.release(ctx, le.key, le.field, le.leaseMs, le.waitMs, p))
 }
 
 // refresh pushes the lock's expiry out by the lease, while the field is still ours.

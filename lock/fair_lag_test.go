@@ -47,6 +47,7 @@ func (m *fairModel) dropDead(now int64) {
 // full on the way. Only this library's scripts change the queue (what the deferred move-ups
 // need: see WithThreadWait).
 func TestFairDeferredMoveUpsMatchRedisson(t *testing.T) {
+	t.Parallel()
 	fairLagModel(t, fairLagCap, false)
 }
 
@@ -55,6 +56,7 @@ func TestFairDeferredMoveUpsMatchRedisson(t *testing.T) {
 // scripts do in between: it joins (dropping the dead first, as its acquire does), takes the
 // lock, gives up (the last waiter too), and its threads queue again under the same field.
 func TestFairWithThreadWaitMatchesRedisson(t *testing.T) {
+	t.Parallel()
 	fairLagModel(t, 0, true)
 }
 

@@ -75,6 +75,7 @@ func releaseFor(t *testing.T, h *lock.Lease, got <-chan *lock.Lease) (*lock.Leas
 }
 
 func TestFairRedissonLayout(t *testing.T) {
+	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	const lease = 5 * time.Second
 	a, b := fairLocker(t, c, "inst-a", lease), fairLocker(t, c, "inst-b", lease)
@@ -133,6 +134,7 @@ func TestFairRedissonLayout(t *testing.T) {
 // TestFairServesInQueueOrderAcrossProcesses: waiters from two processes, queued one after the
 // other, get the lock exactly in that order.
 func TestFairServesInQueueOrderAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	ls := []*lock.Locker{fairLocker(t, c, "p0", 5*time.Second), fairLocker(t, c, "p1", 5*time.Second)}
 	const key = "fair-order"
@@ -182,6 +184,7 @@ func TestFairServesInQueueOrderAcrossProcesses(t *testing.T) {
 // TestFairWaiterThatGivesUpLeavesTheQueue: the waiters behind it move up, and the next release
 // goes to them at once.
 func TestFairWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
+	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	l := fairLocker(t, c, "p", 5*time.Second)
 	const key = "fair-give-up"
@@ -229,6 +232,7 @@ func TestFairWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 // line up for its wait at most: the release hands it the lock with a TTL of that wait, and the
 // next waiter takes it when it expires. The dead waiter is in another process than the holder.
 func TestFairDeadWaiterHoldsTheLineForItsWait(t *testing.T) {
+	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	l := fairLocker(t, c, "p", 5*time.Second)
 	other := fairLocker(t, c, "g", 5*time.Second)
@@ -279,6 +283,7 @@ func TestFairDeadWaiterHoldsTheLineForItsWait(t *testing.T) {
 }
 
 func TestFairReentryAndWatchdog(t *testing.T) {
+	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	const lease = 300 * time.Millisecond
 	l := fairLocker(t, c, "p", lease)
@@ -316,6 +321,7 @@ func TestFairReentryAndWatchdog(t *testing.T) {
 }
 
 func TestFairTryOnceLeavesNoQueueEntry(t *testing.T) {
+	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	l := fairLocker(t, c, "p", 5*time.Second)
 	const key = "fair-try"
@@ -337,6 +343,7 @@ func TestFairTryOnceLeavesNoQueueEntry(t *testing.T) {
 // its deadline gone, the hash field set), and wakes it in the process: the waiter holds the lock
 // without a command of its own, and the one behind it is next.
 func TestFairHandsOverWithinOneProcess(t *testing.T) {
+	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	calls := locktest.Count(c)
 	l := fairLocker(t, c, "p", 5*time.Second)
@@ -395,6 +402,7 @@ func TestFairHandsOverWithinOneProcess(t *testing.T) {
 // TestFairHandoverKeepsTheWaitersLease: a waiter that asked for its own lease gets it after a
 // handover too (the script hands over with the Locker's default lease).
 func TestFairHandoverKeepsTheWaitersLease(t *testing.T) {
+	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	l := fairLocker(t, c, "p", 30*time.Second)
 	const key = "fair-handover-lease"
@@ -425,6 +433,7 @@ func TestFairHandoverKeepsTheWaitersLease(t *testing.T) {
 // from its line, releases one hold for it: the count must end at 1, the waiter must hold the lock,
 // and its one release must free it.
 func TestFairHandoverRacingTheWaitersOwnAttempt(t *testing.T) {
+	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	l := fairLocker(t, c, "p", 5*time.Second)
 	const key = "fair-handover-race"

@@ -114,9 +114,13 @@ func (l *fencedLease) Renewals() int64 { return l.wd.Renewals() }
 
 // Release stops the watchdog and, only while the key still holds our value, passes the lock on
 // to the first waiter (with a new token) or deletes it.
-func (l *fencedLease) Release(ctx context.Context) error {
+func (l *fencedLease) Release(ctx context.Context) error { return l.releaseAfter(ctx, nil) }
+
+// releaseAfter is Release after the holder's pipeline p, when there is one (runScript).
+func (l *fencedLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
 	first, ok := l.gate.begin()
 	if !ok {
+		execHeld(ctx, p)
 		return fmt.Errorf("%w: %s (token %d) was already released", ErrNotHeld, l.key, l.token)
 	}
 	if first {
@@ -125,7 +129,7 @@ func (l *fencedLease) Release(ctx context.Context) error {
 			l.stopPush()
 		}
 	}
-	ours, err := l.l.line.release(ctx, l.key, l.value)
+	ours, err := l.l.line.release(ctx, p, l.key, l.value)
 	if err = l.gate.end(err); err != nil {
 		return err
 	}

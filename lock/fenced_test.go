@@ -65,6 +65,7 @@ func exists(t *testing.T, c *redis.Client, key string) bool {
 }
 
 func TestFencedTokensStrictlyIncrease(t *testing.T) {
+	t.Parallel()
 	forEachLayout(t, testFencedTokensStrictlyIncrease)
 }
 
@@ -143,6 +144,7 @@ func testFencedTokensStrictlyIncrease(t *testing.T, lay layout) {
 }
 
 func TestFencedWatchdogKeepsLockThroughThreeLeases(t *testing.T) {
+	t.Parallel()
 	forEachLayout(t, testFencedWatchdogKeepsLockThroughThreeLeases)
 }
 
@@ -189,6 +191,7 @@ func testFencedWatchdogKeepsLockThroughThreeLeases(t *testing.T, lay layout) {
 // TestFencedFrozenHolderLosesLockToNewerToken: a stop-the-world pause of the holder (injected
 // by seckill/lab/fault) holds back its watchdog too, so the lock expires and B gets a newer token.
 func TestFencedFrozenHolderLosesLockToNewerToken(t *testing.T) {
+	t.Parallel()
 	forEachLayout(t, testFencedFrozenHolderLosesLockToNewerToken)
 }
 
@@ -245,6 +248,7 @@ func testFencedFrozenHolderLosesLockToNewerToken(t *testing.T, lay layout) {
 // TestFencedCrashedHoldersLockExpiresOneLeaseLater: a holder whose process dies (its commands
 // fail from then on, injected by seckill/lab/fault) renews nothing, so its lock expires.
 func TestFencedCrashedHoldersLockExpiresOneLeaseLater(t *testing.T) {
+	t.Parallel()
 	forEachLayout(t, testFencedCrashedHoldersLockExpiresOneLeaseLater)
 }
 
@@ -273,6 +277,7 @@ func testFencedCrashedHoldersLockExpiresOneLeaseLater(t *testing.T, lay layout) 
 }
 
 func TestFencedExplicitLeaseHasNoWatchdog(t *testing.T) {
+	t.Parallel()
 	forEachLayout(t, testFencedExplicitLeaseHasNoWatchdog)
 }
 

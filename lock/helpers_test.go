@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/locktest"
 )
 
 // quiet drops go-redis's own log lines ("failed to dial" while a test has stopped a server on
@@ -16,6 +19,15 @@ type quiet struct{}
 func (quiet) Printf(context.Context, string, ...any) {}
 
 func init() { redis.SetLogger(quiet{}) }
+
+// parallelTests is how many of this package's tests run at once unless -test.parallel says
+// otherwise: they mostly wait (on leases, TTLs, servers starting), each on servers of its own,
+// so more than GOMAXPROCS of them fit on a small machine. Redlock's tests stay serial (they run
+// first, alone): a one-attempt acquisition with a short TTL gives each master a few milliseconds
+// to answer, which a busy machine under -race does not always keep.
+const parallelTests = 8
+
+func TestMain(m *testing.M) { locktest.RunParallel(m, parallelTests) }
 
 // universal wraps clients as the UniversalClient interface the constructors take.
 func universal(cs ...*redis.Client) []redis.UniversalClient {

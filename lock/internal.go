@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
 )
 
 // locker is what every lock implements; Locker wraps one.
@@ -23,6 +24,39 @@ type heldLock interface {
 	Lost() <-chan struct{}
 	Release(ctx context.Context) error
 	refresh(ctx context.Context) error
+}
+
+// pipelineReleaser is implemented by the leases whose release can join the holder's pipeline
+// (Lease.ReleaseAfter).
+type pipelineReleaser interface {
+	releaseAfter(ctx context.Context, p redis.Pipeliner) error
+}
+
+// runScript runs a release script on rdb, after p, the holder's pipeline of last commands, when
+// there is one (nil: the script alone). On a client that sends a pipeline on one connection, in
+// order (a plain or Sentinel-managed one), the script joins the end of p: one round trip, and
+// Redis runs the holder's commands first. A Cluster or Ring client splits a pipeline by server,
+// so there p is executed first and the script follows on its own; so does a script Redis does not
+// know yet (NOSCRIPT: EVALSHA in a pipeline cannot fall back to EVAL).
+func runScript(ctx context.Context, p redis.Pipeliner, rdb redis.UniversalClient, sc *redis.Script, keys []string, args ...any) *redis.Cmd {
+	if _, oneConn := rdb.(*redis.Client); p == nil || !oneConn {
+		execHeld(ctx, p)
+		return sc.Run(ctx, rdb, keys, args...)
+	}
+	cmd := sc.EvalSha(ctx, p, keys, args...)
+	execHeld(ctx, p)
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return sc.Run(ctx, rdb, keys, args...)
+	}
+	return cmd
+}
+
+// execHeld executes the holder's pipeline p, if there is one. Each command carries its own
+// error, for the holder to read.
+func execHeld(ctx context.Context, p redis.Pipeliner) {
+	if p != nil {
+		_, _ = p.Exec(ctx)
+	}
 }
 
 // renewer is implemented by the leases with a watchdog.

@@ -15,6 +15,7 @@ import (
 // script it stands in for (else a release script changed without its twin would announce the
 // old way on a cluster), and publishes only with SPUBLISH.
 func TestShardedTwinsMatchTheirScripts(t *testing.T) {
+	t.Parallel()
 	if len(twinSources) != 3 {
 		t.Fatalf("%d twins, want the reentrant release, the fair release and cancel", len(twinSources))
 	}
@@ -36,6 +37,7 @@ func TestShardedTwinsMatchTheirScripts(t *testing.T) {
 // by the thread wait, not by each acquisition's wait, and the queue keys expire with the last
 // deadline.
 func TestFairThreadWaitChainsDeadlines(t *testing.T) {
+	t.Parallel()
 	srv := locktest.New(t)
 	rdb := locktest.NewClient(t, srv)
 	const threadWait = 2 * time.Second
@@ -94,6 +96,7 @@ func TestFairThreadWaitChainsDeadlines(t *testing.T) {
 // unlock reaches an SSUBSCRIBE subscriber, and a waiter is woken by the release at once rather
 // than by the holder's TTL. Needs a real redis-server: the in-process one has no sharded pub/sub.
 func TestShardedPubSubOnOneServer(t *testing.T) {
+	t.Parallel()
 	srv := locktest.New(t)
 	if srv.Kind != locktest.KindReal {
 		t.Skip("the in-process Redis has no SSUBSCRIBE/SPUBLISH")
@@ -165,6 +168,7 @@ func TestShardedPubSubOnOneServer(t *testing.T) {
 // TestHashTag: the part of a key Redis Cluster hashes, which decides whether the default
 // layout's counter shares a slot with RFencedLock's (rfencedKeys).
 func TestHashTag(t *testing.T) {
+	t.Parallel()
 	for key, want := range map[string]string{
 		"{sku}:lock:fenced": "sku", "a{b}c{d}": "b", "plain": "", "{}x": "", "a{b": "", "a}{b}": "b",
 	} {

@@ -240,7 +240,7 @@ func (wl *waitLine) deliver(key, value string, token int64, short bool) bool {
 func (wl *waitLine) passOn(key, value string) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	if _, err := wl.release(ctx, key, value); err != nil {
+	if _, err := wl.release(ctx, nil, key, value); err != nil {
 		wl.log.Warn("lock line: pass on a lock handed to a waiter that left", "key", key, "err", err)
 	}
 }
@@ -452,7 +452,7 @@ func (wl *waitLine) exit(key string, kl *keyLine, w *lineWaiter, won bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	for try := 0; ; try++ {
-		_, err := wl.release(ctx, key, w.value)
+		_, err := wl.release(ctx, nil, key, w.value)
 		if err == nil {
 			return
 		}
@@ -480,9 +480,10 @@ func (wl *waitLine) forget(key, value string) {
 	}
 }
 
-// release gives back key's lock held by value and passes it on (rule 3); when the lock is not
-// value's, it only takes value out of the Redis line. It reports whether the lock was value's.
-func (wl *waitLine) release(ctx context.Context, key, value string) (bool, error) {
+// release gives back key's lock held by value and passes it on (rule 3), after the holder's
+// pipeline p when there is one (runScript); when the lock is not value's, it only takes value out
+// of the Redis line. It reports whether the lock was value's.
+func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value string) (bool, error) {
 	// The next waiter of this process, if it is not in the Redis line yet (it is the head and
 	// has not tried: a holder here was going to pass it on).
 	var next *lineWaiter
@@ -495,7 +496,7 @@ func (wl *waitLine) release(ctx context.Context, key, value string) (bool, error
 	if next != nil {
 		args[5], args[6], args[7], args[8] = next.value, next.deadline.UnixMilli(), next.grantTTL.Milliseconds(), max(next.lease.Milliseconds(), 1)
 	}
-	r, err := lineRelease.Run(ctx, wl.rdb, wl.lineKeys(key), args...).Slice()
+	r, err := runScript(ctx, p, wl.rdb, lineRelease, wl.lineKeys(key), args...).Slice()
 	if err != nil {
 		wl.forget(key, value)
 		return false, redisErr("release "+key, err)

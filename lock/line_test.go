@@ -96,6 +96,7 @@ func lineOf(l *Locker) *waitLine {
 // TestLineHandsOverWithinOneProcess: with nobody waiting elsewhere, a release hands the lock
 // straight to this process's next waiter: it holds the lock without a command of its own.
 func TestLineHandsOverWithinOneProcess(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"lua", "fenced"} {
 		t.Run(mode, func(t *testing.T) {
 			srv := newClientSet(t)
@@ -145,6 +146,7 @@ func TestLineHandsOverWithinOneProcess(t *testing.T) {
 // hands the lock to the first in line only, in the order they queued, and the others send
 // nothing while they wait.
 func TestLineOneReleaseWakesOneWaiter(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"lua", "fenced"} {
 		t.Run(mode, func(t *testing.T) {
 			srv := newClientSet(t)
@@ -221,6 +223,7 @@ func TestLineOneReleaseWakesOneWaiter(t *testing.T) {
 // min(lease, wait) at first; a holder still holding a third of the way in pushes it out to its
 // lease.
 func TestLineHandedOverLockGetsItsLease(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"lua", "fenced"} {
 		t.Run(mode, func(t *testing.T) {
 			srv := newClientSet(t)
@@ -264,6 +267,7 @@ func TestLineHandedOverLockGetsItsLease(t *testing.T) {
 // TestLineSpreadsAcrossProcesses: a crowd in one process and a lone buyer in another; the Redis
 // line takes turns between the processes, so the lone buyer gets about half.
 func TestLineSpreadsAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	srv := newClientSet(t)
 	ls := lineLockers(t, srv, "lua", 2, 5*time.Second)
 	key := "{line}:lock:lopsided"
@@ -302,6 +306,7 @@ func TestLineSpreadsAcrossProcesses(t *testing.T) {
 // TestLineGrantToAWaiterThatLeft: a grant heard for a waiter that has already left is passed
 // on: with nobody else waiting, the lock is deleted, not left to expire.
 func TestLineGrantToAWaiterThatLeft(t *testing.T) {
+	t.Parallel()
 	srv := newClientSet(t)
 	l := lineLockers(t, srv, "lua", 1, 5*time.Second)[0].impl.(*luaLocker)
 	key := "{line}:lock:left"
@@ -327,6 +332,7 @@ func TestLineGrantToAWaiterThatLeft(t *testing.T) {
 // TestLineWaiterThatGivesUpLeavesTheLine: a waiter whose wait ends leaves the Redis line, so
 // the release after it deletes the lock instead of handing it to nobody.
 func TestLineWaiterThatGivesUpLeavesTheLine(t *testing.T) {
+	t.Parallel()
 	srv := newClientSet(t)
 	ls := lineLockers(t, srv, "lua", 2, 5*time.Second)
 	key := "{line}:lock:gaveup"
@@ -354,6 +360,7 @@ func TestLineWaiterThatGivesUpLeavesTheLine(t *testing.T) {
 // release hands it to the dead waiter, and the next waiter, in another process, gets it once
 // the dead waiter's wait bound has passed, long before the lease would have.
 func TestLineDeadWaiterHoldsTheLineForItsWait(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("LOCKTEST_LINE_WAITER") != "" {
 		return // the waiter's own run: see lineWaiterMain
 	}
@@ -433,6 +440,7 @@ func TestLineDeadWaiterHoldsTheLineForItsWait(t *testing.T) {
 // TestLineDeadWaiterHelper is the waiter process of TestLineDeadWaiterHoldsTheLineForItsWait:
 // it queues for the lock, says so on stdout, and waits to be killed.
 func TestLineDeadWaiterHelper(t *testing.T) {
+	t.Parallel()
 	spec := os.Getenv("LOCKTEST_LINE_WAITER")
 	if spec == "" {
 		t.Skip("run by TestLineDeadWaiterHoldsTheLineForItsWait as its waiter process")
@@ -489,6 +497,7 @@ func (h *holdRelease) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // another process, so it must tell this one itself. Before that was so, it slept its whole wait
 // while the lock went free (found by chaos case 7 as a 5 s stall of one instance).
 func TestLineWaiterArrivingDuringARelease(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"lua", "fenced"} {
 		t.Run(mode, func(t *testing.T) {
 			srv := newClientSet(t)

@@ -37,6 +37,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Sentinel errors, checked with errors.Is.
@@ -123,6 +125,25 @@ func (le *Lease) Lost() <-chan struct{} { return le.impl.Lost() }
 // that failed on a transient error (ErrUnavailable, or ctx ended: errors.Is tells both) may be
 // called again; until it succeeds the lock expires on its own at the end of its lease.
 func (le *Lease) Release(ctx context.Context) error { return le.impl.Release(ctx) }
+
+// ReleaseAfter executes p, a pipeline of the holder's last commands (its writes) on the lock's own
+// Redis server, and then releases the lock, as p.Exec followed by Release would, but in one round
+// trip where the lock allows it: for NewLua, NewFenced, NewReentrant and NewFair on a client that
+// sends a pipeline on one connection (not a Cluster or Ring client), the release joins the end of
+// p, so Redis runs the commands before it and a waiter gets the lock one round trip sooner (a
+// release script Redis has forgotten is sent again on its own, after them). The locks on several
+// masters, and those clients, execute p and then release. Queue scripts in p with Script.Eval,
+// not EvalSha: one Redis does not know fails in p, and sending it again would run it after the
+// release. The commands' results are in the commands p returned as
+// they were queued; the error is the release's, as Release's (a lease released already gets p
+// executed and ErrNotHeld).
+func (le *Lease) ReleaseAfter(ctx context.Context, p redis.Pipeliner) error {
+	if pr, ok := le.impl.(pipelineReleaser); ok {
+		return pr.releaseAfter(ctx, p)
+	}
+	execHeld(ctx, p)
+	return le.impl.Release(ctx)
+}
 
 // Refresh extends the lock by its lease from now, as the watchdog does: for a lease without a
 // watchdog (NewLua, or Options.ExplicitLease) it is how a holder keeps a lock through long work.

@@ -47,19 +47,20 @@ func (l *luaLocker) Acquire(ctx context.Context, key string, opts Options) (held
 	}
 	leaseMs := max(lease.Milliseconds(), 1)
 	return &plainLease{key: key,
-		release: func(ctx context.Context) error {
+		release: func(ctx context.Context, p redis.Pipeliner) error {
 			if stopPush != nil {
 				stopPush()
 			}
-			return l.release(ctx, key, value)
+			return l.release(ctx, p, key, value)
 		},
 		renew: func(ctx context.Context) error { return renewValue(ctx, l.rdb, key, value, leaseMs) },
 	}, nil
 }
 
-// release gives the lock back and passes it on to one waiter (line.go).
-func (l *luaLocker) release(ctx context.Context, key, value string) error {
-	ours, err := l.line.release(ctx, key, value)
+// release gives the lock back and passes it on to one waiter (line.go), after the holder's
+// pipeline p when there is one.
+func (l *luaLocker) release(ctx context.Context, p redis.Pipeliner, key, value string) error {
+	ours, err := l.line.release(ctx, p, key, value)
 	if err != nil {
 		return err
 	}

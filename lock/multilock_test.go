@@ -56,6 +56,7 @@ func mlKeysLeft(t *testing.T, clients []*redis.Client, key string) []int {
 }
 
 func TestMultilockTakesEveryMasterAndExcludes(t *testing.T) {
+	t.Parallel()
 	const lease = 600 * time.Millisecond
 	a, _, clients := mlSetup(t, "inst-a", lease)
 	b := mlLocker(t, clients, "inst-b", lease)
@@ -94,6 +95,7 @@ func TestMultilockTakesEveryMasterAndExcludes(t *testing.T) {
 // TestMultilockGivesBackPartialAcquisition: master 2 is held by someone else, so a multilock
 // buyer gets master 1, cannot get master 2, and must give master 1 back.
 func TestMultilockGivesBackPartialAcquisition(t *testing.T) {
+	t.Parallel()
 	const lease = 2 * time.Second
 	a, _, clients := mlSetup(t, "inst-a", lease)
 	const key = "partial"
@@ -119,6 +121,7 @@ func TestMultilockGivesBackPartialAcquisition(t *testing.T) {
 }
 
 func TestMultilockMasterDownFailsCleanlyThenRecovers(t *testing.T) {
+	t.Parallel()
 	const lease = time.Second
 	a, srvs, clients := mlSetup(t, "inst-a", lease)
 	const key = "down"
@@ -151,6 +154,7 @@ func TestMultilockMasterDownFailsCleanlyThenRecovers(t *testing.T) {
 }
 
 func TestMultilockWatchdogRenewsEveryMasterAndReportsLoss(t *testing.T) {
+	t.Parallel()
 	const lease = 300 * time.Millisecond
 	a, srvs, clients := mlSetup(t, "inst-a", lease)
 	const key = "renewed"
@@ -187,6 +191,7 @@ func TestMultilockWatchdogRenewsEveryMasterAndReportsLoss(t *testing.T) {
 // TestMultilockPausedAndCrashedHolders: a paused holder's watchdogs pause with it, so its lock
 // expires on every master; a crashed holder's lock stays until its lease ends, then goes.
 func TestMultilockPausedAndCrashedHolders(t *testing.T) {
+	t.Parallel()
 	const lease = 300 * time.Millisecond
 	a, _, clients := mlSetup(t, "inst-a", lease)
 	const key = "faults"
@@ -217,6 +222,7 @@ func TestMultilockPausedAndCrashedHolders(t *testing.T) {
 }
 
 func TestMultilockWithoutMasters(t *testing.T) {
+	t.Parallel()
 	// Without masters nothing is built (the service's mode registry, internal/modes, answers
 	// for a mode it cannot build); what comes back still answers ErrUnavailable.
 	for _, masters := range [][]redis.UniversalClient{nil, {}} {

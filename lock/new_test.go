@@ -14,6 +14,7 @@ import (
 // TestConstructorsRefuseBadOptions: no client, or an option out of range, is an error that names
 // the mode and the problem; nothing is built.
 func TestConstructorsRefuseBadOptions(t *testing.T) {
+	t.Parallel()
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	t.Cleanup(func() { _ = c.Close() })
 	masters := []redis.UniversalClient{c, c, c}

@@ -16,6 +16,7 @@ import (
 // context was cancelled) leaves the lease releasable; the next Release deletes the key, and only
 // a Release after that one is "already released".
 func TestReleaseAfterAFailedReleaseStillReleases(t *testing.T) {
+	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	rdb := redis.UniversalClient(c)
 	for name, build := range map[string]func() (*lock.Locker, error){
@@ -63,6 +64,7 @@ func TestReleaseAfterAFailedReleaseStillReleases(t *testing.T) {
 // published: the waiter's subscription reconnects, and that wakes it to try again, long before
 // its wait or the holder's lease.
 func TestWaiterRecoversWhenRedisRestarts(t *testing.T) {
+	t.Parallel()
 	srv := locktest.New(t)
 	for _, name := range []string{"lua", "fenced", "reentrant"} {
 		t.Run(name, func(t *testing.T) {

@@ -320,9 +320,13 @@ func (le *reentrantLease) Renewals() int64 {
 // Release gives back one hold. A release by someone who no longer holds the lock (its lease ran
 // out, or this lease was already released) is ErrNotHeld, as Redisson's
 // IllegalMonitorStateException.
-func (le *reentrantLease) Release(ctx context.Context) error {
+func (le *reentrantLease) Release(ctx context.Context) error { return le.releaseAfter(ctx, nil) }
+
+// releaseAfter is Release after the holder's pipeline p, when there is one (runScript).
+func (le *reentrantLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
 	first, ok := le.gate.begin()
 	if !ok {
+		execHeld(ctx, p)
 		return fmt.Errorf("%w: %s: this lease was already released", ErrNotHeld, le.key)
 	}
 	if first {
@@ -331,13 +335,14 @@ func (le *reentrantLease) Release(ctx context.Context) error {
 			le.l.unhold(le.key+"\x00"+le.field, le.entry)
 		}
 	}
-	return le.gate.end(le.release(ctx))
+	return le.gate.end(le.release(ctx, p))
 }
 
-// release sends the release script (again, after a failure to reach Redis).
-func (le *reentrantLease) release(ctx context.Context) error {
-	_, err := le.l.sub.mode.script(ctx, reentrantRelease).Run(ctx, le.l.rdb, []string{le.key, unlockChannel(le.key)},
-		unlockMessage, le.leaseMs, le.field).Int64()
+// release sends the release script (again, after a failure to reach Redis), after the holder's
+// pipeline p when there is one.
+func (le *reentrantLease) release(ctx context.Context, p redis.Pipeliner) error {
+	_, err := runScript(ctx, p, le.l.rdb, le.l.sub.mode.script(ctx, reentrantRelease),
+		[]string{le.key, unlockChannel(le.key)}, unlockMessage, le.leaseMs, le.field).Int64()
 	if errors.Is(err, redis.Nil) {
 		return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)",
 			ErrNotHeld, le.key, le.field)

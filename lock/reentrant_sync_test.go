@@ -64,6 +64,7 @@ func replicated(t *testing.T) (master, replica *locktest.Server) {
 // TestWaitReplicasAcknowledged: with a replica that keeps up, every acquisition (first and
 // nested) is on the replica when Acquire returns.
 func TestWaitReplicasAcknowledged(t *testing.T) {
+	t.Parallel()
 	m, r := replicated(t)
 	mc, rc := locktest.NewClient(t, m), locktest.NewClient(t, r)
 	l := syncLocker(t, mc, 1, time.Second)
@@ -84,6 +85,7 @@ func TestWaitReplicasAcknowledged(t *testing.T) {
 // TestWaitReplicasRefused: with the replica stopped, the acquisition is given back and fails
 // with ErrNotReplicated (also ErrUnavailable); a nested one leaves the earlier hold as it was.
 func TestWaitReplicasRefused(t *testing.T) {
+	t.Parallel()
 	m, r := replicated(t)
 	mc := locktest.NewClient(t, m)
 	l := syncLocker(t, mc, 1, 200*time.Millisecond)
@@ -123,6 +125,7 @@ func TestWaitReplicasRefused(t *testing.T) {
 // TestWaitReplicasOnlyReentrant: the option is for the data Redis; multilock's independent
 // masters have no replicas and must still lock.
 func TestWaitReplicasOnlyReentrant(t *testing.T) {
+	t.Parallel()
 	var masters []redis.UniversalClient
 	for _, s := range locktest.NewN(t, 3) {
 		masters = append(masters, locktest.NewClient(t, s))

@@ -135,6 +135,7 @@ func reentWaitAsync(t *testing.T, l *lock.Locker, owner, key string, wait time.D
 // TestReentrantRedissonLayout reads the raw hash and channel: the same bytes a Java Redisson
 // client writes and listens to.
 func TestReentrantRedissonLayout(t *testing.T) {
+	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	const lease = 600 * time.Millisecond
 	l := reentLocker(t, c, "inst-a", lease)
@@ -196,6 +197,7 @@ const (
 )
 
 func TestReentrantExcludesWithJavaRedisson(t *testing.T) {
+	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	l := reentLocker(t, c, "go-instance", 5*time.Second)
 	const key, javaField = "redisLock", "8743c9c0-0795-4907-87fd-6c719a6b4586:1"
@@ -240,6 +242,7 @@ func TestReentrantExcludesWithJavaRedisson(t *testing.T) {
 }
 
 func TestReentrantNestedAcquireNeedsAsManyReleases(t *testing.T) {
+	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	l := reentLocker(t, c, "inst", time.Second)
 	const key = "nested"
@@ -261,6 +264,7 @@ func TestReentrantNestedAcquireNeedsAsManyReleases(t *testing.T) {
 }
 
 func TestReentrantReleaseByNonHolderIsErrNotHeld(t *testing.T) {
+	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	a := reentLocker(t, c, "inst-a", time.Second)
 	b := reentLocker(t, c, "inst-b", time.Second)
@@ -287,6 +291,7 @@ func TestReentrantReleaseByNonHolderIsErrNotHeld(t *testing.T) {
 // gets in; the same hold with an explicit lease (no watchdog) lets another owner in, which is
 // what the watchdog prevents.
 func TestReentrantWatchdogKeepsLockThroughThreeLeases(t *testing.T) {
+	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	const lease = 300 * time.Millisecond
 	a := reentLocker(t, c, "inst-a", lease)
@@ -332,6 +337,7 @@ func TestReentrantWatchdogKeepsLockThroughThreeLeases(t *testing.T) {
 // (SIGSTOP), so renewal calls time out; the lock is still ours until its TTL, so the watchdog
 // keeps trying and must not report it lost.
 func TestReentrantWatchdogRidesOutAStalledRedis(t *testing.T) {
+	t.Parallel()
 	srv := locktest.New(t)
 	if srv.PID() == 0 {
 		t.Skip("needs a real redis-server to pause with SIGSTOP (apt-get install redis-server)")
@@ -362,6 +368,7 @@ func TestReentrantWatchdogRidesOutAStalledRedis(t *testing.T) {
 }
 
 func TestReentrantCrashedHolderExpiresOneLeaseLater(t *testing.T) {
+	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	const lease = 400 * time.Millisecond
 	a := reentLocker(t, c, "inst-a", lease)
@@ -392,6 +399,7 @@ func TestReentrantCrashedHolderExpiresOneLeaseLater(t *testing.T) {
 // TestReentrantWaiterWokenByUnlockMessage: a waiter does not poll while it waits, and gets the
 // lock within milliseconds of the release although the holder's PTTL was seconds.
 func TestReentrantWaiterWokenByUnlockMessage(t *testing.T) {
+	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	const lease = 5 * time.Second
 	a := reentLocker(t, c, "inst-a", lease)
@@ -424,6 +432,7 @@ func TestReentrantWaiterWokenByUnlockMessage(t *testing.T) {
 // each: all get through quickly (no lost wake-up), never two at once, and each release costs
 // one retry, not one per waiter.
 func TestReentrantHandoffWakesOneWaiterAtATime(t *testing.T) {
+	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	const lease, waiters = 5 * time.Second, 10
 	l := reentLocker(t, c, "inst", lease)
@@ -474,6 +483,7 @@ func TestReentrantHandoffWakesOneWaiterAtATime(t *testing.T) {
 // TestReentrantPausedHolderLosesTheLock: a stop-the-world pause of the holder holds back its
 // watchdog too, so its lock expires during the pause and the watchdog reports Lost.
 func TestReentrantPausedHolderLosesTheLock(t *testing.T) {
+	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	const lease = 300 * time.Millisecond
 	a := reentLocker(t, c, "inst-a", lease)
@@ -508,6 +518,7 @@ func TestReentrantPausedHolderLosesTheLock(t *testing.T) {
 }
 
 func TestReentrantWaitEndsWithContextAndWait(t *testing.T) {
+	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	l := reentLocker(t, c, "inst", 5*time.Second)
 	const key = "busy"

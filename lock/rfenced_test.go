@@ -140,6 +140,7 @@ func rfencedSetup(t *testing.T, opts ...lock.Option) (*lock.Locker, *javaFenced,
 // consecutive tokens from Redisson's counter; while one side holds the lock the other cannot take
 // it; a re-entry draws a new token and needs its own release, as RFencedLock's does.
 func TestRFencedLayoutOneCounterBothWays(t *testing.T) {
+	t.Parallel()
 	l, java, c, _ := rfencedSetup(t)
 	ctx := t.Context()
 	key := "{rf}:lock:fenced"
@@ -220,6 +221,7 @@ func TestRFencedLayoutOneCounterBothWays(t *testing.T) {
 // is where the tokens carry on from, and it follows them, so a switch of layout either way never
 // draws a token already handed out.
 func TestRFencedLayoutKeepsDefaultCounterInStep(t *testing.T) {
+	t.Parallel()
 	srv := locktest.New(t)
 	c := locktest.NewClient(t, srv)
 	ctx := t.Context()
@@ -286,6 +288,7 @@ func TestRFencedLayoutKeepsDefaultCounterInStep(t *testing.T) {
 // release wakes a Java waiter, with Redisson's unlock message (SPUBLISH, on a server that has it,
 // when the pub/sub is sharded); each holder's lock would have lived 30 s.
 func TestRFencedLayoutWakesTheOtherSide(t *testing.T) {
+	t.Parallel()
 	for _, sharded := range []bool{false, true} {
 		t.Run(fmt.Sprintf("sharded=%v", sharded), func(t *testing.T) {
 			l, java, c, kind := rfencedSetup(t, lock.WithShardedPubSub(sharded))
@@ -384,6 +387,7 @@ func TestRFencedLayoutWakesTheOtherSide(t *testing.T) {
 // TestRFencedLayoutMixedContention: service and Java holders contend for one lock at once; never
 // two hold it, the tokens rise in the order they held it, and the counter ends at the last.
 func TestRFencedLayoutMixedContention(t *testing.T) {
+	t.Parallel()
 	l, java, c, _ := rfencedSetup(t)
 	ctx := t.Context()
 	key := "{rf}:lock:fenced"

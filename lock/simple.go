@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // plainLease is the Lease of modes without a watchdog or fencing: Lost is nil.
 type plainLease struct {
-	key     string
-	gate    releaseGate
-	release func(ctx context.Context) error
+	key  string
+	gate releaseGate
+	// release gives the lock back, after the holder's pipeline p when there is one (runScript).
+	release func(ctx context.Context, p redis.Pipeliner) error
 	renew   func(ctx context.Context) error
 }
 
@@ -26,14 +29,14 @@ func (l *plainLease) Key() string           { return l.key }
 func (l *plainLease) Token() int64          { return 0 }
 func (l *plainLease) Lost() <-chan struct{} { return nil }
 
-func (l *plainLease) Release(ctx context.Context) error {
+func (l *plainLease) Release(ctx context.Context) error { return l.releaseAfter(ctx, nil) }
+
+func (l *plainLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
 	if _, ok := l.gate.begin(); !ok {
+		execHeld(ctx, p)
 		return ErrNotHeld
 	}
-	if l.release == nil {
-		return l.gate.end(nil)
-	}
-	return l.gate.end(l.release(ctx))
+	return l.gate.end(l.release(ctx, p))
 }
 
 // sleep waits for d or until ctx ends, whichever is first; it reports whether d elapsed.

@@ -299,11 +299,21 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 		return res, fmt.Errorf("%w: lock %s acquired and never released", ErrCrashed, key)
 	}
 
-	result, saleErr := s.critical(ctx, req, lease, holder, order, &res)
+	// Without a fault to act between them, the commit and the release go out together (critical).
+	var joined *joinedRelease
+	if holder == nil {
+		joined = &joinedRelease{}
+	}
+	result, saleErr := s.critical(ctx, req, lease, holder, order, &res, joined)
 	// The release must run even if the buyer went away: a lock left behind blocks everyone.
-	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWithin)
 	defer cancel()
-	if err := s.release(relCtx, lease); err != nil {
+	if joined != nil && joined.sent && !errors.Is(joined.err, lock.ErrUnavailable) {
+		err = joined.err // sent with the commit (one Redis did not answer goes to s.release, again)
+	} else {
+		err = s.release(relCtx, lease)
+	}
+	if err != nil {
 		switch {
 		case errors.Is(err, modes.ErrForeignUnlock):
 			res.ForeignUnlock = true
@@ -334,12 +344,28 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 	return res, saleErr
 }
 
-// critical is the read-check-write inside the lock. It returns a short result label.
-func (s *Service) critical(ctx context.Context, req SaleRequest, lease modes.Lease, holder FaultHolder, order store.Order, res *SaleResult) (string, error) {
+// releaseWithin bounds a release, which runs even after the buyer has gone.
+const releaseWithin = 5 * time.Second
+
+// joinedRelease is a release sent in one round trip with the commit (Lease.ReleaseAfter).
+type joinedRelease struct {
+	sent bool
+	err  error
+	// left: the holder left the section (TrackOverlap) in the same pipeline, before the release.
+	left bool
+}
+
+// critical is the read-check-write inside the lock. It returns a short result label. With joined,
+// a commit goes out with the release behind it, in one pipeline, where the lease can do that
+// (joined.sent then, and joined.err is the release's error).
+func (s *Service) critical(ctx context.Context, req SaleRequest, lease modes.Lease, holder FaultHolder, order store.Order, res *SaleResult, joined *joinedRelease) (string, error) {
 	if s.set.TrackOverlap {
 		// Leave even when Enter failed: its reply may be what was lost, and leaving is idempotent.
 		defer func() {
-			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			if joined != nil && joined.left {
+				return
+			}
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWithin)
 			defer cancel()
 			if err := s.store.LeaveSection(lctx, req.SKU, order.ID); err != nil {
 				s.log.Error("leave section", "err", err)
@@ -385,7 +411,7 @@ func (s *Service) critical(ctx context.Context, req SaleRequest, lease modes.Lea
 		holder.Freeze(ctx, req.Freeze)
 	}
 	order.Token = lease.Token()
-	cr, err := s.store.Commit(ctx, req.SKU, stock-1, order)
+	cr, err := s.commit(ctx, req.SKU, stock-1, order, lease, joined)
 	if err != nil {
 		return "error", s.storeError(err)
 	}
@@ -400,6 +426,28 @@ func (s *Service) critical(ctx context.Context, req SaleRequest, lease modes.Lea
 	res.Sold, res.Remaining, res.OrderID = true, &left, order.ID
 	res.Message = fmt.Sprintf("sold one, %d left (served by %s)", stock-1, s.set.Instance)
 	return "sold", nil
+}
+
+// commit writes the sale; with joined, and a lease that can, the release follows it in the same
+// pipeline (behind the leave of the section, when overlaps are counted), so the next holder gets
+// the lock one round trip sooner.
+func (s *Service) commit(ctx context.Context, sku string, stock int64, order store.Order, lease modes.Lease, joined *joinedRelease) (store.CommitResult, error) {
+	pr, ok := lease.(modes.PipelineReleaser)
+	if joined == nil || !ok || ctx.Err() != nil {
+		return s.store.Commit(ctx, sku, stock, order)
+	}
+	p := s.store.Pipeline()
+	read := s.store.CommitIn(ctx, p, sku, stock, order)
+	var leave func() error
+	if s.set.TrackOverlap {
+		// Out of the section before the release, as the deferred leave would be.
+		leave = s.store.LeaveSectionIn(ctx, p, sku, order.ID)
+	}
+	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWithin)
+	defer cancel()
+	joined.sent, joined.err = true, pr.ReleaseAfter(relCtx, p)
+	joined.left = leave != nil && leave() == nil
+	return read()
 }
 
 func (s *Service) atomicSale(ctx context.Context, req SaleRequest, res SaleResult, order store.Order) (SaleResult, error) {

@@ -177,7 +177,7 @@ hold:
 		}
 	}
 	// The release must run even if the caller went away.
-	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWithin)
 	defer cancel()
 	if err := lease.Release(relCtx); err != nil {
 		out.ReleaseError = err.Error()

@@ -187,14 +187,35 @@ type CommitResult struct {
 // only the lock protects it. With o.Token > 0 the write is accepted only if no newer token has
 // been written (fencing).
 func (s *Store) Commit(ctx context.Context, sku string, newStock int64, o Order) (CommitResult, error) {
+	keys, args := commitCall(sku, newStock, o)
+	return commitResult(commitScript.Run(ctx, s.rdb, keys, args...).Int64Slice())
+}
+
+// commitCall is the commit script's keys and arguments.
+func commitCall(sku string, newStock int64, o Order) ([]string, []any) {
 	k := KeysFor(sku)
-	res, err := commitScript.Run(ctx, s.rdb,
-		[]string{k.Stock, k.Orders, k.ByInstance, k.Fence, k.Stale},
-		newStock, orderRecord(o), o.Instance, o.Token).Int64Slice()
+	return []string{k.Stock, k.Orders, k.ByInstance, k.Fence, k.Stale}, []any{newStock, orderRecord(o), o.Instance, o.Token}
+}
+
+// commitResult reads the commit script's reply.
+func commitResult(res []int64, err error) (CommitResult, error) {
 	if err != nil {
 		return CommitResult{}, wrap("commit", err)
 	}
 	return CommitResult{Stale: res[0] == 0, NewestToken: res[1]}, nil
+}
+
+// Pipeline starts a pipeline on the store's Redis, for the commands of a sale sent together.
+func (s *Store) Pipeline() redis.Pipeliner { return s.rdb.Pipeline() }
+
+// CommitIn queues Commit on p, a pipeline of this store's Redis that the caller executes, and
+// returns the reading of its result once p has run. The script goes in full (EVAL): EVALSHA in a
+// pipeline cannot fall back when Redis does not know it yet, and a write that missed its place
+// ahead of a lock's release must not be sent again after it.
+func (s *Store) CommitIn(ctx context.Context, p redis.Pipeliner, sku string, newStock int64, o Order) func() (CommitResult, error) {
+	keys, args := commitCall(sku, newStock, o)
+	cmd := commitScript.Eval(ctx, p, keys, args...)
+	return func() (CommitResult, error) { return commitResult(cmd.Int64Slice()) }
 }
 
 // AtomicSale decrements the stock only while it is above 0 and records the order, in one script.
@@ -364,6 +385,13 @@ func (s *Store) EnterSection(ctx context.Context, sku, buyer string, within time
 // not EnterSection got through.
 func (s *Store) LeaveSection(ctx context.Context, sku, buyer string) error {
 	return wrap("ZREM inSection", s.rdb.ZRem(ctx, KeysFor(sku).InSection, buyer).Err())
+}
+
+// LeaveSectionIn queues LeaveSection on p, a pipeline of this store's Redis that the caller
+// executes, and returns the reading of its outcome once p has run.
+func (s *Store) LeaveSectionIn(ctx context.Context, p redis.Pipeliner, sku, buyer string) func() error {
+	cmd := p.ZRem(ctx, KeysFor(sku).InSection, buyer)
+	return func() error { return wrap("ZREM inSection", cmd.Err()) }
 }
 
 func truncate(s string, n int) string {

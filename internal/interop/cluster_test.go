@@ -71,6 +71,7 @@ func subscribed(t *testing.T, ps *redis.PubSub) *redis.PubSub {
 // subscriber of its channel (as Redisson listens there), and not a classic one; forced classic
 // (WithShardedPubSub(false)), the other way round.
 func TestClusterUnlockIsSharded(t *testing.T) {
+	t.Parallel()
 	cc := startCluster(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -116,6 +117,7 @@ func TestClusterUnlockIsSharded(t *testing.T) {
 // classic again, "auto" sharded (the fenced lock in RFencedLock's layout, lock.fencedLayout:
 // redisson, whose release is Redisson's unlock).
 func TestClusterSubscriptionModeSetting(t *testing.T) {
+	t.Parallel()
 	cc := startCluster(t)
 	ctx := context.Background()
 	for _, setting := range []string{"auto", "classic"} {
@@ -203,6 +205,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // (median of the rounds), where before the sharded subscription it slept out the holder's TTL.
 // The fenced waiter's token comes from RFencedLock's counter, in the lock's slot.
 func TestClusterWaiterWakesOnForeignSPUBLISH(t *testing.T) {
+	t.Parallel()
 	cc := startCluster(t)
 	ctx := context.Background()
 	const rounds = 5
@@ -345,6 +348,7 @@ func moveSlot(t *testing.T, cc *redis.ClusterClient, key string) *redis.Client {
 // its channel's slot: the node that lost the slot ends it, the waiter subscribes again on the
 // new owner, and a foreign release announced there still wakes it at once.
 func TestClusterSubscriptionFollowsTheSlot(t *testing.T) {
+	t.Parallel()
 	cc := startCluster(t)
 	ctx := context.Background()
 	l, err := lock.NewReentrant(cc)

@@ -264,6 +264,7 @@ func fairSetup(t *testing.T, serviceWait time.Duration) (*redis.Client, *lock.Lo
 // across both sides, and at every turn the queue holds exactly the ones not served yet (nobody
 // alive was dropped).
 func TestMixedFairLineEqualWaits(t *testing.T) {
+	t.Parallel()
 	const threadWait = 3 * time.Second
 	rdb, svc := fairSetup(t, threadWait)
 	java := &rfair{rdb: rdb, id: "java-uuid", threadWait: threadWait, lease: 30 * time.Second}
@@ -323,6 +324,7 @@ func TestMixedFairLineEqualWaits(t *testing.T) {
 //     within their thread wait, join again at the tail (behind j2: they lose their places) and
 //     still get the lock. Nobody hangs, never two holders.
 func TestMixedFairLineUnequalWaits(t *testing.T) {
+	t.Parallel()
 	const serviceWait = 500 * time.Millisecond
 	rdb, svc := fairSetup(t, serviceWait)
 	java := &rfair{rdb: rdb, id: "java-uuid", threadWait: 20 * serviceWait, lease: 30 * time.Second}
@@ -394,6 +396,7 @@ func TestMixedFairLineUnequalWaits(t *testing.T) {
 // from then on, its leaving the queue included, as for a process killed there); it runs on its
 // own Locker, like another process, so no release hands it the lock in process.
 func TestMixedFairLineKilledWaiter(t *testing.T) {
+	t.Parallel()
 	const threadWait = time.Second
 	for _, dead := range []string{"java", "service"} {
 		t.Run(dead, func(t *testing.T) {

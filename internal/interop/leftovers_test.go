@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(childEnv); spec != "" {
 		os.Exit(child(spec))
 	}
-	os.Exit(m.Run())
+	testredis.RunParallel(m, 6)
 }
 
 // child is one process of the crash test: spec is "mode role addr key lease threadWait". A
@@ -142,6 +142,7 @@ func startChild(t *testing.T, spec, want string) *exec.Cmd {
 // the service's default), max(lease, the waiters' own wait). The fenced lock's token counter
 // stays, without TTL, on purpose.
 func TestLeftoversAfterCrash(t *testing.T) {
+	t.Parallel()
 	srv := testredis.Start(t)
 	const lease, threadWait, waiters = 2 * time.Second, time.Second, 2
 	const margin = time.Second

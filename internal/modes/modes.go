@@ -29,6 +29,12 @@ type Lease interface {
 	Release(ctx context.Context) error
 }
 
+// PipelineReleaser is a lease that can release at the end of the holder's own pipeline, so the
+// last writes and the release take one round trip (*lock.Lease: Lease.ReleaseAfter).
+type PipelineReleaser interface {
+	ReleaseAfter(ctx context.Context, p redis.Pipeliner) error
+}
+
 // Renewer is a lease whose watchdog counts its renewals.
 type Renewer interface{ Renewals() int64 }
 

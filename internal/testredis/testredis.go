@@ -5,10 +5,7 @@ package testredis
 
 import (
 	"errors"
-	"flag"
-	"fmt"
 	"os"
-	"strconv"
 	"sync"
 	"testing"
 
@@ -83,18 +80,6 @@ type Counter = locktest.Counter
 // Count installs a counting hook on every client and returns the counter.
 func Count(cs ...*redis.Client) *Counter { return locktest.Count(cs...) }
 
-// RunParallel is a TestMain for packages whose tests mostly wait (on leases, TTLs, servers
-// starting) rather than compute: it runs up to n of their parallel tests at once instead of
-// GOMAXPROCS, unless -test.parallel is given.
-func RunParallel(m *testing.M, n int) {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
-			fmt.Fprintln(os.Stderr, "testredis:", err)
-			os.Exit(2)
-		}
-	}
-	os.Exit(m.Run())
-}
+// RunParallel is a TestMain for packages whose tests mostly wait: up to n of their parallel tests
+// at once (locktest.RunParallel).
+func RunParallel(m *testing.M, n int) { locktest.RunParallel(m, n) }

@@ -13,6 +13,7 @@ import (
 type Counter struct {
 	mu     sync.Mutex
 	byName map[string]int64
+	trips  int64
 }
 
 // Count installs a counting hook on every client and returns the counter. A client keeps the hook
@@ -48,18 +49,37 @@ func (c *Counter) Of(names ...string) int64 {
 	return n
 }
 
+// RoundTrips is the number of round trips since the last Reset: each command sent alone and
+// each pipeline counts one. A new connection's set-up (HELLO, CLIENT, AUTH, SELECT, alone or in
+// a pipeline of its own) is left out: how many connections a pool dials depends on timing.
+func (c *Counter) RoundTrips() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.trips
+}
+
 // Reset starts counting from zero.
 func (c *Counter) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.byName)
+	c.trips = 0
 }
 
 func (c *Counter) add(cmds ...redis.Cmder) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	setupOnly := true
 	for _, cmd := range cmds {
 		c.byName[cmd.Name()]++
+		switch cmd.Name() {
+		case "hello", "client", "auth", "select":
+		default:
+			setupOnly = false
+		}
+	}
+	if !setupOnly {
+		c.trips++
 	}
 }
 

@@ -11,6 +11,7 @@ package locktest
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -110,7 +111,7 @@ func Start(opt Options) (*Server, error) {
 		if err == nil {
 			return s, nil
 		}
-		if opt.Port != 0 || s.Kind != KindReal || try == 5 || !PortTaken(err) {
+		if opt.Port != 0 || try == 5 || !PortTaken(err) {
 			return nil, err
 		}
 		p, perr := FreePort()
@@ -166,7 +167,9 @@ var errExited = errors.New("exited before answering PING")
 
 // PortTaken reports whether err (from Start, Restart or WaitPing) means the port picked free was
 // taken by another process before the server bound it: start again on another port.
-func PortTaken(err error) bool { return errors.Is(err, errNotOurs) || errors.Is(err, errExited) }
+func PortTaken(err error) bool {
+	return errors.Is(err, errNotOurs) || errors.Is(err, errExited) || errors.Is(err, syscall.EADDRINUSE)
+}
 
 // errNotOurs: the port answered, but not the process just started (another test's server took
 // the free port first; ours then fails to bind and exits).
@@ -309,4 +312,20 @@ func NewClient(tb testing.TB, s *Server) *redis.Client {
 	c := s.Client()
 	tb.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// RunParallel is a TestMain for packages whose tests mostly wait (on leases, TTLs, servers
+// starting) rather than compute, each on servers of its own: it runs up to n of their parallel
+// tests at once instead of GOMAXPROCS, unless -test.parallel is given.
+func RunParallel(m *testing.M, n int) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+			fmt.Fprintln(os.Stderr, "locktest:", err)
+			os.Exit(2)
+		}
+	}
+	os.Exit(m.Run())
 }
