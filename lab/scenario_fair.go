@@ -24,7 +24,8 @@ func init() {
 		Drive: driveFairness(true)})
 	register(Scenario{Name: "unfair", Row: 13, LeaseFactor: 2, Short: "wait depends on the instance", Mode: "reentrant",
 		Step:   "step 13: RLock, no queue",
-		Expect: "the same crowd on the non-fair reentrant lock: a buyer's median wait depends on the instance it reached, by more than 3x",
+		Expect: "the same crowd on the non-fair reentrant lock fails the fair lock's checks by a wide margin: " +
+			"the instances' median waits more than 3x apart, or Jain < 0.8 over the buyers' sales",
 		Drive:  driveFairness(false)})
 	register(Scenario{Name: "fair-dead-waiter", Row: 13, LeaseFactor: 2, Short: "line moves on", Mode: "fair", Safe: true,
 		Step:   "step 13: threadWaitTime",
@@ -115,7 +116,12 @@ func driveFairness(fair bool) func(ctx context.Context, e *Env) error {
 			safeChecks(e, inv, fairStock, false)
 			return nil
 		}
-		e.Check("median wait, the slower instance ÷ the faster", "> 3", fmt.Sprintf("%.2f", ratio), ratio > 3)
+		// Either measure shows a buyer's lot depending on its instance; which one shows it most
+		// depends on who wins the races (mostly the quiet buyer: a huge ratio and a low Jain; now
+		// and then the busy instance's buyers get their turns back and the medians come closer,
+		// while the sales stay far apart).
+		e.Check("median wait, slower ÷ faster instance; Jain over the buyers' sales", "> 3 or < 0.8",
+			fmt.Sprintf("%.2f; %.3f", ratio, jain), ratio > 3 || jain < 0.8)
 		e.Note("still a safe lock: %d lost updates, %d oversold", inv.LostUpdates, inv.Oversold)
 		return nil
 	}
