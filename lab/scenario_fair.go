@@ -23,10 +23,10 @@ func init() {
 			"served in the order they came",
 		Drive: driveFairness(true)})
 	register(Scenario{Name: "unfair", Row: 13, LeaseFactor: 2, Short: "wait depends on the instance", Mode: "reentrant",
-		Step:   "step 13: RLock, no queue",
+		Step: "step 13: RLock, no queue",
 		Expect: "the same crowd on the non-fair reentrant lock fails the fair lock's checks by a wide margin: " +
 			"the instances' median waits more than 3x apart, or Jain < 0.8 over the buyers' sales",
-		Drive:  driveFairness(false)})
+		Drive: driveFairness(false)})
 	register(Scenario{Name: "fair-dead-waiter", Row: 13, LeaseFactor: 2, Short: "line moves on", Mode: "fair", Safe: true,
 		Step:   "step 13: threadWaitTime",
 		Expect: "a waiter dies in the fair queue: the line moves on once its wait is over, and the delay it caused is reported",
