@@ -87,7 +87,8 @@ type line struct {
 
 // place is one waiter's spot in a line.
 type place struct {
-	turn chan struct{}
+	turn     chan struct{}
+	deadline time.Time // the end of its wait
 }
 
 func newHandoff(listen func(string, func()) (<-chan struct{}, func()), poll func() time.Duration) *handoff {
@@ -120,7 +121,7 @@ func (ln *line) ring() {
 func (h *handoff) acquire(ctx context.Context, key string, wait, lease time.Duration,
 	try func(context.Context) (bool, time.Duration, error)) error {
 	deadline := time.Now().Add(wait)
-	ln, p := h.enter(key)
+	ln, p := h.enter(key, deadline)
 	won := false
 	var seen uint64
 	var until time.Time
@@ -215,8 +216,8 @@ func newSubscribedLine(rdb redis.UniversalClient, log *slog.Logger, accept func(
 	return sub, line
 }
 
-// enter joins key's line; the first in an empty line is its head at once.
-func (h *handoff) enter(key string) (*line, *place) {
+// enter joins key's line until deadline; the first in an empty line is its head at once.
+func (h *handoff) enter(key string, deadline time.Time) (*line, *place) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ln := h.lines[key]
@@ -228,12 +229,27 @@ func (h *handoff) enter(key string) (*line, *place) {
 		ln.idle.Stop()
 		ln.idle = nil
 	}
-	p := &place{turn: make(chan struct{})}
+	p := &place{turn: make(chan struct{}), deadline: deadline}
 	ln.waiters = append(ln.waiters, p)
 	if len(ln.waiters) == 1 {
 		close(p.turn)
 	}
 	return ln, p
+}
+
+// lastDeadline is when the last of key's waiters here stops waiting; zero when none is waiting.
+func (h *handoff) lastDeadline(key string) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var last time.Time
+	if ln := h.lines[key]; ln != nil {
+		for _, p := range ln.waiters {
+			if p.deadline.After(last) {
+				last = p.deadline
+			}
+		}
+	}
+	return last
 }
 
 // waitTurn waits until p is the head of its line; false when the wait or ctx ran out first.

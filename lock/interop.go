@@ -127,6 +127,8 @@ func (m *pubsubMode) script(ctx context.Context, s *redis.Script) *redis.Script 
 // built from (a test checks they match).
 var twinSources = map[*redis.Script]string{
 	reentrantRelease: reentrantReleaseLua,
+	rlockRelease:     rlockReleaseSource,
+	rlockPass:        rlockPassSource,
 	fairRelease:      fairReleaseSource,
 	fairCancel:       fairCancelSource,
 }

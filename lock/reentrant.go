@@ -48,6 +48,8 @@ type reentrantLocker struct {
 	sync *replicaSync
 	// fenced: NewFenced in RFencedLock's layout, every acquisition draws a token (rfenced.go).
 	fenced bool
+	// nom, when set, sends one process's head to try on a release, not every one (rlock_line.go).
+	nom *nominator
 
 	mu      sync.Mutex
 	entries map[string]*renewal // key NUL field -> its shared watchdog
@@ -107,6 +109,7 @@ func newReentrant(d settings) (locker, error) {
 	l := newReentrantOn("reentrant", d.Data, d)
 	l.sub.mode = newPubsubMode(d.Data, d.Subscription)
 	l.sync = newReplicaSync(d)
+	l.nom = newNominator(l)
 	return l, nil
 }
 
@@ -137,13 +140,27 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 		sent  time.Time
 		token int64
 	)
+	deadline := time.Now().Add(opts.Wait)
 	err := l.line.obtain(ctx, key, opts.Wait, lease, l.holding(key, field), func(ctx context.Context) (bool, time.Duration, error) {
 		sent = time.Now()
 		held, ttl, tok, err := l.try(ctx, key, field, leaseMs)
 		token = tok
+		if err == nil && !held && l.nom != nil && opts.Wait > 0 {
+			// In line across processes, so a release may nominate this one (rlock_line.go).
+			free, qerr := l.nom.enlist(ctx, key, deadline)
+			if qerr != nil {
+				return false, 0, qerr
+			}
+			if free {
+				ttl = 0
+			}
+		}
 		return held, ttl, err
 	})
 	if err != nil {
+		if l.nom != nil && opts.Wait > 0 && errors.Is(err, ErrNotObtained) && l.line.lastDeadline(key).IsZero() {
+			l.nom.pass(key) // the last waiter here gave up: out of the line
+		}
 		return nil, err
 	}
 	le := l.held(ctx, key, field, lease, watch, sent)
@@ -341,8 +358,11 @@ func (le *reentrantLease) releaseAfter(ctx context.Context, p redis.Pipeliner) e
 // release sends the release script (again, after a failure to reach Redis), after the holder's
 // pipeline p when there is one.
 func (le *reentrantLease) release(ctx context.Context, p redis.Pipeliner) error {
-	_, err := runScript(ctx, p, le.l.rdb, le.l.sub.mode.script(ctx, reentrantRelease),
-		[]string{le.key, unlockChannel(le.key)}, unlockMessage, le.leaseMs, le.field).Int64()
+	sc, keys, args := reentrantRelease, []string{le.key, unlockChannel(le.key)}, []any{unlockMessage, le.leaseMs, le.field}
+	if n := le.l.nom; n != nil {
+		sc, keys, args = rlockRelease, nominationKeys(le.key), n.releaseArgs(le.key, le.field, le.leaseMs)
+	}
+	_, err := runScript(ctx, p, le.l.rdb, le.l.sub.mode.script(ctx, sc), keys, args...).Int64()
 	if errors.Is(err, redis.Nil) {
 		return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)",
 			ErrNotHeld, le.key, le.field)

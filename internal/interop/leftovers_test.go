@@ -84,11 +84,12 @@ func child(spec string) int {
 }
 
 // waiterWait is how long a waiter of mode waits. The fenced lock's waiters queue in Redis
-// (lock/line.go) until their own deadline, so a dead one's entry lives that long: the bound of
+// (lock/line.go) until their own deadline, and so do the reentrant lock's processes in its
+// nomination line (lock/rlock_line.go), so a dead one's entry lives that long: the bound of
 // what it leaves is its wait. So does the fair lock's queue without a thread wait
 // (fair-own-wait); with one (fair), the queue lives by Redisson's chained deadlines instead.
 func waiterWait(mode string) time.Duration {
-	if mode == "fenced" || mode == "fair-own-wait" {
+	if mode == "fenced" || mode == "fair-own-wait" || mode == "reentrant" {
 		return ownWait
 	}
 	return 5 * time.Minute
@@ -137,7 +138,7 @@ func startChild(t *testing.T, spec, want string) *exec.Cmd {
 // each in its own process, are killed with SIGKILL while the waiters wait. Every key of the lock
 // is then gone within its bound plus a margin: the lease for the reentrant and fenced locks (the
 // watchdog had renewed it at most a third of a lease before) and the waiters' own wait for the
-// fenced line; for the fair lock's queue with a thread wait (what Java clients on it need), the
+// fenced line and the reentrant lock's nomination line; for the fair lock's queue with a thread wait (what Java clients on it need), the
 // last waiter's deadline, at most lease + waiters × thread wait; without one (the library's and
 // the service's default), max(lease, the waiters' own wait). The fenced lock's token counter
 // stays, without TTL, on purpose.
@@ -166,6 +167,9 @@ func TestLeftoversAfterCrash(t *testing.T) {
 				}
 			case "fenced":
 				keys = append(keys, key+":token", "seckill_lock_line:{"+key+"}", "seckill_lock_waiters:{"+key+"}")
+				bound = max(lease, ownWait)
+			case "reentrant":
+				keys = append(keys, "seckill_rlock_line:{"+key+"}", "seckill_rlock_waiting:{"+key+"}")
 				bound = max(lease, ownWait)
 			}
 			spec := func(role string) string {

@@ -1,0 +1,287 @@
+package lock
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The nomination line of NewReentrant (rlock_line.go): a release sends one process's head to
+// try, the lock and its unlock message stay Redisson's, a Redisson client's release (which names
+// nobody) still wakes every process, and a nominee that died holds the others up for its own
+// wait at most.
+
+// TestNominationOneReleaseOneAttempt: eight processes queue one after the other behind a holder
+// in a ninth. Each release costs the release script and one attempt, by the process first in
+// line: nobody else tries, and they are served in the order they queued.
+func TestNominationOneReleaseOneAttempt(t *testing.T) {
+	t.Parallel()
+	srv := newClientSet(t)
+	const n = 8
+	ls := lineLockers(t, srv, "reentrant", n+1, 30*time.Second)
+	key := "{rline}:lock:one"
+	holder, err := ls[n].Acquire(t.Context(), key, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		order []int
+	)
+	leases := make(chan *Lease, n)
+	for i := range n {
+		go func() {
+			le, err := ls[i].Acquire(t.Context(), key, Options{Wait: 20 * time.Second})
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				leases <- nil
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			leases <- le
+		}()
+		waitFor(t, fmt.Sprintf("process %d in line", i), func() bool {
+			return srv.all[0].LLen(t.Context(), nominationKeys(key)[2]).Val() == int64(i+1)
+		})
+	}
+	time.Sleep(100 * time.Millisecond) // every subscription confirmed
+	// The release script loaded, so what is counted is the handovers alone (not a NOSCRIPT).
+	if err := rlockRelease.Load(t.Context(), srv.all[0]).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range srv.all {
+		if err := c.Ping(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.reset()
+	le := holder
+	for range n {
+		if err := le.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if le = <-leases; le == nil {
+			t.FailNow()
+		}
+	}
+	// Per handover the release and the nominee's attempt. With every process's head trying on
+	// every release (Redisson's herd) the first alone costs 9 attempts, each failed one also
+	// queueing again (50 commands in all when the nomination is ignored).
+	if got := srv.calls(); got != 2*n {
+		var by []string
+		for i, c := range srv.counts {
+			by = append(by, fmt.Sprintf("client %d: %d evalsha, %d eval, %d in all", i, c.Of("evalsha"), c.Of("eval"), c.Load()))
+		}
+		t.Errorf("%d handovers sent %d commands, want %d (each release and one attempt): %s", n, got, 2*n, strings.Join(by, "; "))
+	}
+	for i, w := range order {
+		if w != i {
+			t.Fatalf("served in order %v, want the order they queued", order)
+		}
+	}
+	if err := le.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.all[0].Exists(t.Context(), nominationKeys(key)[2], nominationKeys(key)[3]).Val(); got != 0 {
+		t.Errorf("the line's keys are left after the last release: %d", got)
+	}
+}
+
+// TestNominationRedissonReleaseWakesEveryone: a Redisson client's release (the plain RLock
+// release script, which names nobody) wakes the waiting processes at once, not after their
+// fallback, and one of them gets the lock.
+func TestNominationRedissonReleaseWakesEveryone(t *testing.T) {
+	t.Parallel()
+	srv := newClientSet(t)
+	const lease = 30 * time.Second
+	ls := lineLockers(t, srv, "reentrant", 3, lease)
+	key := "{rline}:lock:java"
+	c := srv.all[0]
+	// "Java" holds the lock, as RedissonLock writes it.
+	const field = "java-client-uuid:1"
+	if err := reentrantAcquire.Run(t.Context(), c, []string{key}, lease.Milliseconds(), field).Err(); err != redis.Nil {
+		t.Fatalf("java acquire: %v", err)
+	}
+	got := make(chan time.Time, len(ls))
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	for i, l := range ls {
+		wg.Go(func() {
+			le, err := l.Acquire(t.Context(), key, Options{Wait: 20 * time.Second})
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				got <- time.Time{}
+				return
+			}
+			got <- time.Now()
+			if err := le.Release(context.Background()); err != nil {
+				t.Errorf("release: %v", err)
+			}
+		})
+	}
+	waitFor(t, "three processes in line", func() bool {
+		return c.LLen(t.Context(), nominationKeys(key)[2]).Val() == 3
+	})
+	time.Sleep(100 * time.Millisecond)
+	released := time.Now()
+	if err := reentrantRelease.Run(t.Context(), c, []string{key, unlockChannel(key)}, unlockMessage, lease.Milliseconds(), field).Err(); err != nil {
+		t.Fatalf("java release: %v", err)
+	}
+	for range ls {
+		at := <-got
+		if at.IsZero() {
+			t.FailNow()
+		}
+		// The fallbacks are the holder's PTTL (30 s) and a nominee's time (1 s): a wake-up by the
+		// unlock message is far below both.
+		if took := at.Sub(released); took > 800*time.Millisecond {
+			t.Errorf("a waiter got the lock %v after Redisson's release", took)
+		}
+	}
+}
+
+// TestNominationDeadNomineeHoldsTheLineForItsWait: the process first in line is killed; the
+// release nominates it anyway (its entry is still live), and the next process, passed over, gets
+// the lock once the dead one's time is over: its wait, at most 1 s, not the lock's lease.
+func TestNominationDeadNomineeHoldsTheLineForItsWait(t *testing.T) {
+	t.Parallel()
+	if os.Getenv("LOCKTEST_RLINE_WAITER") != "" {
+		return // the waiter's own run: see TestNominationDeadWaiterHelper
+	}
+	srv := newClientSet(t)
+	const lease, deadWait = 20 * time.Second, 3 * time.Second
+	ls := lineLockers(t, srv, "reentrant", 2, lease)
+	key := "{rline}:lock:dead"
+	holder, err := ls[0].Acquire(t.Context(), key, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestNominationDeadWaiterHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "LOCKTEST_RLINE_WAITER="+strings.Join([]string{srv.addr, key, deadWait.String(), lease.String()}, ","))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }) // killed already when the test ran through
+	queued := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == "queued" {
+				queued <- true
+				return
+			}
+		}
+		queued <- false
+	}()
+	select {
+	case ok := <-queued:
+		if !ok {
+			t.Fatal("the waiter process ended before it queued")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter process never queued")
+	}
+	got := make(chan time.Time, 1)
+	go func() {
+		le, err := ls[1].Acquire(t.Context(), key, Options{Wait: 15 * time.Second})
+		if err != nil {
+			t.Errorf("next waiter: %v", err)
+			got <- time.Time{}
+			return
+		}
+		got <- time.Now()
+		_ = le.Release(context.Background()) // the test is over; a failed release changes nothing
+	}()
+	waitFor(t, "the next process in line", func() bool {
+		return srv.all[0].LLen(t.Context(), nominationKeys(key)[2]).Val() == 2
+	})
+	time.Sleep(100 * time.Millisecond)
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait() // killed: its exit status says so
+	released := time.Now()
+	if err := holder.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	at := <-got
+	if at.IsZero() {
+		t.FailNow()
+	}
+	took := at.Sub(released)
+	t.Logf("the next waiter got the lock %v after the release (dead nominee's wait %v, capped at 1 s; lease %v)", took, deadWait, lease)
+	if took < 900*time.Millisecond {
+		t.Errorf("the next waiter got the lock after %v: the dead process was not nominated, so this test shows nothing", took)
+	}
+	if took > 3*time.Second {
+		t.Fatalf("the line stalled %v behind a dead nominee (its time: 1 s)", took)
+	}
+}
+
+// TestNominationDeadWaiterHelper is the waiter process of
+// TestNominationDeadNomineeHoldsTheLineForItsWait: it queues for the lock, says so, and waits
+// to be killed.
+func TestNominationDeadWaiterHelper(t *testing.T) {
+	t.Parallel()
+	spec := os.Getenv("LOCKTEST_RLINE_WAITER")
+	if spec == "" {
+		t.Skip("run by TestNominationDeadNomineeHoldsTheLineForItsWait as its waiter process")
+	}
+	f := strings.Split(spec, ",")
+	wait, _ := time.ParseDuration(f[2])
+	lease, _ := time.ParseDuration(f[3])
+	c := redis.NewClient(&redis.Options{Addr: f[0]})
+	l, err := newNamed("reentrant", c, nil, WithLease(lease))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			if n, _ := c.LLen(context.Background(), nominationKeys(f[1])[2]).Result(); n > 0 {
+				fmt.Println("queued")
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	_, err = l.Acquire(context.Background(), f[1], Options{Wait: wait})
+	t.Fatalf("the waiter process was not killed in time: %v", err)
+}
+
+// TestNominationWaiterThatGivesUpLeavesTheLine: a process whose last waiter gives up takes itself
+// out of the line, so no release nominates a process with nobody to take the lock up.
+func TestNominationWaiterThatGivesUpLeavesTheLine(t *testing.T) {
+	t.Parallel()
+	srv := newClientSet(t)
+	ls := lineLockers(t, srv, "reentrant", 2, 30*time.Second)
+	key := "{rline}:lock:leave"
+	holder, err := ls[0].Acquire(t.Context(), key, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ls[1].Acquire(t.Context(), key, Options{Wait: 200 * time.Millisecond})
+	if err == nil {
+		t.Fatal("the waiter got a held lock")
+	}
+	c := srv.all[0]
+	if n := c.LLen(t.Context(), nominationKeys(key)[2]).Val(); n != 0 {
+		t.Errorf("the line holds %d processes after the only waiter gave up", n)
+	}
+	if err := holder.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
