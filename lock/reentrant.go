@@ -34,7 +34,9 @@ var (
 // every lease/3 while it is held, so business time longer than the lease is safe, and a crashed
 // holder's lock still expires one lease later. Waiters sleep until the holder's unlock message
 // or the holder's PTTL, never on a fixed poll interval; within this process they wait in line
-// (handoff.go), so a release wakes one of them and none is overtaken.
+// (handoff.go), so a release wakes one of them and none is overtaken. Across processes the release
+// names one process in a line kept beside Redisson's keys, and only that one's waiter tries
+// (rlock_line.go); a Redisson client's release names nobody and wakes them all, as in Redisson.
 type reentrantLocker struct {
 	name  string
 	rdb   redis.UniversalClient
