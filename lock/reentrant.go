@@ -362,7 +362,10 @@ func (le *reentrantLease) releaseAfter(ctx context.Context, p redis.Pipeliner) e
 func (le *reentrantLease) release(ctx context.Context, p redis.Pipeliner) error {
 	sc, keys, args := reentrantRelease, []string{le.key, unlockChannel(le.key)}, []any{unlockMessage, le.leaseMs, le.field}
 	if n := le.l.nom; n != nil {
-		sc, keys, args = rlockRelease, nominationKeys(le.key), n.releaseArgs(le.key, le.field, le.leaseMs)
+		var stays bool
+		args, stays = n.releaseArgs(le.key, le.field, le.leaseMs)
+		sc, keys = rlockRelease, nominationKeys(le.key)
+		defer n.released(le.key, stays)
 	}
 	_, err := runScript(ctx, p, le.l.rdb, le.l.sub.mode.script(ctx, sc), keys, args...).Int64()
 	if errors.Is(err, redis.Nil) {

@@ -174,11 +174,20 @@ func (n *nominator) pass(key string) {
 }
 
 // releaseArgs are the release script's arguments (lua/rlock_release.lua) for field's release of
-// key: this process stays in line when it has waiters left.
-func (n *nominator) releaseArgs(key, field string, leaseMs int64) []any {
+// key: this process stays in line when it has waiters left (stays).
+func (n *nominator) releaseArgs(key, field string, leaseMs int64) (args []any, stays bool) {
 	stay := int64(0)
 	if last := n.line.lastDeadline(key); !last.IsZero() {
 		stay = last.UnixMilli()
 	}
-	return []any{time.Now().UnixMilli(), n.id, stay, unlockMessage, leaseMs, field}
+	return []any{time.Now().UnixMilli(), n.id, stay, unlockMessage, leaseMs, field}, stay > 0
+}
+
+// released follows a release by this process that did not keep it in line (no waiter here):
+// a waiter that comes after it must not sleep on the hint its holder left (handoff.go rule 6),
+// waiting for a nomination this process is not in line for, so the line is rung here.
+func (n *nominator) released(key string, stays bool) {
+	if !stays {
+		n.line.ring(key)
+	}
 }
