@@ -363,7 +363,7 @@ func (le *reentrantLease) release(ctx context.Context, p redis.Pipeliner) error 
 	sc, keys, args := reentrantRelease, []string{le.key, unlockChannel(le.key)}, []any{unlockMessage, le.leaseMs, le.field}
 	if n := le.l.nom; n != nil {
 		var stays bool
-		args, stays = n.releaseArgs(le.key, le.field, le.leaseMs)
+		args, stays = n.releaseArgs(ctx, le.key, le.field, le.leaseMs)
 		sc, keys = rlockRelease, nominationKeys(le.key)
 		defer n.released(le.key, stays)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -99,9 +100,12 @@ func reentSubscribe(t *testing.T, c *redis.Client, channel string) *redis.PubSub
 	return ps
 }
 
-// reentWaitSubscribed waits until n clients listen on the unlock channel of key.
+// reentWaitSubscribed waits until n of this library's processes listen for the releases of the
+// lock whose unlock channel is channel. They listen to that channel by pattern (PUBSUB NUMSUB
+// leaves them out) and, after it, to the lock's nomination channel, which is counted here.
 func reentWaitSubscribed(t *testing.T, c *redis.Client, channel string, n int64) {
 	t.Helper()
+	channel = strings.Replace(channel, "redisson_lock__channel:", "seckill_rlock_next:", 1)
 	for range 200 {
 		m, err := c.PubSubNumSub(t.Context(), channel).Result()
 		if err != nil {

@@ -43,16 +43,19 @@ var (
 //     one's deadline (its last waiter's). A process is in it once: only its head tries
 //     (handoff.go). A head that fails to take the lock queues its process (keeping its place); a
 //     release by a process with more waiters keeps it in line for them, in the same script.
-//  3. A release that deletes the lock first publishes a nomination on the lock's nomination
-//     channel, the first process in line whose deadline has not passed ("" with nobody in line),
-//     then the unlock message. A process hears both on one connection, in that order: on the
-//     unlock message its head tries only if it was nominated or nobody was (a Redisson client's
-//     release carries no nomination: then every head tries, as in Redisson).
+//  3. A release that deletes the lock publishes a nomination on the lock's nomination channel:
+//     the first process in line whose deadline has not passed ("" with nobody in line), and
+//     whether Redisson's unlock message follows. A process's head tries on the nomination if it
+//     names this process or nobody. The unlock message goes out, after it, whenever a client
+//     listens on the unlock channel itself, as Redisson's waiters do; this library's processes
+//     listen to it by pattern (PUBSUB NUMSUB leaves them out), so among them alone a release
+//     costs one message per process, not two. An unlock message no nomination announced is a
+//     Redisson client's release: every head tries, as in Redisson. With sharded pub/sub, which
+//     has no patterns, the unlock message always goes out and is listened to as a channel.
 //  4. A nominee that is gone holds the others up for at most its own wait, and 1 s: the
 //     nomination carries that bound, and a head passed over looks again once it has run out
 //     without a release in between. A nominee whose waiters have all left passes the nomination
-//     on (the next in line, with a fresh unlock message) when it hears it, and so does a process
-//     whose last waiter gives up.
+//     on (the next in line) when it hears it, and so does a process whose last waiter gives up.
 type nominator struct {
 	rdb  redis.UniversalClient
 	sub  *subscriber
@@ -82,22 +85,25 @@ func newNominator(l *reentrantLocker) *nominator {
 // heard is what a process has heard on one lock's channels.
 type heard struct {
 	mu sync.Mutex
-	// nominated: a nomination came whose unlock message has not yet; nominee and within are its.
-	nominated bool
-	nominee   string
-	within    time.Duration
+	// follows: the last nomination said the unlock message follows it (not yet heard).
+	follows bool
 	// later rings the line when a nominee elsewhere has had its time (rule 4).
 	later *time.Timer
 }
 
-// listen subscribes the line of key to its unlock channel, then to its nomination channel, on
-// the subscriber's connection: a nomination heard is always followed by its unlock message (rule
-// 3). The nomination channel's confirmation, which comes after the other's, is the ready one.
+// listen subscribes the line of key to its unlock channel (by pattern unless pub/sub is
+// sharded), then to its nomination channel, on the subscriber's connection, so a nomination that
+// says the unlock message follows is followed by it (rule 3). The nomination channel's
+// confirmation, which comes after the other's, is the ready one.
 func (n *nominator) listen(key string, ring func()) (<-chan struct{}, func()) {
 	st := &heard{}
 	ctx := context.Background()
-	unlock := n.sub.listen(ctx, unlockChannel(key), false, func(_, payload string) { n.onUnlock(key, st, payload, ring) })
-	next := n.sub.listen(ctx, nominationChannel(key), false, func(_, payload string) { st.onNomination(payload) })
+	ch, pattern := unlockChannel(key), !n.sub.mode.useSharded(ctx)
+	if pattern {
+		ch = globEscape(ch)
+	}
+	unlock := n.sub.listen(ctx, ch, pattern, func(_, payload string) { st.onUnlock(payload, ring) })
+	next := n.sub.listen(ctx, nominationChannel(key), false, func(_, payload string) { n.onNomination(key, st, payload, ring) })
 	return next.ready, func() {
 		n.sub.leave(next)
 		n.sub.leave(unlock)
@@ -109,36 +115,27 @@ func (n *nominator) listen(key string, ring func()) (<-chan struct{}, func()) {
 	}
 }
 
-// onNomination records a nomination ("<id>|<ms>"); "" is a resubscription, after which no
-// earlier nomination is waiting for its unlock message.
-func (st *heard) onNomination(payload string) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	id, ms, ok := strings.Cut(payload, "|")
+// onNomination handles a nomination ("<id>|<ms>|<1 or 0>"; "" is a resubscription, after which
+// releases may have gone unheard): ring the line when it names this process or nobody, or when
+// nothing is known; otherwise ring it once the nominee has had its time, unless another release
+// comes first.
+func (n *nominator) onNomination(key string, st *heard, payload string, ring func()) {
+	id, rest, ok := strings.Cut(payload, "|")
+	ms, follows, ok2 := strings.Cut(rest, "|")
 	within, err := strconv.Atoi(ms)
-	st.nominated = ok && err == nil
-	st.nominee, st.within = id, time.Duration(within)*time.Millisecond
-}
-
-// onUnlock handles the unlock message (or "", a resubscription: releases may have gone unheard):
-// ring the line when this process was nominated, nobody was, or nothing is known; otherwise ring
-// it once the nominee has had its time, unless another release comes first.
-func (n *nominator) onUnlock(key string, st *heard, payload string, ring func()) {
-	if payload != unlockMessage && payload != "" {
-		return
-	}
+	known := ok && ok2 && err == nil
 	st.mu.Lock()
-	nominated, nominee, within := st.nominated, st.nominee, st.within
-	st.nominated = false
+	st.follows = known && follows == "1"
 	if st.later != nil {
 		st.later.Stop()
 	}
-	passedOver := payload != "" && nominated && nominee != "" && nominee != n.id
+	passedOver := known && id != "" && id != n.id
 	if passedOver {
+		d := time.Duration(within) * time.Millisecond
 		if st.later == nil {
-			st.later = time.AfterFunc(within, ring)
+			st.later = time.AfterFunc(d, ring)
 		} else {
-			st.later.Reset(within)
+			st.later.Reset(d)
 		}
 	}
 	st.mu.Unlock()
@@ -146,8 +143,27 @@ func (n *nominator) onUnlock(key string, st *heard, payload string, ring func())
 		return
 	}
 	ring()
-	if nominated && nominee == n.id && n.line.lastDeadline(key).IsZero() {
+	if known && id == n.id && n.line.lastDeadline(key).IsZero() {
 		go n.pass(key) // nobody here to take it up
+	}
+}
+
+// onUnlock handles Redisson's unlock message (or "", a resubscription): one that a nomination
+// announced has been dealt with; any other is a release by a Redisson client, and the line is
+// rung, as Redisson's waiters are.
+func (st *heard) onUnlock(payload string, ring func()) {
+	if payload != unlockMessage && payload != "" {
+		return
+	}
+	st.mu.Lock()
+	announced := st.follows && payload != ""
+	st.follows = false
+	if !announced && st.later != nil {
+		st.later.Stop()
+	}
+	st.mu.Unlock()
+	if !announced {
+		ring()
 	}
 }
 
@@ -167,7 +183,7 @@ func (n *nominator) pass(key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	err := n.sub.mode.script(ctx, rlockPass).Run(ctx, n.rdb, nominationKeys(key),
-		time.Now().UnixMilli(), n.id, 0, unlockMessage).Err()
+		time.Now().UnixMilli(), n.id, 0, unlockMessage, n.sharded(ctx)).Err()
 	if err != nil {
 		n.sub.log.Debug("pass the nomination on", "key", key, "err", err)
 	}
@@ -175,12 +191,21 @@ func (n *nominator) pass(key string) {
 
 // releaseArgs are the release script's arguments (lua/rlock_release.lua) for field's release of
 // key: this process stays in line when it has waiters left (stays).
-func (n *nominator) releaseArgs(key, field string, leaseMs int64) (args []any, stays bool) {
+func (n *nominator) releaseArgs(ctx context.Context, key, field string, leaseMs int64) (args []any, stays bool) {
 	stay := int64(0)
 	if last := n.line.lastDeadline(key); !last.IsZero() {
 		stay = last.UnixMilli()
 	}
-	return []any{time.Now().UnixMilli(), n.id, stay, unlockMessage, leaseMs, field}, stay > 0
+	return []any{time.Now().UnixMilli(), n.id, stay, unlockMessage, n.sharded(ctx), leaseMs, field}, stay > 0
+}
+
+// sharded is the scripts' flag for sharded pub/sub ("1"), where the unlock message always goes
+// out (rule 3).
+func (n *nominator) sharded(ctx context.Context) string {
+	if n.sub.mode.useSharded(ctx) {
+		return "1"
+	}
+	return "0"
 }
 
 // released follows a release by this process that did not keep it in line (no waiter here):

@@ -285,3 +285,58 @@ func TestNominationWaiterThatGivesUpLeavesTheLine(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNominationUnlockMessageOnlyWhereRedissonListens: among this library's processes alone a
+// release sends its nomination only; once a client listens on the unlock channel itself, as
+// Redisson's waiters do, the nomination says the unlock message follows, and it does.
+func TestNominationUnlockMessageOnlyWhereRedissonListens(t *testing.T) {
+	t.Parallel()
+	srv := newClientSet(t)
+	ls := lineLockers(t, srv, "reentrant", 1, 30*time.Second)
+	key := "{rline}:lock:announce"
+	c := srv.all[0]
+	// A pattern subscriber sees every message on both channels and is not counted by NUMSUB.
+	watch := c.PSubscribe(t.Context(), globEscape(unlockChannel(key)), globEscape(nominationChannel(key)))
+	t.Cleanup(func() { _ = watch.Close() })
+	for range 2 {
+		if _, err := watch.ReceiveTimeout(t.Context(), 2*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	heard := func() []string {
+		var got []string
+		for {
+			m, err := watch.ReceiveTimeout(t.Context(), 200*time.Millisecond)
+			if err != nil {
+				return got // nothing more within 200 ms
+			}
+			if msg, ok := m.(*redis.Message); ok {
+				got = append(got, msg.Channel+" "+msg.Payload)
+			}
+		}
+	}
+	cycle := func() {
+		le, err := ls[0].Acquire(t.Context(), key, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := le.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cycle()
+	want := []string{nominationChannel(key) + " |0|0"}
+	if got := heard(); strings.Join(got, ";") != strings.Join(want, ";") {
+		t.Errorf("with nobody on the unlock channel a release sent %q, want %q", got, want)
+	}
+	java := c.Subscribe(t.Context(), unlockChannel(key))
+	t.Cleanup(func() { _ = java.Close() })
+	if _, err := java.ReceiveTimeout(t.Context(), 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	cycle()
+	want = []string{nominationChannel(key) + " |0|1", unlockChannel(key) + " " + unlockMessage}
+	if got := heard(); strings.Join(got, ";") != strings.Join(want, ";") {
+		t.Errorf("with a Redisson waiter on the unlock channel a release sent %q, want %q", got, want)
+	}
+}

@@ -180,7 +180,8 @@ func TestLeftoversAfterCrash(t *testing.T) {
 				procs = append(procs, startChild(t, spec("waiter"), "waiting"))
 			}
 			// Wait until both waiters wait where a release would reach them: in the queue, or
-			// subscribed to the unlock channel (each process's first waiter is).
+			// (reentrant) subscribed to the lock's nomination channel, which each process's first
+			// waiter joins after the unlock channel (that one by pattern, which NUMSUB leaves out).
 			waitFor(t, 10*time.Second, "the waiters", func() bool {
 				switch mode {
 				case "fair", "fair-own-wait":
@@ -188,7 +189,8 @@ func TestLeftoversAfterCrash(t *testing.T) {
 				case "fenced":
 					return rdb.LLen(ctx, keys[2]).Val() == waiters
 				}
-				return rdb.PubSubNumSub(ctx, channelOf(key)).Val()[channelOf(key)] == waiters
+				next := "seckill_rlock_next:{" + key + "}"
+				return rdb.PubSubNumSub(ctx, next).Val()[next] == waiters
 			})
 			var ttls []string
 			for _, k := range keys {

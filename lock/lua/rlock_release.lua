@@ -1,15 +1,15 @@
 
--- Redisson's RLock release (reentrant_release.lua) with the nomination: ARGV[4] the unlock
--- message, ARGV[5] the lease in ms, ARGV[6] the field. When the lock goes, the releasing process
--- first keeps its place in line for its next waiter (ARGV[3] > 0; with nobody else in line there
--- is no need: the empty nomination wakes that waiter), then the first in line is nominated, then
--- the unlock message goes out as Redisson's does.
-if (redis.call('hexists', KEYS[1], ARGV[6]) == 0) then
+-- Redisson's RLock release (reentrant_release.lua) with the nomination: ARGV[6] the lease in
+-- ms, ARGV[7] the field. When the lock goes, the releasing process first keeps its place in line
+-- for its next waiter (ARGV[3] > 0; with nobody else in line there is no need: the empty
+-- nomination wakes that waiter), then the first in line is nominated, and the unlock message goes
+-- out as Redisson's does (nominate).
+if (redis.call('hexists', KEYS[1], ARGV[7]) == 0) then
   return nil
 end
-local counter = redis.call('hincrby', KEYS[1], ARGV[6], -1)
+local counter = redis.call('hincrby', KEYS[1], ARGV[7], -1)
 if (counter > 0) then
-  redis.call('pexpire', KEYS[1], ARGV[5])
+  redis.call('pexpire', KEYS[1], ARGV[6])
   return 0
 end
 redis.call('del', KEYS[1])
@@ -17,5 +17,4 @@ if tonumber(ARGV[3]) > 0 and redis.call('llen', KEYS[3]) > 0 then
   enlist(ARGV[2], ARGV[3])
 end
 nominate()
-redis.call('publish', KEYS[2], ARGV[4])
 return 1
