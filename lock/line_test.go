@@ -374,67 +374,91 @@ func TestLineDeadWaiterHoldsTheLineForItsWait(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(os.Args[0], "-test.run=^TestLineDeadWaiterHelper$", "-test.count=1")
-			cmd.Env = append(os.Environ(), "LOCKTEST_LINE_WAITER="+strings.Join([]string{srv.addr, mode, key, deadWait.String(), lease.String()}, ","))
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }) // killed already when the test ran through
-			queued := make(chan bool, 1)
-			go func() {
-				sc := bufio.NewScanner(out)
-				for sc.Scan() {
-					if sc.Text() == "queued" {
-						queued <- true
-						return
-					}
-				}
-				queued <- false
-			}()
-			select {
-			case ok := <-queued:
-				if !ok {
-					t.Fatal("the waiter process ended before it queued")
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("the waiter process never queued")
-			}
+			cmd := queuedWaiterProcess(t, "TestLineDeadWaiterHelper",
+				"LOCKTEST_LINE_WAITER="+strings.Join([]string{srv.addr, mode, key, deadWait.String(), lease.String()}, ","))
 			// The next waiter, in another process, queues behind the one about to die.
-			got := make(chan time.Time, 1)
-			go func() {
-				le, err := ls[1].Acquire(t.Context(), key, Options{Wait: 15 * time.Second})
-				if err != nil {
-					t.Errorf("next waiter: %v", err)
-					got <- time.Time{}
-					return
-				}
-				got <- time.Now()
-				_ = le.Release(context.Background()) // the test is over; a failed release changes nothing
-			}()
+			got := acquiredAt(t, ls[1], key, 15*time.Second)
 			time.Sleep(200 * time.Millisecond)
-			if err := cmd.Process.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			_ = cmd.Wait() // killed: its exit status says so
-			released := time.Now()
-			if err := holder.Release(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			at := <-got
-			if at.IsZero() {
-				t.FailNow()
-			}
-			took := at.Sub(released)
+			took := killThenRelease(t, cmd, holder, got)
 			t.Logf("the next waiter got the lock %v after the release (dead waiter's wait %v, lease %v)", took, deadWait, lease)
 			if took > deadWait+2*time.Second {
 				t.Fatalf("the line stalled %v behind a dead waiter whose wait was %v", took, deadWait)
 			}
 		})
 	}
+}
+
+// queuedWaiterProcess starts this test binary again as a waiter process that runs only the test
+// helper, with env (NAME=spec) set, and returns once it says "queued" on its stdout. The process
+// is killed when the test ends, if the test has not killed it.
+func queuedWaiterProcess(t *testing.T, helper, env string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+helper+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }) // killed already when the test ran through
+	queued := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == "queued" {
+				queued <- true
+				return
+			}
+		}
+		queued <- false
+	}()
+	select {
+	case ok := <-queued:
+		if !ok {
+			t.Fatal("the waiter process ended before it queued")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter process never queued")
+	}
+	return cmd
+}
+
+// acquiredAt acquires key with l in a goroutine (waiting up to wait) and sends when it got the
+// lock (zero: it did not, reported), releasing it at once.
+func acquiredAt(t *testing.T, l *Locker, key string, wait time.Duration) <-chan time.Time {
+	got := make(chan time.Time, 1)
+	go func() {
+		le, err := l.Acquire(t.Context(), key, Options{Wait: wait})
+		if err != nil {
+			t.Errorf("next waiter: %v", err)
+			got <- time.Time{}
+			return
+		}
+		got <- time.Now()
+		_ = le.Release(context.Background()) // the test is over; a failed release changes nothing
+	}()
+	return got
+}
+
+// killThenRelease kills the waiter process, releases holder and returns how long after the
+// release the next waiter (got, from acquiredAt) had the lock.
+func killThenRelease(t *testing.T, cmd *exec.Cmd, holder *Lease, got <-chan time.Time) time.Duration {
+	t.Helper()
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait() // killed: its exit status says so
+	released := time.Now()
+	if err := holder.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	at := <-got
+	if at.IsZero() {
+		t.FailNow()
+	}
+	return at.Sub(released)
 }
 
 // TestLineDeadWaiterHelper is the waiter process of TestLineDeadWaiterHoldsTheLineForItsWait:

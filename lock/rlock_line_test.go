@@ -1,11 +1,9 @@
 package lock
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -166,63 +164,14 @@ func TestNominationDeadNomineeHoldsTheLineForItsWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestNominationDeadWaiterHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "LOCKTEST_RLINE_WAITER="+strings.Join([]string{srv.addr, key, deadWait.String(), lease.String()}, ","))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }) // killed already when the test ran through
-	queued := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if sc.Text() == "queued" {
-				queued <- true
-				return
-			}
-		}
-		queued <- false
-	}()
-	select {
-	case ok := <-queued:
-		if !ok {
-			t.Fatal("the waiter process ended before it queued")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter process never queued")
-	}
-	got := make(chan time.Time, 1)
-	go func() {
-		le, err := ls[1].Acquire(t.Context(), key, Options{Wait: 15 * time.Second})
-		if err != nil {
-			t.Errorf("next waiter: %v", err)
-			got <- time.Time{}
-			return
-		}
-		got <- time.Now()
-		_ = le.Release(context.Background()) // the test is over; a failed release changes nothing
-	}()
+	cmd := queuedWaiterProcess(t, "TestNominationDeadWaiterHelper",
+		"LOCKTEST_RLINE_WAITER="+strings.Join([]string{srv.addr, key, deadWait.String(), lease.String()}, ","))
+	got := acquiredAt(t, ls[1], key, 15*time.Second)
 	waitFor(t, "the next process in line", func() bool {
 		return srv.all[0].LLen(t.Context(), nominationKeys(key)[2]).Val() == 2
 	})
 	time.Sleep(100 * time.Millisecond)
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait() // killed: its exit status says so
-	released := time.Now()
-	if err := holder.Release(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	at := <-got
-	if at.IsZero() {
-		t.FailNow()
-	}
-	took := at.Sub(released)
+	took := killThenRelease(t, cmd, holder, got)
 	t.Logf("the next waiter got the lock %v after the release (dead nominee's wait %v, capped at 1 s; lease %v)", took, deadWait, lease)
 	if took < 900*time.Millisecond {
 		t.Errorf("the next waiter got the lock after %v: the dead process was not nominated, so this test shows nothing", took)
