@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -162,61 +163,83 @@ func TestLineOneReleaseWakesOneWaiter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var order []int
-			var mu sync.Mutex
-			leases := make(chan *Lease, n)
-			for i := range n {
-				go func() {
-					le, err := ls[i].Acquire(t.Context(), key, Options{Wait: 20 * time.Second})
-					if err != nil {
-						t.Errorf("waiter %d: %v", i, err)
-						leases <- nil
-						return
-					}
-					mu.Lock()
-					order = append(order, i)
-					mu.Unlock()
-					leases <- le
-				}()
+			leases, order := queueOneByOne(t, ls[:n], key, func(int) {
 				time.Sleep(30 * time.Millisecond) // they queue one after the other
-			}
+			})
 			time.Sleep(200 * time.Millisecond)
-			// Scripts loaded and connections open, so what is counted is the handovers alone.
-			for _, sc := range []*redis.Script{lineRelease, fencedRenew} {
-				if err := sc.Load(t.Context(), srv.all[0]).Err(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for _, c := range srv.all {
-				if err := c.Ping(t.Context()).Err(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			srv.reset()
-			le := holder
-			for range n {
-				if err := le.Release(context.Background()); err != nil {
-					t.Fatal(err)
-				}
-				if le = <-leases; le == nil {
-					t.FailNow()
-				}
-			}
+			le := chainHandovers(t, srv, holder, leases, n, lineRelease, fencedRenew)
 			// Per handover the release script alone: no waiter tried for nothing, and none held
 			// long enough to push its lock out to its lease.
 			if got := srv.calls(); got != n {
 				t.Errorf("%d handovers sent %d commands, want %d (the releases): a release woke more than one waiter", n, got, n)
 			}
-			for i, w := range order {
-				if w != i {
-					t.Fatalf("served in order %v, want the order they queued", order)
-				}
+			if got := order(); !slices.Equal(got, []int{0, 1, 2, 3, 4, 5, 6, 7}) {
+				t.Fatalf("served in order %v, want the order they queued", got)
 			}
 			if err := le.Release(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 		})
 	}
+}
+
+// queueOneByOne starts one waiter for key on each of ls, in order, calling queued(i) after
+// starting waiter i (to wait until it has queued). The waiters' leases come on the channel as
+// they get the lock; order tells the waiters' indices in the order they got it.
+func queueOneByOne(t *testing.T, ls []*Locker, key string, queued func(i int)) (leases <-chan *Lease, order func() []int) {
+	var (
+		mu     sync.Mutex
+		served []int
+	)
+	ch := make(chan *Lease, len(ls))
+	for i, l := range ls {
+		go func() {
+			le, err := l.Acquire(t.Context(), key, Options{Wait: 20 * time.Second})
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				ch <- nil
+				return
+			}
+			mu.Lock()
+			served = append(served, i)
+			mu.Unlock()
+			ch <- le
+		}()
+		queued(i)
+	}
+	return ch, func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(served)
+	}
+}
+
+// chainHandovers counts only the hand-overs: with scripts loaded and every connection open, it
+// resets srv's counters, then releases holder and each lease that comes from leases in turn, n
+// times, and returns the last one (still held).
+func chainHandovers(t *testing.T, srv *redisClientSet, holder *Lease, leases <-chan *Lease, n int, scripts ...*redis.Script) *Lease {
+	t.Helper()
+	for _, sc := range scripts {
+		if err := sc.Load(t.Context(), srv.all[0]).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range srv.all {
+		if err := c.Ping(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.reset()
+	le := holder
+	for range n {
+		if err := le.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if le = <-leases; le == nil {
+			t.FailNow()
+		}
+	}
+	return le
 }
 
 // TestLineHandedOverLockGetsItsLease: a lock handed to a waiter in another process lives

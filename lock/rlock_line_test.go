@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,48 +31,13 @@ func TestNominationOneReleaseOneAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var (
-		mu    sync.Mutex
-		order []int
-	)
-	leases := make(chan *Lease, n)
-	for i := range n {
-		go func() {
-			le, err := ls[i].Acquire(t.Context(), key, Options{Wait: 20 * time.Second})
-			if err != nil {
-				t.Errorf("waiter %d: %v", i, err)
-				leases <- nil
-				return
-			}
-			mu.Lock()
-			order = append(order, i)
-			mu.Unlock()
-			leases <- le
-		}()
+	leases, order := queueOneByOne(t, ls[:n], key, func(i int) {
 		waitFor(t, fmt.Sprintf("process %d in line", i), func() bool {
 			return srv.all[0].LLen(t.Context(), nominationKeys(key)[2]).Val() == int64(i+1)
 		})
-	}
+	})
 	time.Sleep(100 * time.Millisecond) // every subscription confirmed
-	// The release script loaded, so what is counted is the handovers alone (not a NOSCRIPT).
-	if err := rlockRelease.Load(t.Context(), srv.all[0]).Err(); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range srv.all {
-		if err := c.Ping(t.Context()).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	srv.reset()
-	le := holder
-	for range n {
-		if err := le.Release(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if le = <-leases; le == nil {
-			t.FailNow()
-		}
-	}
+	le := chainHandovers(t, srv, holder, leases, n, rlockRelease)
 	// Per handover the release and the nominee's attempt. With every process's head trying on
 	// every release (Redisson's herd) the first alone costs 9 attempts, each failed one also
 	// queueing again (50 commands in all when the nomination is ignored).
@@ -82,10 +48,8 @@ func TestNominationOneReleaseOneAttempt(t *testing.T) {
 		}
 		t.Errorf("%d handovers sent %d commands, want %d (each release and one attempt): %s", n, got, 2*n, strings.Join(by, "; "))
 	}
-	for i, w := range order {
-		if w != i {
-			t.Fatalf("served in order %v, want the order they queued", order)
-		}
+	if got := order(); !slices.Equal(got, []int{0, 1, 2, 3, 4, 5, 6, 7}) {
+		t.Fatalf("served in order %v, want the order they queued", got)
 	}
 	if err := le.Release(context.Background()); err != nil {
 		t.Fatal(err)
