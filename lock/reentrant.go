@@ -153,8 +153,11 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 			if qerr != nil {
 				return false, 0, qerr
 			}
-			if free {
+			switch {
+			case free:
 				ttl = 0
+			case ttl < 0 || ttl > l.nom.lostGrant:
+				ttl = l.nom.lostGrant // rule 4 of rlock_line.go
 			}
 		}
 		return held, ttl, err

@@ -3,9 +3,6 @@ package lock
 import (
 	"context"
 	_ "embed"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -43,132 +40,82 @@ var (
 //     one's deadline (its last waiter's). A process is in it once: only its head tries
 //     (handoff.go). A head that fails to take the lock queues its process (keeping its place); a
 //     release by a process with more waiters keeps it in line for them, in the same script.
-//  3. A release that deletes the lock publishes a nomination on the lock's nomination channel:
-//     the first process in line whose deadline has not passed ("" with nobody in line), and
-//     whether Redisson's unlock message follows. A process's head tries on the nomination if it
-//     names this process or nobody. The unlock message goes out, after it, whenever a client
-//     listens on the unlock channel itself, as Redisson's waiters do; this library's processes
-//     listen to it by pattern (PUBSUB NUMSUB leaves them out), so among them alone a release
-//     costs one message per process, not two. An unlock message no nomination announced is a
-//     Redisson client's release: every head tries, as in Redisson. With sharded pub/sub, which
-//     has no patterns, the unlock message always goes out and is listened to as a channel.
-//  4. A nominee that is gone holds the others up for at most its own wait, and 1 s: the
-//     nomination carries that bound, and a head passed over looks again once it has run out
-//     without a release in between. A nominee whose waiters have all left passes the nomination
-//     on (the next in line) when it hears it, and so does a process whose last waiter gives up.
+//  3. A release that deletes the lock tells the first process in line whose deadline has not
+//     passed, on that process's own nomination channel, and only that process's head tries: one
+//     message per release, however many processes wait. Redisson's unlock message goes out after
+//     it whenever a client listens on the unlock channel itself, as Redisson's waiters do; this
+//     library's processes listen to it by pattern (PUBSUB NUMSUB leaves them out). An unlock
+//     message rings every process's line: it is a Redisson client's release, or a release that a
+//     Redisson waiter hears too, and every head then tries, as in Redisson. With sharded pub/sub,
+//     which has no patterns, the unlock message always goes out and is listened to as a channel,
+//     so there the herd stays.
+//  4. A process in line whose head is not told looks again at least every lostGrantBound, so a
+//     nominee that died, or a message lost with a broken connection, costs the others that much
+//     at most. A nominee whose waiters have all left passes the nomination on (the next in line)
+//     when it hears it, and so does a process whose last waiter gives up. A process with no
+//     waiter left when it releases is not in line; its next waiter, should one come, tries at
+//     once rather than wait for a nomination.
 type nominator struct {
 	rdb  redis.UniversalClient
 	sub  *subscriber
 	line *handoff
-	// id names this Locker in the line and in nominations.
+	// id names this Locker in the line and its nomination channels.
 	id string
+	// lostGrant is lostGrantBound (a test that counts commands raises it).
+	lostGrant time.Duration
 }
 
-// nominationChannel is the channel of lock name's nominations, in the lock's hash slot.
-func nominationChannel(name string) string { return redissonPrefixed("seckill_rlock_next", name) }
+// nominationPrefix starts the nomination channels of lock name, in the lock's hash slot: each
+// process's is "<prefix>:<id>".
+func nominationPrefix(name string) string { return redissonPrefixed("seckill_rlock_next", name) }
 
 // nominationKeys are the line scripts' keys (lua/rlock_line.lua).
 func nominationKeys(name string) []string {
 	return []string{name, unlockChannel(name), redissonPrefixed("seckill_rlock_line", name),
-		redissonPrefixed("seckill_rlock_waiting", name), nominationChannel(name)}
+		redissonPrefixed("seckill_rlock_waiting", name), nominationPrefix(name)}
 }
 
-// newNominator gives the reentrant Locker l a nomination line: its subscriber now also hears
-// nominations, and its lines listen to both channels.
+// newNominator gives the reentrant Locker l a nomination line: its lines listen to the unlock
+// channel and to this process's nomination channel.
 func newNominator(l *reentrantLocker) *nominator {
-	n := &nominator{rdb: l.rdb, sub: l.sub, line: l.line, id: uuid.NewString()}
-	l.sub.accept = func(payload string) bool { return payload == unlockMessage || strings.Contains(payload, "|") }
+	n := &nominator{rdb: l.rdb, sub: l.sub, line: l.line, id: uuid.NewString(), lostGrant: lostGrantBound}
+	l.sub.accept = func(payload string) bool { return payload == unlockMessage || payload == nominated }
 	l.line.listen = n.listen
 	return n
 }
 
-// heard is what a process has heard on one lock's channels.
-type heard struct {
-	mu sync.Mutex
-	// follows: the last nomination said the unlock message follows it (not yet heard).
-	follows bool
-	// later rings the line when a nominee elsewhere has had its time (rule 4).
-	later *time.Timer
-}
+// nominated is the payload of a nomination.
+const nominated = "1"
 
 // listen subscribes the line of key to its unlock channel (by pattern unless pub/sub is
-// sharded), then to its nomination channel, on the subscriber's connection, so a nomination that
-// says the unlock message follows is followed by it (rule 3). The nomination channel's
-// confirmation, which comes after the other's, is the ready one.
+// sharded), then to this process's nomination channel, on the subscriber's connection. The
+// nomination channel's confirmation, which comes after the other's, is the ready one.
 func (n *nominator) listen(key string, ring func()) (<-chan struct{}, func()) {
-	st := &heard{}
 	ctx := context.Background()
 	ch, pattern := unlockChannel(key), !n.sub.mode.useSharded(ctx)
 	if pattern {
 		ch = globEscape(ch)
 	}
-	unlock := n.sub.listen(ctx, ch, pattern, func(_, payload string) { st.onUnlock(payload, ring) })
-	next := n.sub.listen(ctx, nominationChannel(key), false, func(_, payload string) { n.onNomination(key, st, payload, ring) })
+	unlock := n.sub.listen(ctx, ch, pattern, func(_, payload string) {
+		if payload == unlockMessage || payload == "" { // "": resubscribed, releases may have gone unheard
+			ring()
+		}
+	})
+	next := n.sub.listen(ctx, nominationPrefix(key)+":"+n.id, false, func(_, payload string) {
+		ring()
+		if payload == nominated && n.line.lastDeadline(key).IsZero() {
+			go n.pass(key) // nobody here to take it up
+		}
+	})
 	return next.ready, func() {
 		n.sub.leave(next)
 		n.sub.leave(unlock)
-		st.mu.Lock()
-		if st.later != nil {
-			st.later.Stop()
-		}
-		st.mu.Unlock()
-	}
-}
-
-// onNomination handles a nomination ("<id>|<ms>|<1 or 0>"; "" is a resubscription, after which
-// releases may have gone unheard): ring the line when it names this process or nobody, or when
-// nothing is known; otherwise ring it once the nominee has had its time, unless another release
-// comes first.
-func (n *nominator) onNomination(key string, st *heard, payload string, ring func()) {
-	id, rest, ok := strings.Cut(payload, "|")
-	ms, follows, ok2 := strings.Cut(rest, "|")
-	within, err := strconv.Atoi(ms)
-	known := ok && ok2 && err == nil
-	st.mu.Lock()
-	st.follows = known && follows == "1"
-	if st.later != nil {
-		st.later.Stop()
-	}
-	passedOver := known && id != "" && id != n.id
-	if passedOver {
-		d := time.Duration(within) * time.Millisecond
-		if st.later == nil {
-			st.later = time.AfterFunc(d, ring)
-		} else {
-			st.later.Reset(d)
-		}
-	}
-	st.mu.Unlock()
-	if passedOver {
-		return
-	}
-	ring()
-	if known && id == n.id && n.line.lastDeadline(key).IsZero() {
-		go n.pass(key) // nobody here to take it up
-	}
-}
-
-// onUnlock handles Redisson's unlock message (or "", a resubscription): one that a nomination
-// announced has been dealt with; any other is a release by a Redisson client, and the line is
-// rung, as Redisson's waiters are.
-func (st *heard) onUnlock(payload string, ring func()) {
-	if payload != unlockMessage && payload != "" {
-		return
-	}
-	st.mu.Lock()
-	announced := st.follows && payload != ""
-	st.follows = false
-	if !announced && st.later != nil {
-		st.later.Stop()
-	}
-	st.mu.Unlock()
-	if !announced {
-		ring()
 	}
 }
 
 // enlist queues this process in key's line until deadline, after a failed attempt: it reports
-// free when the lock was released meanwhile (try again now).
+// free when the lock was released meanwhile (try again now). Queued, the head looks again at
+// least every lostGrant (rule 4).
 func (n *nominator) enlist(ctx context.Context, key string, deadline time.Time) (free bool, err error) {
 	r, err := rlockEnlist.Run(ctx, n.rdb, nominationKeys(key), time.Now().UnixMilli(), n.id, deadline.UnixMilli()).Int()
 	if err != nil {

@@ -180,8 +180,9 @@ func TestLeftoversAfterCrash(t *testing.T) {
 				procs = append(procs, startChild(t, spec("waiter"), "waiting"))
 			}
 			// Wait until both waiters wait where a release would reach them: in the queue, or
-			// (reentrant) subscribed to the lock's nomination channel, which each process's first
-			// waiter joins after the unlock channel (that one by pattern, which NUMSUB leaves out).
+			// (reentrant) subscribed to their process's nomination channel of the lock, which each
+			// process's first waiter joins after the unlock channel (that one by pattern, which
+			// NUMSUB leaves out).
 			waitFor(t, 10*time.Second, "the waiters", func() bool {
 				switch mode {
 				case "fair", "fair-own-wait":
@@ -189,8 +190,7 @@ func TestLeftoversAfterCrash(t *testing.T) {
 				case "fenced":
 					return rdb.LLen(ctx, keys[2]).Val() == waiters
 				}
-				next := "seckill_rlock_next:{" + key + "}"
-				return rdb.PubSubNumSub(ctx, next).Val()[next] == waiters
+				return len(rdb.PubSubChannels(ctx, "seckill_rlock_next:{"+key+"}:*").Val()) == waiters
 			})
 			var ttls []string
 			for _, k := range keys {

@@ -1,9 +1,8 @@
 
 -- Redisson's RLock release (reentrant_release.lua) with the nomination: ARGV[6] the lease in
 -- ms, ARGV[7] the field. When the lock goes, the releasing process first keeps its place in line
--- for its next waiter (ARGV[3] > 0; with nobody else in line there is no need: the empty
--- nomination wakes that waiter), then the first in line is nominated, and the unlock message goes
--- out as Redisson's does (nominate).
+-- for its next waiter (ARGV[3] > 0), then the first in line is nominated, and the unlock message
+-- goes out as Redisson's does (nominate).
 if (redis.call('hexists', KEYS[1], ARGV[7]) == 0) then
   return nil
 end
@@ -13,7 +12,7 @@ if (counter > 0) then
   return 0
 end
 redis.call('del', KEYS[1])
-if tonumber(ARGV[3]) > 0 and redis.call('llen', KEYS[3]) > 0 then
+if tonumber(ARGV[3]) > 0 then
   enlist(ARGV[2], ARGV[3])
 end
 nominate()
