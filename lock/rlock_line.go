@@ -32,9 +32,9 @@ var (
 //
 //  1. Safety is not here. Who holds the lock is decided by Redisson's acquire script alone; a
 //     nomination that is lost, late or wrong costs time, never exclusion. Nothing here writes the
-//     lock hash, and every release still deletes it and publishes Redisson's unlock message, so a
-//     Java Redisson client on the same lock sees exactly a Redisson peer: its waiters wake on every
-//     release and race whoever tries.
+//     lock hash, and every release still deletes it and, whenever a Redisson waiter listens,
+//     publishes Redisson's unlock message, so a Java Redisson client on the same lock sees a
+//     Redisson peer: its waiters wake on every release and race whoever tries.
 //  2. The line. Beside Redisson's keys, in the lock's hash slot, a list of the processes
 //     (Lockers) with a waiter for the lock, in the order they first failed to take it, and each
 //     one's deadline (its last waiter's). A process is in it once: only its head tries
