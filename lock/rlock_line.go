@@ -102,8 +102,11 @@ func (n *nominator) listen(key string, ring func()) (<-chan struct{}, func()) {
 		}
 	})
 	next := n.sub.listen(ctx, nominationPrefix(key)+":"+n.id, false, func(_, payload string) {
+		// Looked at before the ring: once rung, a waiter may take the lock, release it and leave
+		// before this goroutine looks, and it would pass on a nomination already taken up.
+		idle := n.line.lastDeadline(key).IsZero()
 		ring()
-		if payload == nominated && n.line.lastDeadline(key).IsZero() {
+		if payload == nominated && idle {
 			go n.pass(key) // nobody here to take it up
 		}
 	})
