@@ -52,7 +52,8 @@ var (
 //  4. A process in line whose head is not told looks again at least every lostGrantBound, so a
 //     nominee that died, or a message lost with a broken connection, costs the others that much
 //     at most. A nominee whose waiters have all left passes the nomination on (the next in line)
-//     when it hears it, and so does a process whose last waiter gives up. A process with no
+//     when it hears it (also when its waiter took the lock on its own first: one unlock message
+//     more, where a Redisson waiter listens), and so does a process whose last waiter gives up. A process with no
 //     waiter left when it releases is not in line; its next waiter, should one come, tries at
 //     once rather than wait for a nomination.
 type nominator struct {

@@ -217,6 +217,11 @@ func TestNominationUnlockMessageOnlyWhereRedissonListens(t *testing.T) {
 	t.Parallel()
 	srv := newClientSet(t)
 	ls := lineLockers(t, srv, "reentrant", 2, 30*time.Second)
+	for _, l := range ls {
+		// No look of a head in line while it is told: on a loaded machine the look can come
+		// first, take the lock, and the late nomination is then passed on, one message more.
+		nominatorOf(l).lostGrant = time.Minute
+	}
 	key := "{rline}:lock:announce"
 	c := srv.all[0]
 	// A pattern subscriber sees every message on the channels and is not counted by NUMSUB.
@@ -245,13 +250,24 @@ func TestNominationUnlockMessageOnlyWhereRedissonListens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := acquiredAt(t, b, key, 10*time.Second)
+		got := make(chan *Lease, 1)
+		go func() {
+			lb, err := b.Acquire(t.Context(), key, Options{Wait: 10 * time.Second})
+			if err != nil {
+				t.Errorf("waiter: %v", err)
+			}
+			got <- lb
+		}()
 		waitFor(t, "the waiter in line", func() bool { return c.LLen(t.Context(), nominationKeys(key)[2]).Val() == 1 })
 		if err := le.Release(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if (<-got).IsZero() {
+		lb := <-got
+		if lb == nil {
 			t.FailNow()
+		}
+		if err := lb.Release(context.Background()); err != nil { // done before the messages are read
+			t.Fatal(err)
 		}
 	}
 	pass(ls[0], ls[1])
@@ -265,11 +281,15 @@ func TestNominationUnlockMessageOnlyWhereRedissonListens(t *testing.T) {
 		t.Fatal(err)
 	}
 	pass(ls[1], ls[0])
-	// The waiter's own release (acquiredAt releases at once) announces itself too, with nobody
-	// in line to name.
+	// The nomination, then the unlock message. The waiter's own release announces itself too,
+	// with nobody in line to name; and when the waiter took the lock on its own before it heard
+	// its nomination (its look right after it first subscribes can come after the release), its
+	// process passes the nomination on, with one unlock message more.
 	want = []string{nominationPrefix(key) + ":" + nominatorOf(ls[0]).id + " " + nominated,
 		unlockChannel(key) + " " + unlockMessage, unlockChannel(key) + " " + unlockMessage}
-	if got := heard(); !slices.Equal(got, want) {
-		t.Errorf("with a Redisson waiter on the unlock channel a release sent %q, want %q", got, want)
+	got := heard()
+	if len(got) < len(want) || len(got) > len(want)+1 || !slices.Equal(got[:len(want)], want) ||
+		slices.ContainsFunc(got[len(want):], func(m string) bool { return m != want[1] }) {
+		t.Errorf("with a Redisson waiter on the unlock channel a release sent %q, want %q (and at most one unlock message more)", got, want)
 	}
 }
