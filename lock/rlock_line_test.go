@@ -40,8 +40,14 @@ func TestNominationOneReleaseOneAttempt(t *testing.T) {
 		waitFor(t, fmt.Sprintf("process %d in line", i), func() bool {
 			return srv.all[0].LLen(t.Context(), nominationKeys(key)[2]).Val() == int64(i+1)
 		})
+		// And done with its attempts: it tries and queues, subscribes, then tries and queues once
+		// more (a release may have come before the subscription): 4 EVALSHA from its client
+		// (ls[i]'s is srv.all[i+1]).
+		waitFor(t, fmt.Sprintf("process %d asleep", i), func() bool {
+			return srv.counts[i+1].Of("evalsha") >= 4
+		})
 	})
-	time.Sleep(100 * time.Millisecond) // every subscription confirmed
+	time.Sleep(100 * time.Millisecond)
 	le := chainHandovers(t, srv, holder, leases, n, rlockRelease)
 	// Per handover the release and the nominee's attempt. With every process's head trying on
 	// every release (Redisson's herd) the first alone costs 9 attempts, each failed one also
