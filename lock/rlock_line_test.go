@@ -149,6 +149,9 @@ func TestNominationDeadNomineeHoldsTheLineForItsWait(t *testing.T) {
 	waitFor(t, "the next process in line", func() bool {
 		return srv.all[0].LLen(t.Context(), nominationKeys(key)[2]).Val() == 2
 	})
+	// Done with its attempts (tried and queued, subscribed, tried and queued again: 4 EVALSHA
+	// from ls[1]'s client), so its next one is its look.
+	waitFor(t, "the next process asleep", func() bool { return srv.counts[2].Of("evalsha") >= 4 })
 	time.Sleep(100 * time.Millisecond)
 	took := killThenRelease(t, cmd, holder, got)
 	t.Logf("the next waiter got the lock %v after the release (its look every %v; lease %v)", took, look, lease)
