@@ -30,9 +30,9 @@ var (
 
 	// Each keeps the first waiter's deadline exact and the others' move-ups owed (fair_lag.lua);
 	// acquire and release then drop the dead waiters at the head of the queue.
-	fairReleaseSource = fairLagLua + fairDropDeadLua + fairReleaseLua
+	fairReleaseSource = queueOnceLua + fairLagLua + fairDropDeadLua + fairReleaseLua
 	fairCancelSource  = fairLagLua + fairCancelLua
-	fairAcquire       = redis.NewScript(fairLagLua + fairDropDeadLua + fairAcquireLua)
+	fairAcquire       = redis.NewScript(queueOnceLua + fairLagLua + fairDropDeadLua + fairAcquireLua)
 	fairRelease       = redis.NewScript(fairReleaseSource)
 	fairCancel        = redis.NewScript(fairCancelSource)
 )

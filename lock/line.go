@@ -15,6 +15,8 @@ import (
 )
 
 var (
+	//go:embed lua/queue_once.lua
+	queueOnceLua string
 	//go:embed lua/line_prelude.lua
 	linePreludeLua string
 	//go:embed lua/line_acquire.lua
@@ -22,8 +24,8 @@ var (
 	//go:embed lua/line_release.lua
 	lineReleaseLua string
 
-	lineAcquire = redis.NewScript(linePreludeLua + lineAcquireLua)
-	lineRelease = redis.NewScript(linePreludeLua + lineReleaseLua)
+	lineAcquire = redis.NewScript(queueOnceLua + linePreludeLua + lineAcquireLua)
+	lineRelease = redis.NewScript(queueOnceLua + linePreludeLua + lineReleaseLua)
 )
 
 // The waiter line of modes lua and fenced, across processes: one release wakes one waiter,

@@ -368,7 +368,11 @@ func (le *reentrantLease) release(ctx context.Context, p redis.Pipeliner) error 
 		var stays bool
 		args, stays = n.releaseArgs(ctx, le.key, le.field, le.leaseMs)
 		sc, keys = rlockRelease, nominationKeys(le.key)
-		defer n.released(le.key, stays)
+		if !stays {
+			// Out of line (no waiter here): one that comes after must not sleep on the hint its
+			// holder left (handoff.go rule 6) for a nomination this process is not in line for.
+			defer n.line.ring(le.key)
+		}
 	}
 	_, err := runScript(ctx, p, le.l.rdb, le.l.sub.mode.script(ctx, sc), keys, args...).Int64()
 	if errors.Is(err, redis.Nil) {

@@ -19,11 +19,11 @@ var (
 	//go:embed lua/rlock_pass.lua
 	rlockPassLua string
 
-	rlockReleaseSource = rlockLineLua + rlockReleaseLua
-	rlockPassSource    = rlockLineLua + rlockPassLua
+	rlockReleaseSource = queueOnceLua + rlockLineLua + rlockReleaseLua
+	rlockPassSource    = queueOnceLua + rlockLineLua + rlockPassLua
 
 	rlockRelease = redis.NewScript(rlockReleaseSource)
-	rlockEnlist  = redis.NewScript(rlockLineLua + rlockEnlistLua)
+	rlockEnlist  = redis.NewScript(queueOnceLua + rlockLineLua + rlockEnlistLua)
 	rlockPass    = redis.NewScript(rlockPassSource)
 )
 
@@ -157,13 +157,4 @@ func (n *nominator) sharded(ctx context.Context) string {
 		return "1"
 	}
 	return "0"
-}
-
-// released follows a release by this process that did not keep it in line (no waiter here):
-// a waiter that comes after it must not sleep on the hint its holder left (handoff.go rule 6),
-// waiting for a nomination this process is not in line for, so the line is rung here.
-func (n *nominator) released(key string, stays bool) {
-	if !stays {
-		n.line.ring(key)
-	}
 }

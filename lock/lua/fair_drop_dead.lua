@@ -29,10 +29,5 @@ save_lag()
 -- it every waiter in them is dead and the next script would drop them all; so when every
 -- waiter crashed, nothing of the line stays in Redis longer than that.
 local function keep_queue(ms)
-  ms = math.max(ms, 1)
-  for _, k in ipairs({KEYS[2], KEYS[3]}) do
-    if redis.call('pttl', k) < ms then
-      redis.call('pexpire', k, ms)
-    end
-  end
+  live_at_least(math.max(ms, 1), {KEYS[2], KEYS[3]})
 end

@@ -33,14 +33,6 @@ end
 
 -- Put value in line (once) until deadline; both keys live at least until then.
 local function queue(value, deadline, ttl)
-  if redis.call('hset', KEYS[3], value, deadline .. ':' .. ttl) == 1 then
-    redis.call('rpush', KEYS[2], value)
-  end
-  local left = tonumber(deadline) - now
-  for i = 2, 3 do
-    if redis.call('pttl', KEYS[i]) < left then
-      redis.call('pexpire', KEYS[i], left)
-    end
-  end
+  queue_once(KEYS[2], KEYS[3], value, deadline .. ':' .. ttl, tonumber(deadline) - now)
 end
 

@@ -10,15 +10,7 @@ local now = tonumber(ARGV[1])
 
 -- Put id in line (once, keeping its place) until deadline; both keys live at least until then.
 local function enlist(id, deadline)
-  if redis.call('hset', KEYS[4], id, deadline) == 1 then
-    redis.call('rpush', KEYS[3], id)
-  end
-  local left = tonumber(deadline) - now
-  for i = 3, 4 do
-    if redis.call('pttl', KEYS[i]) < left then
-      redis.call('pexpire', KEYS[i], left)
-    end
-  end
+  queue_once(KEYS[3], KEYS[4], id, deadline, tonumber(deadline) - now)
 end
 
 -- Take the first process still waiting off the line (dropping those whose deadline passed: a

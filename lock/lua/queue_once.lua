@@ -1,0 +1,20 @@
+-- Shared by the waiter lines' scripts (prepended first: line.go, rlock_line.go, fair.go).
+
+-- live_at_least pushes the TTL of each of keys out to ms from now, never in.
+local function live_at_least(ms, keys)
+  for _, k in ipairs(keys) do
+    if redis.call('pttl', k) < ms then
+      redis.call('pexpire', k, ms)
+    end
+  end
+end
+
+-- queue_once puts member at the tail of list, once (a member already there keeps its place),
+-- with value under member in hash; both keys live at least left ms.
+local function queue_once(list, hash, member, value, left)
+  if redis.call('hset', hash, member, value) == 1 then
+    redis.call('rpush', list, member)
+  end
+  live_at_least(left, {list, hash})
+end
+
