@@ -126,7 +126,7 @@ func (m *pubsubMode) script(ctx context.Context, s *redis.Script) *redis.Script 
 // twinSources are the release scripts of the reentrant and fair locks, by the source each was
 // built from (a test checks they match).
 var twinSources = map[*redis.Script]string{
-	reentrantRelease: reentrantReleaseLua,
+	reentrantRelease: reentrantReleaseSource,
 	rlockRelease:     rlockReleaseSource,
 	rlockPass:        rlockPassSource,
 	fairRelease:      fairReleaseSource,

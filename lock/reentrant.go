@@ -19,12 +19,16 @@ var (
 	reentrantAcquireLua string
 	//go:embed lua/reentrant_renew.lua
 	reentrantRenewLua string
+	//go:embed lua/release_hold.lua
+	releaseHoldLua string
 	//go:embed lua/reentrant_release.lua
 	reentrantReleaseLua string
+	// reentrantReleaseSource is the release script's source (its sharded twin is built from it).
+	reentrantReleaseSource = releaseHoldLua + reentrantReleaseLua
 
 	reentrantAcquire = redis.NewScript(reentrantAcquireLua)
 	reentrantRenew   = redis.NewScript(reentrantRenewLua)
-	reentrantRelease = redis.NewScript(reentrantReleaseLua)
+	reentrantRelease = redis.NewScript(reentrantReleaseSource)
 )
 
 // reentrantLocker is NewReentrant (Redisson's RedissonLock, https://github.com/redisson/redisson): RLock,

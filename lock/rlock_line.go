@@ -19,7 +19,7 @@ var (
 	//go:embed lua/rlock_pass.lua
 	rlockPassLua string
 
-	rlockReleaseSource = queueOnceLua + rlockLineLua + rlockReleaseLua
+	rlockReleaseSource = releaseHoldLua + queueOnceLua + rlockLineLua + rlockReleaseLua
 	rlockPassSource    = queueOnceLua + rlockLineLua + rlockPassLua
 
 	rlockRelease = redis.NewScript(rlockReleaseSource)
