@@ -15,15 +15,19 @@
 -- gives up by then, so with only this library's waiters nothing of the queue outlives the last
 -- of them by more than its wait).
 -- Returns nil when held by us now, else roughly how many ms until our turn.
--- fair_lag.lua and fair_drop_dead.lua run before this (they define `now`, `owed`, `move_up`...).
+-- fair_lag.lua and fair_drop_dead.lua run before this (they define `now`, `head`, `owed`,
+-- `move_up`...); every way out saves the lag.
 local wait = tonumber(ARGV[3])
+local pttl = redis.call('pttl', KEYS[1])
 
 -- Free, and nobody waits or we are first in line: take it; everyone behind moves up one place.
-if redis.call('exists', KEYS[1]) == 0
-    and (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
-  redis.call('lpop', KEYS[2])
-  redis.call('zrem', KEYS[3], ARGV[2])
-  redis.call('hdel', GRANT, ARGV[2])
+if pttl == -2 and (head == false or head == ARGV[2]) then
+  if head == false then
+    redis.call('zrem', KEYS[3], ARGV[2])
+    redis.call('hdel', GRANT, ARGV[2])
+  else
+    pop_head()
+  end
   move_up(wait)
   save_lag()
   redis.call('hset', KEYS[1], ARGV[2], 1)
@@ -31,22 +35,21 @@ if redis.call('exists', KEYS[1]) == 0
   return nil
 end
 
--- Handed over by a release (fair_release.lua) before this waiter heard of it: held, once.
-if ARGV[6] == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+if pttl ~= -2 and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  if ARGV[6] ~= '1' then
+    -- Re-entry by the holder.
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  end
+  -- Else handed over by a release (fair_release.lua) before this waiter heard of it: held, once.
   redis.call('pexpire', KEYS[1], ARGV[1])
-  return nil
-end
-
--- Re-entry by the holder.
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
+  save_lag()
   return nil
 end
 
 -- Already in line: our turn comes about when the waiter before us is due.
 local mine = redis.call('zscore', KEYS[3], ARGV[2])
 if mine ~= false then
+  save_lag()
   return tonumber(mine) - owed(ARGV[2]) - wait - now
 end
 
@@ -57,7 +60,7 @@ local ttl
 if last ~= false and last ~= ARGV[2] then
   ttl = tonumber(redis.call('zscore', KEYS[3], last)) - owed(last) - now
 else
-  ttl = redis.call('pttl', KEYS[1])
+  ttl = pttl
 end
 local deadline = ttl + wait + now
 if last == false then
@@ -67,6 +70,10 @@ else
 end
 if redis.call('zadd', KEYS[3], deadline, ARGV[2]) == 1 then
   redis.call('rpush', KEYS[2], ARGV[2])
+  if head == false then
+    head = ARGV[2]
+  end
+  tail = ARGV[2]
 end
 local keep = ttl + wait
 if ARGV[7] ~= '0' then
@@ -74,9 +81,7 @@ if ARGV[7] ~= '0' then
 end
 if ARGV[5] ~= '0' then
   redis.call('hset', GRANT, ARGV[2], ARGV[5])
-  if redis.call('pttl', GRANT) < keep then
-    redis.call('pexpire', GRANT, keep)
-  end
+  live_at_least(keep, {GRANT})
 end
 keep_queue(keep)
 save_lag()

@@ -18,11 +18,9 @@ end
 redis.call('zrem', KEYS[3], ARGV[1])
 redis.call('lrem', KEYS[2], 0, ARGV[1])
 redis.call('hdel', GRANT, ARGV[1])
+look_head()
 save_lag()
-if wasFirst and redis.call('exists', KEYS[1]) == 0 then
-  local first = redis.call('lindex', KEYS[2], 0)
-  if first ~= false then
-    redis.call('publish', KEYS[4] .. ':' .. first, ARGV[3])
-  end
+if wasFirst and head ~= false and redis.call('exists', KEYS[1]) == 0 then
+  redis.call('publish', KEYS[4] .. ':' .. head, ARGV[3])
 end
 return 0

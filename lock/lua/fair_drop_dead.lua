@@ -4,30 +4,30 @@
 -- ARGV[4] now, unix ms. The key before the last is this project's own hash of the waiters that
 -- take a lock handed over from another process (field -> the TTL such a lock gets); Redisson
 -- clients neither read nor write it. fair_lag.lua runs before this (the first waiter's deadline
--- is exact, see there). Defines `now` and `keep_queue`.
+-- is exact, see there). Defines `now` and `keep_queue`. The lag is saved at the end of each script.
 local now = tonumber(ARGV[4])
 settle()
-while true do
-  local head = redis.call('lindex', KEYS[2], 0)
-  if head == false then
-    break
-  end
+while head ~= false do
   local deadline = tonumber(redis.call('zscore', KEYS[3], head))
   if deadline ~= nil and deadline > now then
     break
   end
-  redis.call('zrem', KEYS[3], head)
-  redis.call('lpop', KEYS[2])
-  redis.call('hdel', GRANT, head)
+  pop_head()
   settle()
 end
-save_lag()
 
 
 -- The queue and the deadlines expire with the last waiter's deadline (the latest one: a waiter
 -- joins one thread wait after the one before it, and deadlines only move up after that). Past
 -- it every waiter in them is dead and the next script would drop them all; so when every
--- waiter crashed, nothing of the line stays in Redis longer than that.
+-- waiter crashed, nothing of the line stays in Redis longer than that. The lag hash lives as
+-- long as they do. Only these scripts give the three keys a TTL, and always the same one, so
+-- the queue's tells all three.
 local function keep_queue(ms)
-  live_at_least(math.max(ms, 1), {KEYS[2], KEYS[3]})
+  ms = math.max(ms, 1)
+  if redis.call('pttl', KEYS[2]) < ms then
+    redis.call('pexpire', KEYS[2], ms)
+    redis.call('pexpire', KEYS[3], ms)
+    redis.call('pexpire', LAG, ms)
+  end
 end

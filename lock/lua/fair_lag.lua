@@ -14,8 +14,11 @@
 -- So with Redisson clients on the same queue LAG_CAP is 0.
 -- KEYS[2] queue; KEYS[3] deadlines; KEYS[#KEYS-1] the grant hash (fair_drop_dead.lua);
 -- KEYS[#KEYS] this project's hash of the lag: x the lag, h the waiter whose deadline is exact,
--- t the last waiter when one of these scripts last ran. Defines `GRANT`, `owed`, `settle`,
--- `move_up` and `save_lag`.
+-- t the last waiter when one of these scripts last ran. Defines `GRANT`, `head` (the first
+-- waiter, false when none: read once here, and kept by `pop_head` and `look_head`), `owed`,
+-- `settle`, `pop_head`, `look_head`, `move_up` and `save_lag`.
+-- Every script reads the queue's head once and writes the lag once, at its end (save_lag), and
+-- only when it changed: a sale is two of these scripts, so each call here costs every sale.
 local GRANT = KEYS[#KEYS - 1]
 local LAG = KEYS[#KEYS]
 local LAG_CAP = tonumber(ARGV[#ARGV])
@@ -27,6 +30,10 @@ local lag_head = lag_state[2] or ''
 if lag > 0 and lag_state[3] and redis.call('zscore', KEYS[3], lag_state[3]) == false then
   lag = 0
 end
+local saved = {lag, lag_head, lag_state[3] or false}
+local head = redis.call('lindex', KEYS[2], 0)
+-- tail is the last waiter, read when first needed (nil: not read yet).
+local tail
 
 -- owed is what waiter m (in the queue) owes.
 local function owed(m)
@@ -39,7 +46,6 @@ end
 -- settle makes the first waiter's deadline exact (another client, or a pop here, may have put a
 -- new waiter first).
 local function settle()
-  local head = redis.call('lindex', KEYS[2], 0)
   if head == false then
     lag, lag_head = 0, ''
   elseif head ~= lag_head then
@@ -50,15 +56,33 @@ local function settle()
   end
 end
 
+-- look_head reads the first waiter again, after the queue changed other than by pop_head.
+local function look_head()
+  head = redis.call('lindex', KEYS[2], 0)
+  tail = nil
+end
+
+-- pop_head takes the first waiter off the queue, its deadline and its grant with it.
+local function pop_head()
+  redis.call('lpop', KEYS[2])
+  redis.call('zrem', KEYS[3], head)
+  redis.call('hdel', GRANT, head)
+  if head == tail then
+    tail = false
+  end
+  head = redis.call('lindex', KEYS[2], 0)
+end
+
 -- move_up: the first waiter has just left the queue with the lock, so everyone moves up `by` ms
 -- (Redisson's rule): the new first waiter now, the others in `lag`.
 local function move_up(by)
-  lag_head = ''
-  settle()
-  if lag_head == '' then
+  if head == false then
+    lag, lag_head = 0, ''
     return
   end
-  redis.call('zincrby', KEYS[3], -by, lag_head)
+  -- The new first waiter's deadline becomes exact (it owed the lag) and moves up.
+  redis.call('zincrby', KEYS[3], -(lag + by), head)
+  lag_head = head
   lag = lag + by
   if lag > LAG_CAP then
     local w = redis.call('zrange', KEYS[3], 0, -1, 'WITHSCORES')
@@ -78,21 +102,32 @@ local function move_up(by)
   end
 end
 
--- save_lag keeps the lag for the next script, for as long as the queue lives.
+-- save_lag keeps the lag for the next script, for as long as the queue lives; it writes only
+-- what changed.
 local function save_lag()
   settle()
-  local n = redis.call('llen', KEYS[2])
-  if n == 0 then
-    redis.call('del', LAG)
+  if head == false then
+    if saved[3] then
+      redis.call('del', LAG)
+    end
     return
   end
-  if n == 1 then
+  if tail == nil then
+    tail = redis.call('lindex', KEYS[2], -1)
+  end
+  if head == tail then
     lag = 0
   end
-  redis.call('hset', LAG, 'x', lag, 'h', lag_head, 't', redis.call('lindex', KEYS[2], -1))
-  local ttl = redis.call('pttl', KEYS[2])
-  if ttl < 0 then
-    ttl = LAG_CAP
+  if lag == saved[1] and lag_head == saved[2] and tail == saved[3] then
+    return
   end
-  redis.call('pexpire', LAG, math.max(ttl, 1))
+  if redis.call('hset', LAG, 'x', lag, 'h', lag_head, 't', tail) > 0 then
+    -- A new hash: it lives as long as the queue (fair_drop_dead.lua's keep_queue keeps them
+    -- alike from then on).
+    local ttl = redis.call('pttl', KEYS[2])
+    if ttl < 0 then
+      ttl = LAG_CAP
+    end
+    redis.call('pexpire', LAG, math.max(ttl, 1))
+  end
 end

@@ -17,27 +17,28 @@
 -- gets: min(their lease, their wait), so a dead one holds the line for its wait at most) get it
 -- the same way, told by ARGV[8] on their channel: {3, first}. A Redisson client is never in the
 -- grant hash and is told with the unlock message, as Redisson's own release tells it.
--- fair_lag.lua and fair_drop_dead.lua run before this.
+-- fair_lag.lua and fair_drop_dead.lua run before this; every way out saves the lag.
 
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+local holds = redis.call('hget', KEYS[1], ARGV[3])
+if holds == false then
   -- Not ours (it expired, or was never taken). If the lock is free, wake the first waiter anyway,
   -- so the line does not wait for a release that will never come.
-  if redis.call('exists', KEYS[1]) == 0 then
-    local first = redis.call('lindex', KEYS[2], 0)
-    if first ~= false then
-      redis.call('publish', KEYS[4] .. ':' .. first, ARGV[1])
-    end
+  if head ~= false and redis.call('exists', KEYS[1]) == 0 then
+    redis.call('publish', KEYS[4] .. ':' .. head, ARGV[1])
   end
+  save_lag()
   return nil
 end
-local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-if counter > 0 then
+if tonumber(holds) > 1 then
+  redis.call('hincrby', KEYS[1], ARGV[3], -1)
   redis.call('pexpire', KEYS[1], ARGV[2])
+  save_lag()
   return {0, ''}
 end
 redis.call('del', KEYS[1])
-local first = redis.call('lindex', KEYS[2], 0)
+local first = head
 if first == false then
+  save_lag()
   return {1, ''}
 end
 local prefix = ARGV[5] or ''
@@ -45,9 +46,7 @@ local here = prefix ~= '' and string.sub(first, 1, #prefix) == prefix
 local ttl = redis.call('hget', GRANT, first)
 if here or ttl then
   -- As fair_acquire.lua's first branch, for the first waiter.
-  redis.call('lpop', KEYS[2])
-  redis.call('zrem', KEYS[3], first)
-  redis.call('hdel', GRANT, first)
+  pop_head()
   move_up(tonumber(ARGV[7]))
   save_lag()
   redis.call('hset', KEYS[1], first, 1)
@@ -59,5 +58,6 @@ if here or ttl then
   redis.call('publish', KEYS[4] .. ':' .. first, ARGV[8])
   return {3, first}
 end
+save_lag()
 redis.call('publish', KEYS[4] .. ':' .. first, ARGV[1])
 return {1, first}
