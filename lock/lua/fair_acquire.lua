@@ -46,13 +46,6 @@ if pttl ~= -2 and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   return nil
 end
 
--- Already in line: our turn comes about when the waiter before us is due.
-local mine = redis.call('zscore', KEYS[3], ARGV[2])
-if mine ~= false then
-  save_lag()
-  return tonumber(mine) - owed(ARGV[2]) - wait - now
-end
-
 -- Join at the tail, due one thread wait after the waiter before us (or after the lock's TTL).
 -- Behind a first waiter it owes what the others behind owe (fair_lag.lua); first, it owes nothing.
 local last = redis.call('lindex', KEYS[2], -1)
@@ -63,18 +56,22 @@ else
   ttl = pttl
 end
 local deadline = ttl + wait + now
-if last == false then
-  lag, lag_head = 0, ARGV[2]
-else
+if last ~= false then
   deadline = deadline + lag
 end
-if redis.call('zadd', KEYS[3], deadline, ARGV[2]) == 1 then
-  redis.call('rpush', KEYS[2], ARGV[2])
-  if head == false then
-    head = ARGV[2]
-  end
-  tail = ARGV[2]
+if redis.call('zadd', KEYS[3], 'NX', deadline, ARGV[2]) == 0 then
+  -- Already in line: our turn comes about when the waiter before us is due.
+  save_lag()
+  return tonumber(redis.call('zscore', KEYS[3], ARGV[2])) - owed(ARGV[2]) - wait - now
 end
+if last == false then
+  lag, lag_head = 0, ARGV[2]
+end
+redis.call('rpush', KEYS[2], ARGV[2])
+if head == false then
+  head = ARGV[2]
+end
+tail = ARGV[2]
 local keep = ttl + wait
 if ARGV[7] ~= '0' then
   keep = tonumber(ARGV[7])
