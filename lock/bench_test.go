@@ -3,6 +3,8 @@ package lock
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -166,4 +168,98 @@ func reportCommands(b *testing.B, calls *locktest.Counter) {
 	if b.N > 0 {
 		b.ReportMetric(float64(calls.Load())/float64(b.N), "cmds/op")
 	}
+}
+
+// BenchmarkFairHandover is the fair lock's share of a contended sale, without the Go side: one
+// holder releases to the first of 63 waiters queued from 16 processes (the release script takes
+// the lock for it), and the old holder queues again at the tail (the acquire script), one op
+// each. On redis-server it reports the server's CPU per op (INFO cpu, user + sys, the two
+// scripts' network round trips included) and the commands the scripts ran inside Redis per op
+// (INFO commandstats), which a longer script shows at once:
+//
+//	go test -run '^$' -bench FairHandover -benchtime 20000x ./lock/
+func BenchmarkFairHandover(b *testing.B) {
+	srv := locktest.New(b)
+	rdb := locktest.NewClient(b, srv)
+	ctx := context.Background()
+	const key = "{bench}:lock:fair-handover"
+	keys := []string{key, fairQueue(key), fairDeadlines(key), fairGrants(key), fairLag(key)}
+	releaseKeys := []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key), fairGrants(key), fairLag(key)}
+	const waitMs, waiters = 5000, 64
+	field := func(i int) string { return fmt.Sprintf("instance-%d:owner-%d", i%16, i) }
+	join := func(i int) error {
+		return fairAcquire.Run(ctx, rdb, keys, benchLease.Milliseconds(), field(i), waitMs, time.Now().UnixMilli(),
+			waitMs, "1", waitMs, fairLagCap).Err()
+	}
+	if err := rdb.HSet(ctx, key, field(0), 1).Err(); err != nil {
+		b.Fatal(err)
+	}
+	for i := 1; i < waiters; i++ {
+		if err := join(i); err != nil {
+			b.Fatal(err)
+		}
+	}
+	index := map[string]int{}
+	for i := range waiters {
+		index[field(i)] = i
+	}
+	before := serverStats(b, rdb)
+	holder := 0
+	for b.Loop() {
+		r, err := fairRelease.Run(ctx, rdb, releaseKeys, unlockMessage, benchLease.Milliseconds(), field(holder),
+			time.Now().UnixMilli(), "elsewhere:", benchLease.Milliseconds(), waitMs, fairGrantMessage, fairLagCap).Slice()
+		if err != nil {
+			b.Fatal(err)
+		}
+		next, ok := index[fmt.Sprint(r[1])]
+		if len(r) != 2 || r[0] != int64(3) || !ok {
+			b.Fatalf("release: %v, want {3, the first waiter}", r)
+		}
+		if err := join(holder); err != nil {
+			b.Fatal(err)
+		}
+		holder = next
+	}
+	b.StopTimer()
+	after := serverStats(b, rdb)
+	if before.cpu >= 0 && b.N > 0 {
+		b.ReportMetric((after.cpu-before.cpu)*1e6/float64(b.N), "redis-cpu-µs/op")
+		b.ReportMetric(float64(after.inner-before.inner)/float64(b.N), "calls-in-scripts/op")
+	}
+}
+
+// serverStats reads redis-server's CPU seconds (user + sys) and the calls of every command but
+// the script calls themselves; cpu is -1 where the server does not report them (miniredis).
+func serverStats(b *testing.B, rdb *redis.Client) (s struct {
+	cpu   float64
+	inner int64
+}) {
+	b.Helper()
+	s.cpu = -1
+	ctx := context.Background()
+	cpu, err := rdb.Info(ctx, "cpu").Result()
+	if err != nil || !strings.Contains(cpu, "used_cpu_user:") {
+		return s
+	}
+	stats, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.cpu = 0
+	for _, line := range strings.Split(cpu, "\n") {
+		name, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if name == "used_cpu_user" || name == "used_cpu_sys" {
+			f, _ := strconv.ParseFloat(v, 64)
+			s.cpu += f
+		}
+	}
+	for _, line := range strings.Split(stats, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":calls=")
+		if !ok || strings.HasPrefix(name, "eval") || strings.HasPrefix(name, "info") || strings.HasPrefix(name, "config") {
+			continue
+		}
+		n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+		s.inner += n
+	}
+	return s
 }
