@@ -1404,7 +1404,7 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "deadlineMs": {
-                    "description": "DeadlineMs is the waiter's deadline (unix ms, from redisson_lock_timeout:{name}): should\nit not take the lock by then, the next acquire or release passes it over. 0: none found.",
+                    "description": "DeadlineMs is the waiter's deadline (unix ms, its score in redisson_lock_timeout:{name}\nless the move-ups it still owes): should it not take the lock by then, the next acquire or\nrelease passes it over. 0: none found.",
                     "type": "integer",
                     "example": 1763900000000
                 },

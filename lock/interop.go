@@ -57,7 +57,7 @@ func WithShardedPubSub(on bool) Option {
 // there are never two holders). Set, it also makes the fair lock's scripts write every waiter's
 // deadline each time one takes the lock, exactly as RFairLock's do, one write per waiter; unset,
 // only the first waiter's deadline is written and the others owe their move-up until it adds up
-// to 5 minutes, far less Redis time per acquisition with a long queue but exact only while this
+// to a day, far less Redis time per acquisition with a long queue but exact only while this
 // library's scripts alone change the queue; and the queue's keys live until the last waiter's
 // chained deadline, not just until the last waiter's own wait ends. Other locks ignore it.
 func WithThreadWait(d time.Duration) Option { return func(o *settings) { o.ThreadWait = d } }

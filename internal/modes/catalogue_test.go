@@ -2,6 +2,7 @@ package modes_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -79,6 +80,87 @@ func TestFairQueueShownByInspect(t *testing.T) {
 	}
 	_ = h.Release(t.Context())
 	<-done
+}
+
+// TestFairDeadlinesShownAsRedissonWould: after a hand-over the waiters behind the first owe the
+// move-up (lock/lua/fair_lag.lua) and their scores are that much later; the /locks view shows
+// the deadlines Redisson's scripts would have written, a thread wait apart along the queue.
+func TestFairDeadlinesShownAsRedissonWould(t *testing.T) {
+	c := testredis.Client(t, testredis.Start(t))
+	reg, err := modes.NewRegistry(modes.Deps{Data: c, InstanceID: "inst", Lease: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Close() })
+	l, _, err := reg.Locker("fair")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key, wait = "{sku}:lock:fair", 3 * time.Second
+	// A hand-over moves the queue up by the releasing holder's wait.
+	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder", Wait: wait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := func() (ks modes.KeyState) {
+		for _, srv := range reg.Inspect(t.Context(), "{sku}:lock:") {
+			for _, k := range srv.Keys {
+				if k.Key == key {
+					ks = k
+				}
+			}
+		}
+		return ks
+	}
+	waitFor := func(what string, ok func(modes.KeyState) bool) modes.KeyState {
+		t.Helper()
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if ks := queue(); ok(ks) {
+				return ks
+			}
+		}
+		t.Fatalf("%s: not seen in 3 s (%+v)", what, queue())
+		return modes.KeyState{}
+	}
+	held := make(chan struct{}) // w0 holds the lock until the test has looked
+	done := make(chan struct{}, 3)
+	for i := range 3 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			le, err := l.Acquire(context.Background(), key, lock.Options{Owner: fmt.Sprint("w", i), Wait: wait})
+			if err != nil {
+				t.Errorf("w%d: %v", i, err)
+				return
+			}
+			if i == 0 {
+				<-held
+			}
+			_ = le.Release(context.Background())
+		}()
+		waitFor(fmt.Sprint("w", i, " queued"), func(ks modes.KeyState) bool { return len(ks.Queue) == i+1 })
+	}
+	if err := h.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ks := waitFor("w0 holding, w1 and w2 queued", func(ks modes.KeyState) bool {
+		return len(ks.Queue) == 2 && len(ks.Holders) == 1 && ks.Holders[0].Owner == "w0"
+	})
+	lag, err := c.HGet(t.Context(), "seckill_fair_lag:"+key, "x").Int64()
+	if err != nil || lag < wait.Milliseconds() {
+		t.Fatalf("the waiter behind the first owes %d ms (%v), want at least one thread wait: nothing to subtract", lag, err)
+	}
+	w1, w2 := ks.Queue[0], ks.Queue[1]
+	if w1.Owner != "w1" || w2.Owner != "w2" {
+		t.Fatalf("queue %+v, want w1 then w2", ks.Queue)
+	}
+	if gap := w2.DeadlineMs - w1.DeadlineMs; gap != wait.Milliseconds() {
+		t.Errorf("w2's deadline is %d ms after w1's, want one thread wait (%d ms); scores owe %d ms",
+			gap, wait.Milliseconds(), lag)
+	}
+	close(held)
+	for range 3 {
+		<-done
+	}
 }
 
 // TestFencedLayoutShownByInspect: Deps.RFencedLayout (lock.fencedLayout: redisson) reaches the

@@ -54,8 +54,9 @@ type Waiter struct {
 	Field    string `json:"field" example:"6f1c...:order-43"`
 	Instance string `json:"instance,omitempty"`
 	Owner    string `json:"owner,omitempty"`
-	// DeadlineMs is the waiter's deadline (unix ms, from redisson_lock_timeout:{name}): should
-	// it not take the lock by then, the next acquire or release passes it over. 0: none found.
+	// DeadlineMs is the waiter's deadline (unix ms, its score in redisson_lock_timeout:{name}
+	// less the move-ups it still owes): should it not take the lock by then, the next acquire or
+	// release passes it over. 0: none found.
 	DeadlineMs int64 `json:"deadlineMs" example:"1763900000000"`
 	// ThisInstance: the waiter came through this service instance.
 	ThisInstance bool `json:"thisInstance"`
@@ -197,21 +198,29 @@ func fairQueues(ctx context.Context, c redis.UniversalClient, prefix, self strin
 	names := make([]string, len(queues)) // the lock each queue belongs to
 	lists := make([]*redis.StringSliceCmd, len(queues))
 	deadlines := make([]*redis.ZSliceCmd, len(queues))
+	lags := make([]*redis.SliceCmd, len(queues))
 	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, q := range queues {
 			names[i] = strings.TrimPrefix(q, "redisson_lock_queue:")
 			lists[i] = p.LRange(ctx, q, 0, -1)
 			deadlines[i] = p.ZRangeWithScores(ctx, fairDeadlines(names[i]), 0, -1)
+			lags[i] = p.HMGet(ctx, fairLag(names[i]), "x", "h")
 		}
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
 		return keys, redisErr("LRANGE/ZRANGE", err)
 	}
 	for i, name := range names {
+		// Every waiter but the one the lag hash names owes the lag: its score is that much
+		// later than its deadline (the library's deferred move-ups, lock/lua/fair_lag.lua).
+		lag, exact := owedLag(lags[i].Val())
 		due := map[string]int64{}
 		for _, z := range deadlines[i].Val() {
 			if m, ok := z.Member.(string); ok {
 				due[m] = int64(z.Score)
+				if m != exact {
+					due[m] -= lag
+				}
 			}
 		}
 		var line []Waiter
@@ -231,6 +240,20 @@ func fairQueues(ctx context.Context, c redis.UniversalClient, prefix, self strin
 		keys[at].Queue = line
 	}
 	return keys, nil
+}
+
+// owedLag reads the fair lock's lag hash (HMGET x h): the move-ups owed by every waiter but the
+// exact one, in ms (0 when there is no hash).
+func owedLag(v []any) (lag int64, exact string) {
+	if len(v) != 2 {
+		return 0, ""
+	}
+	if x, ok := v[0].(string); ok {
+		f, _ := strconv.ParseFloat(x, 64)
+		lag = int64(f)
+	}
+	exact, _ = v[1].(string)
+	return lag, exact
 }
 
 func holders(h map[string]string, self string) []Holder {

@@ -64,6 +64,9 @@ func ClientAddr(c redis.UniversalClient) string {
 func fairQueue(name string) string     { return redissonPrefixed("redisson_lock_queue", name) }
 func fairDeadlines(name string) string { return redissonPrefixed("redisson_lock_timeout", name) }
 
+// fairLag is the library's hash of the move-ups the waiters behind the first still owe.
+func fairLag(name string) string { return redissonPrefixed("seckill_fair_lag", name) }
+
 func redissonPrefixed(prefix, name string) string {
 	if strings.Contains(name, "{") {
 		return prefix + ":" + name
@@ -77,7 +80,7 @@ func redissonPrefixed(prefix, name string) string {
 // reset must delete besides the lock keys themselves.
 func FairKeyPrefixes(lockPrefix string) []string {
 	return []string{fairQueue(lockPrefix), fairDeadlines(lockPrefix), redissonPrefixed("seckill_fair_grant", lockPrefix),
-		redissonPrefixed("seckill_fair_lag", lockPrefix),
+		fairLag(lockPrefix),
 		// and the waiter line of lua and fenced (the library's line.go)
 		redissonPrefixed("seckill_lock_line", lockPrefix), redissonPrefixed("seckill_lock_waiters", lockPrefix),
 		// and the fenced lock's token counter in RFencedLock's layout, deleted with the store's

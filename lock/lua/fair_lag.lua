@@ -4,7 +4,7 @@
 -- write per waiter: with a few hundred waiters that costs Redis more than the sale itself. Here
 -- only the first waiter's deadline is kept exact; everyone behind it owes the same amount, `lag`
 -- ms, written to the deadlines only once it passes LAG_CAP (the last ARGV of every fair script:
--- 300000, or 0 when Redisson clients share the queue, so every move-up is written at once, as
+-- 86400000, a day, or 0 when Redisson clients share the queue, so every move-up is written at once, as
 -- Redisson's own scripts do; see WithThreadWait). One number is enough because every
 -- move-up and every give-up changes everyone behind the head alike, and a waiter who joins
 -- chains from the waiter before it, so it owes what that one owes.
