@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/seckill-lab/seckill/lock"
 
 	"seckill/internal/modes"
@@ -30,8 +31,9 @@ func TestRedlockRegistered(t *testing.T) {
 	}
 }
 
-// TestFairQueueShownByInspect: the /locks view reads the queue and each waiter's deadline.
-func TestFairQueueShownByInspect(t *testing.T) {
+// fairRegistry is a registry on a test Redis with its fair Locker.
+func fairRegistry(t *testing.T) (*modes.Registry, modes.Locker, *redis.Client) {
+	t.Helper()
 	c := testredis.Client(t, testredis.Start(t))
 	reg, err := modes.NewRegistry(modes.Deps{Data: c, InstanceID: "inst", Lease: 5 * time.Second})
 	if err != nil {
@@ -42,6 +44,33 @@ func TestFairQueueShownByInspect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return reg, l, c
+}
+
+// inspectUntil polls the /locks view of key until ok holds of it (3 s at most).
+func inspectUntil(t *testing.T, reg *modes.Registry, key, what string, ok func(modes.KeyState) bool) modes.KeyState {
+	t.Helper()
+	var ks modes.KeyState
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		ks = modes.KeyState{}
+		for _, srv := range reg.Inspect(t.Context(), "{sku}:lock:") {
+			for _, k := range srv.Keys {
+				if k.Key == key {
+					ks = k
+				}
+			}
+		}
+		if ok(ks) {
+			return ks
+		}
+	}
+	t.Fatalf("%s: not seen in 3 s (%+v)", what, ks)
+	return ks
+}
+
+// TestFairQueueShownByInspect: the /locks view reads the queue and each waiter's deadline.
+func TestFairQueueShownByInspect(t *testing.T) {
+	reg, l, _ := fairRegistry(t)
 	const key = "{sku}:lock:fair"
 	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder"})
 	if err != nil {
@@ -54,20 +83,7 @@ func TestFairQueueShownByInspect(t *testing.T) {
 			_ = le.Release(context.Background())
 		}
 	}()
-	var ks modes.KeyState
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		ks = modes.KeyState{}
-		for _, srv := range reg.Inspect(t.Context(), "{sku}:lock:") {
-			for _, k := range srv.Keys {
-				if k.Key == key {
-					ks = k
-				}
-			}
-		}
-		if len(ks.Queue) > 0 {
-			break
-		}
-	}
+	ks := inspectUntil(t, reg, key, "a waiter", func(ks modes.KeyState) bool { return len(ks.Queue) > 0 })
 	if len(ks.Holders) != 1 || ks.Holders[0].Owner != "holder" {
 		t.Fatalf("holders %+v", ks.Holders)
 	}
@@ -86,41 +102,12 @@ func TestFairQueueShownByInspect(t *testing.T) {
 // move-up (lock/lua/fair_lag.lua) and their scores are that much later; the /locks view shows
 // the deadlines Redisson's scripts would have written, a thread wait apart along the queue.
 func TestFairDeadlinesShownAsRedissonWould(t *testing.T) {
-	c := testredis.Client(t, testredis.Start(t))
-	reg, err := modes.NewRegistry(modes.Deps{Data: c, InstanceID: "inst", Lease: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = reg.Close() })
-	l, _, err := reg.Locker("fair")
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, l, c := fairRegistry(t)
 	const key, wait = "{sku}:lock:fair", 3 * time.Second
 	// A hand-over moves the queue up by the releasing holder's wait.
 	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder", Wait: wait})
 	if err != nil {
 		t.Fatal(err)
-	}
-	queue := func() (ks modes.KeyState) {
-		for _, srv := range reg.Inspect(t.Context(), "{sku}:lock:") {
-			for _, k := range srv.Keys {
-				if k.Key == key {
-					ks = k
-				}
-			}
-		}
-		return ks
-	}
-	waitFor := func(what string, ok func(modes.KeyState) bool) modes.KeyState {
-		t.Helper()
-		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if ks := queue(); ok(ks) {
-				return ks
-			}
-		}
-		t.Fatalf("%s: not seen in 3 s (%+v)", what, queue())
-		return modes.KeyState{}
 	}
 	held := make(chan struct{}) // w0 holds the lock until the test has looked
 	done := make(chan struct{}, 3)
@@ -137,12 +124,12 @@ func TestFairDeadlinesShownAsRedissonWould(t *testing.T) {
 			}
 			_ = le.Release(context.Background())
 		}()
-		waitFor(fmt.Sprint("w", i, " queued"), func(ks modes.KeyState) bool { return len(ks.Queue) == i+1 })
+		inspectUntil(t, reg, key, fmt.Sprint("w", i, " queued"), func(ks modes.KeyState) bool { return len(ks.Queue) == i+1 })
 	}
 	if err := h.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	ks := waitFor("w0 holding, w1 and w2 queued", func(ks modes.KeyState) bool {
+	ks := inspectUntil(t, reg, key, "w0 holding, w1 and w2 queued", func(ks modes.KeyState) bool {
 		return len(ks.Queue) == 2 && len(ks.Holders) == 1 && ks.Holders[0].Owner == "w0"
 	})
 	lag, err := c.HGet(t.Context(), "seckill_fair_lag:"+key, "x").Int64()
