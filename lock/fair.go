@@ -30,7 +30,7 @@ var (
 
 	// Each keeps the first waiter's deadline exact and the others' move-ups owed (fair_lag.lua);
 	// acquire and release then drop the dead waiters at the head of the queue.
-	fairReleaseSource = queueOnceLua + fairLagLua + fairDropDeadLua + fairReleaseLua
+	fairReleaseSource = queueOnceLua + releaseHoldLua + fairLagLua + fairDropDeadLua + fairReleaseLua
 	fairCancelSource  = fairLagLua + fairCancelLua
 	fairAcquire       = redis.NewScript(queueOnceLua + fairLagLua + fairDropDeadLua + fairAcquireLua)
 	fairRelease       = redis.NewScript(fairReleaseSource)

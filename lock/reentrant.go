@@ -147,12 +147,14 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 		token int64
 	)
 	deadline := time.Now().Add(opts.Wait)
+	// inLine: a waiter queues its process in the nomination line across processes (rlock_line.go).
+	inLine := l.nom != nil && opts.Wait > 0
 	err := l.line.obtain(ctx, key, opts.Wait, lease, l.holding(key, field), func(ctx context.Context) (bool, time.Duration, error) {
 		sent = time.Now()
 		held, ttl, tok, err := l.try(ctx, key, field, leaseMs)
 		token = tok
-		if err == nil && !held && l.nom != nil && opts.Wait > 0 {
-			// In line across processes, so a release may nominate this one (rlock_line.go).
+		if err == nil && !held && inLine {
+			// So a release may nominate this process.
 			free, qerr := l.nom.enlist(ctx, key, deadline)
 			if qerr != nil {
 				return false, 0, qerr
@@ -167,7 +169,7 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 		return held, ttl, err
 	})
 	if err != nil {
-		if l.nom != nil && opts.Wait > 0 && errors.Is(err, ErrNotObtained) && l.line.lastDeadline(key).IsZero() {
+		if inLine && errors.Is(err, ErrNotObtained) && l.line.lastDeadline(key).IsZero() {
 			l.nom.pass(key) // the last waiter here gave up: out of the line
 		}
 		return nil, err

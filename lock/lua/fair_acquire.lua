@@ -16,22 +16,13 @@
 -- of them by more than its wait).
 -- Returns nil when held by us now, else roughly how many ms until our turn.
 -- fair_lag.lua and fair_drop_dead.lua run before this (they define `now`, `head`, `owed`,
--- `move_up`...); every way out saves the lag.
+-- `move_up`, `take_lock`...); every way out saves the lag.
 local wait = tonumber(ARGV[3])
 local pttl = redis.call('pttl', KEYS[1])
 
 -- Free, and nobody waits or we are first in line: take it; everyone behind moves up one place.
 if pttl == -2 and (head == false or head == ARGV[2]) then
-  if head == false then
-    redis.call('zrem', KEYS[3], ARGV[2])
-    redis.call('hdel', GRANT, ARGV[2])
-  else
-    pop_head()
-  end
-  move_up(wait)
-  save_lag()
-  redis.call('hset', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
+  take_lock(ARGV[2], wait, ARGV[1])
   return nil
 end
 

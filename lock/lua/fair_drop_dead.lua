@@ -4,7 +4,7 @@
 -- ARGV[4] now, unix ms. The key before the last is this project's own hash of the waiters that
 -- take a lock handed over from another process (field -> the TTL such a lock gets); Redisson
 -- clients neither read nor write it. fair_lag.lua runs before this (the first waiter's deadline
--- is exact, see there). Defines `now` and `keep_queue`. The lag is saved at the end of each script.
+-- is exact, see there). Defines `now`, `keep_queue` and `take_lock`. The lag is saved at the end of each script.
 local now = tonumber(ARGV[4])
 settle()
 while head ~= false do
@@ -30,4 +30,20 @@ local function keep_queue(ms)
     redis.call('pexpire', KEYS[3], ms)
     redis.call('pexpire', LAG, ms)
   end
+end
+
+-- take_lock gives the free lock to field, first in line or with nobody waiting (RFairLock's
+-- acquire): it leaves the queue, everyone behind moves up `by` ms, and it holds once for ttl ms.
+-- The acquire takes it for itself, the release for the first waiter (a hand-over).
+local function take_lock(field, by, ttl)
+  if head == field then
+    pop_head()
+  else
+    redis.call('zrem', KEYS[3], field)
+    redis.call('hdel', GRANT, field)
+  end
+  move_up(by)
+  save_lag()
+  redis.call('hset', KEYS[1], field, 1)
+  redis.call('pexpire', KEYS[1], ttl)
 end

@@ -17,10 +17,11 @@
 -- gets: min(their lease, their wait), so a dead one holds the line for its wait at most) get it
 -- the same way, told by ARGV[8] on their channel: {3, first}. A Redisson client is never in the
 -- grant hash and is told with the unlock message, as Redisson's own release tells it.
--- fair_lag.lua and fair_drop_dead.lua run before this; every way out saves the lag.
+-- release_hold.lua, fair_lag.lua and fair_drop_dead.lua run before this; every way out saves the
+-- lag.
 
-local holds = redis.call('hget', KEYS[1], ARGV[3])
-if holds == false then
+local released = release_hold(KEYS[1], ARGV[3], ARGV[2])
+if released == nil then
   -- Not ours (it expired, or was never taken). If the lock is free, wake the first waiter anyway,
   -- so the line does not wait for a release that will never come.
   if head ~= false and redis.call('exists', KEYS[1]) == 0 then
@@ -29,13 +30,10 @@ if holds == false then
   save_lag()
   return nil
 end
-if tonumber(holds) > 1 then
-  redis.call('hincrby', KEYS[1], ARGV[3], -1)
-  redis.call('pexpire', KEYS[1], ARGV[2])
+if released == 0 then
   save_lag()
   return {0, ''}
 end
-redis.call('del', KEYS[1])
 local first = head
 if first == false then
   save_lag()
@@ -45,16 +43,12 @@ local prefix = ARGV[5] or ''
 local here = prefix ~= '' and string.sub(first, 1, #prefix) == prefix
 local ttl = redis.call('hget', GRANT, first)
 if here or ttl then
-  -- As fair_acquire.lua's first branch, for the first waiter.
-  pop_head()
-  move_up(tonumber(ARGV[7]))
-  save_lag()
-  redis.call('hset', KEYS[1], first, 1)
+  -- Taken for the first waiter, exactly as its own acquire would take it.
   if here then
-    redis.call('pexpire', KEYS[1], ARGV[6])
+    take_lock(first, tonumber(ARGV[7]), ARGV[6])
     return {2, first}
   end
-  redis.call('pexpire', KEYS[1], ttl)
+  take_lock(first, tonumber(ARGV[7]), ttl)
   redis.call('publish', KEYS[4] .. ':' .. first, ARGV[8])
   return {3, first}
 end
