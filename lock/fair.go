@@ -30,9 +30,9 @@ var (
 
 	// Each keeps the first waiter's deadline exact and the others' move-ups owed (fair_lag.lua);
 	// acquire and release then drop the dead waiters at the head of the queue.
-	fairReleaseSource = queueOnceLua + releaseHoldLua + fairLagLua + fairDropDeadLua + fairReleaseLua
+	fairReleaseSource = releaseHoldLua + fairLagLua + fairDropDeadLua + fairReleaseLua
 	fairCancelSource  = fairLagLua + fairCancelLua
-	fairAcquire       = redis.NewScript(queueOnceLua + fairLagLua + fairDropDeadLua + fairAcquireLua)
+	fairAcquire       = redis.NewScript(fairLagLua + fairDropDeadLua + fairAcquireLua)
 	fairRelease       = redis.NewScript(fairReleaseSource)
 	fairCancel        = redis.NewScript(fairCancelSource)
 )
@@ -384,7 +384,8 @@ func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, wa
 	// How long the queue must outlive this join. With a thread wait, Redisson clients may share
 	// the queue and count on its chained deadlines: 0, the new waiter's deadline. Without one only
 	// this library's waiters are in it, and each gives up by its own deadline, so the queue lives
-	// until the last of them has (after a crash of everyone: the wait, not the chain).
+	// until the last of them has, and a little more (after a crash of everyone: the wait and at most
+	// a quarter of it more, up to a second; not the chain).
 	keepMs := int64(0)
 	if l.threadWait <= 0 {
 		keepMs = max(time.Until(deadline).Milliseconds()+1, 1)

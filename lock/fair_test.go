@@ -479,3 +479,38 @@ func TestFairHandoverRacingTheWaitersOwnAttempt(t *testing.T) {
 		t.Fatalf("lock still there after the waiter's one release: %v", c.HGetAll(t.Context(), key).Val())
 	}
 }
+
+// TestFairQueueOutlivesItsWaitersByLittle: without a thread wait only this library's waiters are
+// in the queue, and its keys live as long as the last waiter's wait and a little more (a quarter
+// of it, at most a second), so a crowd's joins do not each push them out, and a crash of
+// everyone leaves nothing behind for longer than that.
+func TestFairQueueOutlivesItsWaitersByLittle(t *testing.T) {
+	t.Parallel()
+	c := locktest.NewClient(t, locktest.New(t))
+	l := fairLocker(t, c, "p", 5*time.Second)
+	const key = "fair-keep"
+	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wait = 2 * time.Second
+	const slack = wait / 4
+	got := make(chan *lock.Lease, 1)
+	go func() {
+		le, err := l.Acquire(context.Background(), key, lock.Options{Owner: "w", Wait: wait})
+		if err != nil {
+			t.Errorf("waiter: %v", err)
+		}
+		got <- le
+	}()
+	waitQueue(t, c, key, 1)
+	for _, k := range []string{"redisson_lock_queue:{" + key + "}", "redisson_lock_timeout:{" + key + "}",
+		"seckill_fair_grant:{" + key + "}", "seckill_fair_lag:{" + key + "}"} {
+		ttl := c.PTTL(t.Context(), k).Val()
+		if ttl <= wait-time.Second || ttl > wait+slack {
+			t.Errorf("%s PTTL %v, want the waiter's wait %v and at most %v more", k, ttl, wait, slack)
+		}
+	}
+	le, _ := releaseFor(t, h, got)
+	_ = le.Release(t.Context())
+}

@@ -39,7 +39,10 @@ end
 
 -- Join at the tail, due one thread wait after the waiter before us (or after the lock's TTL).
 -- Behind a first waiter it owes what the others behind owe (fair_lag.lua); first, it owes nothing.
-local last = redis.call('lindex', KEYS[2], -1)
+if tail == nil then
+  tail = redis.call('lindex', KEYS[2], -1)
+end
+local last = tail
 local ttl
 if last ~= false and last ~= ARGV[2] then
   ttl = tonumber(redis.call('zscore', KEYS[3], last)) - owed(last) - now
@@ -63,14 +66,20 @@ if head == false then
   head = ARGV[2]
 end
 tail = ARGV[2]
-local keep = ttl + wait
+local keep, slack = ttl + wait, 0
 if ARGV[7] ~= '0' then
+  -- Only this library's waiters: when the keys must live longer, they get a little more than
+  -- that (a quarter of the wait, at most a second), so with a crowd one join a second extends
+  -- them rather than nearly every one.
   keep = tonumber(ARGV[7])
+  slack = math.min(math.floor(keep / 4), 1000)
 end
 if ARGV[5] ~= '0' then
   redis.call('hset', GRANT, ARGV[2], ARGV[5])
-  live_at_least(keep, {GRANT})
+  if redis.call('pttl', GRANT) < keep then
+    redis.call('pexpire', GRANT, keep + slack)
+  end
 end
-keep_queue(keep)
+keep_queue(keep, slack)
 save_lag()
 return ttl

@@ -22,10 +22,11 @@ end
 -- it every waiter in them is dead and the next script would drop them all; so when every
 -- waiter crashed, nothing of the line stays in Redis longer than that. The lag hash lives as
 -- long as they do. Only these scripts give the three keys a TTL, and always the same one, so
--- the queue's tells all three.
-local function keep_queue(ms)
+-- the queue's tells all three. When they must live longer than ms, they get ms + slack.
+local function keep_queue(ms, slack)
   ms = math.max(ms, 1)
   if redis.call('pttl', KEYS[2]) < ms then
+    ms = ms + slack
     redis.call('pexpire', KEYS[2], ms)
     redis.call('pexpire', KEYS[3], ms)
     redis.call('pexpire', LAG, ms)

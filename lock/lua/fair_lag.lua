@@ -1,5 +1,5 @@
--- Fair lock prelude, first in the acquire, release and cancel scripts (after queue_once.lua's helpers
--- in the first two): the move-ups, deferred.
+-- Fair lock prelude, first in the acquire, release and cancel scripts (after release_hold.lua in the
+-- release): the move-ups, deferred.
 -- Redisson moves every waiter's deadline up by the taker's thread wait on each acquisition, one
 -- write per waiter: with a few hundred waiters that costs Redis more than the sale itself. Here
 -- only the first waiter's deadline is kept exact; everyone behind it owes the same amount, `lag`
@@ -25,15 +25,20 @@ local LAG_CAP = tonumber(ARGV[#ARGV])
 local lag_state = redis.call('hmget', LAG, 'x', 'h', 't')
 local lag = tonumber(lag_state[1]) or 0
 local lag_head = lag_state[2] or ''
+-- tail is the last waiter, read when first needed (nil: not read yet; false: none).
+local tail
 -- The last waiter we knew has left through a script that is not ours (a Redisson client's):
 -- who joined after it, and what they owe, cannot be told, so they owe nothing (late, not early).
-if lag > 0 and lag_state[3] and redis.call('zscore', KEYS[3], lag_state[3]) == false then
-  lag = 0
+-- It is still the tail in the common case (every script reads the tail anyway), and a waiter in
+-- the queue is in the deadlines too; only otherwise is its deadline looked up.
+if lag > 0 and lag_state[3] then
+  tail = redis.call('lindex', KEYS[2], -1)
+  if tail ~= lag_state[3] and redis.call('zscore', KEYS[3], lag_state[3]) == false then
+    lag = 0
+  end
 end
 local saved = {lag, lag_head, lag_state[3] or false}
 local head = redis.call('lindex', KEYS[2], 0)
--- tail is the last waiter, read when first needed (nil: not read yet).
-local tail
 
 -- owed is what waiter m (in the queue) owes.
 local function owed(m)

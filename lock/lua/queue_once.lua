@@ -1,4 +1,4 @@
--- Shared by the waiter lines' scripts (prepended first: line.go, rlock_line.go, fair.go).
+-- Shared by the waiter lines' scripts (prepended first: line.go, rlock_line.go).
 
 -- live_at_least pushes the TTL of each of keys out to ms from now, never in.
 local function live_at_least(ms, keys)
