@@ -18,15 +18,23 @@
 -- fair_lag.lua and fair_drop_dead.lua run before this (they define `now`, `head`, `owed`,
 -- `move_up`, `take_lock`...); every way out saves the lag.
 local wait = tonumber(ARGV[3])
-local pttl = redis.call('pttl', KEYS[1])
+-- The lock's PTTL, read when it decides something (behind another waiter, as in a crowd, only
+-- whether we hold the lock does).
+local pttl
+local function lock_pttl()
+  if pttl == nil then
+    pttl = redis.call('pttl', KEYS[1])
+  end
+  return pttl
+end
 
 -- Free, and nobody waits or we are first in line: take it; everyone behind moves up one place.
-if pttl == -2 and (head == false or head == ARGV[2]) then
+if (head == false or head == ARGV[2]) and lock_pttl() == -2 then
   take_lock(ARGV[2], wait, ARGV[1])
   return nil
 end
 
-if pttl ~= -2 and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   if ARGV[6] ~= '1' then
     -- Re-entry by the holder.
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
@@ -47,7 +55,7 @@ local ttl
 if last ~= false and last ~= ARGV[2] then
   ttl = tonumber(redis.call('zscore', KEYS[3], last)) - owed(last) - now
 else
-  ttl = pttl
+  ttl = lock_pttl()
 end
 local deadline = ttl + wait + now
 if last ~= false then
