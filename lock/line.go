@@ -43,6 +43,10 @@ var (
 //     that waiter is in the releasing process, tells it directly). The releasing process's next
 //     waiter joins the Redis line behind in the same script, without a round trip of its own;
 //     with nobody in the Redis line, the lock goes to that next waiter. Nobody else wakes.
+//     Cohorts: a release may instead hand the lock to that next waiter while the
+//     Redis line waits, at most cohort holders of one process in a row, since a hand-over inside
+//     one process sends no message to another. The Redis line's first waiter is then passed
+//     over at most cohort-1 times by each process ahead of it, never for longer.
 //  4. A waiter that dies holds the line up for at most its own wait: its entry is dropped once
 //     its deadline has passed, and a lock handed to it lives min(its lease, its wait, 1 s) (a live
 //     holder pushes that out to its lease a third of the way in, unless it has released by
@@ -60,6 +64,8 @@ type waitLine struct {
 	rdb    redis.UniversalClient
 	log    *slog.Logger
 	fenced bool
+	// cohort is the constant cohort (rule 3; a test sets others).
+	cohort int
 	// lostGrant is lostGrantBound (a test that counts commands raises it).
 	lostGrant time.Duration
 	// id names this process in its waiters' values ("<id>:<uuid>") and its grant channel.
@@ -96,6 +102,9 @@ type keyLine struct {
 	// the head in the Redis line, so the head need not try before that or holderUntil.
 	holder      string
 	holderUntil time.Time
+	// turns counts the releases in a row here that handed the lock to this process's next
+	// waiter while the Redis line had waiters (rule 3).
+	turns int
 }
 
 // lineWaiter is one waiter. Fields other than the first four are guarded by waitLine.mu.
@@ -123,7 +132,7 @@ func (w *lineWaiter) ring() {
 
 func newWaitLine(rdb redis.UniversalClient, log *slog.Logger, fenced bool) *waitLine {
 	id := strings.ReplaceAll(uuid.NewString(), "-", "")
-	return &waitLine{rdb: rdb, log: log, fenced: fenced, lostGrant: lostGrantBound, id: id, channel: grantChannelPrefix + id,
+	return &waitLine{rdb: rdb, log: log, fenced: fenced, cohort: cohort, lostGrant: lostGrantBound, id: id, channel: grantChannelPrefix + id,
 		keys: map[string]*keyLine{}, held: map[string]bool{}}
 }
 
@@ -372,6 +381,12 @@ const (
 	// out to its lease (at a third of it): a waiter that is gone, or whose grant was lost with a
 	// broken connection, holds the line up this long at most, not its whole wait.
 	maxGrantTTL = time.Second
+	// cohort is how many holders in a row one process's waiters may be while waiters of other
+	// processes wait in the Redis line (rule 3): with 8, a process with a single waiter gets
+	// about as many turns as each buyer of a crowd of 8 elsewhere, and a hand-over inside one
+	// process, which sends no message to another, is 7 hand-overs in 8 where crowds wait
+	// everywhere. 1 would take strict turns between processes.
+	cohort = 8
 )
 
 func minTime(a, b time.Time) time.Time {
@@ -489,12 +504,17 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 	// The next waiter of this process, if it is not in the Redis line yet (it is the head and
 	// has not tried: a holder here was going to pass it on).
 	var next *lineWaiter
+	// ours: that waiter may have the lock before the Redis line (its process's turn lasts).
+	ours := "0"
 	wl.mu.Lock()
 	if kl := wl.keys[key]; kl != nil && wl.ready != nil && isDone(wl.ready) && kl.holder == value && len(kl.waiters) > 0 && kl.waiters[0].next.IsZero() && !kl.waiters[0].granted {
 		next = kl.waiters[0]
+		if kl.turns+1 < wl.cohort {
+			ours = "1"
+		}
 	}
 	wl.mu.Unlock()
-	args := []any{value, time.Now().UnixMilli(), wl.fencedArg(), wl.id + ":", grantChannelPrefix, "", 0, 0, 0}
+	args := []any{value, time.Now().UnixMilli(), wl.fencedArg(), wl.id + ":", grantChannelPrefix, "", 0, 0, 0, ours}
 	if next != nil {
 		args[5], args[6], args[7], args[8] = next.value, next.deadline.UnixMilli(), next.grantTTL.Milliseconds(), max(next.lease.Milliseconds(), 1)
 	}
@@ -513,6 +533,12 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 	wl.mu.Lock()
 	delete(wl.held, value)
 	if kl := wl.keys[key]; kl != nil && kl.holder == value {
+		switch {
+		case code == 3 && len(r) > 3:
+			kl.turns++ // the Redis line was passed over
+		default:
+			kl.turns = 0 // handed to the Redis line, or nobody was in it
+		}
 		kl.holder = ""
 		// A waiter that became the head while the script ran saw the holder here and sleeps
 		// until it is told (it was not the next waiter the script put in line): tell it now.

@@ -19,7 +19,8 @@ import (
 // each other, and across processes in a line kept in Redis. The release script hands the lock to
 // the first waiter in that line (it writes that waiter's value in, the compare of the
 // compare-and-delete unchanged) and tells only that waiter's process, so one release wakes one
-// waiter wherever it is; with nobody waiting it deletes the lock. A lock whose holder died still
+// waiter wherever it is, after at most a cohort of holders of the releasing process in a row
+// (lock cohorting, line.go); with nobody waiting it deletes the lock. A lock whose holder died still
 // passes on when it expires, exactly as with polling.
 type luaLocker struct {
 	rdb   redis.UniversalClient
