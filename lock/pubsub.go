@@ -99,7 +99,10 @@ func (s *subscriber) join(ctx context.Context, ch string, ring func()) waitHandl
 }
 
 // joinPattern is join for a PSUBSCRIBE pattern: ring is told the channel and payload of each
-// message.
+// message. The listeners of one pattern must be alike, since each message is handed to one of
+// them only: the fair lock's waiters of one process share their key's pattern, and each message
+// names the one waiter it is for. Handing it to every listener acted on it once per waiter (64
+// times with 64 waiters, each time under the fair lock's mutex and this subscriber's).
 func (s *subscriber) joinPattern(ctx context.Context, pattern string, ring func(channel, payload string)) waitHandle {
 	return s.listen(ctx, pattern, true, ring)
 }
@@ -266,6 +269,9 @@ func (s *subscriber) dispatch(m any) {
 		}
 		for _, ring := range st.rings {
 			ring(m.Channel, m.Payload)
+			if m.Pattern != "" {
+				break // a pattern's listeners are alike (joinPattern): one handles each message
+			}
 		}
 	}
 }
