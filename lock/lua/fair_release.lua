@@ -40,14 +40,14 @@ if first == false then
   return {1, ''}
 end
 local prefix = ARGV[5] or ''
-local here = prefix ~= '' and string.sub(first, 1, #prefix) == prefix
+-- Taken for the first waiter, exactly as its own acquire would take it, when it waits here or is
+-- listed in the grant hash (looked up only for a waiter elsewhere).
+if prefix ~= '' and string.sub(first, 1, #prefix) == prefix then
+  take_lock(first, tonumber(ARGV[7]), ARGV[6])
+  return {2, first}
+end
 local ttl = redis.call('hget', GRANT, first)
-if here or ttl then
-  -- Taken for the first waiter, exactly as its own acquire would take it.
-  if here then
-    take_lock(first, tonumber(ARGV[7]), ARGV[6])
-    return {2, first}
-  end
+if ttl then
   take_lock(first, tonumber(ARGV[7]), ttl)
   redis.call('publish', KEYS[4] .. ':' .. first, ARGV[8])
   return {3, first}
