@@ -64,7 +64,7 @@ type waitLine struct {
 	rdb    redis.UniversalClient
 	log    *slog.Logger
 	fenced bool
-	// cohort is the constant cohort (rule 3; a test sets others).
+	// cohort is the constant cohort (rule 3); a test sets others.
 	cohort int
 	// lostGrant is lostGrantBound (a test that counts commands raises it).
 	lostGrant time.Duration
@@ -103,7 +103,8 @@ type keyLine struct {
 	holder      string
 	holderUntil time.Time
 	// turns counts the releases in a row here that handed the lock to this process's next
-	// waiter while the Redis line had waiters (rule 3).
+	// waiter before the Redis line (rule 3; the script does not look whether anyone waits in
+	// it, so the count is reset only by a release that does).
 	turns int
 }
 
@@ -535,7 +536,7 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 	if kl := wl.keys[key]; kl != nil && kl.holder == value {
 		switch {
 		case code == 3 && len(r) > 3:
-			kl.turns++ // the Redis line was passed over
+			kl.turns++ // before the Redis line
 		default:
 			kl.turns = 0 // handed to the Redis line, or nobody was in it
 		}
