@@ -32,7 +32,7 @@ var (
 	// acquire and release then drop the dead waiters at the head of the queue.
 	fairReleaseSource = releaseHoldLua + fairLagLua + fairDropDeadLua + fairReleaseLua
 	fairCancelSource  = fairLagLua + fairCancelLua
-	fairAcquire       = redis.NewScript(fairLagLua + fairDropDeadLua + fairAcquireLua)
+	fairAcquire       = redis.NewScript(queueOnceLua + fairLagLua + fairDropDeadLua + fairAcquireLua)
 	fairRelease       = redis.NewScript(fairReleaseSource)
 	fairCancel        = redis.NewScript(fairCancelSource)
 )

@@ -534,10 +534,9 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 	wl.mu.Lock()
 	delete(wl.held, value)
 	if kl := wl.keys[key]; kl != nil && kl.holder == value {
-		switch {
-		case code == 3 && len(r) > 3:
+		if code == 3 && len(r) > 3 {
 			kl.turns++ // before the Redis line
-		default:
+		} else {
 			kl.turns = 0 // handed to the Redis line, or nobody was in it
 		}
 		kl.holder = ""

@@ -84,9 +84,7 @@ if ARGV[7] ~= '0' then
 end
 if ARGV[5] ~= '0' then
   redis.call('hset', GRANT, ARGV[2], ARGV[5])
-  if redis.call('pttl', GRANT) < keep then
-    redis.call('pexpire', GRANT, keep + slack)
-  end
+  live_at_least(keep, {GRANT}, slack)
 end
 keep_queue(keep, slack)
 save_lag()

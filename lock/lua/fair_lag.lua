@@ -1,5 +1,5 @@
--- Fair lock prelude, first in the acquire, release and cancel scripts (after release_hold.lua in the
--- release): the move-ups, deferred.
+-- Fair lock prelude, first in the acquire, release and cancel scripts (after queue_once.lua's
+-- helpers in the acquire, release_hold.lua in the release): the move-ups, deferred.
 -- Redisson moves every waiter's deadline up by the taker's thread wait on each acquisition, one
 -- write per waiter: with a few hundred waiters that costs Redis more than the sale itself. Here
 -- only the first waiter's deadline is kept exact; everyone behind it owes the same amount, `lag`

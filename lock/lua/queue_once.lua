@@ -1,10 +1,12 @@
--- Shared by the waiter lines' scripts (prepended first: line.go, rlock_line.go).
+-- Shared by the waiter lines' scripts (prepended first: line.go, rlock_line.go, and the fair
+-- lock's acquire in fair.go).
 
--- live_at_least pushes the TTL of each of keys out to ms from now, never in.
-local function live_at_least(ms, keys)
+-- live_at_least pushes the TTL of each of keys out to ms from now, never in; a key it pushes gets
+-- slack ms more (nil: none), so that the next callers with about the same ms need not push again.
+local function live_at_least(ms, keys, slack)
   for _, k in ipairs(keys) do
     if redis.call('pttl', k) < ms then
-      redis.call('pexpire', k, ms)
+      redis.call('pexpire', k, ms + (slack or 0))
     end
   end
 end
