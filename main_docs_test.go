@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -167,4 +168,36 @@ func commandArgs(line string) ([]string, bool) {
 		args = append(args, strings.Trim(f, `"'`))
 	}
 	return args, true
+}
+
+// goTestAll matches a `go test` command (flags, then packages) up to a backtick, a comment or
+// the end of the line.
+var goTestAll = regexp.MustCompile("go test((?:\\s+-[^\\s`]+)*(?:\\s+\\./[^\\s`]*)+)")
+
+// TestDocsGoTestCoversLibrary: every `go test ./...` a page shows also names ./lock/..., since the
+// library is a module of its own and ./... alone skips it.
+func TestDocsGoTestCoversLibrary(t *testing.T) {
+	t.Parallel()
+	checked := 0
+	for _, doc := range docFiles(t) {
+		raw, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n, line := range strings.Split(string(raw), "\n") {
+			for _, m := range goTestAll.FindAllStringSubmatch(line, -1) {
+				pkgs := strings.Fields(m[1])
+				if !slices.Contains(pkgs, "./...") {
+					continue
+				}
+				checked++
+				if !slices.Contains(pkgs, "./lock/...") {
+					t.Errorf("%s:%d: %q runs ./... without ./lock/... (the library's own module)", doc, n+1, m[0])
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no page shows `go test ./...`: the README should say how to run the tests")
+	}
 }
