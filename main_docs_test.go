@@ -201,3 +201,35 @@ func TestDocsGoTestCoversLibrary(t *testing.T) {
 		t.Fatal("no page shows `go test ./...`: the README should say how to run the tests")
 	}
 }
+
+// TestDocsInstallReplaceFirst: a page that tells how to get the library shows the replace (the
+// module is not published, so `go get` alone fails) before any `go get` of it, and never as a
+// command to run.
+func TestDocsInstallReplaceFirst(t *testing.T) {
+	t.Parallel()
+	const mod = "github.com/seckill-lab/seckill/lock"
+	checked := 0
+	for _, doc := range docFiles(t) {
+		raw, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(raw)
+		get := strings.Index(s, "go get "+mod)
+		if get < 0 {
+			continue
+		}
+		checked++
+		if repl := strings.Index(s, "-replace "+mod+"="); repl < 0 || repl > get {
+			t.Errorf("%s: `go get %s` comes before `go mod edit -replace %s=…`; until the module is published the replace must come first", doc, mod, mod)
+		}
+		for n, line := range strings.Split(s, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "go get "+mod) {
+				t.Errorf("%s:%d: `go get %s` as a command fails until the module is published", doc, n+1, mod)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no page tells how to get the library")
+	}
+}
