@@ -256,7 +256,7 @@ const docTemplate = `{
         },
         "/inventory/restock": {
             "post": {
-                "description": "Sets the stock of a SKU (0..1,000,000,000), whatever lab.enabled says: the way back when\nthe data Redis lost the stock key, or to put more on sale. Orders and locks are kept; the\ninitial stock moves by as much as the stock, so the audit stays true. Needs the\nX-Admin-Token header; without server.adminToken set it is open only with the lab on.",
+                "description": "Sets the stock of a SKU (0..1,000,000,000), whatever lab.enabled says: the way back when\nthe data Redis lost the stock key, or to put more on sale. Orders and locks are kept; the\ninitial stock moves by as much as the stock, so the audit stays true. A sale that read the\nstock before the restock writes nothing after it (409). Needs the\nX-Admin-Token header; without server.adminToken set it is open only with the lab on.",
                 "produces": [
                     "application/json"
                 ],
@@ -415,7 +415,7 @@ const docTemplate = `{
                         }
                     },
                     "409": {
-                        "description": "sold out, or a stale write rejected by the fencing token",
+                        "description": "sold out, a stale write rejected by the fencing token, or nothing sold because a restock came between the read and the write",
                         "schema": {
                             "$ref": "#/definitions/handler.SaleBody"
                         }
@@ -529,7 +529,7 @@ const docTemplate = `{
                         }
                     },
                     "409": {
-                        "description": "sold out, or a stale write rejected by the fencing token",
+                        "description": "sold out, a stale write rejected by the fencing token, or nothing sold because a restock came between the read and the write",
                         "schema": {
                             "$ref": "#/definitions/handler.SaleBody"
                         }

@@ -108,6 +108,7 @@ func statusOf(err error) int {
 		{service.ErrOverloaded, http.StatusServiceUnavailable},
 		{service.ErrSoldOut, http.StatusConflict},
 		{service.ErrStaleWrite, http.StatusConflict},
+		{service.ErrRestocked, http.StatusConflict},
 		{service.ErrLockTimeout, http.StatusServiceUnavailable},
 		{service.ErrUnavailable, http.StatusServiceUnavailable},
 		{service.ErrLockLost, http.StatusServiceUnavailable},

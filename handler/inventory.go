@@ -123,7 +123,7 @@ func ParseSale(q url.Values) (service.SaleRequest, error) {
 //	@Failure		401					{object}	ErrorBody	"a lab mode or a fault without the admin token"
 //	@Failure		403					{object}	ErrorBody	"a lab mode or a fault with lab.enabled=false"
 //	@Failure		405					{object}	ErrorBody	"GET while server.adminToken is set"
-//	@Failure		409					{object}	SaleBody	"sold out, or a stale write rejected by the fencing token"
+//	@Failure		409					{object}	SaleBody	"sold out, a stale write rejected by the fencing token, or nothing sold because a restock came between the read and the write"
 //	@Failure		500					{object}	SaleBody	"stock value not an integer, or an injected crash"
 //	@Failure		503					{object}	SaleBody	"lock not obtained within the wait (a lock without expiry is named), Redis unavailable, the stock key missing (restock), or server.maxInFlight reached (Retry-After)"
 //	@Router			/inventory/sale [get]
@@ -284,7 +284,8 @@ func (a *API) readyz(c *gin.Context) {
 //	@Summary		Set the stock (the operator)
 //	@Description	Sets the stock of a SKU (0..1,000,000,000), whatever lab.enabled says: the way back when
 //	@Description	the data Redis lost the stock key, or to put more on sale. Orders and locks are kept; the
-//	@Description	initial stock moves by as much as the stock, so the audit stays true. Needs the
+//	@Description	initial stock moves by as much as the stock, so the audit stays true. A sale that read the
+//	@Description	stock before the restock writes nothing after it (409). Needs the
 //	@Description	X-Admin-Token header; without server.adminToken set it is open only with the lab on.
 //	@Tags			inventory
 //	@Produce		json

@@ -31,7 +31,7 @@ func New() *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		sales: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_sales_total", Help: "Sale requests by lock mode and result (sold, soldout, stale, lock-error, lost, crashed, error).",
+			Name: "seckill_sales_total", Help: "Sale requests by lock mode and result (sold, soldout, stale, restocked, lock-error, lost, crashed, error).",
 		}, []string{"mode", "result"}),
 		lockWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "seckill_lock_wait_seconds", Help: "Time spent acquiring the lock, by mode.", Buckets: buckets,

@@ -35,6 +35,9 @@ var (
 	ErrCrashed     = errors.New("the holder crashed (injected fault)")
 	ErrLockLost    = errors.New("the lock was lost before the write")
 	ErrStaleWrite  = errors.New("stale write rejected by the fencing token")
+	// ErrRestocked: the operator restocked (or reset) the stock between the sale's read and its
+	// write; nothing was sold, so the restock stands as set.
+	ErrRestocked = errors.New("the stock was restocked during the sale")
 )
 
 // Settings are the parts of the configuration the service needs.
@@ -235,7 +238,8 @@ func modesSupporting(fault string) []string {
 }
 
 // Sale sells one unit of stock. On sold out it returns the result and ErrSoldOut; on a rejected
-// stale write, the result and ErrStaleWrite.
+// stale write, the result and ErrStaleWrite; when a restock came between its read and its write,
+// the result and ErrRestocked, with nothing written.
 func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error) {
 	mode, err := s.validate(&req)
 	if err != nil {
@@ -379,17 +383,18 @@ func (s *Service) critical(ctx context.Context, req SaleRequest, lease modes.Lea
 			return "error", s.storeError(err)
 		}
 	}
-	stock, stale, newest, err := s.store.StockFenced(ctx, req.SKU, lease.Token())
+	read, err := s.store.ReadStock(ctx, req.SKU, lease.Token())
 	if err != nil {
 		return "error", s.storeError(err)
 	}
-	if stale {
+	if read.Stale {
 		res.StaleWrite = true
 		s.observer.ObserveStaleWrite(res.Lock)
 		res.Message = fmt.Sprintf("read refused: fencing token %d is older than token %d already used (served by %s)",
-			lease.Token(), newest, s.set.Instance)
+			lease.Token(), read.Newest, s.set.Instance)
 		return "stale", ErrStaleWrite
 	}
+	stock := read.Stock
 	res.Remaining = &stock
 	if stock <= 0 {
 		res.Message = fmt.Sprintf("sold out: %s has no stock left (served by %s)", req.SKU, s.set.Instance)
@@ -410,10 +415,16 @@ func (s *Service) critical(ctx context.Context, req SaleRequest, lease modes.Lea
 		// pause does the damage Kleppmann describes: the holder carries on as if nothing happened.
 		holder.Freeze(ctx, req.Freeze)
 	}
-	order.Token = lease.Token()
+	order.Token, order.Epoch = lease.Token(), read.Epoch
 	cr, err := s.commit(ctx, req.SKU, stock-1, order, lease, joined)
 	if err != nil {
 		return "error", s.storeError(err)
+	}
+	if cr.Restocked {
+		res.Remaining = nil // what was read is no longer the stock
+		res.Message = fmt.Sprintf("nothing sold: %s was restocked after this sale read its stock; try again (served by %s)",
+			req.SKU, s.set.Instance)
+		return "restocked", ErrRestocked
 	}
 	if cr.Stale {
 		res.StaleWrite = true

@@ -37,6 +37,9 @@ type Keys struct {
 	InSection  string // buyers inside the critical section right now
 	Overlaps   string // times a buyer entered while another was inside
 	LockPrefix string // every single-instance lock key of this SKU starts with it
+	// Epoch counts the restocks and resets of the stock: a sale's write carries the epoch its read
+	// saw and writes nothing once it has moved, so no sale under way can undo a restock.
+	Epoch string
 }
 
 // KeysFor returns the keys of sku.
@@ -46,6 +49,7 @@ func KeysFor(sku string) Keys {
 		Stock: sku, Orders: tag + "orders", Initial: tag + "initial", ByInstance: tag + "byInstance",
 		Fence: tag + "fence", Stale: tag + "stale", Foreign: tag + "foreignUnlocks",
 		InSection: tag + "inSection", Overlaps: tag + "overlaps", LockPrefix: tag + "lock:",
+		Epoch: tag + "epoch",
 	}
 }
 
@@ -131,38 +135,93 @@ func (s *Store) Stock(ctx context.Context, sku string) (int64, error) {
 	return n, nil
 }
 
-// StockFenced reads the stock of sku for the holder of fencing token (> 0; 0 reads as Stock
-// does). The read registers the token as the newest, so a holder with an older token can no
-// longer write after this read: fencing the read as well as the write is what stops an expired
-// holder's write landing between a newer holder's read and its write (a lost update the write's
-// check alone lets through). stale is true, and nothing is read, when a newer token already read
-// or wrote; newest is then that token.
-func (s *Store) StockFenced(ctx context.Context, sku string, token int64) (stock int64, stale bool, newest int64, err error) {
-	if token <= 0 {
-		stock, err = s.Stock(ctx, sku)
-		return stock, false, 0, err
+// Reading is what a sale read of the stock.
+type Reading struct {
+	Stock int64
+	// Epoch is the stock's epoch at the read (1 before any restock or reset, then one more for
+	// each): the write that carries it (Order.Epoch) is refused once a restock has moved it.
+	Epoch int64
+	// Stale: a newer fencing token already read or wrote, and nothing was read; Newest is then
+	// that token (else the reader's own token, 0 without one).
+	Stale  bool
+	Newest int64
+}
+
+// epochOf reads the stored epoch counter: absent is 0, read as epoch 1 (Reading.Epoch is never 0,
+// which Order.Epoch keeps for "unchecked").
+func epochOf(raw any, key string) (int64, error) {
+	switch v := raw.(type) {
+	case nil:
+		return 1, nil
+	case string:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%w: key %s holds %q", ErrCorrupt, key, truncate(v, 40))
+		}
+		return n + 1, nil
+	case int64:
+		return v + 1, nil
 	}
+	return 0, fmt.Errorf("%w: key %s: unexpected reply %T", ErrCorrupt, key, raw)
+}
+
+// ReadStock reads the stock of sku and its epoch for a sale, in one step. With a fencing token (>
+// 0) the read registers the token as the newest, so a holder with an older token can no longer
+// write after this read: fencing the read as well as the write is what stops an expired holder's
+// write landing between a newer holder's read and its write (a lost update the write's check
+// alone lets through). Reading.Stale is true, and nothing is read, when a newer token already read
+// or wrote.
+func (s *Store) ReadStock(ctx context.Context, sku string, token int64) (Reading, error) {
 	k := KeysFor(sku)
-	r, err := fencedReadScript.Run(ctx, s.rdb, []string{k.Stock, k.Fence, k.Stale}, token).Slice()
-	if err != nil {
-		return 0, false, 0, wrap("fenced read", err)
+	if token <= 0 {
+		r, err := s.rdb.MGet(ctx, k.Stock, k.Epoch).Result()
+		if err != nil {
+			return Reading{}, wrap("MGET "+k.Stock+" "+k.Epoch, err)
+		}
+		if len(r) != 2 {
+			return Reading{}, fmt.Errorf("store: read of %s: unexpected reply %v", sku, r)
+		}
+		if r[0] == nil {
+			return Reading{}, fmt.Errorf("%w: %s", ErrNoStock, sku)
+		}
+		return reading(sku, r[0], r[1], 0)
 	}
-	if len(r) != 3 {
-		return 0, false, 0, fmt.Errorf("store: fenced read of %s: unexpected reply %v", sku, r)
+	r, err := fencedReadScript.Run(ctx, s.rdb, []string{k.Stock, k.Fence, k.Stale, k.Epoch}, token).Slice()
+	if err != nil {
+		return Reading{}, wrap("fenced read", err)
+	}
+	if len(r) != 4 {
+		return Reading{}, fmt.Errorf("store: fenced read of %s: unexpected reply %v", sku, r)
 	}
 	if ok, _ := r[0].(int64); ok == 0 {
-		newest, _ = r[1].(int64)
-		return 0, true, newest, nil
+		newest, _ := r[1].(int64)
+		return Reading{Stale: true, Newest: newest}, nil
 	}
 	if exists, _ := r[2].(int64); exists == 0 {
-		return 0, false, 0, fmt.Errorf("%w: %s", ErrNoStock, sku)
+		return Reading{}, fmt.Errorf("%w: %s", ErrNoStock, sku)
 	}
-	v, _ := r[1].(string)
+	return reading(sku, r[1], r[3], token)
+}
+
+// reading parses a stock value and an epoch counter as Redis gave them.
+func reading(sku string, stock, epoch any, token int64) (Reading, error) {
+	v, _ := stock.(string)
 	n, perr := strconv.ParseInt(v, 10, 64)
 	if perr != nil {
-		return 0, false, 0, fmt.Errorf("%w: key %s holds %q", ErrCorrupt, sku, truncate(v, 40))
+		return Reading{}, fmt.Errorf("%w: key %s holds %q", ErrCorrupt, sku, truncate(v, 40))
 	}
-	return n, false, token, nil
+	e, err := epochOf(epoch, KeysFor(sku).Epoch)
+	if err != nil {
+		return Reading{}, err
+	}
+	return Reading{Stock: n, Epoch: e, Newest: token}, nil
+}
+
+// StockFenced is ReadStock without the epoch (a write built from it is not checked against
+// restocks): stale and newest as Reading's.
+func (s *Store) StockFenced(ctx context.Context, sku string, token int64) (stock int64, stale bool, newest int64, err error) {
+	r, err := s.ReadStock(ctx, sku, token)
+	return r.Stock, r.Stale, r.Newest, err
 }
 
 // Order is one sale to record.
@@ -172,6 +231,9 @@ type Order struct {
 	Mode     string
 	// Token is the fencing token the write carries; 0 writes unconditionally.
 	Token int64
+	// Epoch is the stock's epoch the sale read (Reading.Epoch): the write is refused, and writes
+	// nothing, once a restock or a reset has moved it. 0 does not check it.
+	Epoch int64
 }
 
 // CommitResult tells what Commit did.
@@ -180,12 +242,15 @@ type CommitResult struct {
 	Stale bool
 	// NewestToken is the newest token accepted so far (when Stale, the one that beat ours).
 	NewestToken int64
+	// Restocked: the stock was restocked (or reset) after the sale read it, and nothing was
+	// written: the sale's stock - 1 would have undone the restock.
+	Restocked bool
 }
 
 // Commit writes newStock and records o in one script, so a sale is never half-written. It does
 // not compare the stock with what was read: the read-check-write race is the lab's point, and
 // only the lock protects it. With o.Token > 0 the write is accepted only if no newer token has
-// been written (fencing).
+// been written (fencing); with o.Epoch > 0, only if no restock came after the read.
 func (s *Store) Commit(ctx context.Context, sku string, newStock int64, o Order) (CommitResult, error) {
 	keys, args := commitCall(sku, newStock, o)
 	return commitResult(commitScript.Run(ctx, s.rdb, keys, args...).Int64Slice())
@@ -194,7 +259,8 @@ func (s *Store) Commit(ctx context.Context, sku string, newStock int64, o Order)
 // commitCall is the commit script's keys and arguments.
 func commitCall(sku string, newStock int64, o Order) ([]string, []any) {
 	k := KeysFor(sku)
-	return []string{k.Stock, k.Orders, k.ByInstance, k.Fence, k.Stale}, []any{newStock, orderRecord(o), o.Instance, o.Token}
+	return []string{k.Stock, k.Orders, k.ByInstance, k.Fence, k.Stale, k.Epoch},
+		[]any{newStock, orderRecord(o), o.Instance, o.Token, o.Epoch}
 }
 
 // commitResult reads the commit script's reply.
@@ -202,7 +268,10 @@ func commitResult(res []int64, err error) (CommitResult, error) {
 	if err != nil {
 		return CommitResult{}, wrap("commit", err)
 	}
-	return CommitResult{Stale: res[0] == 0, NewestToken: res[1]}, nil
+	if len(res) != 2 {
+		return CommitResult{}, fmt.Errorf("store: commit: unexpected reply %v", res)
+	}
+	return CommitResult{Stale: res[0] == 0, Restocked: res[0] == -1, NewestToken: res[1]}, nil
 }
 
 // Pipeline starts a pipeline on the store's Redis, for the commands of a sale sent together.
@@ -244,7 +313,8 @@ func orderRecord(o Order) string {
 
 // Reset sets the stock of sku, records it as the initial stock and clears the orders, counters
 // and every single-instance lock key of the SKU: those under its LockPrefix, and those under
-// lockPrefixes (the fair lock's queue and deadlines, named after the lock key).
+// lockPrefixes (the fair lock's queue and deadlines, named after the lock key). It moves the
+// stock's epoch, as Restock does: no sale under way writes into the fresh stock.
 func (s *Store) Reset(ctx context.Context, sku string, stock int64, lockPrefixes ...string) error {
 	k := KeysFor(sku)
 	args := []any{stock, k.LockPrefix}
@@ -252,7 +322,7 @@ func (s *Store) Reset(ctx context.Context, sku string, stock int64, lockPrefixes
 		args = append(args, p)
 	}
 	err := resetScript.Run(ctx, s.rdb,
-		[]string{k.Stock, k.Orders, k.Initial, k.ByInstance, k.Fence, k.Stale, k.Foreign, k.InSection, k.Overlaps},
+		[]string{k.Stock, k.Orders, k.Initial, k.Epoch, k.ByInstance, k.Fence, k.Stale, k.Foreign, k.InSection, k.Overlaps},
 		args...).Err()
 	return wrap("reset", err)
 }
@@ -271,10 +341,11 @@ func (s *Store) EnsureStock(ctx context.Context, sku string, stock int64) (bool,
 }
 
 // Restock sets the stock of sku and moves its initial stock by as much, keeping the orders and
-// the lock keys: the audit's sold and lost updates stay what they were.
+// the lock keys: the audit's sold and lost updates stay what they were. It moves the stock's
+// epoch in the same script, so no sale that read the stock before it can write after it.
 func (s *Store) Restock(ctx context.Context, sku string, stock int64) error {
 	k := KeysFor(sku)
-	return wrap("restock "+k.Stock, restockScript.Run(ctx, s.rdb, []string{k.Stock, k.Initial, k.Orders}, stock).Err())
+	return wrap("restock "+k.Stock, restockScript.Run(ctx, s.rdb, []string{k.Stock, k.Initial, k.Orders, k.Epoch}, stock).Err())
 }
 
 // MissingStock lists the SKUs among skus whose stock key does not exist.
