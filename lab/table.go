@@ -8,9 +8,9 @@ import (
 	"text/tabwriter"
 )
 
-// WriteTable prints results as an aligned table that fits 120 columns, then one line per row that
-// reproduced its bug or went wrong, saying what happened, then the reason of every UNEXPECTED or
-// SKIPPED verdict. SOLD is sold/initial stock; HISTORY is the client-side verdict: whether the
+// WriteTable prints results as an aligned table that fits 120 columns, then, for each row that
+// reproduced its bug or went wrong, what broke (wrapped to 120 columns), then the reason of every
+// UNEXPECTED or SKIPPED verdict. SOLD is sold/initial stock; HISTORY is the client-side verdict: whether the
 // sales the buyers recorded are linearizable ("lin."), or not ("NOT lin.").
 func WriteTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -43,13 +43,15 @@ func WriteWideTable(w io.Writer, results []Result) error {
 	return writeTold(w, results)
 }
 
-// writeTold prints what happened in each row that reproduced its bug (its first check, the one
-// that names the anomaly) or went wrong (its first failing check), and why a row was skipped.
+// writeTold prints, under the table, what broke: for each row that reproduced its bug the
+// sentence --details heads it with (its headline), for each row that went wrong its first
+// failing check; then why a row went wrong or was skipped. A check that passed ("want crashed,
+// got crashed") never stands there: it says what was checked, not what broke.
 func writeTold(w io.Writer, results []Result) error {
 	var b strings.Builder
 	for _, r := range results {
-		if c, ok := telling(r); ok {
-			b.WriteString(fitLine(fmt.Sprintf("%s %s: %s: want %s, got %s", r.Verdict, r.Name, c.What, c.Want, c.Got)) + "\n")
+		if line, ok := told(r); ok {
+			b.WriteString(wrapLine(line) + "\n")
 		}
 	}
 	for _, r := range results {
@@ -66,23 +68,26 @@ func writeTold(w io.Writer, results []Result) error {
 	return nil
 }
 
-// telling is the check that says what happened in r: the first failing one of a row that went
-// wrong, the first one of a row that reproduced its bug; none for a row that held.
-func telling(r Result) (Check, bool) {
+// told is the line under the table that says what happened in r, unwrapped: the headline of a
+// row that reproduced its bug, the first failing check of a row that went wrong; none for a row
+// that held or was skipped.
+func told(r Result) (string, bool) {
 	switch r.Verdict {
 	case Reproduced:
-		if len(r.Checks) > 0 {
-			return r.Checks[0], true
-		}
+		return fmt.Sprintf("%s %s: %s", r.Verdict, r.Name, headline(r)), true
 	case Unexpected:
 		for _, c := range r.Checks {
 			if !c.OK {
-				return c, true
+				return fmt.Sprintf("%s %s: %s: want %s, got %s", r.Verdict, r.Name, c.What, c.Want, c.Got), true
 			}
 		}
 	}
-	return Check{}, false
+	return "", false
 }
+
+// headline is the sentence that says what the row is about, its bug for a row that reproduces
+// one: what --details prints after the verdict and the line under the table repeats.
+func headline(r Result) string { return r.Expect }
 
 // TableWidth is the width WriteTable keeps to; --details (WriteDetails) has the full reasons.
 const TableWidth = 120
@@ -93,6 +98,26 @@ func fitLine(s string) string {
 		return string(r[:TableWidth-1]) + "…"
 	}
 	return s
+}
+
+// wrapLine breaks s at spaces into lines of at most TableWidth characters, the lines after the
+// first indented by two spaces (a word longer than a line is cut by fitLine).
+func wrapLine(s string) string {
+	const indent = "  "
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = word
+		case len([]rune(line))+1+len([]rune(word)) <= TableWidth:
+			line += " " + word
+		default:
+			lines = append(lines, fitLine(line))
+			line = indent + word
+		}
+	}
+	return strings.Join(append(lines, fitLine(line)), "\n")
 }
 
 // historyTiny is historyShort in a narrow column.
@@ -110,7 +135,7 @@ func historyTiny(h string) string {
 func WriteDetails(w io.Writer, results []Result) error {
 	var b strings.Builder
 	for _, r := range results {
-		fmt.Fprintf(&b, "\n%d %s (%s) %s: %s\n", r.Row, r.Name, r.Mode, r.Verdict, r.Expect)
+		fmt.Fprintf(&b, "\n%d %s (%s) %s: %s\n", r.Row, r.Name, r.Mode, r.Verdict, headline(r))
 		for _, c := range r.Checks {
 			mark := "ok  "
 			if !c.OK {
