@@ -40,7 +40,7 @@ func newFenced(d settings) (locker, error) {
 		return newRFenced(d), nil
 	}
 	l := &fencedLocker{rdb: d.Data, lease: cmp.Or(d.Lease, defaultLease), log: logOf(d)}
-	l.line = newWaitLine(d.Data, l.log, true)
+	l.line = newWaitLine(d.Data, l.log, true, d.InstanceID)
 	return l, nil
 }
 
@@ -62,8 +62,10 @@ func (l *fencedLocker) Name() string { return "fenced" }
 // never used the default layout has no such counter: switching it to the default needs both
 // counters deleted together with the resource's record of the newest token). Every process
 // sharing a lock must use the same layout: one of the other layout fails with a Redis error while
-// the lock is held (WRONGTYPE), never takes it. Default: off. The other locks ignore it.
-func WithRFencedLockLayout() Option { return func(o *settings) { o.RFencedLayout = true } }
+// the lock is held (WRONGTYPE), never takes it. Default: off. The other constructors refuse it.
+func WithRFencedLockLayout() Option {
+	return func(o *settings) { o.RFencedLayout = true; o.mark("WithRFencedLockLayout") }
+}
 
 // fencedTokenKey is the token counter of a fenced lock key; it shares the key's hash tag, so the
 // acquire script stays in one slot. It has no TTL: tokens must keep increasing across holders.
@@ -80,7 +82,7 @@ func (l *fencedLocker) Acquire(ctx context.Context, key string, opts Options) (h
 	if err != nil {
 		return nil, err
 	}
-	fl := &fencedLease{key: key, value: value, token: token, rdb: l.rdb, l: l, stopPush: stopPush}
+	fl := &fencedLease{key: key, value: value, token: token, rdb: l.rdb, l: l, leaseMs: leaseMs, stopPush: stopPush}
 	if !opts.ExplicitLease {
 		fl.wd = startWatchdog(ctx, max(lease/3, time.Millisecond), func(ctx context.Context) (renewOutcome, error) {
 			return outcome(renewValue(ctx, l.rdb, key, value, leaseMs))
@@ -141,6 +143,9 @@ func (l *fencedLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error
 
 // refresh pushes the lock's expiry out by the lease, while the key still holds our value.
 func (l *fencedLease) refresh(ctx context.Context) error {
+	if l.gate.state.Load() != gateHeld {
+		return fmt.Errorf("%w: %s (token %d): this lease was released", ErrNotHeld, l.key, l.token)
+	}
 	return renewValue(ctx, l.rdb, l.key, l.value, l.leaseMs)
 }
 

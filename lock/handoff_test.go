@@ -84,7 +84,7 @@ func TestHandoffServesOneProcessInArrivalOrder(t *testing.T) {
 				nominatorOf(l).lostGrant = time.Minute
 			}
 			key := "{ho}:lock:" + mode
-			first, err := l.Acquire(t.Context(), key, Options{Owner: "first"})
+			first, err := l.Acquire(t.Context(), key, Options{Owner: own(l, "first")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +100,7 @@ func TestHandoffServesOneProcessInArrivalOrder(t *testing.T) {
 			t.Cleanup(wg.Wait)
 			for i := range waiters {
 				wg.Go(func() {
-					le, err := l.Acquire(t.Context(), key, Options{Owner: fmt.Sprint("w", i), Wait: 5 * time.Second})
+					le, err := l.Acquire(t.Context(), key, Options{Owner: own(l, fmt.Sprint("w", i)), Wait: 5 * time.Second})
 					if err != nil {
 						t.Errorf("waiter %d: %v", i, err)
 						return
@@ -161,12 +161,12 @@ func TestHandoffExpiredLockPassesOn(t *testing.T) {
 			ls, _, _ := hoLockers(t, srv, mode, 2, lease)
 			key := "{ho}:lock:expire:" + mode
 			// A is never released.
-			if _, err := ls[0].Acquire(t.Context(), key, Options{Owner: "a", Lease: lease, ExplicitLease: true}); err != nil {
+			if _, err := ls[0].Acquire(t.Context(), key, Options{Owner: own(ls[0], "a"), Lease: lease, ExplicitLease: true}); err != nil {
 				t.Fatal(err)
 			}
 			for i, l := range ls { // a waiter in the holder's process and one in another
 				start := time.Now()
-				_, err := l.Acquire(t.Context(), key, Options{Owner: fmt.Sprint("b", i), Wait: 3 * time.Second, Lease: lease, ExplicitLease: true})
+				_, err := l.Acquire(t.Context(), key, Options{Owner: own(l, fmt.Sprint("b", i)), Wait: 3 * time.Second, Lease: lease, ExplicitLease: true})
 				if err != nil {
 					t.Fatalf("waiter in process %d: %v", i, err)
 				}
@@ -199,7 +199,7 @@ func TestHandoffWakesOtherProcesses(t *testing.T) {
 				for i := range per {
 					wg.Go(func() {
 						for time.Now().Before(stop) {
-							le, err := l.Acquire(t.Context(), key, Options{Owner: fmt.Sprintf("p%dw%d", p, i), Wait: 3 * time.Second})
+							le, err := l.Acquire(t.Context(), key, Options{Owner: own(l, fmt.Sprintf("p%dw%d", p, i)), Wait: 3 * time.Second})
 							if err != nil {
 								t.Errorf("process %d waiter %d: %v", p, i, err)
 								return
@@ -241,13 +241,13 @@ func TestHandoffReentryDoesNotQueue(t *testing.T) {
 	ls, _, _ := hoLockers(t, hoStart(t), "reentrant", 1, 5*time.Second)
 	l := ls[0]
 	key := "{ho}:lock:reenter"
-	outer, err := l.Acquire(t.Context(), key, Options{Owner: "owner"})
+	outer, err := l.Acquire(t.Context(), key, Options{Owner: own(l, "owner")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waiter := make(chan error, 1)
 	go func() {
-		le, err := l.Acquire(t.Context(), key, Options{Owner: "other", Wait: 3 * time.Second})
+		le, err := l.Acquire(t.Context(), key, Options{Owner: own(l, "other"), Wait: 3 * time.Second})
 		if err == nil {
 			err = le.Release(context.Background())
 		}
@@ -255,7 +255,7 @@ func TestHandoffReentryDoesNotQueue(t *testing.T) {
 	}()
 	time.Sleep(50 * time.Millisecond) // the other owner waits in line
 	start := time.Now()
-	inner, err := l.Acquire(t.Context(), key, Options{Owner: "owner", Wait: time.Second})
+	inner, err := l.Acquire(t.Context(), key, Options{Owner: own(l, "owner"), Wait: time.Second})
 	if err != nil {
 		t.Fatalf("re-entry while another waits: %v", err)
 	}
@@ -282,29 +282,29 @@ func TestHandoffWaitEnds(t *testing.T) {
 			ls, _, _ := hoLockers(t, srv, mode, 1, 5*time.Second)
 			l := ls[0]
 			key := "{ho}:lock:ends:" + mode
-			held, err := l.Acquire(t.Context(), key, Options{Owner: "holder"})
+			held, err := l.Acquire(t.Context(), key, Options{Owner: own(l, "holder")})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := l.Acquire(t.Context(), key, Options{Owner: "once"}); !errors.Is(err, ErrNotObtained) {
+			if _, err := l.Acquire(t.Context(), key, Options{Owner: own(l, "once")}); !errors.Is(err, ErrNotObtained) {
 				t.Fatalf("one attempt on a held lock: %v, want ErrNotObtained", err)
 			}
 			short := make(chan error, 1)
 			go func() {
-				_, err := l.Acquire(t.Context(), key, Options{Owner: "short", Wait: 100 * time.Millisecond})
+				_, err := l.Acquire(t.Context(), key, Options{Owner: own(l, "short"), Wait: 100 * time.Millisecond})
 				short <- err
 			}()
 			cctx, cancel := context.WithTimeout(t.Context(), 150*time.Millisecond)
 			defer cancel()
 			cancelled := make(chan error, 1)
 			go func() {
-				_, err := l.Acquire(cctx, key, Options{Owner: "cancelled", Wait: 5 * time.Second})
+				_, err := l.Acquire(cctx, key, Options{Owner: own(l, "cancelled"), Wait: 5 * time.Second})
 				cancelled <- err
 			}()
 			last := make(chan error, 1)
 			go func() {
 				time.Sleep(20 * time.Millisecond)
-				le, err := l.Acquire(t.Context(), key, Options{Owner: "last", Wait: 5 * time.Second})
+				le, err := l.Acquire(t.Context(), key, Options{Owner: own(l, "last"), Wait: 5 * time.Second})
 				if err == nil {
 					err = le.Release(context.Background())
 				}

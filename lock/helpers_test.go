@@ -68,6 +68,14 @@ func newNamed(name string, data redis.UniversalClient, masters []redis.Universal
 	return nil, fmt.Errorf("no lock named %q", name)
 }
 
+// own is owner for a Locker that honours Options.Owner, "" for one that has no re-entry.
+func own(l *Locker, owner string) string {
+	if l.Reentrant() {
+		return owner
+	}
+	return ""
+}
+
 // Universal and Long, for the tests of package lock_test.
 var (
 	Universal = universal

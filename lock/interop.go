@@ -35,10 +35,11 @@ const (
 // SUBSCRIBE. Default (the option not given): sharded when the client is a *redis.ClusterClient
 // whose servers know sharded pub/sub, classic otherwise; that is Redisson's AUTO, so on a
 // cluster both sides pick alike. Processes sharing a lock must use the same kind, or each side's
-// waiters sleep out the other's holders. The other locks ignore it (they always use classic
-// pub/sub).
+// waiters sleep out the other's holders. The other constructors refuse it, and so does NewFenced
+// in its default layout (they always use classic pub/sub).
 func WithShardedPubSub(on bool) Option {
 	return func(o *settings) {
+		o.mark("WithShardedPubSub")
 		o.Subscription = subClassic
 		if on {
 			o.Subscription = subSharded
@@ -59,8 +60,11 @@ func WithShardedPubSub(on bool) Option {
 // only the first waiter's deadline is written and the others owe their move-up until it adds up
 // to a day, far less Redis time per acquisition with a long queue but exact only while this
 // library's scripts alone change the queue; and the queue's keys live until the last waiter's
-// chained deadline, not just until the last waiter's own wait ends. Other locks ignore it.
-func WithThreadWait(d time.Duration) Option { return func(o *settings) { o.ThreadWait = d } }
+// chained deadline, not just until the last waiter's own wait ends. The other constructors
+// refuse it.
+func WithThreadWait(d time.Duration) Option {
+	return func(o *settings) { o.ThreadWait = d; o.mark("WithThreadWait") }
+}
 
 // pubsubMode decides, once per Locker, whether its pub/sub is sharded.
 type pubsubMode struct {

@@ -82,6 +82,9 @@ type waitLine struct {
 	closed bool
 }
 
+// idUnsafe makes an instance id safe inside a line id.
+var idUnsafe = strings.NewReplacer(":", "_", "\n", "_", " ", "_", "\t", "_", "\r", "_")
+
 // grantChannelPrefix starts every process's grant channel.
 const grantChannelPrefix = "seckill_lock_grant:"
 
@@ -131,8 +134,13 @@ func (w *lineWaiter) ring() {
 	}
 }
 
-func newWaitLine(rdb redis.UniversalClient, log *slog.Logger, fenced bool) *waitLine {
+// newWaitLine builds a Locker's line; instance (WithInstanceID) starts its id, so a lock's value
+// names the process that holds it (with ':' and white space, which the scripts split on, made '_').
+func newWaitLine(rdb redis.UniversalClient, log *slog.Logger, fenced bool, instance string) *waitLine {
 	id := strings.ReplaceAll(uuid.NewString(), "-", "")
+	if instance != "" {
+		id = idUnsafe.Replace(instance) + "." + id
+	}
 	return &waitLine{rdb: rdb, log: log, fenced: fenced, cohort: cohort, lostGrant: lostGrantBound, id: id, channel: grantChannelPrefix + id,
 		keys: map[string]*keyLine{}, held: map[string]bool{}}
 }

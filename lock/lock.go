@@ -23,7 +23,7 @@
 // only then, or when Redis says the lock is someone else's, is the lease lost.
 //
 // Errors tell the cases apart with errors.Is: ErrNotObtained (the wait ran out; with
-// ctx.Err() joined when the context ended first), ErrLost, ErrNotHeld, ErrUnavailable (a server
+// ctx.Err() joined when the context ended first; ErrClosed joined when the Locker was closed), ErrNotHeld, ErrUnavailable (a server
 // did not answer), ErrNotReplicated.
 //
 // The commands of an acquisition, its watchdog's renewals included, run under the values of the
@@ -33,9 +33,11 @@
 package lock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -44,16 +46,19 @@ import (
 // Sentinel errors, checked with errors.Is.
 var (
 	// ErrNotObtained: the lock was not acquired within the wait (or the context ended first; then
-	// the error also wraps ctx.Err()).
+	// the error also wraps ctx.Err(); or the Locker was closed: then it also wraps ErrClosed).
 	ErrNotObtained = errors.New("lock: not obtained")
 	// ErrNotHeld: a release or refresh by someone who does not hold the lock (any more), as in
 	// Redisson's IllegalMonitorStateException.
 	ErrNotHeld = errors.New("lock: not held by this owner")
 	// ErrUnavailable: a Redis server needed by the lock did not answer (or no client was given).
 	ErrUnavailable = errors.New("lock: redis unavailable")
-	// ErrLost: the lock was lost while held (renewal failed or validity ran out).
-	ErrLost = errors.New("lock: lost while held")
+	// ErrClosed: the Locker was closed (Locker.Close) before or during the acquisition.
+	ErrClosed = errors.New("lock: Locker closed")
 )
+
+// errLost is why a watchdog or a validity timer gave a lease up (logged; Lease.Lost says it).
+var errLost = errors.New("lock: lost while held")
 
 // Options tune one acquisition. The zero value is one attempt, the Locker's lease, the
 // watchdog on (where the lock has one) and a new owner.
@@ -76,38 +81,207 @@ type Options struct {
 }
 
 // Locker acquires one kind of lock. It is safe for concurrent use; build one per process and
-// lock, and share it.
+// lock, and share it. The promises every Locker keeps are listed once, in docs/library.md
+// ("Guarantees"), and checked for every kind by the conformance suite (conformance_test.go).
 type Locker struct {
 	impl locker
+	// kind is the constructor's name, for errors.
+	kind string
+	// lease is the Locker's default lease (WithLease).
+	lease time.Duration
+	// owners: the kind honours Options.Owner (re-entry).
+	owners bool
+	// cut: every client of the Locker ends a blocked call when its context ends
+	// (go-redis's ContextTimeoutEnabled). Otherwise a call to a server that does not answer
+	// blocks until the client's read timeout, whatever the context says, so Acquire and Release
+	// run the kind in a goroutine of their own and return on time without it (see abandonAfter).
+	cut bool
+	// release runs Release in a goroutine of its own even on a client that ends blocked calls:
+	// the kind's release goes on after the caller has gone (Redlock's deletes on every master).
+	asyncRelease bool
+	// extra is what an acquisition may take past its wait on a server that answers: the replicas'
+	// acknowledgement (WithReplicas).
+	extra time.Duration
+	// closing ends with Close: every wait of the Locker ends with ErrClosed.
+	closing  context.Context
+	close    context.CancelCauseFunc
+	once     sync.Once
+	closeErr error
 }
 
-// Acquire blocks until the lock named key is held, opts.Wait has elapsed (ErrNotObtained) or
-// ctx is done (ErrNotObtained joined with ctx.Err()). A Redis server that does not answer is
-// ErrUnavailable.
+// answerGrace is how long past its wait an acquisition may take when a server does not answer
+// (Guarantees, clause 7), and abandonGrace how long a goroutine of the kind is given to return on
+// its own once the acquisition's context has ended, before Acquire returns without it.
+const (
+	answerGrace  = 350 * time.Millisecond
+	abandonGrace = 40 * time.Millisecond
+)
+
+// errNoAnswer is the cause of an acquisition's deadline: Wait + answerGrace passed with a call
+// to Redis still unanswered.
+var errNoAnswer = errors.New("no answer from Redis within the wait")
+
+// Acquire blocks until the lock named key is held, opts.Wait has elapsed (ErrNotObtained), ctx is
+// done (ErrNotObtained joined with ctx.Err()) or the Locker is closed (ErrNotObtained joined with
+// ErrClosed). A Redis server that does not answer is ErrUnavailable, within opts.Wait + 350 ms.
 func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease, error) {
 	if l == nil || l.impl == nil {
 		return nil, fmt.Errorf("lock: acquire %s on a nil Locker: %w", key, ErrUnavailable)
 	}
-	h, err := l.impl.Acquire(ctx, key, opts)
-	if err != nil {
+	if err := l.check(key, opts); err != nil {
 		return nil, err
 	}
-	return &Lease{impl: h}, nil
+	if l.closing.Err() != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotObtained, key, ErrClosed)
+	}
+	ttl := cmp.Or(opts.Lease, l.lease)
+	start := time.Now()
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopClose := context.AfterFunc(l.closing, func() { cancel(ErrClosed) })
+	defer stopClose()
+	actx, cancelDeadline := context.WithTimeoutCause(actx, max(opts.Wait, 0)+answerGrace+l.extra, errNoAnswer)
+	defer cancelDeadline()
+
+	var h heldLock
+	var err error
+	if l.cut {
+		h, err = l.impl.Acquire(actx, key, opts)
+	} else {
+		h, err = abandonAfter(actx, func() (heldLock, error) { return l.impl.Acquire(actx, key, opts) }, func(h heldLock) {
+			rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+			defer cancel()
+			_ = h.Release(rctx)
+		})
+	}
+	if err != nil {
+		return nil, l.acquireErr(ctx, actx, key, err)
+	}
+	le := &Lease{impl: h, locker: l, ttl: ttl}
+	if h.Lost() == nil {
+		// Nothing watches this lease: Lost closes when its lease runs out by our clock, counted
+		// from when the command that took it was sent (or, not knowing, from the call).
+		since := start
+		if t, ok := h.(takenAter); ok && !t.takenAt().IsZero() {
+			since = t.takenAt()
+		}
+		le.exp = newExpiry(since.Add(ttl))
+		if m, ok := h.(expiryMover); ok {
+			m.onExtend(le.exp.extend)
+		}
+	}
+	return le, nil
 }
 
-// Close ends the Locker's own connections (the waiters' subscriptions) and its waiters' waits.
-// Leases still held are not affected: their watchdogs keep them alive until they are released
-// (or lost), so Close may come before the last Release.
+// acquireErr is the error of a failed acquisition, the same for every kind: the Locker closed,
+// no answer within the wait, the caller's context ended (ErrNotObtained joined with ctx.Err()),
+// or the kind's own error.
+func (l *Locker) acquireErr(ctx, actx context.Context, key string, err error) error {
+	switch cause := context.Cause(actx); {
+	case errors.Is(cause, ErrClosed):
+		return fmt.Errorf("%w: %s: %w", ErrNotObtained, key, ErrClosed)
+	case ctx.Err() != nil:
+		if !errors.Is(err, ErrNotObtained) {
+			err = fmt.Errorf("%w: %w", ErrNotObtained, err)
+		}
+		if !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("%w: %w", err, ctx.Err())
+		}
+		return err
+	case errors.Is(cause, errNoAnswer):
+		return fmt.Errorf("%w: %s: %w: %w", ErrNotObtained, key, ErrUnavailable, errNoAnswer)
+	case !errors.Is(err, ErrNotObtained) && errors.Is(err, ErrUnavailable):
+		return fmt.Errorf("%w: %w", ErrNotObtained, err)
+	}
+	return err
+}
+
+// check refuses an acquisition the kind cannot honour as asked, naming the field.
+func (l *Locker) check(key string, opts Options) error {
+	switch {
+	case opts.Lease < 0:
+		return fmt.Errorf("lock: %s: acquire %s: Options.Lease %s: want 0 (the Locker's) or above", l.kind, key, opts.Lease)
+	case opts.Wait < 0:
+		return fmt.Errorf("lock: %s: acquire %s: Options.Wait %s: want 0 (one attempt) or above", l.kind, key, opts.Wait)
+	case opts.Owner != "" && !l.owners:
+		return fmt.Errorf("lock: %s: acquire %s: Options.Owner %q: this kind has no re-entry, so no owners", l.kind, key, opts.Owner)
+	}
+	return nil
+}
+
+// abandonAfter runs call in a goroutine and returns what it returns, or, once ctx has ended and call
+// has not returned within abandonGrace, ctx's cause; a result that comes later is given to undo
+// (a lock won for a caller that has gone is given back).
+func abandonAfter[T any](ctx context.Context, call func() (T, error), undo func(T)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := call()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(abandonGrace)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-t.C:
+	}
+	go func() {
+		if r := <-done; r.err == nil && undo != nil {
+			undo(r.v)
+		}
+	}()
+	var zero T
+	return zero, context.Cause(ctx)
+}
+
+// Close ends every wait of the Locker within a few milliseconds (ErrNotObtained joined with
+// ErrClosed), makes later Acquire calls fail at once the same way, and ends the Locker's own
+// connections (the waiters' subscriptions). Leases still held are not affected: their watchdogs
+// keep them alive and Release gives them back as before, so Close may come before the last
+// Release. Closing twice is a no-op.
 func (l *Locker) Close() error {
 	if l == nil || l.impl == nil {
 		return nil
 	}
-	return l.impl.Close()
+	l.once.Do(func() {
+		l.close(ErrClosed)
+		l.closeErr = l.impl.Close()
+	})
+	return l.closeErr
 }
+
+// Reentrant reports whether the Locker's acquisitions honour Options.Owner (re-entry):
+// NewReentrant, NewFair, NewMultilock and NewFenced in RFencedLock's layout. The others refuse an
+// Owner.
+func (l *Locker) Reentrant() bool { return l != nil && l.owners }
 
 // Lease is one held lock.
 type Lease struct {
-	impl heldLock
+	impl   heldLock
+	locker *Locker
+	// ttl is the lease asked for (Options.Lease, or the Locker's).
+	ttl time.Duration
+	// exp closes Lost for a lease nothing watches, when its lease runs out by our clock.
+	exp *expiry
+
+	mu sync.Mutex
+	// pending is a release still under way after its caller's context ended.
+	pending *pendingRelease
+}
+
+// pendingRelease is a release running in a goroutine of its own: err is set before done closes.
+type pendingRelease struct {
+	done chan struct{}
+	err  error
 }
 
 // Key is the lock's key.
@@ -116,15 +290,97 @@ func (le *Lease) Key() string { return le.impl.Key() }
 // Token is the fencing token of this acquisition: 0 for locks without fencing.
 func (le *Lease) Token() int64 { return le.impl.Token() }
 
-// Lost is closed when the holder learns that the lock is gone (the watchdog could not renew it,
-// or Redlock's validity ran out). It is nil for a lease nothing watches (NewLua, or an explicit
-// lease): such a holder must keep its work within the lease, or Refresh.
-func (le *Lease) Lost() <-chan struct{} { return le.impl.Lost() }
+// Lost is closed when the holder learns that the lock is gone: the watchdog could not renew it,
+// Redlock's validity ran out, or, for a lease nothing renews (NewLua, or an explicit lease), its
+// lease ran out by this process's clock, counted from when the command that took it (or the last
+// successful Refresh) was sent. It is never nil.
+func (le *Lease) Lost() <-chan struct{} {
+	if le.exp != nil {
+		return le.exp.lost
+	}
+	return le.impl.Lost()
+}
 
 // Release gives the lock back. Releasing twice, or a lock no longer held, is ErrNotHeld. A release
-// that failed on a transient error (ErrUnavailable, or ctx ended: errors.Is tells both) may be
-// called again; until it succeeds the lock expires on its own at the end of its lease.
-func (le *Lease) Release(ctx context.Context) error { return le.impl.Release(ctx) }
+// that failed because a server did not answer wraps ErrUnavailable (and ctx.Err() when the context
+// ended it) and may be called again; until one succeeds the lock expires on its own at the end of
+// its lease. Release returns when ctx ends, whatever the client's timeouts: the release then goes
+// on in the background (bounded by 2 s), and a later call learns how it ended.
+func (le *Lease) Release(ctx context.Context) error {
+	err := le.release(ctx)
+	if err == nil && le.exp != nil {
+		le.exp.stop()
+	}
+	return err
+}
+
+func (le *Lease) release(ctx context.Context) error {
+	l := le.locker
+	if ctx.Done() == nil || (l.cut && !l.asyncRelease) {
+		if err := le.settled(); err != nil || le.pendingDone() {
+			return err
+		}
+		return le.impl.Release(ctx)
+	}
+	le.mu.Lock()
+	p := le.pending
+	if p != nil && isDone(p.done) {
+		le.pending = nil
+		le.mu.Unlock()
+		if p.err == nil || !retryable(p.err) {
+			return p.err // the release of an earlier call got through (or was refused)
+		}
+		le.mu.Lock()
+		p = nil
+	}
+	if p == nil {
+		p = &pendingRelease{done: make(chan struct{})}
+		le.pending = p
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		go func() {
+			defer cancel()
+			p.err = le.impl.Release(rctx)
+			close(p.done)
+		}()
+	}
+	le.mu.Unlock()
+	select {
+	case <-p.done:
+		le.mu.Lock()
+		if le.pending == p {
+			le.pending = nil
+		}
+		le.mu.Unlock()
+		return p.err
+	case <-ctx.Done():
+		return fmt.Errorf("lock: release %s: %w: no answer before the context ended: %w", le.Key(), ErrUnavailable, ctx.Err())
+	}
+}
+
+// settled waits for a release still under way from an earlier call (a synchronous Release after
+// an asynchronous one) and returns its error when it failed for good.
+func (le *Lease) settled() error {
+	le.mu.Lock()
+	p := le.pending
+	le.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	<-p.done
+	if p.err != nil && !retryable(p.err) {
+		return p.err
+	}
+	return nil
+}
+
+// pendingDone reports whether an earlier call's release got through (and forgets it).
+func (le *Lease) pendingDone() bool {
+	le.mu.Lock()
+	defer le.mu.Unlock()
+	p := le.pending
+	le.pending = nil
+	return p != nil && p.err == nil
+}
 
 // ReleaseAfter executes p, a pipeline of the holder's last commands (its writes) on the lock's own
 // Redis server, and then releases the lock, as p.Exec followed by Release would, but in one round
@@ -149,7 +405,14 @@ func (le *Lease) ReleaseAfter(ctx context.Context, p redis.Pipeliner) error {
 // watchdog (NewLua, or Options.ExplicitLease) it is how a holder keeps a lock through long work.
 // It is ErrNotHeld when the lock is no longer this lease's (it expired, or was released) and
 // ErrUnavailable when Redis did not answer.
-func (le *Lease) Refresh(ctx context.Context) error { return le.impl.refresh(ctx) }
+func (le *Lease) Refresh(ctx context.Context) error {
+	sent := time.Now()
+	err := le.impl.refresh(ctx)
+	if err == nil && le.exp != nil {
+		le.exp.extend(sent.Add(le.ttl))
+	}
+	return err
+}
 
 // Renewals counts the watchdog's successful renewals so far (0 without a watchdog).
 func (le *Lease) Renewals() int64 {

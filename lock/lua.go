@@ -30,7 +30,7 @@ type luaLocker struct {
 
 func newLua(d settings) (locker, error) {
 	l := &luaLocker{rdb: d.Data, lease: cmp.Or(d.Lease, defaultLease)}
-	l.line = newWaitLine(d.Data, logOf(d), false)
+	l.line = newWaitLine(d.Data, logOf(d), false, d.InstanceID)
 	return l, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,8 @@ type redlockLocker struct {
 	// fence: every acquisition draws a fencing token from the masters (redlock_fence.go).
 	fence bool
 	name  string
+	// instance is WithInstanceID's id, which starts every value.
+	instance string
 	// id is the payload of this Locker's release messages: its own releases wake its line
 	// directly, so its subscribers ignore them.
 	id   string
@@ -81,7 +84,7 @@ func newRedlock(d settings) (locker, error) {
 	l := &redlockLocker{
 		rs: redsync.New(pools...), masters: d.Masters, nodes: len(pools), quorum: len(pools)/2 + 1,
 		lease: lease, drift: d.DriftFactor, log: log, id: uuid.NewString(), local: map[string]map[*redlockLease]struct{}{},
-		fence: d.Fencing, name: "redlock",
+		fence: d.Fencing, name: "redlock", instance: d.InstanceID,
 	}
 	if l.fence {
 		l.name = "redlock-fenced"
@@ -149,7 +152,7 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 	// One Mutex per acquisition: it keeps the value and validity of this acquisition, so it is
 	// never shared (redsync's Mutex is not safe to reuse across holders).
 	m := l.rs.NewMutex(key, redsync.WithExpiry(ttl), redsync.WithTimeoutFactor(nodeTimeout(ttl).Seconds()/ttl.Seconds()),
-		redsync.WithDriftFactor(l.drift))
+		redsync.WithDriftFactor(l.drift), redsync.WithGenValueFunc(l.newValue))
 	attempts := 0
 	var last error
 	var token int64
@@ -167,7 +170,7 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 			if until, ok := l.heldHere(key); ok {
 				return false, time.Until(until), nil
 			}
-			return false, -1, nil
+			return false, l.holderLeft(ctx, key), nil
 		}
 		if ctx.Err() != nil {
 			// Won for a caller that has gone: give it back at once.
@@ -203,6 +206,51 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 	l.local[key][le] = struct{}{}
 	l.mu.Unlock()
 	return le, nil
+}
+
+// newValue is an acquisition's value on the masters: random, after the instance id when one was
+// given (WithInstanceID), so a lock's value names the process that holds it.
+func (l *redlockLocker) newValue() (string, error) {
+	v := strings.ReplaceAll(uuid.NewString(), "-", "")
+	if l.instance != "" {
+		v = l.instance + ":" + v
+	}
+	return v, nil
+}
+
+// holderLeft is how long a waiter sleeps after a failed attempt when no release rings: until a
+// quorum of masters could grant key, the quorum-th shortest PTTL of the key among them (a master
+// without the key counts 0; one that does not answer, or a key without TTL, never frees). -1
+// (retry after the poll delay) when a quorum is free already: a split vote, or a holder that has
+// just released. Where no quorum can ever free, it looks again every second.
+func (l *redlockLocker) holderLeft(ctx context.Context, key string) time.Duration {
+	const never = time.Duration(1<<63 - 1)
+	ttls := make([]time.Duration, len(l.masters))
+	var wg sync.WaitGroup
+	for i, m := range l.masters {
+		wg.Go(func() {
+			c, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxNodeTimeout)
+			defer cancel()
+			switch d, err := m.PTTL(c, key).Result(); {
+			case err != nil || d == -1:
+				ttls[i] = never
+			case d < 0:
+				ttls[i] = 0
+			default:
+				ttls[i] = d
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(ttls)
+	switch q := ttls[l.quorum-1]; q {
+	case 0:
+		return -1
+	case never:
+		return time.Second
+	default:
+		return q
+	}
 }
 
 // giveBack releases a lock this acquisition has just won but will not keep, on every master and
@@ -368,7 +416,7 @@ func newRedlockLease(ctx context.Context, rl *redlockLocker, m *redsync.Mutex, k
 		// Extend at a third of the ttl, as Redisson's watchdog does: two more chances before the
 		// validity (ttl - elapsed - drift) runs out.
 		l.wd = startWatchdog(ctx, max(ttl/3, time.Millisecond), l.extend, func(err error) {
-			l.markLost(fmt.Errorf("%w: %w", ErrLost, err))
+			l.markLost(fmt.Errorf("%w: %w", errLost, err))
 		})
 	}
 	return l
@@ -412,7 +460,7 @@ func (l *redlockLease) checkValidity() {
 		return
 	}
 	l.stopped = true
-	l.markLost(fmt.Errorf("%w: %s: validity ran out before an extension succeeded", ErrLost, l.key))
+	l.markLost(fmt.Errorf("%w: %s: validity ran out before an extension succeeded", errLost, l.key))
 }
 
 // markLost closes Lost; the lease no longer counts as held in this process.

@@ -58,7 +58,7 @@ func (l *redlockLocker) drawToken(ctx context.Context, key, value string, perNod
 		}
 	}
 	if held < l.quorum {
-		return 0, fmt.Errorf("redlock %s: token counter read on %d of %d masters (quorum %d): %w", key, held, l.nodes, l.quorum, ErrLost)
+		return 0, fmt.Errorf("redlock %s: token counter read on %d of %d masters (quorum %d): %w", key, held, l.nodes, l.quorum, errLost)
 	}
 	token++
 	raised := l.onMasters(ctx, perNode, func(ctx context.Context, m redis.UniversalClient) (int64, error) {
@@ -71,7 +71,7 @@ func (l *redlockLocker) drawToken(ctx context.Context, key, value string, perNod
 		}
 	}
 	if held < l.quorum {
-		return 0, fmt.Errorf("redlock %s: token %d raised on %d of %d masters (quorum %d): %w", key, token, held, l.nodes, l.quorum, ErrLost)
+		return 0, fmt.Errorf("redlock %s: token %d raised on %d of %d masters (quorum %d): %w", key, token, held, l.nodes, l.quorum, errLost)
 	}
 	return token, nil
 }

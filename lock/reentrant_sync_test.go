@@ -122,27 +122,18 @@ func TestWaitReplicasRefused(t *testing.T) {
 	reentRelease(t, first)
 }
 
-// TestWaitReplicasOnlyReentrant: the option is for the data Redis; multilock's independent
-// masters have no replicas and must still lock.
+// TestWaitReplicasOnlyReentrant: the option is for the data Redis of NewReentrant; multilock's
+// independent masters have no replicas, so NewMultilock refuses it rather than ignore it.
 func TestWaitReplicasOnlyReentrant(t *testing.T) {
 	t.Parallel()
 	var masters []redis.UniversalClient
 	for _, s := range locktest.NewN(t, 3) {
 		masters = append(masters, locktest.NewClient(t, s))
 	}
-	// The same options for both, as a service configures every lock alike.
 	opts := []lock.Option{lock.WithLease(5 * time.Second), lock.WithReplicas(1, 100*time.Millisecond)}
-	ml, err := lock.NewMultilock(masters, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ml.Close()
-	le, err := ml.Acquire(t.Context(), "{x}:lock:multilock", lock.Options{})
-	if err != nil {
-		t.Fatalf("multilock with waitReplicas set: %v", err)
-	}
-	if err := le.Release(t.Context()); err != nil {
-		t.Fatal(err)
+	if ml, err := lock.NewMultilock(masters, opts...); err == nil {
+		_ = ml.Close()
+		t.Fatal("NewMultilock accepted WithReplicas, which it cannot honour")
 	}
 	re, err := lock.NewReentrant(masters[0], opts...)
 	if err != nil {

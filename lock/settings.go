@@ -40,7 +40,25 @@ type settings struct {
 	// RFencedLayout keeps NewFenced's lock in Redisson RFencedLock's layout
 	// (WithRFencedLockLayout; rfenced.go).
 	RFencedLayout bool
+	// given names the options applied, in order, so a constructor can refuse one it ignores.
+	given []string
 }
+
+// mark records that the option called name was given.
+func (o *settings) mark(name string) { o.given = append(o.given, name) }
+
+// kindSpec is what a constructor honours: the options that mean something to it (given the
+// settings: NewFenced honours Redisson's options only in RFencedLock's layout) and whether
+// Options.Owner does.
+type kindSpec struct {
+	name    string
+	options func(d settings) []string
+	owners  func(d settings) bool
+	newMode func(settings) (locker, error)
+}
+
+// common are the options every constructor honours.
+var common = []string{"WithLease", "WithLogger", "WithInstanceID"}
 
 // clientAddr names the server a client talks to ("host:port"), for error messages.
 func clientAddr(c redis.UniversalClient) string {

@@ -107,7 +107,7 @@ func (w *watchdog) fire() {
 		return
 	}
 	if err == nil {
-		err = ErrLost
+		err = errLost
 	}
 	if w.onFail != nil {
 		w.onFail(err)

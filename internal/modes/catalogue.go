@@ -3,6 +3,7 @@ package modes
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seckill-lab/seckill/lock"
@@ -16,7 +17,7 @@ func init() {
 		Summary: "Redisson RFairLock layout: the reentrant hash and watchdog plus a queue and deadlines in Redis; " +
 			"waiters are served in the order they queued, across instances, each woken on its own channel",
 		Faults: watchdogFaults,
-		New:    build(lock.NewFair),
+		New:    build(lock.NewFair, optPubSub, optThreadWait),
 	})
 
 	register(Mode{
@@ -26,7 +27,7 @@ func init() {
 			"the stock write is accepted only with a token not older than the newest written, so a frozen " +
 			"holder's stale write is rejected (no lost update)",
 		Faults: watchdogFaults,
-		New:    build(lock.NewFenced),
+		New:    build(lock.NewFenced, optRFenced, optPubSub),
 	})
 
 	register(Mode{
@@ -42,7 +43,7 @@ func init() {
 		Summary: "Redisson MultiLock: one reentrant lock on every master, all required, taken in order and " +
 			"given back on any failure; renewed on every master; with a master down it fails cleanly",
 		Faults: watchdogFaults,
-		New:    buildMasters(lock.NewMultilock),
+		New:    buildMasters(lock.NewMultilock, optRetry),
 	})
 
 	register(Mode{
@@ -52,7 +53,7 @@ func init() {
 			"extended every ttl/3 while held, " +
 			"a failed extension tells the holder the lock is lost",
 		Faults: watchdogFaults,
-		New:    buildMasters(lock.NewRedlock),
+		New:    buildMasters(lock.NewRedlock, optDrift, optRetry),
 	})
 
 	register(Mode{
@@ -64,7 +65,7 @@ func init() {
 		Faults: watchdogFaults,
 		New: func(d Deps) (Locker, error) {
 			d.Fencing = true
-			return buildMasters(lock.NewRedlock)(d)
+			return buildMasters(lock.NewRedlock, optDrift, optRetry, optFencing)(d)
 		},
 	})
 
@@ -73,7 +74,7 @@ func init() {
 		Summary: "Redisson RLock layout: hash field <instance>:<owner> = hold count, renewed every lease/3 by a " +
 			"watchdog, waiters woken by the unlock PUBLISH; never overlaps, a crashed holder's lock expires one lease later",
 		Faults: watchdogFaults,
-		New:    build(lock.NewReentrant),
+		New:    build(lock.NewReentrant, optReplicas, optPubSub),
 	})
 
 	register(Mode{
@@ -91,9 +92,9 @@ func init() {
 }
 
 // build adapts a single-server constructor of the library to a mode.
-func build(newLock func(rdb redis.UniversalClient, opts ...lock.Option) (*lock.Locker, error)) func(Deps) (Locker, error) {
+func build(newLock func(rdb redis.UniversalClient, opts ...lock.Option) (*lock.Locker, error), takes ...libOpt) func(Deps) (Locker, error) {
 	return func(d Deps) (Locker, error) {
-		l, err := newLock(d.Data, libOptions(d)...)
+		l, err := newLock(d.Data, libOptions(d, takes)...)
 		if err != nil {
 			return nil, err
 		}
@@ -102,12 +103,12 @@ func build(newLock func(rdb redis.UniversalClient, opts ...lock.Option) (*lock.L
 }
 
 // buildMasters adapts a constructor over the independent masters to a mode.
-func buildMasters(newLock func(masters []redis.UniversalClient, opts ...lock.Option) (*lock.Locker, error)) func(Deps) (Locker, error) {
+func buildMasters(newLock func(masters []redis.UniversalClient, opts ...lock.Option) (*lock.Locker, error), takes ...libOpt) func(Deps) (Locker, error) {
 	return func(d Deps) (Locker, error) {
 		if len(d.Masters) == 0 {
 			return noMasters{}, nil
 		}
-		l, err := newLock(d.Masters, libOptions(d)...)
+		l, err := newLock(d.Masters, libOptions(d, takes)...)
 		if err != nil {
 			return nil, err
 		}
@@ -115,9 +116,24 @@ func buildMasters(newLock func(masters []redis.UniversalClient, opts ...lock.Opt
 	}
 }
 
-// libOptions are the library's options for deps: only what deps sets, so the library's defaults
-// hold for the rest.
-func libOptions(d Deps) []lock.Option {
+// libOpt names an option of the library that only some of its constructors take (they refuse
+// the others): a mode lists the ones its constructor takes.
+type libOpt int
+
+const (
+	optDrift libOpt = iota
+	optRetry
+	optFencing
+	optReplicas
+	optPubSub
+	optThreadWait
+	optRFenced
+)
+
+// libOptions are the library's options for deps: only what deps sets and the mode's constructor
+// takes, so the library's defaults hold for the rest.
+func libOptions(d Deps, takes []libOpt) []lock.Option {
+	has := func(o libOpt) bool { return slices.Contains(takes, o) }
 	opts := []lock.Option{lock.WithLease(d.Lease)}
 	if d.InstanceID != "" {
 		opts = append(opts, lock.WithInstanceID(d.InstanceID))
@@ -125,28 +141,29 @@ func libOptions(d Deps) []lock.Option {
 	if d.Logger != nil {
 		opts = append(opts, lock.WithLogger(d.Logger))
 	}
-	if d.DriftFactor > 0 {
+	if d.DriftFactor > 0 && has(optDrift) {
 		opts = append(opts, lock.WithDriftFactor(d.DriftFactor))
 	}
-	if d.RetryMax > 0 {
+	if d.RetryMax > 0 && has(optRetry) {
 		opts = append(opts, lock.WithRetryDelay(d.RetryMin, d.RetryMax))
 	}
-	if d.Fencing {
+	if d.Fencing && has(optFencing) {
 		opts = append(opts, lock.WithFencingTokens())
 	}
-	if d.WaitReplicas > 0 {
+	if d.WaitReplicas > 0 && has(optReplicas) {
 		opts = append(opts, lock.WithReplicas(d.WaitReplicas, d.WaitReplicasTimeout))
 	}
-	switch d.Subscription {
-	case "sharded":
+	switch sub := d.Subscription; {
+	case !has(optPubSub) || (has(optRFenced) && !d.RFencedLayout):
+	case sub == "sharded":
 		opts = append(opts, lock.WithShardedPubSub(true))
-	case "classic":
+	case sub == "classic":
 		opts = append(opts, lock.WithShardedPubSub(false))
 	}
-	if d.FairThreadWait > 0 {
+	if d.FairThreadWait > 0 && has(optThreadWait) {
 		opts = append(opts, lock.WithThreadWait(d.FairThreadWait))
 	}
-	if d.RFencedLayout {
+	if d.RFencedLayout && has(optRFenced) {
 		opts = append(opts, lock.WithRFencedLockLayout())
 	}
 	return opts
@@ -156,6 +173,9 @@ func libOptions(d Deps) []lock.Option {
 type libLocker struct{ l *lock.Locker }
 
 func (a libLocker) Acquire(ctx context.Context, key string, opts lock.Options) (Lease, error) {
+	if !a.l.Reentrant() {
+		opts.Owner = "" // the order names the holder only where the lock keeps owners
+	}
 	le, err := a.l.Acquire(ctx, key, opts)
 	if err != nil {
 		return nil, err

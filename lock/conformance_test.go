@@ -1,0 +1,698 @@
+package lock_test
+
+// The conformance suite: every clause of the contract in docs/library.md ("Guarantees") run
+// against every kind of lock, each clause a subtest named after its number. A kind is added to
+// the library by adding it to conformanceKinds, and it is not done until every clause passes.
+// Each subtest runs on Redis servers of its own (real redis-server when installed, else the
+// in-process one), reached through a proxy that can stop answering, so "a server that does not
+// answer" means the same on both.
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock"
+	"github.com/seckill-lab/seckill/lock/locktest"
+)
+
+// conformanceKind is one kind of lock as a user builds it.
+type conformanceKind struct {
+	name string
+	// masters: built over three independent masters, else on one server.
+	masters bool
+	// owners: honours Options.Owner (re-entry).
+	owners bool
+	// opts are the options that make the kind (on top of the constructor).
+	opts []lock.Option
+	// build is the constructor.
+	build func(one redis.UniversalClient, masters []redis.UniversalClient, opts ...lock.Option) (*lock.Locker, error)
+	// honoured are the options the constructor takes (docs/library.md's table); every other is
+	// refused.
+	honoured []string
+}
+
+func single(f func(redis.UniversalClient, ...lock.Option) (*lock.Locker, error)) func(redis.UniversalClient, []redis.UniversalClient, ...lock.Option) (*lock.Locker, error) {
+	return func(one redis.UniversalClient, _ []redis.UniversalClient, opts ...lock.Option) (*lock.Locker, error) {
+		return f(one, opts...)
+	}
+}
+
+func multi(f func([]redis.UniversalClient, ...lock.Option) (*lock.Locker, error)) func(redis.UniversalClient, []redis.UniversalClient, ...lock.Option) (*lock.Locker, error) {
+	return func(_ redis.UniversalClient, masters []redis.UniversalClient, opts ...lock.Option) (*lock.Locker, error) {
+		return f(masters, opts...)
+	}
+}
+
+var conformanceKinds = []conformanceKind{
+	{name: "lua", build: single(lock.NewLua), honoured: []string{"WithLease", "WithLogger", "WithInstanceID"}},
+	{name: "reentrant", owners: true, build: single(lock.NewReentrant),
+		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithReplicas", "WithShardedPubSub"}},
+	{name: "fair", owners: true, build: single(lock.NewFair),
+		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithShardedPubSub", "WithThreadWait"}},
+	{name: "fenced", build: single(lock.NewFenced), honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithRFencedLockLayout"}},
+	{name: "fenced-rfenced", owners: true, build: single(lock.NewFenced), opts: []lock.Option{lock.WithRFencedLockLayout()},
+		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithRFencedLockLayout", "WithShardedPubSub"}},
+	{name: "multilock", masters: true, owners: true, build: multi(lock.NewMultilock),
+		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithRetryDelay"}},
+	{name: "redlock", masters: true, build: multi(lock.NewRedlock),
+		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithDriftFactor", "WithRetryDelay", "WithFencingTokens"}},
+	{name: "redlock-fenced", masters: true, build: multi(lock.NewRedlock), opts: []lock.Option{lock.WithFencingTokens()},
+		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithDriftFactor", "WithRetryDelay", "WithFencingTokens"}},
+}
+
+// allOptions is every option of the library, by name.
+var allOptions = map[string]lock.Option{
+	"WithLease":             lock.WithLease(time.Second),
+	"WithLogger":            lock.WithLogger(nil),
+	"WithInstanceID":        lock.WithInstanceID("conformance"),
+	"WithDriftFactor":       lock.WithDriftFactor(0.02),
+	"WithFencingTokens":     lock.WithFencingTokens(),
+	"WithRetryDelay":        lock.WithRetryDelay(time.Millisecond, 2*time.Millisecond),
+	"WithReplicas":          lock.WithReplicas(0, 0),
+	"WithShardedPubSub":     lock.WithShardedPubSub(false),
+	"WithThreadWait":        lock.WithThreadWait(time.Second),
+	"WithRFencedLockLayout": lock.WithRFencedLockLayout(),
+}
+
+// clause is one numbered guarantee of docs/library.md.
+type clause struct {
+	n    string
+	name string
+	run  func(t *testing.T, k conformanceKind)
+}
+
+var clauses = []clause{
+	{"1", "exclusion", clauseExclusion},
+	{"2", "refresh", clauseRefresh},
+	{"3", "release-twice", clauseReleaseTwice},
+	{"4", "release-unanswered", clauseReleaseUnanswered},
+	{"5", "cancel-mid-wait", clauseCancelMidWait},
+	{"6", "wait-unanswered", clauseWaitUnanswered},
+	{"7", "close", clauseClose},
+	{"8", "lost", clauseLost},
+	{"9", "wake-without-polling", clauseWake},
+	{"10", "options", clauseOptions},
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	for _, k := range conformanceKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			for _, c := range clauses {
+				t.Run(c.n+"-"+c.name, func(t *testing.T) {
+					t.Parallel()
+					c.run(t, k)
+				})
+			}
+		})
+	}
+}
+
+// rig is the servers of one subtest, each behind a proxy that can stop answering.
+type rig struct {
+	t       *testing.T
+	k       conformanceKind
+	servers []*locktest.Server
+	proxies []*proxy
+}
+
+func newRig(t *testing.T, k conformanceKind) *rig {
+	n := 1
+	if k.masters {
+		n = 3
+	}
+	r := &rig{t: t, k: k, servers: locktest.NewN(t, n)}
+	for _, s := range r.servers {
+		r.proxies = append(r.proxies, newProxy(t, s.Addr))
+	}
+	return r
+}
+
+// clients opens a client on every server through its proxy, as one process would, closed when
+// the test ends.
+func (r *rig) clients() []redis.UniversalClient {
+	var out []redis.UniversalClient
+	for _, p := range r.proxies {
+		c := redis.NewClient(&redis.Options{Addr: p.addr(), MaxRetries: -1, DialTimeout: 300 * time.Millisecond, ReadTimeout: 2 * time.Second})
+		r.t.Cleanup(func() { _ = c.Close() })
+		out = append(out, c)
+	}
+	return out
+}
+
+// direct opens a client on every server, past the proxies: the test's own view.
+func (r *rig) direct() []*redis.Client {
+	var out []*redis.Client
+	for _, s := range r.servers {
+		out = append(out, locktest.NewClient(r.t, s))
+	}
+	return out
+}
+
+// locker builds the kind as a new process would (clients of its own), closed when the test ends.
+func (r *rig) locker(opts ...lock.Option) *lock.Locker {
+	r.t.Helper()
+	cs := r.clients()
+	l, err := r.k.build(cs[0], cs, append(slices.Clone(r.k.opts), opts...)...)
+	if err != nil {
+		r.t.Fatalf("%s: %v", r.k.name, err)
+	}
+	r.t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// freeze makes every server stop answering (as a SIGSTOP would); thaw lets them answer again.
+func (r *rig) freeze() {
+	for _, p := range r.proxies {
+		p.freeze()
+	}
+}
+
+func (r *rig) thaw() {
+	for _, p := range r.proxies {
+		p.thaw()
+	}
+}
+
+// keys lists the keys left on every server but the fencing token counters, which outlive their
+// locks on purpose.
+func (r *rig) keys() []string {
+	var out []string
+	for _, c := range r.direct() {
+		ks, err := c.Keys(context.Background(), "*").Result()
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		for _, k := range ks {
+			if !strings.Contains(k, "token") {
+				out = append(out, k)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// acquire is Acquire that fails the test on an error. It waits up to 2 s for a free lock, so
+// a busy machine that makes one attempt miss its few milliseconds per master (Redlock) does not
+// fail the test.
+func acquire(t *testing.T, l *lock.Locker, key string, opts lock.Options) *lock.Lease {
+	t.Helper()
+	opts.Wait = max(opts.Wait, 2*time.Second)
+	le, err := l.Acquire(context.Background(), key, opts)
+	if err != nil {
+		t.Fatalf("acquire %s: %v", key, err)
+	}
+	return le
+}
+
+// heldByOther reports whether another Locker's single attempt fails (the lock is held).
+func heldByOther(t *testing.T, other *lock.Locker, key string) bool {
+	t.Helper()
+	le, err := other.Acquire(context.Background(), key, lock.Options{})
+	switch {
+	case err == nil:
+		if rerr := le.Release(context.Background()); rerr != nil {
+			t.Fatalf("release %s: %v", key, rerr)
+		}
+		return false
+	case errors.Is(err, lock.ErrNotObtained):
+		return true
+	}
+	t.Fatalf("single attempt on %s: %v", key, err)
+	return false
+}
+
+// free fails the test unless other gets the lock within 2 s (and gives it back).
+func free(t *testing.T, other *lock.Locker, key string) {
+	t.Helper()
+	acquire(t, other, key, lock.Options{}).Release(context.Background())
+}
+
+// Clause 1: two Lockers (two processes) never hold one lock at once, and a release lets the
+// other in.
+func clauseExclusion(t *testing.T, k conformanceKind) {
+	r := newRig(t, k)
+	a, b := r.locker(), r.locker()
+	le := acquire(t, a, "c1", lock.Options{})
+	if !heldByOther(t, b, "c1") {
+		t.Fatal("a second Locker took the lock while the first held it")
+	}
+	if err := le.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	free(t, b, "c1")
+}
+
+// Clause 2: Refresh while held keeps the lock for a full lease from the refresh; once the lease
+// has run out and the lock is someone else's, Refresh is ErrNotHeld.
+func clauseRefresh(t *testing.T, k conformanceKind) {
+	r := newRig(t, k)
+	a, b := r.locker(), r.locker()
+	const lease = 600 * time.Millisecond
+	for _, explicit := range []bool{true, false} {
+		key := "c2-watchdog"
+		if explicit {
+			key = "c2-explicit"
+		}
+		le := acquire(t, a, key, lock.Options{Lease: lease, ExplicitLease: explicit})
+		time.Sleep(lease / 2)
+		refreshed := time.Now()
+		if err := le.Refresh(context.Background()); err != nil {
+			t.Fatalf("refresh while held (explicit %v): %v", explicit, err)
+		}
+		// Past the first lease, within the second: still ours.
+		time.Sleep(time.Until(refreshed.Add(lease * 3 / 4)))
+		if !heldByOther(t, b, key) {
+			t.Fatalf("explicit %v: the lock was free %s after a refresh with a lease of %s", explicit, time.Since(refreshed).Round(time.Millisecond), lease)
+		}
+		if err := le.Release(context.Background()); err != nil {
+			t.Fatalf("release after refresh (explicit %v): %v", explicit, err)
+		}
+		if err := le.Refresh(context.Background()); !errors.Is(err, lock.ErrNotHeld) {
+			t.Fatalf("refresh after release (explicit %v): %v, want ErrNotHeld", explicit, err)
+		}
+	}
+	// An explicit lease runs out; another takes the lock; the first holder's Refresh fails.
+	le := acquire(t, a, "c2-expired", lock.Options{Lease: 200 * time.Millisecond, ExplicitLease: true})
+	other, err := b.Acquire(context.Background(), "c2-expired", lock.Options{Wait: 3 * time.Second})
+	if err != nil {
+		t.Fatalf("the lock did not pass on when its lease ran out: %v", err)
+	}
+	defer other.Release(context.Background())
+	if err := le.Refresh(context.Background()); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("refresh after expiry: %v, want ErrNotHeld", err)
+	}
+}
+
+// Clause 3: releasing twice is ErrNotHeld, and the second release frees nothing of another's.
+func clauseReleaseTwice(t *testing.T, k conformanceKind) {
+	r := newRig(t, k)
+	a, b := r.locker(), r.locker()
+	le := acquire(t, a, "c3", lock.Options{})
+	if err := le.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	theirs := acquire(t, b, "c3", lock.Options{})
+	if err := le.Release(context.Background()); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("second release: %v, want ErrNotHeld", err)
+	}
+	if !heldByOther(t, a, "c3") {
+		t.Fatal("a second release freed another holder's lock")
+	}
+	_ = theirs.Release(context.Background())
+}
+
+// Clause 4: a Release that gets no answer returns when its context ends, with ErrUnavailable and
+// the context's error; it can be called again, and then the lock is free.
+func clauseReleaseUnanswered(t *testing.T, k conformanceKind) {
+	r := newRig(t, k)
+	a, b := r.locker(), r.locker()
+	le := acquire(t, a, "c4", lock.Options{})
+	r.freeze()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	start := time.Now()
+	err := le.Release(ctx)
+	took := time.Since(start)
+	cancel()
+	r.thaw()
+	if !errors.Is(err, lock.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("release on a server that does not answer: %v, want ErrUnavailable and DeadlineExceeded", err)
+	}
+	if took > 200*time.Millisecond+slack {
+		t.Fatalf("release took %s past a context of 200ms", took)
+	}
+	if err := le.Release(context.Background()); err != nil && !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("release again after the server answers: %v", err)
+	}
+	free(t, b, "c4")
+}
+
+// slack is what a busy machine may add to a bound of the contract (the race detector, CI).
+const slack = 150 * time.Millisecond
+
+// Clause 5: a context ended mid-wait returns within 100 ms with ErrNotObtained and ctx.Err(),
+// and leaves no entry of the waiter behind.
+func clauseCancelMidWait(t *testing.T, k conformanceKind) {
+	r := newRig(t, k)
+	a, b := r.locker(), r.locker()
+	le := acquire(t, a, "c5", lock.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var cancelled atomic.Int64
+	go func() {
+		_, err := b.Acquire(ctx, "c5", lock.Options{Wait: 10 * time.Second})
+		done <- err
+	}()
+	waitWaiting(t, r, b, "c5")
+	cancelled.Store(time.Now().UnixNano())
+	cancel()
+	err := <-done
+	took := time.Since(time.Unix(0, cancelled.Load()))
+	if !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled wait: %v, want ErrNotObtained and context.Canceled", err)
+	}
+	if took > 100*time.Millisecond+slack {
+		t.Fatalf("cancelled wait returned %s after the cancel", took)
+	}
+	if err := le.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing of the waiter is left: once the holder has released, no key but the token
+	// counters remains (the release finds no waiter to hand the lock to).
+	deadline := time.Now().Add(2 * time.Second)
+	for left := r.keys(); len(left) > 0; left = r.keys() {
+		if time.Now().After(deadline) {
+			t.Fatalf("left behind by a cancelled waiter: %v", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitWaiting returns once the waiter is surely waiting: its Locker's waiters have sent their
+// first commands (the lock's keys show more than the lock itself, or 300 ms have passed).
+func waitWaiting(t *testing.T, r *rig, _ *lock.Locker, _ string) {
+	t.Helper()
+	time.Sleep(300 * time.Millisecond)
+}
+
+// Clause 6: Wait is honoured when a server does not answer: the acquisition returns within
+// Wait + 500 ms with ErrNotObtained and ErrUnavailable, whether the server is frozen or down.
+func clauseWaitUnanswered(t *testing.T, k conformanceKind) {
+	r := newRig(t, k)
+	a := r.locker()
+	const wait = 700 * time.Millisecond
+	check := func(what string) {
+		start := time.Now()
+		_, err := a.Acquire(context.Background(), "c6-"+what, lock.Options{Wait: wait})
+		took := time.Since(start)
+		if !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, lock.ErrUnavailable) {
+			t.Fatalf("%s: %v, want ErrNotObtained and ErrUnavailable", what, err)
+		}
+		if took > wait+500*time.Millisecond+slack {
+			t.Fatalf("%s: returned after %s with a wait of %s", what, took, wait)
+		}
+		t.Logf("%s: %s for a wait of %s", what, took.Round(time.Millisecond), wait)
+	}
+	r.freeze()
+	check("frozen")
+	r.thaw()
+	for _, s := range r.servers {
+		s.Stop()
+	}
+	check("down")
+}
+
+// Clause 7: Close ends every wait of that Locker within 100 ms with ErrClosed; a later Acquire
+// fails at once the same way; a lease still held is released as before.
+func clauseClose(t *testing.T, k conformanceKind) {
+	r := newRig(t, k)
+	a, b := r.locker(), r.locker()
+	holder := acquire(t, a, "c7", lock.Options{})
+	mine := acquire(t, b, "c7-mine", lock.Options{})
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() {
+			_, err := b.Acquire(context.Background(), "c7", lock.Options{Wait: 10 * time.Second})
+			errs <- err
+		}()
+	}
+	waitWaiting(t, r, b, "c7")
+	closed := time.Now()
+	if err := b.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	for range 3 {
+		err := <-errs
+		if !errors.Is(err, lock.ErrClosed) || !errors.Is(err, lock.ErrNotObtained) {
+			t.Fatalf("wait ended by Close: %v, want ErrNotObtained and ErrClosed", err)
+		}
+	}
+	if took := time.Since(closed); took > 100*time.Millisecond+slack {
+		t.Fatalf("the waits ended %s after Close", took)
+	}
+	start := time.Now()
+	if _, err := b.Acquire(context.Background(), "c7-later", lock.Options{Wait: time.Second}); !errors.Is(err, lock.ErrClosed) {
+		t.Fatalf("acquire on a closed Locker: %v, want ErrClosed", err)
+	} else if took := time.Since(start); took > 10*time.Millisecond+slack {
+		t.Fatalf("acquire on a closed Locker took %s", took)
+	}
+	if err := mine.Release(context.Background()); err != nil {
+		t.Fatalf("release of a lease held across Close: %v", err)
+	}
+	free(t, a, "c7-mine")
+	if err := holder.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Clause 8: Lost is never nil; for a lease nothing renews it closes when the lease has run out
+// by the holder's clock, never before, and a watched lease's stays open while it is renewed.
+func clauseLost(t *testing.T, k conformanceKind) {
+	r := newRig(t, k)
+	a := r.locker(lock.WithLease(time.Second))
+	watched := acquire(t, a, "c8-watched", lock.Options{})
+	if watched.Lost() == nil {
+		t.Fatal("Lost is nil")
+	}
+	le := acquire(t, a, "c8", lock.Options{Lease: 300 * time.Millisecond, ExplicitLease: true})
+	start := time.Now()
+	if le.Lost() == nil {
+		t.Fatal("Lost of an explicit lease is nil")
+	}
+	select {
+	case <-le.Lost():
+		if took := time.Since(start); took < 250*time.Millisecond {
+			t.Fatalf("Lost closed after %s, before the 300ms lease ran out", took)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Lost not closed 2 s after a 300ms explicit lease")
+	}
+	if k.name == "lua" {
+		return // no watchdog: every lease is explicit
+	}
+	select {
+	case <-watched.Lost():
+		t.Fatalf("a watched lease was lost after %s", time.Since(start))
+	default:
+	}
+	if err := watched.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Clause 9: a waiter gets a released lock promptly, and while the lock is held its Locker
+// sends no more than the look its kind's doc states (at most one every 250 ms, of at most two
+// commands).
+func clauseWake(t *testing.T, k conformanceKind) {
+	r := newRig(t, k)
+	a := r.locker()
+	var sent atomic.Int64
+	cs := r.clients()
+	for _, c := range cs {
+		c.AddHook(counter{&sent})
+	}
+	b, err := k.build(cs[0], cs, k.opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	le := acquire(t, a, "c9", lock.Options{})
+	got := make(chan time.Time, 1)
+	go func() {
+		le, err := b.Acquire(context.Background(), "c9", lock.Options{Wait: 10 * time.Second})
+		got <- time.Now()
+		if err == nil {
+			_ = le.Release(context.Background())
+		} else {
+			t.Errorf("waiter: %v", err)
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // the waiter settles in line
+	before := sent.Load()
+	const window = time.Second
+	time.Sleep(window)
+	looks := sent.Load() - before
+	if limit := 2*int64(window/(250*time.Millisecond)) + 2; looks > limit {
+		t.Errorf("the waiter sent %d commands in %s while the lock was held: it polls (at most %d)", looks, window, limit)
+	}
+	released := time.Now()
+	if err := le.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	woke := (<-got).Sub(released)
+	t.Logf("%d commands in %s of waiting; woken %s after the release", looks, window, woke.Round(time.Microsecond))
+	if woke > 50*time.Millisecond+slack {
+		t.Fatalf("the waiter got the lock %s after the release", woke)
+	}
+}
+
+// counter is a go-redis hook that counts the commands sent.
+type counter struct{ n *atomic.Int64 }
+
+func (counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (c counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// Clause 10: an option the constructor does not honour, Options.Owner on a kind without owners,
+// and a zero or negative lease are errors that name what was refused.
+func clauseOptions(t *testing.T, k conformanceKind) {
+	r := newRig(t, k)
+	cs := r.clients()
+	for name, o := range allOptions {
+		l, err := k.build(cs[0], cs, append(slices.Clone(k.opts), o)...)
+		if slices.Contains(k.honoured, name) {
+			if err != nil {
+				t.Errorf("%s refused: %v", name, err)
+				continue
+			}
+			_ = l.Close()
+			continue
+		}
+		if err == nil {
+			_ = l.Close()
+			t.Errorf("%s accepted, but %s does not honour it", name, k.name)
+		} else if !strings.Contains(err.Error(), name) {
+			t.Errorf("%s refused without naming it: %v", name, err)
+		}
+	}
+	for _, d := range []time.Duration{0, -time.Second} {
+		if l, err := k.build(cs[0], cs, append(slices.Clone(k.opts), lock.WithLease(d))...); err == nil {
+			_ = l.Close()
+			t.Errorf("WithLease(%s) accepted", d)
+		}
+	}
+	l := r.locker()
+	if _, err := l.Acquire(context.Background(), "c10", lock.Options{Lease: -time.Second}); err == nil || !strings.Contains(err.Error(), "Lease") {
+		t.Errorf("Options.Lease -1s: %v, want an error naming it", err)
+	}
+	le, err := l.Acquire(context.Background(), "c10", lock.Options{Owner: "someone"})
+	switch {
+	case k.owners && err != nil:
+		t.Errorf("Options.Owner on %s: %v", k.name, err)
+	case !k.owners && (err == nil || !strings.Contains(err.Error(), "Owner")):
+		t.Errorf("Options.Owner on %s, which has no re-entry: %v, want an error naming it", k.name, err)
+	}
+	if err == nil {
+		_ = le.Release(context.Background())
+	}
+}
+
+// proxy forwards TCP connections to a Redis server; frozen, it stops passing bytes either way
+// (the connections stay open), as a server stopped with SIGSTOP looks to a client.
+type proxy struct {
+	ln     net.Listener
+	target string
+
+	mu     sync.Mutex
+	frozen bool
+	thawed chan struct{} // closed when a freeze ends
+	conns  []net.Conn
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target, thawed: make(chan struct{})}
+	close(p.thawed)
+	t.Cleanup(p.close)
+	go p.serve()
+	return p
+}
+
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+func (p *proxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.DialTimeout("tcp", p.target, time.Second)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, up)
+		p.mu.Unlock()
+		go p.pipe(up, c)
+		go p.pipe(c, up)
+	}
+}
+
+// pipe copies src to dst, holding each chunk while the proxy is frozen.
+func (p *proxy) pipe(dst, src net.Conn) {
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			thawed := p.thawed
+			p.mu.Unlock()
+			<-thawed
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				return
+			}
+			return
+		}
+	}
+}
+
+func (p *proxy) freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.frozen {
+		p.frozen = true
+		p.thawed = make(chan struct{})
+	}
+}
+
+func (p *proxy) thaw() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.frozen {
+		p.frozen = false
+		close(p.thawed)
+	}
+}
+
+func (p *proxy) close() {
+	p.thaw()
+	_ = p.ln.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+}
