@@ -163,8 +163,12 @@ func TestLineOneReleaseWakesOneWaiter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			leases, order := queueOneByOne(t, ls[:n], key, func(int) {
-				time.Sleep(30 * time.Millisecond) // they queue one after the other
+			line := lineOf(ls[0]).lineKeys(key)[1]
+			leases, order := queueOneByOne(t, ls[:n], key, func(i int) {
+				// They queue one after the other: each is in the Redis line before the next starts.
+				waitFor(t, fmt.Sprintf("waiter %d in the Redis line", i), func() bool {
+					return lineLen(t, srv, line) == i+1
+				})
 			})
 			time.Sleep(200 * time.Millisecond)
 			le := chainHandovers(t, srv, holder, leases, n, lineRelease, fencedRenew)
@@ -637,4 +641,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// lineLen is the length of a Redis line (the test's own look, on the first server).
+func lineLen(t *testing.T, srv *redisClientSet, line string) int {
+	n, err := srv.all[0].LLen(context.Background(), line).Result()
+	if err != nil {
+		t.Errorf("LLEN %s: %v", line, err)
+	}
+	return int(n)
 }

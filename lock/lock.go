@@ -315,6 +315,9 @@ func (le *Lease) Release(ctx context.Context) error {
 }
 
 func (le *Lease) release(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("lock: release %s: %w", le.Key(), err) // nothing sent: release again
+	}
 	l := le.locker
 	if ctx.Done() == nil || (l.cut && !l.asyncRelease) {
 		if err := le.settled(); err != nil || le.pendingDone() {
