@@ -136,7 +136,8 @@ feed:
 	}
 	fmt.Fprintf(stdout, "load: lock %s, %d sales at %d through %s in %s: sold %d, soldout %d, other %d\n",
 		mode, len(outs), o.c, base, took.Round(time.Millisecond), kinds["sold"], kinds["soldout"], len(outs)-kinds["sold"]-kinds["soldout"])
-	verdict, file, err := lab.CheckHistory("load-"+mode, inv.Stock, origin, outs, o.historyDir)
+	verdict, file, err := lab.CheckHistory(loadSource(o, mode, base, inv.SKU, inv.Stock, len(outs), origin),
+		inv.Stock, origin, outs, o.historyDir)
 	if err != nil {
 		return fmt.Errorf("load: check the history: %w", err)
 	}
@@ -148,6 +149,22 @@ feed:
 		return errNotLinearizable
 	}
 	return nil
+}
+
+// loadSource says, for the header of the history's drawing, what the run was: its sales, the
+// service, the SKU and its stock, the lock mode and when it started.
+func loadSource(o loadFlags, mode string, base *url.URL, sku string, stock int64, sales int, origin time.Time) lab.HistorySource {
+	about := fmt.Sprintf("%d sales, %d at a time, on %s through %s, from stock %d, started %s",
+		sales, o.c, sku, base, stock, origin.UTC().Format("2006-01-02 15:04:05 UTC"))
+	if o.query != "" {
+		about += ", with " + o.query
+	}
+	src := lab.HistorySource{Name: "load-" + mode, Title: "seckill load: the sales no stock counter can explain",
+		Kind: "Load run", About: about, Mode: o.lock}
+	if o.lock == "" {
+		src.About += ", in the service's lock mode (lock.mode)"
+	}
+	return src
 }
 
 // restock sets the SKU's stock through the operator's endpoint.

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -25,7 +27,8 @@ func TestLoadChecksTheHistory(t *testing.T) {
 	} {
 		var out, errOut bytes.Buffer
 		// --stock restocks first: the run does not depend on what an earlier one left.
-		args := []string{"load", "--url", f.HTTP.URL, "--lock", c.lock, "--n", "40", "--c", "20", "--stock", "10", "--history-dir", t.TempDir()}
+		dir := t.TempDir()
+		args := []string{"load", "--url", f.HTTP.URL, "--lock", c.lock, "--n", "40", "--c", "20", "--stock", "10", "--history-dir", dir}
 		if c.query != "" {
 			args = append(args, "--query", c.query)
 		}
@@ -37,6 +40,39 @@ func TestLoadChecksTheHistory(t *testing.T) {
 		}
 		if !strings.Contains(out.String(), "sold 10, soldout") && c.lock == "lua" {
 			t.Errorf("lua should sell exactly the stock:\n%s", out.String())
+		}
+		if c.wantErr != nil {
+			loadPageSaysWhatRan(t, dir, out.String(), f.HTTP.URL)
+		}
+	}
+}
+
+// loadPageSaysWhatRan: the drawing of a load run's violation is in dir, where the output says,
+// and its header names the run (sales, service, SKU, lock mode), not an empty scenario's
+// ("row 0 … (row 0 of docs/lab.md, ), lock mode :").
+func loadPageSaysWhatRan(t *testing.T, dir, out, service string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "seckill-history-load-none-*.html"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("want one drawing of the load run in --history-dir, got %v (%v)", files, err)
+	}
+	if !strings.Contains(out, "history: visualisation in "+files[0]) {
+		t.Errorf("the output does not say where the drawing is (%s):\n%s", files[0], out)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{"<title>seckill load:", "<b>Load run</b> 40 sales, 20 at a time, on inventory001 through " + service,
+		"from stock 10", "workMs=20", "lock mode <code>none</code>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the load run's history page lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"row 0", "docs/lab.md", ", )", "<code></code>"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the load run's history page has %q, an empty scenario's header", bad)
 		}
 	}
 }

@@ -150,12 +150,41 @@ func witness(initial int64, ops []porcupine.Operation) []porcupine.Operation {
 	return nil
 }
 
+// HistorySource says where a history comes from, for the header of its drawing.
+type HistorySource struct {
+	// Name is part of the drawing's file name (seckill-history-NAME-*.html).
+	Name string
+	// Title is the page's title and heading.
+	Title string
+	// Kind names what ran ("Scenario", "Load run"), About says which, in plain text.
+	Kind, About string
+	// Mode is the lock mode of the sales ("" when not known).
+	Mode string
+	// Expect is what the run expected to see (optional).
+	Expect string
+}
+
+// ScenarioHistory is the source of a lab scenario's history: its row, step, mode and what it
+// expects. A name that is no scenario (a test's hand-made history) is named as it is.
+func ScenarioHistory(name string) HistorySource {
+	sc, err := Lookup(name)
+	if err != nil {
+		return HistorySource{Name: name, Title: "seckill: the sales no stock counter can explain (" + name + ")",
+			Kind: "History", About: name}
+	}
+	return HistorySource{Name: sc.Name,
+		Title: fmt.Sprintf("seckill lab, row %d %s: the sales no stock counter can explain", sc.Row, sc.Name),
+		Kind:  "Scenario", About: fmt.Sprintf("%s (row %d of docs/lab.md, %s)", sc.Name, sc.Row, sc.Step),
+		Mode: sc.Mode, Expect: sc.Expect}
+}
+
 // CheckHistory checks the outcomes of sales on one SKU whose stock was set to initial, times
 // measured from origin. It returns the verdict and, for a violation, porcupine's
-// visualisation written to a file in dir (the OS temp dir when empty); file is "" otherwise.
-// Where a small part of the history already fails on its own (witness), that part is what
-// porcupine checks and draws; otherwise the whole history.
-func CheckHistory(name string, initial int64, origin time.Time, outs []Outcome, dir string) (verdict, file string, err error) {
+// visualisation under a header saying where it comes from (src), written to a file in dir (the
+// OS temp dir when empty); file is "" otherwise. Where a small part of the history already
+// fails on its own (witness), that part is what porcupine checks and draws; otherwise the
+// whole history. HistoryVerdict is the same check without the file.
+func CheckHistory(src HistorySource, initial int64, origin time.Time, outs []Outcome, dir string) (verdict, file string, err error) {
 	ops := historyOps(origin, outs)
 	model, checked := modelFrom(initial), ops
 	if part := witness(initial, ops); part != nil {
@@ -175,11 +204,11 @@ func CheckHistory(name string, initial int64, origin time.Time, outs []Outcome, 
 	if err := porcupine.Visualize(model, info, &page); err != nil {
 		return NotLinearizable, "", fmt.Errorf("lab: history visualisation: %w", err)
 	}
-	f, err := os.CreateTemp(dir, "seckill-history-"+name+"-*.html")
+	f, err := os.CreateTemp(dir, "seckill-history-"+src.Name+"-*.html")
 	if err != nil {
 		return NotLinearizable, "", fmt.Errorf("lab: history visualisation: %w", err)
 	}
-	_, err = f.Write(withHeader(page.Bytes(), name, len(checked), len(ops)))
+	_, err = f.Write(withHeader(page.Bytes(), src, len(checked), len(ops)))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -190,36 +219,37 @@ func CheckHistory(name string, initial int64, origin time.Time, outs []Outcome, 
 }
 
 // withHeader gives porcupine's page (which is titled "Porcupine" and opens on its drawing) a
-// title, the scenario it comes from and a legend a learner can read: what a bar is, what the
+// title, where the history comes from and a legend a learner can read: what a bar is, what the
 // colours mean and why the drawing proves the bug. shown of total sales are drawn.
-func withHeader(page []byte, name string, shown, total int) []byte {
-	sc, err := Lookup(name)
-	if err != nil {
-		sc = Scenario{Name: name}
-	}
-	title := fmt.Sprintf("seckill lab, row %d %s: the sales no stock counter can explain", sc.Row, sc.Name)
+func withHeader(page []byte, src HistorySource, shown, total int) []byte {
 	part := fmt.Sprintf("the run's %d sales, all of them", total)
 	if shown < total {
 		part = fmt.Sprintf("%d of the run's %d sales: the smallest part that fails on its own", shown, total)
 	}
+	what := fmt.Sprintf("<b>%s</b> %s", html.EscapeString(src.Kind), html.EscapeString(src.About))
+	if src.Mode != "" {
+		what += fmt.Sprintf(", lock mode <code>%s</code>", html.EscapeString(src.Mode))
+	}
+	if src.Expect != "" {
+		what += ": " + html.EscapeString(src.Expect)
+	}
 	// porcupine's own legend is fixed at the top of the window: the header starts below it.
 	header := fmt.Sprintf(`<header style="font:14px/1.45 system-ui,sans-serif;max-width:60em;margin:0;padding-top:40px">
 <h1 style="font-size:20px;margin:.2em 0">%s</h1>
-<p><b>Scenario</b> %s (row %d of docs/lab.md, %s), lock mode <code>%s</code>: %s</p>
+<p>%s</p>
 <p><b>What is drawn</b>: %s, as the buyers recorded them, checked by
 <a href="https://github.com/anishathalye/porcupine">porcupine</a> against one stock counter that starts at the
-stock the scenario set. Each bar is one sale, from its call (left end) to its answer (right end), time running
+stock the run set. Each bar is one sale, from its call (left end) to its answer (right end), time running
 left to right; its label is what the buyer was told: &ldquo;sold, N left&rdquo;, &ldquo;sold out&rdquo;, or an
 answer that does not say whether a unit was taken.</p>
 <p><b>How to read it</b>: a linearization point (LP) is the instant a sale could have taken effect on the counter.
 Grey marks (&ldquo;Valid LP&rdquo;) are the longest order of sales the checker could explain; the red mark
 (&ldquo;Invalid LP&rdquo;) is the first sale it could not place, whatever the order. Hover over a bar (click to
 pin it) to see the stock before and after it. A counter tells each &ldquo;N left&rdquo; once: two buyers told the same figure, or a figure
-the counter cannot reach, is the oversell or lost update the row's counters report.</p>
+the counter cannot reach, is the oversell or lost update the counters report.</p>
 </header>
-`, html.EscapeString(title), html.EscapeString(sc.Name), sc.Row, html.EscapeString(sc.Step),
-		html.EscapeString(sc.Mode), html.EscapeString(sc.Expect), part)
-	out := strings.Replace(string(page), "<title>Porcupine</title>", "<title>"+html.EscapeString(title)+"</title>", 1)
+`, html.EscapeString(src.Title), what, part)
+	out := strings.Replace(string(page), "<title>Porcupine</title>", "<title>"+html.EscapeString(src.Title)+"</title>", 1)
 	if i := strings.Index(out, "<body>"); i >= 0 {
 		i += len("<body>")
 		out = out[:i] + "\n" + header + out[i:]
@@ -254,7 +284,7 @@ func (e *Env) checkHistory() {
 		e.Note("history: not checked: %s", na)
 		return
 	}
-	verdict, file, err := CheckHistory(e.Scenario.Name, stocks[0], e.origin, outs, e.runner.HistoryDir)
+	verdict, file, err := CheckHistory(ScenarioHistory(e.Scenario.Name), stocks[0], e.origin, outs, e.runner.HistoryDir)
 	e.res.History, e.res.HistoryFile = verdict, file
 	e.Note("history: the %d answers the buyers recorded, from stock %d, are %s (porcupine)", len(outs), stocks[0], verdict)
 	switch {

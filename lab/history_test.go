@@ -63,7 +63,7 @@ func TestStockModel(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			origin := time.Now()
 			dir := t.TempDir()
-			got, file, err := lab.CheckHistory("unit", c.initial, origin, outcomes(origin, c.sales), dir)
+			got, file, err := lab.CheckHistory(lab.ScenarioHistory("unit"), c.initial, origin, outcomes(origin, c.sales), dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +93,7 @@ func TestCrowdWithLostUpdates(t *testing.T) {
 		// Everyone overlaps everyone; groups of three read the same stock.
 		sales = append(sales, sale{i, 1000 + i, "sold", 99 - int64(i/3)})
 	}
-	got, file, err := lab.CheckHistory("crowd", 100, origin, outcomes(origin, sales), t.TempDir())
+	got, file, err := lab.CheckHistory(lab.ScenarioHistory("crowd"), 100, origin, outcomes(origin, sales), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestHistoryPageSaysWhatItShows(t *testing.T) {
 	}
 	origin := time.Now()
 	sales := []sale{{0, 10, "sold", 9}, {1, 11, "sold", 9}, {12, 13, "sold", 8}}
-	got, file, err := lab.CheckHistory(sc.Name, 10, origin, outcomes(origin, sales), t.TempDir())
+	got, file, err := lab.CheckHistory(lab.ScenarioHistory(sc.Name), 10, origin, outcomes(origin, sales), t.TempDir())
 	if err != nil || got != lab.NotLinearizable {
 		t.Fatalf("got %s, %v; want NOT linearizable", got, err)
 	}
@@ -157,5 +157,39 @@ func TestHistoryPageSaysWhatItShows(t *testing.T) {
 	}
 	if h, body := strings.Index(page, "<header"), strings.Index(page, "<body>"); h < body {
 		t.Errorf("the header (at %d) is not inside the body (at %d)", h, body)
+	}
+}
+
+// TestHistoryPageOfALoadRun: a history that comes from no scenario (seckill load) has a header
+// that says what ran, not an empty scenario's ("row 0 … (row 0 of docs/lab.md, ), lock mode :").
+func TestHistoryPageOfALoadRun(t *testing.T) {
+	t.Parallel()
+	origin := time.Now()
+	sales := []sale{{0, 10, "sold", 9}, {1, 11, "sold", 9}}
+	src := lab.HistorySource{Name: "load-none", Title: "seckill load: the sales no stock counter can explain",
+		Kind: "Load run", About: "40 sales, 20 at a time, on inventory001 through http://127.0.0.1:8080, from stock 10",
+		Mode: "none"}
+	got, file, err := lab.CheckHistory(src, 10, origin, outcomes(origin, sales), t.TempDir())
+	if err != nil || got != lab.NotLinearizable {
+		t.Fatalf("got %s, %v; want NOT linearizable", got, err)
+	}
+	if !strings.Contains(file, "seckill-history-load-none-") {
+		t.Errorf("file %s is not named after the run", file)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{"<title>seckill load: the sales", "<b>Load run</b> 40 sales, 20 at a time",
+		"http://127.0.0.1:8080", "lock mode <code>none</code>", "the run's 2 sales"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the history page lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"row 0", "docs/lab.md", ", )", "<code></code>", "</code>: </p>", "<b></b>"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the history page's header has %q, an empty scenario's", bad)
+		}
 	}
 }
