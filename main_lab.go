@@ -47,7 +47,7 @@ func (l *labFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&l.details, "details", false, "after the table, print every check behind each verdict")
 	fs.BoolVar(&l.noOutages, "no-outages", false, "skip the phases that stop a master (on Redis servers the lab starts itself)")
 	fs.BoolVar(&l.verbose, "verbose", false, "log what the simulated instances log (crashes, lost locks) to stderr")
-	fs.StringVar(&l.history, "history-dir", "", "where to write the drawing of a history that is not linearizable (default: OS temp dir)")
+	fs.StringVar(&l.history, "history-dir", "", "where to write the drawing of a history that is not linearizable (default: none is written)")
 	fs.DurationVar(&l.lease, "lease", 300*time.Millisecond, "the lab's lease; every timing of a scenario is a multiple of it")
 }
 
@@ -87,7 +87,9 @@ func runLab(ctx context.Context, cfg config.Config, opt labFlags, stdout, stderr
 	}
 	fmt.Fprintf(stderr, "lab: data %s, masters %s (%s), lease %s\n",
 		app.DataName(cfg), strings.Join(cfg.Redis.Masters, ","), where, opt.lease)
-	r := &lab.Runner{Data: data, Masters: masters, Lease: opt.lease, NoOutages: opt.noOutages, HistoryDir: opt.history,
+	// Drawings only where asked: a command must not leave files behind that nobody removes.
+	r := &lab.Runner{Data: data, Masters: masters, Lease: opt.lease, NoOutages: opt.noOutages,
+		HistoryDir: opt.history, NoHistoryFiles: opt.history == "",
 		Progress: func(p lab.Progress) {
 			if p.Result == nil {
 				fmt.Fprintf(stderr, "[%2d/%d] %-13s row %-2d %s ...\n", p.Index, p.Total, p.Scenario.Name, p.Scenario.Row, p.Scenario.Short)

@@ -77,6 +77,38 @@ func loadPageSaysWhatRan(t *testing.T, dir, out, service string) {
 	}
 }
 
+// TestLabAndLoadLeaveNoFiles: without --history-dir neither `seckill lab` nor `seckill load`
+// writes a drawing (they used to leave one seckill-history-*.html per violation in the temp
+// dir, for good); both still give the verdict and say how to keep the drawing.
+func TestLabAndLoadLeaveNoFiles(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // os.TempDir, where the drawings went
+	f := apptest.New(t, nil)
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"load", "--url", f.HTTP.URL, "--lock", "none", "--query", "workMs=20",
+		"--n", "40", "--c", "20", "--stock", "10"}, noEnv, &out, &errOut)
+	if !errors.Is(err, errNotLinearizable) {
+		t.Fatalf("load --lock none: %v, want %v\n%s%s", err, errNotLinearizable, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "NOT linearizable") || !strings.Contains(out.String(), "--history-dir DIR writes its drawing") {
+		t.Errorf("load must give the verdict and say how to keep the drawing:\n%s", out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"lab", "--scenario", "none", "--details"}, labEnv(t), &out, &errOut); err != nil {
+		t.Fatalf("seckill lab: %v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "NOT linearizable") || !strings.Contains(out.String(), "--history-dir DIR keeps it") {
+		t.Errorf("lab must give the verdict and say how to keep the drawing:\n%s", out.String())
+	}
+	left, err := filepath.Glob(filepath.Join(tmp, "seckill-history-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Errorf("lab and load left %d drawings nobody asked for in the temp dir: %v", len(left), left)
+	}
+}
+
 // TestLoadSaysSoldOut: with nothing left to sell and no --stock, load says so instead of firing.
 func TestLoadSaysSoldOut(t *testing.T) {
 	f := apptest.New(t, nil)

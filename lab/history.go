@@ -284,6 +284,15 @@ func (e *Env) checkHistory() {
 		e.Note("history: not checked: %s", na)
 		return
 	}
+	if e.runner.NoHistoryFiles {
+		verdict := HistoryVerdict(stocks[0], e.origin, outs)
+		e.res.History = verdict
+		e.Note("history: the %d answers the buyers recorded, from stock %d, are %s (porcupine)", len(outs), stocks[0], verdict)
+		if verdict == NotLinearizable {
+			e.Note("history: its drawing is not kept (--history-dir DIR keeps it)")
+		}
+		return
+	}
 	verdict, file, err := CheckHistory(ScenarioHistory(e.Scenario.Name), stocks[0], e.origin, outs, e.runner.HistoryDir)
 	e.res.History, e.res.HistoryFile = verdict, file
 	e.Note("history: the %d answers the buyers recorded, from stock %d, are %s (porcupine)", len(outs), stocks[0], verdict)

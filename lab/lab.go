@@ -174,6 +174,10 @@ type Runner struct {
 	// HistoryDir is where the visualisation of a history that is not linearizable is written
 	// (default: the OS temp dir).
 	HistoryDir string
+	// NoHistoryFiles writes no visualisation at all, HistoryDir or not (the verdict is the
+	// same): `seckill lab` without --history-dir, which must leave no file behind that nobody
+	// asked for and nobody removes.
+	NoHistoryFiles bool
 }
 
 // Steps are the broken modes' knobs wired to the lab's faults.
