@@ -175,6 +175,7 @@ func Settings(cfg config.Config) service.Settings {
 		LabEnabled: cfg.Lab.Enabled, MaxWork: cfg.Lab.MaxWork, MaxFreeze: cfg.Lab.MaxFreeze,
 		MaxPause: cfg.Lab.MaxPause, MaxLease: cfg.Lab.MaxLease, MaxStock: config.MaxStock, TrackOverlap: cfg.Lab.Enabled,
 		AllowedModes: cfg.Lock.AllowedModes, OperatorRequired: cfg.Server.AdminToken != "", MaxInFlight: cfg.Server.MaxInFlight,
+		RFencedLayout: cfg.Lock.FencedLayout == "redisson",
 	}
 }
 

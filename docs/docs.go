@@ -1428,12 +1428,20 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "fenceError": {
-                    "description": "FenceError says why the token could not be read.",
+                    "description": "FenceError says why a token could not be read.",
                     "type": "string"
                 },
                 "fenceToken": {
-                    "description": "FenceToken is the newest fencing token whose write was accepted (0: none yet).",
+                    "description": "FenceToken is the newest fencing token of mode fenced whose read or write was accepted (0:\nnone yet).",
                     "type": "integer"
+                },
+                "fenceTokens": {
+                    "description": "FenceTokens is the newest accepted token of each fencing mode: fenced and redlock-fenced\ndraw from counters of their own, each with its own fence.",
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "integer",
+                        "format": "int64"
+                    }
                 },
                 "instance": {
                     "type": "string"

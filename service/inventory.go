@@ -62,6 +62,9 @@ type Settings struct {
 	OperatorRequired bool
 	// MaxInFlight bounds the sales served at once (server.maxInFlight); 0: unbounded.
 	MaxInFlight int
+	// RFencedLayout: mode fenced keeps Redisson RFencedLock's layout (lock.fencedLayout=redisson),
+	// so its tokens come from that layout's counter.
+	RFencedLayout bool
 }
 
 // Pinger is anything whose health /readyz checks.
@@ -383,7 +386,8 @@ func (s *Service) critical(ctx context.Context, req SaleRequest, lease modes.Lea
 			return "error", s.storeError(err)
 		}
 	}
-	read, err := s.store.ReadStock(ctx, req.SKU, lease.Token())
+	counter := s.counter(res.Lock)
+	read, err := s.store.ReadStock(ctx, req.SKU, lease.Token(), counter)
 	if err != nil {
 		return "error", s.storeError(err)
 	}
@@ -415,7 +419,7 @@ func (s *Service) critical(ctx context.Context, req SaleRequest, lease modes.Lea
 		// pause does the damage Kleppmann describes: the holder carries on as if nothing happened.
 		holder.Freeze(ctx, req.Freeze)
 	}
-	order.Token, order.Epoch = lease.Token(), read.Epoch
+	order.Token, order.Counter, order.Epoch = lease.Token(), counter, read.Epoch
 	cr, err := s.commit(ctx, req.SKU, stock-1, order, lease, joined)
 	if err != nil {
 		return "error", s.storeError(err)
@@ -437,6 +441,18 @@ func (s *Service) critical(ctx context.Context, req SaleRequest, lease modes.Lea
 	res.Sold, res.Remaining, res.OrderID = true, &left, order.ID
 	res.Message = fmt.Sprintf("sold one, %d left (served by %s)", stock-1, s.set.Instance)
 	return "sold", nil
+}
+
+// counter names the token counter of mode (store.Counters): each has a fence of its own, since
+// tokens of two counters are not comparable. Modes without tokens carry token 0, never fenced.
+func (s *Service) counter(mode string) string {
+	switch {
+	case mode == "redlock-fenced":
+		return store.CounterRedlock
+	case mode == "fenced" && s.set.RFencedLayout:
+		return store.CounterRFenced
+	}
+	return store.CounterFenced
 }
 
 // commit writes the sale; with joined, and a lease that can, the release follows it in the same

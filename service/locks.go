@@ -22,9 +22,13 @@ type LocksView struct {
 	InstanceID string `json:"instanceId"`
 	// Prefix is what every lock key of the SKU starts with.
 	Prefix string `json:"prefix" example:"{inventory001}:lock:"`
-	// FenceToken is the newest fencing token whose write was accepted (0: none yet).
+	// FenceToken is the newest fencing token of mode fenced whose read or write was accepted (0:
+	// none yet).
 	FenceToken int64 `json:"fenceToken"`
-	// FenceError says why the token could not be read.
+	// FenceTokens is the newest accepted token of each fencing mode: fenced and redlock-fenced
+	// draw from counters of their own, each with its own fence.
+	FenceTokens map[string]int64 `json:"fenceTokens"`
+	// FenceError says why a token could not be read.
 	FenceError string              `json:"fenceError,omitempty"`
 	Servers    []modes.ServerLocks `json:"servers"`
 }
@@ -39,9 +43,17 @@ func (s *Service) LockKeys(ctx context.Context, sku string) (LocksView, error) {
 	k := store.KeysFor(sku)
 	v := LocksView{SKU: sku, Instance: s.set.Instance, InstanceID: s.locks.InstanceID(), Prefix: k.LockPrefix,
 		Servers: s.locks.Inspect(ctx, k.LockPrefix)}
-	if v.FenceToken, err = s.store.FenceToken(ctx, sku); err != nil {
-		v.FenceError = err.Error()
+	v.FenceTokens = map[string]int64{}
+	for _, mode := range []string{"fenced", "redlock-fenced"} {
+		n, err := s.store.FenceToken(ctx, sku, s.counter(mode))
+		if err != nil {
+			s.log.Error("read fence", "sku", sku, "mode", mode, "err", err)
+			v.FenceError = fmt.Sprintf("%s: the fence could not be read", mode)
+			continue
+		}
+		v.FenceTokens[mode] = n
 	}
+	v.FenceToken = v.FenceTokens["fenced"]
 	return v, nil
 }
 

@@ -31,7 +31,7 @@ type Keys struct {
 	Orders     string // list of recorded orders; its length is "sold"
 	Initial    string // the stock put in by the last reset
 	ByInstance string // hash: instance -> orders it recorded
-	Fence      string // newest fencing token whose write was accepted
+	Fence      string // newest fencing token of the fenced mode's counter whose read or write was accepted (FenceOf)
 	Stale      string // count of stale writes rejected by the fence
 	Foreign    string // count of foreign unlocks observed
 	InSection  string // buyers inside the critical section right now
@@ -51,6 +51,31 @@ func KeysFor(sku string) Keys {
 		InSection: tag + "inSection", Overlaps: tag + "overlaps", LockPrefix: tag + "lock:",
 		Epoch: tag + "epoch",
 	}
+}
+
+// The token counters a sale's fencing token may come from. Each has a fence of its own
+// (Keys.FenceOf): tokens drawn from two counters are not comparable, and one fence over both let
+// one counter's high tokens refuse every write of the other (3,000 sold-out fenced requests made
+// the next redlock-fenced sales answer 409 with stock left).
+const (
+	// CounterFenced: mode fenced in its line layout, <lock key>:token on the data Redis (Keys.Fence).
+	CounterFenced = ""
+	// CounterRFenced: mode fenced in Redisson RFencedLock's layout, redisson_lock_token:{key}.
+	CounterRFenced = "fenced-redisson"
+	// CounterRedlock: mode redlock-fenced, a counter on the independent masters.
+	CounterRedlock = "redlock-fenced"
+)
+
+// Counters lists every token counter, CounterFenced first.
+var Counters = []string{CounterFenced, CounterRFenced, CounterRedlock}
+
+// FenceOf is the fence of the tokens drawn from counter: the newest token of that counter whose
+// read or write was accepted.
+func (k Keys) FenceOf(counter string) string {
+	if counter == CounterFenced {
+		return k.Fence
+	}
+	return k.Fence + ":" + counter
 }
 
 // LockKey is the lock key that mode uses for sku.
@@ -89,19 +114,20 @@ type Store struct {
 // New returns a Store on rdb.
 func New(rdb redis.UniversalClient) *Store { return &Store{rdb: rdb} }
 
-// FenceToken is the newest fencing token whose write was accepted for sku (0: none yet).
-func (s *Store) FenceToken(ctx context.Context, sku string) (int64, error) {
-	k := KeysFor(sku)
-	raw, err := s.rdb.Get(ctx, k.Fence).Result()
+// FenceToken is the newest fencing token of counter whose read or write was accepted for sku (0:
+// none yet).
+func (s *Store) FenceToken(ctx context.Context, sku, counter string) (int64, error) {
+	fence := KeysFor(sku).FenceOf(counter)
+	raw, err := s.rdb.Get(ctx, fence).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return 0, nil
 	case err != nil:
-		return 0, wrap("GET "+k.Fence, err)
+		return 0, wrap("GET "+fence, err)
 	}
 	n, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("store: %s holds %q, not a token", k.Fence, raw)
+		return 0, fmt.Errorf("%w: %s holds %q, not a token", ErrCorrupt, fence, truncate(raw, 40))
 	}
 	return n, nil
 }
@@ -169,9 +195,9 @@ func epochOf(raw any, key string) (int64, error) {
 // 0) the read registers the token as the newest, so a holder with an older token can no longer
 // write after this read: fencing the read as well as the write is what stops an expired holder's
 // write landing between a newer holder's read and its write (a lost update the write's check
-// alone lets through). Reading.Stale is true, and nothing is read, when a newer token already read
-// or wrote.
-func (s *Store) ReadStock(ctx context.Context, sku string, token int64) (Reading, error) {
+// alone lets through). Reading.Stale is true, and nothing is read, when a newer token of the same
+// counter (Counters) already read or wrote.
+func (s *Store) ReadStock(ctx context.Context, sku string, token int64, counter string) (Reading, error) {
 	k := KeysFor(sku)
 	if token <= 0 {
 		r, err := s.rdb.MGet(ctx, k.Stock, k.Epoch).Result()
@@ -186,7 +212,7 @@ func (s *Store) ReadStock(ctx context.Context, sku string, token int64) (Reading
 		}
 		return reading(sku, r[0], r[1], 0)
 	}
-	r, err := fencedReadScript.Run(ctx, s.rdb, []string{k.Stock, k.Fence, k.Stale, k.Epoch}, token).Slice()
+	r, err := fencedReadScript.Run(ctx, s.rdb, []string{k.Stock, k.FenceOf(counter), k.Stale, k.Epoch}, token).Slice()
 	if err != nil {
 		return Reading{}, wrap("fenced read", err)
 	}
@@ -217,10 +243,10 @@ func reading(sku string, stock, epoch any, token int64) (Reading, error) {
 	return Reading{Stock: n, Epoch: e, Newest: token}, nil
 }
 
-// StockFenced is ReadStock without the epoch (a write built from it is not checked against
-// restocks): stale and newest as Reading's.
+// StockFenced is ReadStock of CounterFenced's tokens without the epoch (a write built from it is
+// not checked against restocks): stale and newest as Reading's.
 func (s *Store) StockFenced(ctx context.Context, sku string, token int64) (stock int64, stale bool, newest int64, err error) {
-	r, err := s.ReadStock(ctx, sku, token)
+	r, err := s.ReadStock(ctx, sku, token, CounterFenced)
 	return r.Stock, r.Stale, r.Newest, err
 }
 
@@ -231,6 +257,8 @@ type Order struct {
 	Mode     string
 	// Token is the fencing token the write carries; 0 writes unconditionally.
 	Token int64
+	// Counter is the counter Token was drawn from (Counters; "" = CounterFenced).
+	Counter string
 	// Epoch is the stock's epoch the sale read (Reading.Epoch): the write is refused, and writes
 	// nothing, once a restock or a reset has moved it. 0 does not check it.
 	Epoch int64
@@ -259,7 +287,7 @@ func (s *Store) Commit(ctx context.Context, sku string, newStock int64, o Order)
 // commitCall is the commit script's keys and arguments.
 func commitCall(sku string, newStock int64, o Order) ([]string, []any) {
 	k := KeysFor(sku)
-	return []string{k.Stock, k.Orders, k.ByInstance, k.Fence, k.Stale, k.Epoch},
+	return []string{k.Stock, k.Orders, k.ByInstance, k.FenceOf(o.Counter), k.Stale, k.Epoch},
 		[]any{newStock, orderRecord(o), o.Instance, o.Token, o.Epoch}
 }
 
@@ -321,9 +349,11 @@ func (s *Store) Reset(ctx context.Context, sku string, stock int64, lockPrefixes
 	for _, p := range lockPrefixes {
 		args = append(args, p)
 	}
-	err := resetScript.Run(ctx, s.rdb,
-		[]string{k.Stock, k.Orders, k.Initial, k.Epoch, k.ByInstance, k.Fence, k.Stale, k.Foreign, k.InSection, k.Overlaps},
-		args...).Err()
+	keys := []string{k.Stock, k.Orders, k.Initial, k.Epoch, k.ByInstance, k.Stale, k.Foreign, k.InSection, k.Overlaps}
+	for _, c := range Counters {
+		keys = append(keys, k.FenceOf(c))
+	}
+	err := resetScript.Run(ctx, s.rdb, keys, args...).Err()
 	return wrap("reset", err)
 }
 

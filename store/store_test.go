@@ -33,7 +33,7 @@ func TestCommitAfterRestockWritesNothing(t *testing.T) {
 			ctx := context.Background()
 			const sku = "sku-epoch"
 			st := newStore(t, sku, 10)
-			before, err := st.ReadStock(ctx, sku, tc.token)
+			before, err := st.ReadStock(ctx, sku, tc.token, store.CounterFenced)
 			if err != nil || before.Stale || before.Stock != 10 || before.Epoch < 1 {
 				t.Fatalf("read %+v, %v", before, err)
 			}
@@ -63,7 +63,7 @@ func TestCommitAfterRestockWritesNothing(t *testing.T) {
 			} else if err := st.Reset(ctx, sku, 5); err != nil {
 				t.Fatal(err)
 			}
-			after, err := st.ReadStock(ctx, sku, tc.token+1)
+			after, err := st.ReadStock(ctx, sku, tc.token+1, store.CounterFenced)
 			if err != nil || after.Stock != 5 || after.Epoch <= before.Epoch {
 				t.Fatalf("read after the restock %+v (before %+v), %v", after, before, err)
 			}
@@ -95,7 +95,7 @@ func TestReadStockEpoch(t *testing.T) {
 		t.Fatalf("ensure: %v, %v", created, err)
 	}
 	for _, token := range []int64{0, 3} {
-		r, err := st.ReadStock(ctx, sku, token)
+		r, err := st.ReadStock(ctx, sku, token, store.CounterRedlock)
 		if err != nil || r.Stock != 4 || r.Epoch != 1 {
 			t.Fatalf("token %d: read %+v, %v; want stock 4 at epoch 1", token, r, err)
 		}
@@ -103,7 +103,49 @@ func TestReadStockEpoch(t *testing.T) {
 	if err := rdb.Set(ctx, store.KeysFor(sku).Epoch, "x", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.ReadStock(ctx, sku, 0); !errors.Is(err, store.ErrCorrupt) {
+	if _, err := st.ReadStock(ctx, sku, 0, ""); !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("corrupt epoch: %v, want ErrCorrupt", err)
+	}
+}
+
+// Each token counter has a fence of its own: a high token of one counter refuses nothing of
+// another, and refuses an older token of its own; a reset clears every fence.
+func TestFencePerCounter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const sku = "sku-fences"
+	st := newStore(t, sku, 10)
+	high, err := st.ReadStock(ctx, sku, 3000, store.CounterFenced)
+	if err != nil || high.Stale {
+		t.Fatalf("read with token 3000: %+v, %v", high, err)
+	}
+	for _, c := range []string{store.CounterRedlock, store.CounterRFenced} {
+		r, err := st.ReadStock(ctx, sku, 5, c)
+		if err != nil || r.Stale {
+			t.Fatalf("counter %q, token 5 after the fenced counter's 3000: %+v, %v; want read", c, r, err)
+		}
+		cr, err := st.Commit(ctx, sku, r.Stock-1, store.Order{ID: c, Token: 5, Counter: c, Epoch: r.Epoch})
+		if err != nil || cr.Stale || cr.Restocked {
+			t.Fatalf("counter %q, commit with token 5: %+v, %v; want written", c, cr, err)
+		}
+		if r, err := st.ReadStock(ctx, sku, 4, c); err != nil || !r.Stale || r.Newest != 5 {
+			t.Fatalf("counter %q, token 4 after its own 5: %+v, %v; want stale (newest 5)", c, r, err)
+		}
+	}
+	if r, err := st.ReadStock(ctx, sku, 2999, store.CounterFenced); err != nil || !r.Stale {
+		t.Fatalf("fenced token 2999 after 3000: %+v, %v; want stale", r, err)
+	}
+	for c, want := range map[string]int64{store.CounterFenced: 3000, store.CounterRedlock: 5, store.CounterRFenced: 5} {
+		if n, err := st.FenceToken(ctx, sku, c); err != nil || n != want {
+			t.Fatalf("fence of %q: %d, %v; want %d", c, n, err, want)
+		}
+	}
+	if err := st.Reset(ctx, sku, 10); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range store.Counters {
+		if n, err := st.FenceToken(ctx, sku, c); err != nil || n != 0 {
+			t.Fatalf("fence of %q after a reset: %d, %v; want 0", c, n, err)
+		}
 	}
 }
