@@ -532,7 +532,7 @@ func clauseWake(t *testing.T, k conformanceKind) {
 		t.Fatal(err)
 	}
 	woke := (<-got).Sub(released)
-	t.Logf("%d commands in %s of waiting; woken %s after the release", looks, window, woke.Round(time.Microsecond))
+	t.Logf("%s: %d commands in %s of waiting; woken %s after the release", k.name, looks, window, woke.Round(time.Microsecond))
 	if woke > 50*time.Millisecond+slack {
 		t.Fatalf("the waiter got the lock %s after the release", woke)
 	}
