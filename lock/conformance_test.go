@@ -10,8 +10,12 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"go/doc"
+	"go/parser"
+	"go/token"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +32,8 @@ import (
 // conformanceKind is one kind of lock as a user builds it.
 type conformanceKind struct {
 	name string
+	// constructor is the exported constructor it is built with.
+	constructor string
 	// masters: built over three independent masters, else on one server.
 	masters bool
 	// owners: honours Options.Owner (re-entry).
@@ -54,19 +60,19 @@ func multi(f func([]redis.UniversalClient, ...lock.Option) (*lock.Locker, error)
 }
 
 var conformanceKinds = []conformanceKind{
-	{name: "lua", build: single(lock.NewLua), honoured: []string{"WithLease", "WithLogger", "WithInstanceID"}},
-	{name: "reentrant", owners: true, build: single(lock.NewReentrant),
+	{name: "lua", constructor: "NewLua", build: single(lock.NewLua), honoured: []string{"WithLease", "WithLogger", "WithInstanceID"}},
+	{name: "reentrant", constructor: "NewReentrant", owners: true, build: single(lock.NewReentrant),
 		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithReplicas", "WithShardedPubSub"}},
-	{name: "fair", owners: true, build: single(lock.NewFair),
+	{name: "fair", constructor: "NewFair", owners: true, build: single(lock.NewFair),
 		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithShardedPubSub", "WithThreadWait"}},
-	{name: "fenced", build: single(lock.NewFenced), honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithRFencedLockLayout"}},
-	{name: "fenced-rfenced", owners: true, build: single(lock.NewFenced), opts: []lock.Option{lock.WithRFencedLockLayout()},
+	{name: "fenced", constructor: "NewFenced", build: single(lock.NewFenced), honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithRFencedLockLayout"}},
+	{name: "fenced-rfenced", constructor: "NewFenced", owners: true, build: single(lock.NewFenced), opts: []lock.Option{lock.WithRFencedLockLayout()},
 		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithRFencedLockLayout", "WithShardedPubSub"}},
-	{name: "multilock", masters: true, owners: true, build: multi(lock.NewMultilock),
+	{name: "multilock", constructor: "NewMultilock", masters: true, owners: true, build: multi(lock.NewMultilock),
 		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithRetryDelay"}},
-	{name: "redlock", masters: true, build: multi(lock.NewRedlock),
+	{name: "redlock", constructor: "NewRedlock", masters: true, build: multi(lock.NewRedlock),
 		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithDriftFactor", "WithRetryDelay", "WithFencingTokens"}},
-	{name: "redlock-fenced", masters: true, build: multi(lock.NewRedlock), opts: []lock.Option{lock.WithFencingTokens()},
+	{name: "redlock-fenced", constructor: "NewRedlock", masters: true, build: multi(lock.NewRedlock), opts: []lock.Option{lock.WithFencingTokens()},
 		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithDriftFactor", "WithRetryDelay", "WithFencingTokens"}},
 }
 
@@ -119,12 +125,37 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// TestConformanceCoversEveryConstructor: every exported constructor of the package is run by
+// the suite, so a new kind cannot be added without passing it.
+func TestConformanceCoversEveryConstructor(t *testing.T) {
+	t.Parallel()
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := doc.New(pkgs["lock"], "lock", 0)
+	for _, typ := range p.Types {
+		for _, f := range typ.Funcs {
+			if !strings.HasPrefix(f.Name, "New") {
+				continue
+			}
+			if !slices.ContainsFunc(conformanceKinds, func(k conformanceKind) bool { return k.constructor == f.Name }) {
+				t.Errorf("%s is not in conformanceKinds: the contract is not checked for it", f.Name)
+			}
+		}
+	}
+}
+
 // rig is the servers of one subtest, each behind a proxy that can stop answering.
 type rig struct {
 	t       *testing.T
 	k       conformanceKind
 	servers []*locktest.Server
 	proxies []*proxy
+	// sent counts the commands each Locker built by locker has sent.
+	mu   sync.Mutex
+	sent map[*lock.Locker]*atomic.Int64
 }
 
 func newRig(t *testing.T, k conformanceKind) *rig {
@@ -132,7 +163,7 @@ func newRig(t *testing.T, k conformanceKind) *rig {
 	if k.masters {
 		n = 3
 	}
-	r := &rig{t: t, k: k, servers: locktest.NewN(t, n)}
+	r := &rig{t: t, k: k, servers: locktest.NewN(t, n), sent: map[*lock.Locker]*atomic.Int64{}}
 	for _, s := range r.servers {
 		r.proxies = append(r.proxies, newProxy(t, s.Addr))
 	}
@@ -164,10 +195,17 @@ func (r *rig) direct() []*redis.Client {
 func (r *rig) locker(opts ...lock.Option) *lock.Locker {
 	r.t.Helper()
 	cs := r.clients()
+	n := new(atomic.Int64)
+	for _, c := range cs {
+		c.AddHook(counter{n})
+	}
 	l, err := r.k.build(cs[0], cs, append(slices.Clone(r.k.opts), opts...)...)
 	if err != nil {
 		r.t.Fatalf("%s: %v", r.k.name, err)
 	}
+	r.mu.Lock()
+	r.sent[l] = n
+	r.mu.Unlock()
 	r.t.Cleanup(func() { _ = l.Close() })
 	return l
 }
@@ -260,20 +298,21 @@ func clauseExclusion(t *testing.T, k conformanceKind) {
 func clauseRefresh(t *testing.T, k conformanceKind) {
 	r := newRig(t, k)
 	a, b := r.locker(), r.locker()
-	const lease = 600 * time.Millisecond
+	const lease = 1600 * time.Millisecond
 	for _, explicit := range []bool{true, false} {
 		key := "c2-watchdog"
 		if explicit {
 			key = "c2-explicit"
 		}
+		taken := time.Now()
 		le := acquire(t, a, key, lock.Options{Lease: lease, ExplicitLease: explicit})
 		time.Sleep(lease / 2)
 		refreshed := time.Now()
 		if err := le.Refresh(context.Background()); err != nil {
 			t.Fatalf("refresh while held (explicit %v): %v", explicit, err)
 		}
-		// Past the first lease, within the second: still ours.
-		time.Sleep(time.Until(refreshed.Add(lease * 3 / 4)))
+		// 200 ms past the first lease, well within the one from the refresh: still ours.
+		time.Sleep(time.Until(taken.Add(lease + 200*time.Millisecond)))
 		if !heldByOther(t, b, key) {
 			t.Fatalf("explicit %v: the lock was free %s after a refresh with a lease of %s", explicit, time.Since(refreshed).Round(time.Millisecond), lease)
 		}
@@ -348,6 +387,7 @@ func clauseCancelMidWait(t *testing.T, k conformanceKind) {
 	r := newRig(t, k)
 	a, b := r.locker(), r.locker()
 	le := acquire(t, a, "c5", lock.Options{})
+	before := r.commands(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var cancelled atomic.Int64
@@ -355,7 +395,7 @@ func clauseCancelMidWait(t *testing.T, k conformanceKind) {
 		_, err := b.Acquire(ctx, "c5", lock.Options{Wait: 10 * time.Second})
 		done <- err
 	}()
-	waitWaiting(t, r, b, "c5")
+	waitWaiting(t, r, b, before)
 	cancelled.Store(time.Now().UnixNano())
 	cancel()
 	err := <-done
@@ -380,11 +420,25 @@ func clauseCancelMidWait(t *testing.T, k conformanceKind) {
 	}
 }
 
-// waitWaiting returns once the waiter is surely waiting: its Locker's waiters have sent their
-// first commands (the lock's keys show more than the lock itself, or 300 ms have passed).
-func waitWaiting(t *testing.T, r *rig, _ *lock.Locker, _ string) {
+// commands is how many commands l has sent so far.
+func (r *rig) commands(l *lock.Locker) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sent[l].Load()
+}
+
+// waitWaiting returns once l's waiter is waiting: l has sent a command since before (its first
+// attempt, which found the lock held) and 50 ms more have passed for it to settle in line.
+func waitWaiting(t *testing.T, r *rig, l *lock.Locker, before int64) {
 	t.Helper()
-	time.Sleep(300 * time.Millisecond)
+	deadline := time.Now().Add(5 * time.Second)
+	for r.commands(l) == before {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter sent nothing in 5 s")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
 }
 
 // Clause 6: Wait is honoured when a server does not answer: the acquisition returns within
@@ -421,6 +475,7 @@ func clauseClose(t *testing.T, k conformanceKind) {
 	a, b := r.locker(), r.locker()
 	holder := acquire(t, a, "c7", lock.Options{})
 	mine := acquire(t, b, "c7-mine", lock.Options{})
+	before := r.commands(b)
 	errs := make(chan error, 3)
 	for range 3 {
 		go func() {
@@ -428,7 +483,7 @@ func clauseClose(t *testing.T, k conformanceKind) {
 			errs <- err
 		}()
 	}
-	waitWaiting(t, r, b, "c7")
+	waitWaiting(t, r, b, before)
 	closed := time.Now()
 	if err := b.Close(); err != nil {
 		t.Fatalf("close: %v", err)
