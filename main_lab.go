@@ -68,7 +68,8 @@ func runLab(ctx context.Context, cfg config.Config, opt labFlags, stdout, stderr
 	}
 	log := app.NewLogger(stderr, cfg.Log.Level)
 	redis.SetLogger(quietRedisLog{log})
-	emb, err := embedded.Start(cfg.Redis.Embedded, cfg.Addresses(), cfg.Redis.Password, slog.New(slog.DiscardHandler))
+	policy, why := cfg.EmbeddedPolicy()
+	emb, err := embedded.Start(policy, why, cfg.Addresses(), cfg.Redis.Password, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}

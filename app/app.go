@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -106,17 +107,18 @@ func DataName(cfg config.Config) string {
 // New wires an App. It starts in-process Redis servers as redis.embedded says.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
 	log = log.With("instance", cfg.Server.Instance)
-	emb, err := embedded.Start(cfg.Redis.Embedded, cfg.Addresses(), cfg.Redis.Password, log)
+	policy, why := cfg.EmbeddedPolicy()
+	emb, err := embedded.Start(policy, why, cfg.Addresses(), cfg.Redis.Password, log)
 	if err != nil {
 		return nil, err
 	}
 	a := &App{Config: cfg, Log: log, embedded: emb}
 	a.Data = NewDataClient(cfg)
-	pingers := map[string]service.Pinger{"data " + DataName(cfg): pinger{a.Data}}
+	pingers := map[string]service.Pinger{"data " + DataName(cfg): pinger{a.Data, a.inMemory(cfg.Redis.Addr)}}
 	for i, addr := range cfg.Redis.Masters {
 		m := NewClient(cfg, addr, 0)
 		a.Masters = append(a.Masters, m)
-		pingers[fmt.Sprintf("master%d %s", i+1, addr)] = pinger{m}
+		pingers[fmt.Sprintf("master%d %s", i+1, addr)] = pinger{m, a.inMemory(addr)}
 	}
 	deps := modes.Deps{
 		Data: a.Data, Masters: a.Masters, InstanceID: uuid.NewString(), Lease: cfg.Lock.Lease, Logger: log,
@@ -198,7 +200,24 @@ func (a *App) Close() {
 	}
 }
 
-type pinger struct{ c redis.UniversalClient }
+// inMemoryNote is what the start-up line and /readyz say of a Redis this process runs in memory.
+const inMemoryNote = "in-memory, not durable"
+
+// inMemory is the note of addr: inMemoryNote when this process started an in-process Redis there.
+func (a *App) inMemory(addr string) string {
+	if a.embedded != nil && slices.Contains(a.embedded.Addrs, addr) {
+		return inMemoryNote
+	}
+	return ""
+}
+
+// pinger pings one Redis; note, when set, is said beside its "ok" (service.Noter).
+type pinger struct {
+	c    redis.UniversalClient
+	note string
+}
+
+func (p pinger) Note() string { return p.note }
 
 func (p pinger) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -234,9 +253,14 @@ func Serve(ctx context.Context, cfg config.Config, stdout io.Writer, log *slog.L
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
 		reach = net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
 	}
-	fmt.Fprintf(stdout, "seckill %s listening on %s (dashboard http://%s/, lock mode %s, lab %s, admin token %s, data redis %s, masters %s)\n",
+	mem := ""
+	if a.embedded != nil && len(a.embedded.Addrs) > 0 {
+		mem = fmt.Sprintf("; %s: in-process redis on %s, every sale lost when this process ends", inMemoryNote,
+			strings.Join(a.embedded.Addrs, ","))
+	}
+	fmt.Fprintf(stdout, "seckill %s listening on %s (dashboard http://%s/, lock mode %s, lab %s, admin token %s, data redis %s, masters %s%s)\n",
 		cfg.Server.Instance, bound, reach, cfg.Lock.Mode, onOff(cfg.Lab.Enabled), setOrNot(cfg.Server.AdminToken),
-		DataName(cfg), strings.Join(cfg.Redis.Masters, ","))
+		DataName(cfg), strings.Join(cfg.Redis.Masters, ","), mem)
 	fmt.Fprintf(stdout, "  try: curl -X POST http://%s/inventory/sale   swagger: http://%s/swagger/index.html\n", reach, reach)
 	select {
 	case err := <-errc:

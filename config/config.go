@@ -30,6 +30,12 @@ const (
 	EmbeddedNever  = "never"
 )
 
+// The quick start's local addresses: where redis.embedded=auto may start an in-process Redis.
+var (
+	QuickStartData    = "127.0.0.1:6379"
+	QuickStartMasters = []string{"127.0.0.1:6381", "127.0.0.1:6382", "127.0.0.1:6383"}
+)
+
 // MaxStock bounds inventory.stock and POST /inventory/reset?stock=.
 const MaxStock = 1_000_000_000
 
@@ -228,7 +234,12 @@ func (c *Config) Validate(modes []string) error {
 		return bad("redis.poolSize", "%d is out of range 1..10000", c.Redis.PoolSize)
 	}
 	switch c.Redis.Embedded {
-	case EmbeddedAuto, EmbeddedAlways, EmbeddedNever:
+	case EmbeddedAuto, EmbeddedNever:
+	case EmbeddedAlways:
+		if !c.Lab.Enabled {
+			return bad("redis.embedded", "always starts an in-memory Redis, which loses every sale when the process ends; "+
+				"lab.enabled=false is the public posture, which never runs one: use real Redis servers (never)")
+		}
 	default:
 		return bad("redis.embedded", "%q is not one of auto, always, never", c.Redis.Embedded)
 	}
@@ -307,6 +318,28 @@ func (c Config) Addresses() []string {
 		return slices.Clone(c.Redis.Masters)
 	}
 	return append([]string{c.Redis.Addr}, c.Redis.Masters...)
+}
+
+// EmbeddedPolicy resolves redis.embedded to what is done: always and never as they say; auto
+// starts an in-process Redis where nothing answers only for the two-command quick start (the lab
+// on, a standalone data Redis and the masters on their default local addresses,
+// QuickStartData and QuickStartMasters), and is never anywhere else, so a deployment whose
+// Redis is down at start fails fast instead of selling into memory. why says why auto resolved to
+// never ("" otherwise).
+func (c Config) EmbeddedPolicy() (policy, why string) {
+	if c.Redis.Embedded != EmbeddedAuto {
+		return c.Redis.Embedded, ""
+	}
+	switch {
+	case !c.Lab.Enabled:
+		return EmbeddedNever, "lab.enabled=false, the public posture, never runs an in-memory Redis"
+	case c.DataMode() != "standalone":
+		return EmbeddedNever, "the data Redis is a " + c.DataMode()
+	case c.Redis.Addr != QuickStartData || !slices.Equal(c.Redis.Masters, QuickStartMasters):
+		return EmbeddedNever, fmt.Sprintf("redis.addr and redis.masters are not the quick start's local %s and %s",
+			QuickStartData, strings.Join(QuickStartMasters, ","))
+	}
+	return EmbeddedAuto, ""
 }
 
 // SKUs lists every SKU on sale, the default first.

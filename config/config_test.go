@@ -117,3 +117,38 @@ func TestInvalidValuesNameTheKey(t *testing.T) {
 		})
 	}
 }
+
+// redis.embedded=auto starts an in-memory Redis only for the quick start: the lab on and the
+// default local addresses; the lab off never runs one, and refuses always.
+func TestEmbeddedPolicy(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		want string
+		why  string // part of the reason auto resolved to never
+	}{
+		{"quick start", nil, config.EmbeddedAuto, ""},
+		{"lab off", map[string]string{"SECKILL_LAB_ENABLED": "false"}, config.EmbeddedNever, "lab.enabled=false"},
+		{"another data address", map[string]string{"SECKILL_REDIS_ADDR": "10.0.0.5:6379"}, config.EmbeddedNever, "quick start"},
+		{"other masters", map[string]string{"SECKILL_REDIS_MASTERS": "127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003"}, config.EmbeddedNever, "quick start"},
+		{"sentinel", map[string]string{"SECKILL_REDIS_SENTINELMASTER": "m", "SECKILL_REDIS_SENTINELADDRS": "127.0.0.1:26379"}, config.EmbeddedNever, "sentinel"},
+		{"asked for", map[string]string{"SECKILL_REDIS_EMBEDDED": "always", "SECKILL_REDIS_ADDR": "10.0.0.5:6379"}, config.EmbeddedAlways, ""},
+		{"never", map[string]string{"SECKILL_REDIS_EMBEDDED": "never"}, config.EmbeddedNever, ""},
+		{"never with the lab off", map[string]string{"SECKILL_REDIS_EMBEDDED": "never", "SECKILL_LAB_ENABLED": "false"}, config.EmbeddedNever, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := config.Load("", env(c.env), modes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, why := cfg.EmbeddedPolicy()
+			if got != c.want || !strings.Contains(why, c.why) || (c.why == "") != (why == "") {
+				t.Fatalf("policy %q (%q), want %q (%q)", got, why, c.want, c.why)
+			}
+		})
+	}
+	_, err := config.Load("", env(map[string]string{"SECKILL_REDIS_EMBEDDED": "always", "SECKILL_LAB_ENABLED": "false"}), modes)
+	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "redis.embedded") {
+		t.Fatalf("always with the lab off: %v, want invalid redis.embedded", err)
+	}
+}

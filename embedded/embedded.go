@@ -39,10 +39,12 @@ func Answers(addr string) bool {
 	return true
 }
 
-// Start applies policy (auto, always or never) to every address: auto starts an in-process
-// Redis where nothing answers, always starts one on every address, never only checks that
-// each address answers. password, if set, is required by the started servers too.
-func Start(policy string, addrs []string, password string, log *slog.Logger) (*Servers, error) {
+// Start applies policy (auto, always or never; config.EmbeddedPolicy resolves the configured
+// one) to every address: auto starts an in-process Redis where nothing answers, always starts one
+// on every address, never only checks that each address answers (why, when set, says why never
+// was chosen). password, if set, is required by the started servers too. An in-process Redis
+// keeps everything in memory: whatever it holds is lost when the process ends.
+func Start(policy, why string, addrs []string, password string, log *slog.Logger) (*Servers, error) {
 	s := &Servers{}
 	seen := map[string]bool{}
 	for _, addr := range addrs {
@@ -54,8 +56,12 @@ func Start(policy string, addrs []string, password string, log *slog.Logger) (*S
 		case "never":
 			if !Answers(addr) {
 				s.Close()
+				if why != "" {
+					return nil, fmt.Errorf("embedded: %w: nothing answers on %s, and no in-memory Redis is started "+
+						"in its place: %s (start redis-server there, or set SECKILL_REDIS_EMBEDDED=always in a lab)", ErrUnreachable, addr, why)
+				}
 				return nil, fmt.Errorf("embedded: %w: nothing answers on %s and redis.embedded is never "+
-					"(start redis-server there, or set SECKILL_REDIS_EMBEDDED=auto)", ErrUnreachable, addr)
+					"(start redis-server there)", ErrUnreachable, addr)
 			}
 			continue
 		case "auto":
@@ -79,7 +85,8 @@ func Start(policy string, addrs []string, password string, log *slog.Logger) (*S
 		}
 		s.servers = append(s.servers, m)
 		s.Addrs = append(s.Addrs, addr)
-		log.Info("started in-process redis (miniredis) because nothing answered", "addr", addr)
+		log.Warn("started an in-process redis (miniredis): in-memory, not durable; everything it holds is lost when this process ends",
+			"addr", addr, "redis.embedded", policy)
 	}
 	return s, nil
 }

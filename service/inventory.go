@@ -72,6 +72,9 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// Noter is a Pinger with something to say beside its "ok" (an in-memory Redis says so).
+type Noter interface{ Note() string }
+
 // Service sells stock under a lock.
 type Service struct {
 	store    *store.Store
@@ -635,6 +638,9 @@ func (s *Service) Ready(ctx context.Context) (map[string]string, error) {
 			switch {
 			case err == nil:
 				status[name] = "ok"
+				if n, ok := p.(Noter); ok && n.Note() != "" {
+					status[name] = "ok (" + n.Note() + ")"
+				}
 				if master {
 					mastersUp++
 				}
