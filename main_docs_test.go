@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"seckill/explore"
 )
 
 // docFiles are the pages a reader follows: the README, the manual under docs/ and the library's
@@ -231,5 +233,33 @@ func TestDocsInstallReplaceFirst(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no page tells how to get the library")
+	}
+}
+
+// TestExploreDocShowsTheNarrowTable: the explorer's tables in docs/explore.md are what the
+// command prints by default, within explore.TableWidth columns.
+func TestExploreDocShowsTheNarrowTable(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("docs/explore.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := 0
+	for i, block := range strings.Split(string(raw), "```") {
+		if i%2 == 0 || !strings.Contains(block, "\nMODE ") {
+			continue // outside a fenced block, or not a table of the explorer
+		}
+		tables++
+		for _, line := range strings.Split(block, "\n") {
+			if n := len([]rune(line)); n > explore.TableWidth {
+				t.Errorf("docs/explore.md: a line of a table is %d columns wide, more than the command's %d: %s", n, explore.TableWidth, line)
+			}
+		}
+		if strings.Contains(block, "FAULTS DRAWN") {
+			t.Error("docs/explore.md shows the --wide table as the default one")
+		}
+	}
+	if tables == 0 {
+		t.Fatal("docs/explore.md shows no table of the explorer")
 	}
 }

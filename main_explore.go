@@ -30,6 +30,7 @@ type exploreFlags struct {
 	lease    time.Duration
 	dir      string
 	json     bool
+	wide     bool
 	replay   string
 	times    int
 	embedded bool
@@ -66,6 +67,7 @@ func (e *exploreFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&e.lease, "lease", explore.DefaultLease, "the lock lease; every time of a schedule is drawn as a multiple of it")
 	fs.StringVar(&e.dir, "dir", "", "where to write each mode's replay file and timeline (default: $TMPDIR/seckill-explore)")
 	fs.BoolVar(&e.json, "json", false, "print the report (or the replay's result) as JSON")
+	fs.BoolVar(&e.wide, "wide", false, "print every column of the table, the faults drawn and the violations by fault included (about 300 columns)")
 	fs.StringVar(&e.replay, "replay", "", "re-run the counterexample in this replay file instead of exploring")
 	fs.IntVar(&e.times, "times", 10, "with --replay: how many times to re-run it")
 	fs.BoolVar(&e.embedded, "embedded", false, "use in-process Redis servers even when redis-server is installed")
@@ -134,8 +136,11 @@ func runExplore(ctx context.Context, e exploreFlags, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if e.json {
+	switch {
+	case e.json:
 		return explore.WriteJSON(stdout, rep)
+	case e.wide:
+		return explore.WriteWideTable(stdout, rep)
 	}
 	return explore.WriteTable(stdout, rep)
 }
