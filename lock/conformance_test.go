@@ -534,6 +534,21 @@ func clauseLost(t *testing.T, k conformanceKind) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("Lost not closed 2 s after a 300ms explicit lease")
 	}
+	// A lease taken after a wait longer than itself is not lost at once: its lease counts from
+	// when it was taken, not from when the wait began.
+	held := acquire(t, a, "c8-waited", lock.Options{Lease: 300 * time.Millisecond, ExplicitLease: true})
+	waited := time.Now()
+	after, err := a.Acquire(context.Background(), "c8-waited", lock.Options{Lease: 200 * time.Millisecond, ExplicitLease: true, Wait: 3 * time.Second})
+	if err != nil {
+		t.Fatalf("waiter behind an explicit lease: %v", err)
+	}
+	_ = held
+	select {
+	case <-after.Lost():
+		t.Fatalf("a lease taken after a wait of %s was lost at once", time.Since(waited).Round(time.Millisecond))
+	case <-time.After(60 * time.Millisecond):
+	}
+	_ = after.Release(context.Background())
 	if k.name == "lua" {
 		return // no watchdog: every lease is explicit
 	}

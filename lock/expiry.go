@@ -1,7 +1,9 @@
 package lock
 
 import (
+	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -55,9 +57,38 @@ func (e *expiry) stop() {
 	e.timer.Stop()
 }
 
-// takenAter is implemented by the leases that know when the command that took the lock was sent.
-type takenAter interface{ takenAt() time.Time }
+// expiresAter is implemented by the leases that know when their lock runs out by our clock:
+// its TTL counted from when the command that took it (or the release that handed it over) was
+// sent.
+type expiresAter interface{ expiresAt() time.Time }
 
 // expiryMover is implemented by the leases whose TTL is moved on by the lock itself (a lock
 // handed over short and pushed out to its lease): the Lease's expiry follows.
 type expiryMover interface{ onExtend(func(at time.Time)) }
+
+// attemptClock records when an acquisition last sent an attempt to take its lock: for a lease
+// that knows no better (expiresAter), its lock runs out a lease after that, by our clock.
+type attemptClock struct{ last atomic.Int64 }
+
+type attemptKey struct{}
+
+// withAttemptClock gives ctx a new clock.
+func withAttemptClock(ctx context.Context) (context.Context, *attemptClock) {
+	c := &attemptClock{}
+	return context.WithValue(ctx, attemptKey{}, c), c
+}
+
+// markAttempt records, on ctx's clock, that an attempt is being sent now.
+func markAttempt(ctx context.Context) {
+	if c, ok := ctx.Value(attemptKey{}).(*attemptClock); ok {
+		c.last.Store(time.Now().UnixNano())
+	}
+}
+
+// since is when the last attempt was sent, or def when none was recorded.
+func (c *attemptClock) since(def time.Time) time.Time {
+	if n := c.last.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return def
+}

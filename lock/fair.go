@@ -390,6 +390,7 @@ func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, wa
 	if l.threadWait <= 0 {
 		keepMs = max(time.Until(deadline).Milliseconds()+1, 1)
 	}
+	markAttempt(ctx)
 	n, err := fairAcquire.Run(ctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), fairGrants(key), fairLag(key)},
 		leaseMs, field, waitMs, time.Now().UnixMilli(), grantMs, pickup, keepMs, l.lagCap).Int64()
 	if errors.Is(err, redis.Nil) {

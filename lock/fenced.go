@@ -78,11 +78,12 @@ func (l *fencedLocker) Acquire(ctx context.Context, key string, opts Options) (h
 	lease := leaseOrDefault(opts, l.lease)
 	leaseMs := max(lease.Milliseconds(), 1)
 	value := l.line.newValue()
-	token, stopPush, err := l.line.acquire(ctx, key, value, lease, opts.Wait)
+	hold, err := l.line.acquire(ctx, key, value, lease, opts.Wait)
 	if err != nil {
 		return nil, err
 	}
-	fl := &fencedLease{key: key, value: value, token: token, rdb: l.rdb, l: l, leaseMs: leaseMs, stopPush: stopPush}
+	token := hold.token
+	fl := &fencedLease{key: key, value: value, token: token, rdb: l.rdb, l: l, leaseMs: leaseMs, lineHold: hold}
 	if !opts.ExplicitLease {
 		fl.wd = startWatchdog(ctx, max(lease/3, time.Millisecond), func(ctx context.Context) (renewOutcome, error) {
 			return outcome(renewValue(ctx, l.rdb, key, value, leaseMs))
@@ -101,9 +102,10 @@ type fencedLease struct {
 	l          *fencedLocker
 	leaseMs    int64
 	wd         *watchdog // nil with an explicit lease
-	// stopPush stops the push of a lock handed over with less than its lease (line.go, rule 4).
-	stopPush func()
-	gate     releaseGate
+	// lineHold is when the lock runs out and the push of a lock handed over with less than its
+	// lease (line.go, rule 4).
+	*lineHold
+	gate releaseGate
 }
 
 func (l *fencedLease) Key() string  { return l.key }
@@ -127,8 +129,8 @@ func (l *fencedLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error
 	}
 	if first {
 		l.wd.Stop()
-		if l.stopPush != nil {
-			l.stopPush()
+		if l.stop != nil {
+			l.stop()
 		}
 	}
 	ours, err := l.l.line.release(ctx, p, l.key, l.value)

@@ -125,6 +125,10 @@ type lineWaiter struct {
 	short bool
 	// next is when the head tries again at the latest (after a failed attempt: the lock's PTTL).
 	next time.Time
+	// sent is when its last attempt was sent (its creation before any); since, when the release
+	// that handed it the lock was sent (a grant from another process: its last attempt, which
+	// put it in the Redis line before the grant).
+	sent, since time.Time
 }
 
 func (w *lineWaiter) ring() {
@@ -227,15 +231,15 @@ func (wl *waitLine) heard(payload string) {
 		return
 	}
 	tok, _ := strconv.ParseInt(parts[2], 10, 64)
-	if !wl.deliver(parts[0], parts[1], tok, true) {
+	if !wl.deliver(parts[0], parts[1], tok, true, time.Time{}) {
 		go wl.passOn(parts[0], parts[1])
 	}
 }
 
 // deliver gives the lock to this process's waiter with value (short: with its grant TTL, not its
-// lease); false when no such waiter waits (and the value is not held here either): nobody has the
-// lock that was handed to it.
-func (wl *waitLine) deliver(key, value string, token int64, short bool) bool {
+// lease), handed over by a release sent at since (zero: not known here); false when no such waiter
+// waits (and the value is not held here either): nobody has the lock that was handed to it.
+func (wl *waitLine) deliver(key, value string, token int64, short bool, since time.Time) bool {
 	wl.mu.Lock()
 	defer wl.mu.Unlock()
 	if wl.held[value] {
@@ -246,6 +250,10 @@ func (wl *waitLine) deliver(key, value string, token int64, short bool) bool {
 			if w.value == value {
 				if !w.granted {
 					w.granted, w.token, w.short = true, token, short
+					w.since = since
+					if since.IsZero() {
+						w.since = w.sent
+					}
 					kl.holder, kl.holderUntil = value, time.Now().Add(w.lease)
 					w.ring()
 				}
@@ -265,39 +273,77 @@ func (wl *waitLine) passOn(key, value string) {
 	}
 }
 
+// lineHold is what the line gives a new holder: its fencing token (0 for lua), when its lock runs
+// out by our clock, and the push of a lock handed over with less than its lease (rule 4).
+type lineHold struct {
+	token int64
+	until time.Time
+	// stop stops the push (nil: nothing to push).
+	stop func()
+
+	mu sync.Mutex
+	// moved is told the new expiry each push sets (Lease.Lost follows it).
+	moved func(time.Time)
+}
+
+func (h *lineHold) expiresAt() time.Time { return h.until }
+
+func (h *lineHold) onExtend(f func(time.Time)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.moved = f
+}
+
 // acquire waits until value holds key's lock, the wait runs out (ErrNotObtained) or ctx ends.
-// It returns the fencing token (0 for lua), and, for a lock handed over with less than its lease,
-// the stop of the timer that pushes it out to the lease at a third of that TTL (nil otherwise).
-func (wl *waitLine) acquire(ctx context.Context, key, value string, lease, wait time.Duration) (int64, func(), error) {
-	tok, short, grantTTL, err := wl.wait(ctx, key, value, lease, wait)
-	if err != nil || !short || grantTTL >= lease {
-		return tok, nil, err
+func (wl *waitLine) acquire(ctx context.Context, key, value string, lease, wait time.Duration) (*lineHold, error) {
+	tok, short, grantTTL, since, err := wl.wait(ctx, key, value, lease, wait)
+	if err != nil {
+		return nil, err
 	}
+	h := &lineHold{token: tok, until: since.Add(lease)}
+	if !short || grantTTL >= lease {
+		return h, nil
+	}
+	h.until = since.Add(grantTTL)
 	// Rule 4: a live holder keeps the lease it asked for. Not at once: most holds end long
 	// before, and their release makes the push needless.
 	base := context.WithoutCancel(ctx)
-	t := time.AfterFunc(grantTTL/3, func() { wl.extend(base, key, value, lease) })
-	return tok, func() { t.Stop() }, nil
+	t := time.AfterFunc(grantTTL/3, func() {
+		sent := time.Now()
+		if wl.extend(base, key, value, lease) {
+			h.mu.Lock()
+			moved := h.moved
+			h.mu.Unlock()
+			if moved != nil {
+				moved(sent.Add(lease))
+			}
+		}
+	})
+	h.stop = func() { t.Stop() }
+	return h, nil
 }
 
-func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait time.Duration) (int64, bool, time.Duration, error) {
+// wait returns the token, whether the lock came handed over with its grant TTL (short), that TTL,
+// and when the command that took it (or the release that handed it over) was sent.
+func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait time.Duration) (int64, bool, time.Duration, time.Time, error) {
 	leaseMs := strconv.FormatInt(max(lease.Milliseconds(), 1), 10)
 	if wait <= 0 {
+		sent := time.Now()
 		held, tok, _, err := wl.try(ctx, key, value, leaseMs, 0, 0)
 		switch {
 		case err != nil:
-			return 0, false, 0, obtainErr(ctx, key, err)
+			return 0, false, 0, sent, obtainErr(ctx, key, err)
 		case !held:
-			return 0, false, 0, notObtained(ctx, key)
+			return 0, false, 0, sent, notObtained(ctx, key)
 		}
 		wl.mu.Lock()
 		wl.held[value] = true
 		wl.mu.Unlock()
-		return tok, false, 0, nil
+		return tok, false, 0, sent, nil
 	}
 	ready := wl.subscribe()
 	w := &lineWaiter{value: value, lease: lease, grantTTL: max(min(lease, wait, maxGrantTTL), time.Millisecond),
-		deadline: time.Now().Add(wait), bell: make(chan struct{}, 1)}
+		deadline: time.Now().Add(wait), bell: make(chan struct{}, 1), sent: time.Now()}
 	kl := wl.enter(key, w)
 	won := false
 	var retry brokenRetry
@@ -311,9 +357,9 @@ func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait tim
 		wl.mu.Lock()
 		if w.granted {
 			won = true
-			tok, short := w.token, w.short
+			tok, short, since := w.token, w.short, w.since
 			wl.mu.Unlock()
-			return tok, short, w.grantTTL, nil
+			return tok, short, w.grantTTL, since, nil
 		}
 		head := kl.waiters[0] == w
 		local := kl.holder != "" && now.Before(kl.holderUntil)
@@ -334,17 +380,21 @@ func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait tim
 			if !subscribed {
 				queueUntil = 0
 			}
+			sent := time.Now()
+			wl.mu.Lock()
+			w.sent = sent
+			wl.mu.Unlock()
 			held, tok, ms, err := wl.try(ctx, key, value, leaseMs, queueUntil, w.grantTTL.Milliseconds())
 			if err != nil {
 				if retry.again(ctx, err, w.deadline) {
 					continue
 				}
-				return 0, false, 0, obtainErr(ctx, key, err)
+				return 0, false, 0, sent, obtainErr(ctx, key, err)
 			}
 			retry.answered()
 			if held {
 				won = true
-				return tok, false, 0, nil
+				return tok, false, 0, sent, nil
 			}
 			d := time.Duration(ms) * time.Millisecond
 			if d < 0 {
@@ -359,7 +409,7 @@ func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait tim
 			continue
 		}
 		if !now.Before(w.deadline) || ctx.Err() != nil {
-			return 0, false, 0, notObtained(ctx, key)
+			return 0, false, 0, time.Time{}, notObtained(ctx, key)
 		}
 		var confirm <-chan struct{}
 		if !subscribed {
@@ -527,6 +577,7 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 	if next != nil {
 		args[5], args[6], args[7], args[8] = next.value, next.deadline.UnixMilli(), next.grantTTL.Milliseconds(), max(next.lease.Milliseconds(), 1)
 	}
+	sent := time.Now()
 	r, err := runScript(ctx, p, wl.rdb, lineRelease, wl.lineKeys(key), args...).Slice()
 	if err != nil {
 		wl.forget(key, value)
@@ -560,7 +611,7 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 		next.ring()
 	}
 	wl.mu.Unlock()
-	if strings.HasPrefix(to, wl.id+":") && !wl.deliver(key, to, tok, code == 2) {
+	if strings.HasPrefix(to, wl.id+":") && !wl.deliver(key, to, tok, code == 2, sent) {
 		go wl.passOn(key, to)
 	}
 	return true, nil
@@ -568,12 +619,14 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 
 // extend pushes a lock handed over with less than its lease out to the lease, while it is still
 // value's (rule 4).
-func (wl *waitLine) extend(ctx context.Context, key, value string, lease time.Duration) {
+func (wl *waitLine) extend(ctx context.Context, key, value string, lease time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
 	defer cancel()
-	if err := fencedRenew.Run(ctx, wl.rdb, []string{key}, value, max(lease.Milliseconds(), 1)).Err(); err != nil {
+	n, err := fencedRenew.Run(ctx, wl.rdb, []string{key}, value, max(lease.Milliseconds(), 1)).Int()
+	if err != nil {
 		wl.log.Warn("lock line: extend a lock handed over to its lease", "key", key, "err", err)
 	}
+	return err == nil && n == 1
 }
 
 // close ends the grant subscription. Waiters still waiting fall back to their timers.

@@ -142,6 +142,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 	defer stopClose()
 	actx, cancelDeadline := context.WithTimeoutCause(actx, max(opts.Wait, 0)+answerGrace+l.extra, errNoAnswer)
 	defer cancelDeadline()
+	actx, clock := withAttemptClock(actx)
 
 	var h heldLock
 	var err error
@@ -160,12 +161,12 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 	le := &Lease{impl: h, locker: l, ttl: ttl}
 	if h.Lost() == nil {
 		// Nothing watches this lease: Lost closes when its lease runs out by our clock, counted
-		// from when the command that took it was sent (or, not knowing, from the call).
-		since := start
-		if t, ok := h.(takenAter); ok && !t.takenAt().IsZero() {
-			since = t.takenAt()
+		// from when the command that took it was sent (or, not knowing, from the last attempt).
+		until := clock.since(start).Add(ttl)
+		if e, ok := h.(expiresAter); ok && !e.expiresAt().IsZero() {
+			until = e.expiresAt()
 		}
-		le.exp = newExpiry(since.Add(ttl))
+		le.exp = newExpiry(until)
 		if m, ok := h.(expiryMover); ok {
 			m.onExtend(le.exp.extend)
 		}

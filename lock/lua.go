@@ -42,15 +42,15 @@ func (l *luaLocker) Acquire(ctx context.Context, key string, opts Options) (held
 		lease = l.lease
 	}
 	value := l.line.newValue()
-	_, stopPush, err := l.line.acquire(ctx, key, value, lease, opts.Wait)
+	hold, err := l.line.acquire(ctx, key, value, lease, opts.Wait)
 	if err != nil {
 		return nil, err
 	}
 	leaseMs := max(lease.Milliseconds(), 1)
-	return &plainLease{key: key,
+	return &plainLease{key: key, lineHold: hold,
 		release: func(ctx context.Context, p redis.Pipeliner) error {
-			if stopPush != nil {
-				stopPush()
+			if hold.stop != nil {
+				hold.stop()
 			}
 			return l.release(ctx, p, key, value)
 		},

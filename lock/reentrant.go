@@ -202,6 +202,7 @@ func (l *reentrantLocker) unheld(key, field string) {
 // held with its fencing token (0 but in RFencedLock's layout), or the holder's remaining PTTL
 // (-1ms: no TTL).
 func (l *reentrantLocker) try(ctx context.Context, key, field string, leaseMs int64) (bool, time.Duration, int64, error) {
+	markAttempt(ctx)
 	switch {
 	case l.fenced:
 		return l.tryFenced(ctx, key, field, leaseMs)

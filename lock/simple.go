@@ -11,8 +11,9 @@ import (
 
 // plainLease is the Lease of modes without a watchdog or fencing: Lost is nil.
 type plainLease struct {
-	key  string
-	gate releaseGate
+	*lineHold // when it runs out, and the push of a lock handed over short
+	key       string
+	gate      releaseGate
 	// release gives the lock back, after the holder's pipeline p when there is one (runScript).
 	release func(ctx context.Context, p redis.Pipeliner) error
 	renew   func(ctx context.Context) error
