@@ -83,7 +83,9 @@ func TestFaultsDoWhatTheySay(t *testing.T) {
 		if !redisproc.UseReal() {
 			t.Skip("an in-process Redis cannot be stopped (SIGSTOP): install redis-server")
 		}
-		s := Schedule{LeaseMs: 100, Stock: 1, Buyers: []Buyer{{StartMs: 30}},
+		// A lease longer than the stop: the holder counts it from when it sent the SET (at 30 ms),
+		// so with 100 ms it would know its lock lost by the time the master answers.
+		s := Schedule{LeaseMs: 1000, Stock: 1, Buyers: []Buyer{{StartMs: 30}},
 			Faults: []Fault{{Kind: MasterDown, Master: 0, DurMs: 200}}}
 		out := run(t, "lua", s)
 		if r := out.Records[0]; r.Kind != "sold" || r.AcquiredMs < 150 || len(out.Events) != 1 {

@@ -338,11 +338,12 @@ func classify(err error) string {
 	switch {
 	case errors.Is(err, fault.ErrCrashed):
 		return "crashed"
-	case errors.Is(err, lock.ErrNotObtained):
-		return "timeout"
 	case errors.Is(err, lock.ErrUnavailable), errors.Is(err, store.ErrUnavailable),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, redis.ErrClosed):
+		// Before ErrNotObtained, which a wait that a server did not answer also carries.
 		return "unavailable"
+	case errors.Is(err, lock.ErrNotObtained):
+		return "timeout"
 	default:
 		return "error"
 	}

@@ -48,7 +48,10 @@ func child(spec string) int {
 		return 2
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	opts := []lock.Option{lock.WithLease(lease), lock.WithThreadWait(threadWait)} // 0: none
+	opts := []lock.Option{lock.WithLease(lease)}
+	if strings.HasPrefix(mode, "fair") {
+		opts = append(opts, lock.WithThreadWait(threadWait)) // 0: each waiter's own wait
+	}
 	var l *lock.Locker
 	var err error
 	switch mode {
