@@ -263,3 +263,99 @@ func TestExploreDocShowsTheNarrowTable(t *testing.T) {
 		t.Fatal("docs/explore.md shows no table of the explorer")
 	}
 }
+
+// goTestTestFunc matches a test function's name in a _test.go file.
+var goTestTestFunc = regexp.MustCompile(`(?m)^func (Test\w+)\(`)
+
+// TestDocsGoTestCommandsNameRealTests: every `go test` command in a shell block of the pages
+// names packages that exist and, with -run, a pattern whose every alternative matches a test of
+// those packages: a reader who runs it runs what the page says.
+func TestDocsGoTestCommandsNameRealTests(t *testing.T) {
+	t.Parallel()
+	checked := 0
+	for _, doc := range docFiles(t) {
+		raw, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inShell := false
+		for n, line := range strings.Split(string(raw), "\n") {
+			trimmed := strings.TrimSpace(line)
+			if strings.HasPrefix(trimmed, "```") {
+				inShell = !inShell && (trimmed == "```sh" || trimmed == "```bash" || trimmed == "```shell")
+				continue
+			}
+			fields := strings.Fields(trimmed)
+			for len(fields) > 0 && strings.Contains(fields[0], "=") {
+				fields = fields[1:] // VAR=value before the command
+			}
+			if !inShell || len(fields) < 2 || fields[0] != "go" || fields[1] != "test" {
+				continue
+			}
+			checked++
+			var run string
+			var names []string // the test functions of the packages named
+			for i := 2; i < len(fields); i++ {
+				f := fields[i]
+				if strings.HasPrefix(f, "#") {
+					break
+				}
+				switch {
+				case f == "-run" && i+1 < len(fields):
+					run, i = strings.Trim(fields[i+1], `'"`), i+1
+				case strings.HasPrefix(f, "./") && !strings.HasSuffix(f, "..."):
+					dir := strings.TrimSuffix(f, "/")
+					files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+					if err != nil || len(files) == 0 {
+						t.Errorf("%s:%d: %s has no tests (%v)", doc, n+1, f, err)
+					}
+					for _, file := range files {
+						b, err := os.ReadFile(file)
+						if err != nil {
+							t.Fatal(err)
+						}
+						for _, m := range goTestTestFunc.FindAllStringSubmatch(string(b), -1) {
+							names = append(names, m[1])
+						}
+					}
+				}
+			}
+			if run == "" || len(names) == 0 {
+				continue
+			}
+			for _, alt := range topLevelAlternatives(run) {
+				re, err := regexp.Compile(alt)
+				if err != nil {
+					t.Errorf("%s:%d: -run %q: %v", doc, n+1, run, err)
+					continue
+				}
+				if !slices.ContainsFunc(names, re.MatchString) {
+					t.Errorf("%s:%d: -run %q: %q matches no test of the packages named", doc, n+1, run, alt)
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no page shows a go test command")
+	}
+}
+
+// topLevelAlternatives splits a regular expression at the | outside parentheses.
+func topLevelAlternatives(re string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, r := range re {
+		switch r {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case '|':
+			if depth == 0 {
+				out = append(out, re[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, re[start:])
+}
