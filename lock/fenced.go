@@ -67,9 +67,17 @@ func WithRFencedLockLayout() Option {
 	return func(o *settings) { o.RFencedLayout = true; o.mark("WithRFencedLockLayout") }
 }
 
-// fencedTokenKey is the token counter of a fenced lock key; it shares the key's hash tag, so the
-// acquire script stays in one slot. It has no TTL: tokens must keep increasing across holders.
-func fencedTokenKey(key string) string { return key + ":token" }
+// fencedTokenKey is the token counter of a fenced lock key, "<key>:token". It must be in the key's
+// hash slot, so the acquire script stays in one: a key with a hash tag shares it; on a cluster, a
+// key without one gets its whole name as the counter's tag, "{<key>}:token" (the same slot; such
+// a key never worked on a cluster before, so no counter is renamed). It has no TTL: tokens must
+// keep increasing across holders.
+func fencedTokenKey(rdb redis.UniversalClient, key string) string {
+	if _, cluster := rdb.(*redis.ClusterClient); cluster && hashTag(key) == "" {
+		return "{" + key + "}:token"
+	}
+	return key + ":token"
+}
 
 // Acquire runs the acquire script until it holds the lock or the wait runs out, waiting in
 // line between attempts like the lua mode. An explicit lease turns the watchdog off, as

@@ -93,7 +93,7 @@ const grantChannelPrefix = "seckill_lock_grant:"
 func (wl *waitLine) lineKeys(key string) []string {
 	tok := key
 	if wl.fenced {
-		tok = fencedTokenKey(key)
+		tok = fencedTokenKey(wl.rdb, key)
 	}
 	return []string{key, redissonPrefixed("seckill_lock_line", key), redissonPrefixed("seckill_lock_waiters", key), tok}
 }

@@ -207,7 +207,8 @@ func NewFair(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
 // a write whose token is older than the newest it has seen: that, not the lock, is what stops a
 // holder that was paused past its lease. Renewed by a watchdog while held.
 //
-// The tokens come from a counter kept beside the lock, "<key>:token", which has no TTL on
+// The tokens come from a counter kept beside the lock, "<key>:token" (on a cluster, for a key
+// without a hash tag, "{<key>}:token", in the key's slot), which has no TTL on
 // purpose: were it to expire, the next
 // holder would draw a token the resource has already seen and its writes would be refused, or
 // worse, an older holder's accepted. It is one small string per lock key; delete it only

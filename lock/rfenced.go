@@ -45,14 +45,10 @@ func newRFenced(d settings) *reentrantLocker {
 // no TTL: tokens must keep rising past every lock's expiry.
 func rfencedTokenKey(name string) string { return redissonPrefixed("redisson_lock_token", name) }
 
-// rfencedKeys are the acquire script's keys: the lock, its counter and, where it is in their
-// slot, the default layout's counter, kept in step with it (lua/rfenced_acquire.lua).
+// rfencedKeys are the acquire script's keys: the lock, its counter and the default layout's
+// counter (always in their slot), kept in step with it (lua/rfenced_acquire.lua).
 func (l *reentrantLocker) rfencedKeys(key string) []string {
-	keys := []string{key, rfencedTokenKey(key)}
-	if _, cluster := l.rdb.(*redis.ClusterClient); !cluster || hashTag(key) != "" {
-		keys = append(keys, fencedTokenKey(key))
-	}
-	return keys
+	return []string{key, rfencedTokenKey(key), fencedTokenKey(l.rdb, key)}
 }
 
 // tryFenced runs the acquire script once: held with its token, or the holder's remaining PTTL.
