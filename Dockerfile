@@ -23,8 +23,11 @@ WORKDIR /app
 COPY --chown=root:root config/application.yaml /app/config/application.yaml
 COPY --from=build --chown=root:root /out/seckill /usr/local/bin/seckill
 USER 10001:10001
-# Inside a container the service must listen beyond the container's own loopback.
-ENV SECKILL_SERVER_HOST=0.0.0.0 SECKILL_SERVER_PORT=8080
+# Inside a container the service must listen beyond the container's own loopback, so the image
+# starts in the public posture: the lab off (safe modes only, no faults, no reset, no in-memory
+# Redis; restock needs SECKILL_SERVER_ADMINTOKEN). docker-compose.yml turns the lab on for its
+# private topology, and the service then prints a WARNING naming that posture.
+ENV SECKILL_SERVER_HOST=0.0.0.0 SECKILL_SERVER_PORT=8080 SECKILL_LAB_ENABLED=false
 EXPOSE 8080
 HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=5 \
     CMD wget -q -O /dev/null "http://127.0.0.1:${SECKILL_SERVER_PORT}/readyz" || exit 1

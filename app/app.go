@@ -114,11 +114,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	}
 	a := &App{Config: cfg, Log: log, embedded: emb}
 	a.Data = NewDataClient(cfg)
-	pingers := map[string]service.Pinger{"data " + DataName(cfg): pinger{a.Data, a.inMemory(cfg.Redis.Addr)}}
+	// By role, not address: /readyz is public (the start-up line and the log name the addresses).
+	pingers := map[string]service.Pinger{"data": pinger{a.Data, a.inMemory(cfg.Redis.Addr)}}
 	for i, addr := range cfg.Redis.Masters {
 		m := NewClient(cfg, addr, 0)
 		a.Masters = append(a.Masters, m)
-		pingers[fmt.Sprintf("master%d %s", i+1, addr)] = pinger{m, a.inMemory(addr)}
+		pingers[fmt.Sprintf("master%d", i+1)] = pinger{m, a.inMemory(addr)}
 	}
 	deps := modes.Deps{
 		Data: a.Data, Masters: a.Masters, InstanceID: uuid.NewString(), Lease: cfg.Lock.Lease, Logger: log,
@@ -261,6 +262,10 @@ func Serve(ctx context.Context, cfg config.Config, stdout io.Writer, log *slog.L
 	fmt.Fprintf(stdout, "seckill %s listening on %s (dashboard http://%s/, lock mode %s, lab %s, admin token %s, data redis %s, masters %s%s)\n",
 		cfg.Server.Instance, bound, reach, cfg.Lock.Mode, onOff(cfg.Lab.Enabled), setOrNot(cfg.Server.AdminToken),
 		DataName(cfg), strings.Join(cfg.Redis.Masters, ","), mem)
+	if w := postureWarning(cfg, ln.Addr()); w != "" {
+		log.Warn(w)
+		fmt.Fprintf(stdout, "  WARNING: %s\n", w)
+	}
 	fmt.Fprintf(stdout, "  try: curl -X POST http://%s/inventory/sale   swagger: http://%s/swagger/index.html\n", reach, reach)
 	select {
 	case err := <-errc:
@@ -274,6 +279,20 @@ func Serve(ctx context.Context, cfg config.Config, stdout io.Writer, log *slog.L
 		return fmt.Errorf("app: shutdown: %w", err)
 	}
 	return nil
+}
+
+// postureWarning names the lab's open posture when the service listens beyond this machine (a
+// container's image listens on every interface): with the lab on and no admin token, anyone who
+// reaches the port may inject faults, reset the stock and run the lab.
+func postureWarning(cfg config.Config, bound net.Addr) string {
+	tcp, ok := bound.(*net.TCPAddr)
+	if !cfg.Lab.Enabled || cfg.Server.AdminToken != "" || (ok && tcp.IP.IsLoopback()) {
+		return ""
+	}
+	return fmt.Sprintf("listening on %s with the lab on (lab.enabled=true) and no admin token: anyone who reaches "+
+		"this port may sell under the broken modes, inject faults, reset the stock and run the lab; for anything but a "+
+		"private lab set SECKILL_LAB_ENABLED=false and SECKILL_SERVER_ADMINTOKEN (docs/operations.md, running it somewhere public)",
+		bound)
 }
 
 func onOff(b bool) string {

@@ -12,6 +12,7 @@ import (
 	"seckill/app"
 	"seckill/config"
 	"seckill/embedded"
+	"seckill/internal/apptest"
 	"seckill/internal/modes"
 	"seckill/internal/redisproc"
 )
@@ -128,3 +129,63 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Listening beyond this machine with the lab on and no admin token (the container's posture)
+// prints a warning naming the posture; on loopback, or with a token or the lab off, none.
+func TestOpenPostureWarns(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, host, token string
+		lab, warn         bool
+	}{
+		{"every interface, lab on, no token", "", "", true, true},
+		{"loopback", "127.0.0.1", "", true, false},
+		{"every interface, token", "", "t0ken-for-the-test", true, false},
+		{"every interface, lab off", "", "", false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, _, _ := apptest.Config(t, 3)
+			port, err := redisproc.FreePort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Server.Host, cfg.Server.Port, cfg.Server.AdminToken, cfg.Lab.Enabled = c.host, port, c.token, c.lab
+			ctx, cancel := context.WithCancel(context.Background())
+			out := &lineBuffer{}
+			w := &untilWriter{w: out, want: "try: curl", seen: make(chan struct{})}
+			done := make(chan error, 1)
+			go func() { done <- app.Serve(ctx, cfg, w, app.NewLogger(io.Discard, "error")) }()
+			select {
+			case <-w.seen:
+			case err := <-done:
+				t.Fatalf("serve ended before its start-up lines: %v", err)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("serve: %v", err)
+			}
+			got := strings.Contains(out.String(), "WARNING: listening on") && strings.Contains(out.String(), "lab.enabled=true")
+			if got != c.warn {
+				t.Fatalf("warning %t, want %t: %s", got, c.warn, out.String())
+			}
+		})
+	}
+}
+
+// untilWriter passes writes to w and closes seen once a write has contained want (Serve writes
+// each start-up line in one call, the warning before the "try" line).
+type untilWriter struct {
+	w    io.Writer
+	want string
+	seen chan struct{}
+	done bool
+}
+
+func (u *untilWriter) Write(p []byte) (int, error) {
+	n, err := u.w.Write(p)
+	if !u.done && strings.Contains(string(p), u.want) {
+		u.done = true
+		close(u.seen)
+	}
+	return n, err
+}

@@ -321,8 +321,35 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		{name: "unknown dashboard file", method: G, target: "/dashboard/nope.js", status: s404, want: []string{"no such dashboard file"}},
 		{name: "dashboard path escape", method: G, target: "/dashboard/..%2f..%2fgo.mod", status: s404, want: []string{"no such dashboard file"}},
 		{name: "dashboard POST", method: P, target: "/", status: s405, want: []string{"method POST"}},
+		// query strings Go's parser cannot read whole: it drops the pair, so ?lock=none; sold under lua
+		{name: "sale semicolon", method: P, target: "/inventory/sale?lock=none;", status: s400, want: []string{"ambiguous query", "';'"}},
+		{name: "sale semicolon between parameters", method: P, target: "/inventory/sale?lock=lua;workMs=5", status: s400, want: []string{"ambiguous query", "'&'"}},
+		{name: "sale bad escape", method: P, target: "/inventory/sale?lock=%zz", status: s400, want: []string{"ambiguous query"}},
+		{name: "restock semicolon", method: P, target: "/inventory/restock?stock=0;", status: s400, want: []string{"ambiguous query"}},
+		{name: "reset semicolon", method: P, target: "/inventory/reset?stock=0;sku=x", status: s400, want: []string{"ambiguous query"}},
+		{name: "inventory semicolon", method: G, target: "/inventory?sku=nope;", status: s400, want: []string{"ambiguous query"}},
+		// a long path is quoted short
+		{name: "unknown endpoint 50 KB", method: G, target: "/" + strings.Repeat("a", 50_000), status: s404, want: []string{"no such endpoint", "(50001 bytes)"}},
+		{name: "method not allowed 50 KB", method: P, target: "/swagger/" + strings.Repeat("b", 50_000), status: s405, want: []string{"method POST", "(50009 bytes)"}},
 	}
 	runBadInputTable(t, f, cases)
+}
+
+// An error answer quotes at most 40 bytes of a bad path, parameter or query: a 50 KB one gets a
+// few hundred bytes back.
+func TestLongInputIsQuotedShort(t *testing.T) {
+	t.Parallel()
+	f := apptest.New(t, nil)
+	long := strings.Repeat("x", 50_000)
+	for _, q := range []struct{ method, target string }{
+		{http.MethodGet, "/" + long}, {http.MethodPost, "/swagger/" + long}, {http.MethodDelete, "/inventory/sale?" + long},
+		{http.MethodPost, "/inventory/sale?lock=" + long + ";"}, {http.MethodPost, "/inventory/sale?" + long + "=1"},
+	} {
+		r := do(t, q.method, f.HTTP.URL+q.target, nil)
+		if r.status < 400 || r.status > 499 || len(r.raw) > 400 {
+			t.Fatalf("%s %.60s...: %d with %d bytes, want a 4xx of at most 400: %.500s", q.method, q.target, r.status, len(r.raw), r.raw)
+		}
+	}
 }
 
 // TestBadInputWithTheLabDisabled: fault parameters, reset and the lab are refused when
@@ -351,6 +378,7 @@ func TestBadInputWithTheLabDisabled(t *testing.T) {
 		{name: "reset", method: P, target: "/inventory/reset?stock=5", status: http.StatusForbidden, want: []string{"lab.enabled is false"}},
 		{name: "burst", method: P, target: "/lab/burst?n=1", status: http.StatusForbidden, want: []string{"lab is disabled"}},
 		{name: "scenario run", method: P, target: "/lab/scenarios/" + scenario + "/run", status: http.StatusForbidden, want: []string{"lab is disabled"}},
+		{name: "sale semicolon", method: P, target: "/inventory/sale?lock=none;", status: http.StatusBadRequest, want: []string{"ambiguous query", "';'"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

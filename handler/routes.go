@@ -4,6 +4,8 @@ import (
 	"crypto/subtle"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 	swaggerFiles "github.com/swaggo/files"
@@ -23,13 +25,14 @@ func New(svc Service, opt Options) http.Handler {
 	a := &API{svc: svc, opt: opt, log: opt.Logger}
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	r.Use(gin.Recovery(), a.limitBody)
+	r.Use(gin.Recovery(), a.limitBody, a.plainQuery)
 	r.HandleMethodNotAllowed = true
+	// The path is quoted short (Quote): an answer never echoes a long one back.
 	r.NoRoute(func(c *gin.Context) {
-		c.JSON(http.StatusNotFound, ErrorBody{Error: "no such endpoint: " + c.Request.URL.Path, Status: http.StatusNotFound})
+		c.JSON(http.StatusNotFound, ErrorBody{Error: "no such endpoint: " + Name(c.Request.URL.Path), Status: http.StatusNotFound})
 	})
 	r.NoMethod(func(c *gin.Context) {
-		c.JSON(http.StatusMethodNotAllowed, ErrorBody{Error: "method " + c.Request.Method + " is not allowed on " + c.Request.URL.Path, Status: http.StatusMethodNotAllowed})
+		c.JSON(http.StatusMethodNotAllowed, ErrorBody{Error: "method " + Name(c.Request.Method) + " is not allowed on " + Name(c.Request.URL.Path), Status: http.StatusMethodNotAllowed})
 	})
 
 	r.GET("/inventory/sale", a.sale)
@@ -72,6 +75,21 @@ func (a *API) limitBody(c *gin.Context) {
 		return
 	}
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, a.opt.MaxBody)
+	c.Next()
+}
+
+// plainQuery refuses a query string Go's parser cannot read whole (a ';', a bad %-escape): the
+// parser drops what it cannot read, so "?lock=none;" would sell under the default mode. An
+// ambiguous request is refused (400) before anything reaches Redis.
+func (a *API) plainQuery(c *gin.Context) {
+	if _, err := url.ParseQuery(c.Request.URL.RawQuery); err != nil {
+		why := "it cannot be read whole"
+		if strings.Contains(c.Request.URL.RawQuery, ";") {
+			why = "';' does not separate parameters here; use '&' (or %3B inside a value)"
+		}
+		a.fail(c, badRequest("ambiguous query string %s: %s", Quote(c.Request.URL.RawQuery), why))
+		return
+	}
 	c.Next()
 }
 

@@ -140,6 +140,10 @@ func TestRedisPasswordNeverShows(t *testing.T) {
 		took         time.Duration
 		err          error
 	}
+	leaks := []string{"refused", "WRONGPASS", "NOAUTH", "dial tcp", "i/o timeout"}
+	for _, srv := range servers {
+		leaks = append(leaks, srv.Addr)
+	}
 	// check sends the requests at once (a paused Redis costs each one a client timeout) and
 	// fails on any answer that carries the password.
 	check := func(phase string, skip ...string) {
@@ -184,12 +188,48 @@ func TestRedisPasswordNeverShows(t *testing.T) {
 			if strings.Contains(a.body, password) {
 				t.Fatalf("%s: %s (%d) shows the Redis password: %.300s", phase, a.target, a.status, a.body)
 			}
+			// What the public may reach (deploy/nginx/public.conf) names no server and no Redis reply.
+			if public(a.target) {
+				for _, leak := range leaks {
+					if strings.Contains(a.body, leak) {
+						t.Fatalf("%s: %s (%d) shows %q: %.500s", phase, a.target, a.status, leak, a.body)
+					}
+				}
+			}
 		}
 		if phase != "up" && failed == 0 {
 			t.Fatalf("%s: no request failed, so nothing was checked", phase)
 		}
 	}
 	check("up")
+
+	// The password changes under the running service: its new connections get WRONGPASS.
+	if servers[0].PID() != 0 {
+		changed := secret(t, "changed-")
+		for _, srv := range servers {
+			c := srv.Client()
+			c.Options().Password = password
+			err := errors.Join(c.ConfigSet(ctx, "requirepass", changed).Err(), c.Close())
+			c = srv.Client()
+			c.Options().Password = changed
+			err = errors.Join(err, c.ClientKillByFilter(ctx, "TYPE", "normal", "SKIPME", "yes").Err(), c.Close())
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		check("wrongpass", "/inventory/sale?lock=redlock")
+		if out := logs.String(); !strings.Contains(out, "WRONGPASS") {
+			t.Fatalf("the wrong password phase left no WRONGPASS in the logs: nothing was checked")
+		}
+		for _, srv := range servers {
+			c := srv.Client()
+			c.Options().Password = changed
+			err := errors.Join(c.ConfigSet(ctx, "requirepass", password).Err(), c.Close())
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 
 	// Unreachable: every server paused (connections hang, clients time out), then stopped
 	// (connections refused). While paused, the slowest reads (several servers one after the
@@ -226,6 +266,13 @@ func TestRedisPasswordNeverShows(t *testing.T) {
 	if !strings.Contains(out, "level=ERROR") || !strings.Contains(out, "refused") {
 		t.Fatalf("expected error lines about the outage in the logs; got %d bytes", len(out))
 	}
+}
+
+// public reports whether target is one deploy/nginx/public.conf serves to anyone.
+func public(target string) bool {
+	_, path, _ := strings.Cut(target, " ")
+	path, _, _ = strings.Cut(path, "?")
+	return slices.Contains([]string{"/inventory/sale", "/inventory", "/readyz", "/healthz"}, path)
 }
 
 // TestAdminTokenGuardsResetAndTheLab: with server.adminToken set, every reset and lab POST (and

@@ -156,9 +156,17 @@ settings() {
 }
 
 # ---- redis -----------------------------------------------------------------------------------
-# Every redis-server part is started by lib.sh's redis_start: no persistence, so each part starts
-# empty, as the lab's scenarios expect.
-start_redis() { redis_start "$RUN_DIR" "$1" "${PORT[$1]}"; }
+# Every redis-server part is started by lib.sh's redis_start: no persistence, so each master
+# starts empty, as the lab's scenarios expect. The data Redis keeps an append-only file in
+# RUN_DIR/redis-data (fsynced every second), so the stock and the orders survive its restart
+# (what an acknowledged sale survives: docs/operations.md).
+start_redis() {
+	if [[ "$1" == redis-data ]]; then
+		redis_start "$RUN_DIR" "$1" "${PORT[$1]}" --appendonly yes --appendfsync everysec
+	else
+		redis_start "$RUN_DIR" "$1" "${PORT[$1]}"
+	fi
+}
 ready_redis() { redis_ping "${PORT[$1]}"; }
 
 # ---- replica (sentinel topology) ---------------------------------------------------------------

@@ -337,6 +337,9 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 			s.log.Error("release lock", "lock", mode.Name, "key", key, "err", err)
 		}
 		res.ReleaseError = err.Error()
+		if errors.Is(err, lock.ErrUnavailable) {
+			res.ReleaseError = "the release got no answer from Redis (logged); the lock ends with its lease"
+		}
 	}
 	if r, ok := lease.(modes.Renewer); ok {
 		res.Renewals = r.Renewals()
@@ -506,17 +509,31 @@ func (s *Service) lockError(err error, mode, key string) error {
 		// Before ErrNotObtained: a mode that gives up at once when a server it needs does not
 		// answer (multilock) has not waited, and the fault is the server's.
 		s.log.Error("acquire lock", "lock", mode, "key", key, "err", err)
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return hide(fmt.Sprintf("%s: a Redis server that lock mode %s needs did not answer", ErrUnavailable, mode), ErrUnavailable, err)
 	case errors.Is(err, lock.ErrNotObtained):
-		return fmt.Errorf("%w: %s (mode %s, waited %s): %w", ErrLockTimeout, key, mode, s.set.Wait, err)
-	case errors.Is(err, lock.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		s.log.Debug("lock not obtained", "lock", mode, "key", key, "err", err)
+		return hide(fmt.Sprintf("%s: %s (mode %s, waited %s)", ErrLockTimeout, key, mode, s.set.Wait), ErrLockTimeout, err)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		s.log.Error("acquire lock", "lock", mode, "key", key, "err", err)
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return hide(fmt.Sprintf("%s: the lock was not obtained before the request ended", ErrUnavailable), ErrUnavailable, err)
 	default:
 		s.log.Error("acquire lock", "lock", mode, "key", key, "err", err)
 		return fmt.Errorf("acquire %s: %w", key, err)
 	}
 }
+
+// hidden is an error whose text is for the public (no server address, no Redis reply): the cause
+// it wraps, for errors.Is and As, is logged where it is made.
+type hidden struct {
+	msg  string
+	errs []error
+}
+
+func (h *hidden) Error() string   { return h.msg }
+func (h *hidden) Unwrap() []error { return h.errs }
+
+// hide is an error reading msg that wraps kind and cause; the caller logs cause.
+func hide(msg string, kind, cause error) error { return &hidden{msg: msg, errs: []error{kind, cause}} }
 
 func (s *Service) storeError(err error) error {
 	switch {
@@ -526,7 +543,7 @@ func (s *Service) storeError(err error) error {
 			"with the X-Admin-Token header (the stock is not re-created on its own)", ErrNoStock, err)
 	case errors.Is(err, store.ErrUnavailable):
 		s.log.Error("data redis", "err", err)
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return hide(fmt.Sprintf("%s: the data Redis did not answer or would not serve (the log says why)", ErrUnavailable), ErrUnavailable, err)
 	case errors.Is(err, store.ErrCorrupt):
 		s.log.Error("corrupt stock", "err", err)
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
@@ -598,7 +615,8 @@ func (s *Service) Reset(ctx context.Context, sku string, stock int64) (store.Inv
 		return store.Inventory{}, s.storeError(err)
 	}
 	if err := s.locks.ClearMasters(ctx, store.KeysFor(sku).LockPrefix); err != nil {
-		return store.Inventory{}, fmt.Errorf("%w: clear lock keys on the masters: %w", ErrUnavailable, err)
+		s.log.Error("clear lock keys on the masters", "sku", sku, "err", err)
+		return store.Inventory{}, hide(fmt.Sprintf("%s: clear lock keys on the masters: a master did not answer", ErrUnavailable), ErrUnavailable, err)
 	}
 	s.log.Info("inventory reset", "sku", sku, "stock", stock)
 	return s.Inventory(ctx, sku)
@@ -607,7 +625,8 @@ func (s *Service) Reset(ctx context.Context, sku string, stock int64) (store.Inv
 // Ready reports whether this instance can sell in its configured mode (lock.mode): the data
 // Redis answers and every SKU's stock key exists, and the masters the mode needs answer (all of
 // them for multilock, a majority for redlock; the single-instance modes need none). The status
-// names every server, needed or not.
+// names every server, needed or not, by its role ("data", "master1"..) and says "ok" or "down":
+// why one is down (its address, the error) is logged, never answered.
 func (s *Service) Ready(ctx context.Context) (map[string]string, error) {
 	var (
 		mu                 sync.Mutex
@@ -645,9 +664,12 @@ func (s *Service) Ready(ctx context.Context) (map[string]string, error) {
 					mastersUp++
 				}
 			case master && !needAll && !needQuorum:
-				status[name] = fmt.Sprintf("down (not needed by lock mode %s): %s", s.set.Mode, err)
+				s.log.Warn("readiness: no answer", "redis", name, "err", err)
+				status[name] = fmt.Sprintf("down (not needed by lock mode %s)", s.set.Mode)
 			default:
-				status[name] = "down: " + err.Error()
+				// The cause (an address, "connection refused", a WRONGPASS) goes to the log only.
+				s.log.Error("readiness: no answer", "redis", name, "err", err)
+				status[name] = "down"
 				if !master || needAll {
 					down = append(down, name)
 				}
@@ -665,7 +687,7 @@ func (s *Service) Ready(ctx context.Context) (map[string]string, error) {
 	if s.store != nil {
 		missing, err := s.store.MissingStock(ctx, s.SKUs())
 		if err != nil {
-			return status, fmt.Errorf("%w: %w", ErrUnavailable, err)
+			return status, s.storeError(err)
 		}
 		for _, sku := range missing {
 			status["stock "+sku] = "missing: restock it (POST /inventory/restock?stock=N with X-Admin-Token)"

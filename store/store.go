@@ -138,11 +138,24 @@ func wrap(op string, err error) error {
 		return nil
 	}
 	var reply redis.Error
-	if errors.As(err, &reply) && !errors.Is(err, redis.ErrClosed) {
+	if errors.As(err, &reply) && !errors.Is(err, redis.ErrClosed) && !refusesService(reply) {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
-	// Everything else (refused, timed out, cancelled, closed) means Redis did not answer.
+	// Everything else (refused, timed out, cancelled, closed, a Redis that will not serve us)
+	// means Redis is unavailable.
 	return fmt.Errorf("store: %s: %w: %w", op, ErrUnavailable, err)
+}
+
+// refusesService reports whether a Redis reply refuses to serve at all (a wrong or missing
+// password, a server still loading its data, no master): the server is unavailable, not the
+// command wrong.
+func refusesService(reply redis.Error) bool {
+	for _, p := range []string{"WRONGPASS", "NOAUTH", "LOADING", "MASTERDOWN", "READONLY", "CLUSTERDOWN"} {
+		if strings.HasPrefix(reply.Error(), p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Stock reads the stock of sku. A missing or non-integer value is ErrCorrupt naming the key.
@@ -326,7 +339,7 @@ func (s *Store) AtomicSale(ctx context.Context, sku string, o Order) (remaining 
 		if errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "NOSTOCK") {
 			return 0, false, fmt.Errorf("%w: %s", ErrNoStock, sku)
 		}
-		if errors.As(err, &reply) && !errors.Is(err, redis.ErrClosed) {
+		if errors.As(err, &reply) && !errors.Is(err, redis.ErrClosed) && !refusesService(reply) {
 			return 0, false, fmt.Errorf("%w: key %s: %w", ErrCorrupt, sku, err)
 		}
 		return 0, false, wrap("atomic sale", err)
