@@ -219,7 +219,8 @@ func driveDeadWaiter(ctx context.Context, e *Env) error {
 	// W's deadline is the holder's TTL when W queued, plus W's wait: the line moves on by then.
 	e.Check("line held up after the release, at most the holder's lease + the dead waiter's wait",
 		"≤ "+ms(e.Lease+threadWait), ms(delay), delay <= e.Lease+threadWait)
-	e.Check("the dead waiter", "crashed", fmt.Sprint(wErr), errors.Is(wErr, fault.ErrCrashed))
+	// Its process is gone: its commands fail (crashed), or its Locker was closed under it.
+	e.Check("the dead waiter", "crashed", fmt.Sprint(wErr), errors.Is(wErr, fault.ErrCrashed) || errors.Is(wErr, lock.ErrClosed))
 	e.Note("a dead waiter in the queue held the line up %s after the release (its wait: %s; the holder's lease: %s)",
 		delay.Round(time.Millisecond), threadWait, e.Lease)
 	inv, err := e.Snapshot(ctx, e.SKU)
