@@ -8,38 +8,38 @@ package redisproc
 import (
 	"os"
 
-	"github.com/seckill-lab/seckill/lock/locktest"
+	"github.com/seckill-lab/seckill/lock/locktest/redisserver"
 )
 
 // Kinds of server.
 const (
-	KindReal     = locktest.KindReal
-	KindEmbedded = locktest.KindEmbedded
+	KindReal     = redisserver.KindReal
+	KindEmbedded = redisserver.KindEmbedded
 )
 
 // Server is one Redis server on 127.0.0.1.
-type Server = locktest.Server
+type Server = redisserver.Server
 
 // Options choose how to start a server.
-type Options = locktest.Options
+type Options = redisserver.Options
 
 // Installed reports whether a redis-server binary is on PATH.
-func Installed() bool { return locktest.Installed() }
+func Installed() bool { return redisserver.Installed() }
 
 // UseReal reports whether Start would run a real redis-server: installed, and not forced off by
 // SECKILL_TEST_REDIS=embedded.
-func UseReal() bool { return locktest.UseReal() && os.Getenv("SECKILL_TEST_REDIS") != "embedded" }
+func UseReal() bool { return redisserver.UseReal() && os.Getenv("SECKILL_TEST_REDIS") != "embedded" }
 
 // FreePort asks the kernel for a free loopback port.
-func FreePort() (int, error) { return locktest.FreePort() }
+func FreePort() (int, error) { return redisserver.FreePort() }
 
 // Start starts one server.
 func Start(opt Options) (*Server, error) {
 	if !UseReal() {
 		opt.Embedded = true
 	}
-	return locktest.Start(opt)
+	return redisserver.Start(opt)
 }
 
 // waitPing waits until the process pid answers on addr.
-var waitPing = locktest.WaitPing
+var waitPing = redisserver.WaitPing

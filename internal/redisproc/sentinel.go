@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/seckill-lab/seckill/lock/locktest"
+	"github.com/seckill-lab/seckill/lock/locktest/redisserver"
 )
 
 // SentinelInstalled reports whether StartReplicated can run: real servers in use and
@@ -115,7 +115,7 @@ func StartReplicated(ctx context.Context, opt ReplicatedOptions) (*Replicated, e
 			s.Stop()
 		}
 		r.Sentinels = nil
-		if try == 4 || !locktest.PortTaken(err) {
+		if try == 4 || !redisserver.PortTaken(err) {
 			return nil, err
 		}
 	}

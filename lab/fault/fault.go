@@ -2,7 +2,7 @@
 // they happen to a real process: through its Redis connection and its own goroutine.
 //
 // The crash, the stop-the-world pause and the pause after a reply are the lock library's own test
-// hook (package locktest): a sale that may meet a fault runs under [Attach], and the hook that
+// hook (package lock/locktest/fault): a sale that may meet a fault runs under [Attach], and the hook that
 // [Install] adds to the clients acts for that holder alone. The two faults that hit a deliberately
 // broken mode between its two non-atomic steps are [BeforeExpire] and [BeforeDel], the knobs those
 // modes offer (modes.StepHooks).
@@ -13,14 +13,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/seckill-lab/seckill/lock/locktest"
+	lockfault "github.com/seckill-lab/seckill/lock/locktest/fault"
 )
 
 // ErrCrashed is what a crashed holder's commands, and an acquisition that died half way, fail with.
-var ErrCrashed = locktest.ErrCrashed
+var ErrCrashed = lockfault.ErrCrashed
 
 // Holder is the fault state of one lock holder (one sale).
-type Holder = locktest.Holder
+type Holder = lockfault.Holder
 
 // Plan lists the faults a holder meets inside the lock's own steps.
 type Plan struct {
@@ -39,16 +39,16 @@ type planKey struct{}
 
 // Attach returns a context carrying a new Holder with plan, and the Holder.
 func Attach(ctx context.Context, plan Plan) (context.Context, *Holder) {
-	ctx, h := locktest.Attach(ctx, locktest.Plan{PauseAfterReply: plan.PauseAfterReply})
+	ctx, h := lockfault.Attach(ctx, lockfault.Plan{PauseAfterReply: plan.PauseAfterReply})
 	return context.WithValue(ctx, planKey{}, plan), h
 }
 
 // From returns the Holder in ctx, or nil.
-func From(ctx context.Context) *Holder { return locktest.From(ctx) }
+func From(ctx context.Context) *Holder { return lockfault.From(ctx) }
 
 // Install adds the fault hook to each client, once per client however often it is called. A
 // command whose context carries no Holder passes straight through.
-var Install = locktest.Install
+var Install = lockfault.Install
 
 func planOf(ctx context.Context) Plan {
 	p, _ := ctx.Value(planKey{}).(Plan)

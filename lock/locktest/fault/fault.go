@@ -1,4 +1,7 @@
-package locktest
+// Package fault injects the faults of one lock holder from outside the lock, through its Redis
+// connection: a crash, a stop-the-world pause, a pause after a reply. It does not import package
+// testing, so a program (a fault lab) may use it; package locktest re-exports it for tests.
+package fault
 
 import (
 	"context"
@@ -25,7 +28,7 @@ import (
 //   - [Plan.PauseAfterReply]: a pause between a reply's arrival and the holder reading it.
 
 // ErrCrashed is what a crashed holder's commands, and an acquisition that died half way, fail with.
-var ErrCrashed = errors.New("locktest: the holder crashed (injected)")
+var ErrCrashed = errors.New("fault: the holder crashed (injected)")
 
 // Plan lists the faults a holder meets on the wire.
 type Plan struct {

@@ -1,17 +1,13 @@
-// Package locktest gives tests of code that uses package lock what they need to meet the faults a
-// distributed lock exists for: Redis servers that can be stopped, paused (SIGSTOP) and restarted
-// empty, and a go-redis hook that crashes or freezes one lock holder from outside the lock, the way
-// a process dies or stops the world (a long GC pause).
-//
-// A Server is a real redis-server process on a free loopback port when the binary is on PATH, else
-// an in-process miniredis with TTLs on the wall clock (set LOCKTEST_REDIS=embedded to force it).
-// Only processes it started are ever stopped, by PID.
-package locktest
+// Package redisserver starts Redis servers on loopback that can be stopped, paused (SIGSTOP) and
+// restarted empty: a real redis-server process on a free port when the binary is on PATH, else an
+// in-process miniredis with TTLs on the wall clock (set LOCKTEST_REDIS=embedded to force it). Only
+// processes it started are ever stopped, by PID. It does not import package testing, so a program
+// may use it (an in-process Redis for a demo); package locktest wraps it for tests.
+package redisserver
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -21,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -75,7 +70,7 @@ func UseReal() bool {
 func FreePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, fmt.Errorf("locktest: free port: %w", err)
+		return 0, fmt.Errorf("redisserver: free port: %w", err)
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
@@ -99,7 +94,7 @@ func Start(opt Options) (*Server, error) {
 		if s.dir == "" {
 			d, err := os.MkdirTemp("", "locktest-redis-")
 			if err != nil {
-				return nil, fmt.Errorf("locktest: %w", err)
+				return nil, fmt.Errorf("redisserver: %w", err)
 			}
 			s.dir = d
 		}
@@ -133,7 +128,7 @@ func (s *Server) Restart() error {
 		m := miniredis.NewMiniRedis()
 		m.ClockTTL(true)
 		if err := m.StartAddr(s.Addr); err != nil {
-			return fmt.Errorf("locktest: miniredis on %s: %w", s.Addr, err)
+			return fmt.Errorf("redisserver: miniredis on %s: %w", s.Addr, err)
 		}
 		s.mini = m
 		return nil
@@ -148,7 +143,7 @@ func (s *Server) Restart() error {
 	cmd := exec.Command("redis-server", args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("locktest: start redis-server on %s: %w", s.Addr, err)
+		return fmt.Errorf("redisserver: start redis-server on %s: %w", s.Addr, err)
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
@@ -157,7 +152,7 @@ func (s *Server) Restart() error {
 		_ = cmd.Process.Kill()
 		<-done
 		s.cmd = nil
-		return fmt.Errorf("locktest: redis-server on %s (log in %s): %w", s.Addr, s.dir, err)
+		return fmt.Errorf("redisserver: redis-server on %s (log in %s): %w", s.Addr, s.dir, err)
 	}
 	return nil
 }
@@ -231,7 +226,7 @@ func (s *Server) RequirePass(password string) error {
 	c := s.Client()
 	defer c.Close()
 	if err := c.ConfigSet(context.Background(), "requirepass", password).Err(); err != nil {
-		return fmt.Errorf("locktest: requirepass on %s: %w", s.Addr, err)
+		return fmt.Errorf("redisserver: requirepass on %s: %w", s.Addr, err)
 	}
 	return nil
 }
@@ -244,7 +239,7 @@ func (s *Server) signal(sig syscall.Signal) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd == nil {
-		return fmt.Errorf("locktest: %s is not a running redis-server process", s.Addr)
+		return fmt.Errorf("redisserver: %s is not a running redis-server process", s.Addr)
 	}
 	return s.cmd.Process.Signal(sig)
 }
@@ -271,61 +266,4 @@ func (s *Server) Close() {
 func (s *Server) Client() *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 64, MaxRetries: -1,
 		DialTimeout: 300 * time.Millisecond, ReadTimeout: 2 * time.Second})
-}
-
-// New starts one server for tb, stopped when the test ends.
-func New(tb testing.TB) *Server {
-	tb.Helper()
-	s, err := Start(Options{})
-	if err != nil {
-		tb.Fatalf("start redis: %v", err)
-	}
-	tb.Cleanup(s.Close)
-	return s
-}
-
-// NewN starts n servers for tb (independent masters) at once: a real redis-server takes about
-// 100 ms to answer.
-func NewN(tb testing.TB, n int) []*Server {
-	tb.Helper()
-	out := make([]*Server, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range out {
-		wg.Go(func() { out[i], errs[i] = Start(Options{}) })
-	}
-	wg.Wait()
-	for _, s := range out {
-		if s != nil {
-			tb.Cleanup(s.Close)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		tb.Fatalf("start redis: %v", err)
-	}
-	return out
-}
-
-// NewClient opens a client on s for tb, closed when the test ends.
-func NewClient(tb testing.TB, s *Server) *redis.Client {
-	tb.Helper()
-	c := s.Client()
-	tb.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
-// RunParallel is a TestMain for packages whose tests mostly wait (on leases, TTLs, servers
-// starting) rather than compute, each on servers of its own: it runs up to n of their parallel
-// tests at once instead of GOMAXPROCS, unless -test.parallel is given.
-func RunParallel(m *testing.M, n int) {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
-			fmt.Fprintln(os.Stderr, "locktest:", err)
-			os.Exit(2)
-		}
-	}
-	os.Exit(m.Run())
 }

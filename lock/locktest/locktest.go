@@ -1,0 +1,112 @@
+// Package locktest gives tests of code that uses package lock what they need to meet the faults a
+// distributed lock exists for: Redis servers that can be stopped, paused (SIGSTOP) and restarted
+// empty (package redisserver), and a go-redis hook that crashes or freezes one lock holder from
+// outside the lock, the way a process dies or stops the world (package fault). It imports package
+// testing; the two packages it wraps do not, so a program can use them without it.
+package locktest
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/locktest/fault"
+	"github.com/seckill-lab/seckill/lock/locktest/redisserver"
+)
+
+// The servers (package redisserver).
+type (
+	Server  = redisserver.Server
+	Options = redisserver.Options
+)
+
+// Kinds of server.
+const (
+	KindReal     = redisserver.KindReal
+	KindEmbedded = redisserver.KindEmbedded
+)
+
+var (
+	Start     = redisserver.Start
+	Installed = redisserver.Installed
+	UseReal   = redisserver.UseReal
+	FreePort  = redisserver.FreePort
+	PortTaken = redisserver.PortTaken
+	WaitPing  = redisserver.WaitPing
+)
+
+// The faults of a holder (package fault).
+type (
+	Plan   = fault.Plan
+	Holder = fault.Holder
+)
+
+var (
+	ErrCrashed = fault.ErrCrashed
+	Attach     = fault.Attach
+	From       = fault.From
+	Install    = fault.Install
+)
+
+// New starts one server for tb, stopped when the test ends.
+func New(tb testing.TB) *Server {
+	tb.Helper()
+	s, err := Start(Options{})
+	if err != nil {
+		tb.Fatalf("start redis: %v", err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// NewN starts n servers for tb (independent masters) at once: a real redis-server takes about
+// 100 ms to answer.
+func NewN(tb testing.TB, n int) []*Server {
+	tb.Helper()
+	out := make([]*Server, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Go(func() { out[i], errs[i] = Start(Options{}) })
+	}
+	wg.Wait()
+	for _, s := range out {
+		if s != nil {
+			tb.Cleanup(s.Close)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		tb.Fatalf("start redis: %v", err)
+	}
+	return out
+}
+
+// NewClient opens a client on s for tb, closed when the test ends.
+func NewClient(tb testing.TB, s *Server) *redis.Client {
+	tb.Helper()
+	c := s.Client()
+	tb.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// RunParallel is a TestMain for packages whose tests mostly wait (on leases, TTLs, servers
+// starting) rather than compute, each on servers of its own: it runs up to n of their parallel
+// tests at once instead of GOMAXPROCS, unless -test.parallel is given.
+func RunParallel(m *testing.M, n int) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+			fmt.Fprintln(os.Stderr, "locktest:", err)
+			os.Exit(2)
+		}
+	}
+	os.Exit(m.Run())
+}
