@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,6 +22,7 @@ import (
 	"seckill/config"
 	"seckill/embedded"
 	"seckill/handler"
+	"seckill/internal/connlimit"
 	"seckill/internal/modes"
 	"seckill/lab"
 	"seckill/lab/fault"
@@ -235,16 +237,24 @@ func Serve(ctx context.Context, cfg config.Config, stdout io.Writer, log *slog.L
 	}
 	defer a.Close()
 	addr := net.JoinHostPort(cfg.Server.Host, strconv.Itoa(cfg.Server.Port))
-	ln, err := net.Listen("tcp", addr)
+	tcp, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("app: listen on %s: %w", addr, err)
+	}
+	ln := connlimit.New(tcp, connCap(cfg, fdLimit(), log))
+	var lastRefusal atomic.Int64
+	ln.OnRefuse = func(total int64) {
+		// One line a second at most: a flood of connections must not flood the log too.
+		if now := time.Now().Unix(); lastRefusal.Swap(now) != now {
+			log.Warn("connection refused: server.maxConns connections are open", "open", ln.Open(), "refusedSoFar", total)
+		}
 	}
 	srv := &http.Server{
 		Handler:           a.Handler,
 		ReadHeaderTimeout: cfg.Server.ReadTimeout,
 		ReadTimeout:       cfg.Server.ReadTimeout,
 		WriteTimeout:      cfg.Server.WriteTimeout,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       cfg.Server.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 	}
 	errc := make(chan error, 1)
@@ -279,6 +289,27 @@ func Serve(ctx context.Context, cfg config.Config, stdout io.Writer, log *slog.L
 		return fmt.Errorf("app: shutdown: %w", err)
 	}
 	return nil
+}
+
+// connCap is server.maxConns, lowered to what the descriptor limit leaves once the Redis pools
+// and some slack have theirs: past the limit accept fails (EMFILE) and new clients wait instead of
+// being refused.
+func connCap(cfg config.Config, limit uint64, log *slog.Logger) int {
+	want := cfg.Server.MaxConns
+	if limit == 0 || limit > 1<<31 {
+		return want
+	}
+	reserve := uint64(cfg.Redis.PoolSize*(2+len(cfg.Redis.Masters)) + 128)
+	if limit <= reserve+1 {
+		log.Warn("the file descriptor limit leaves almost nothing for client connections", "limit", limit, "reserved", reserve)
+		return 1
+	}
+	if fit := int(limit - reserve); fit < want {
+		log.Warn("server.maxConns lowered to fit the file descriptor limit (raise it with ulimit -n)",
+			"maxConns", want, "lowered to", fit, "limit", limit, "reserved for redis", reserve)
+		return fit
+	}
+	return want
 }
 
 // postureWarning names the lab's open posture when the service listens beyond this machine (a

@@ -57,7 +57,12 @@ type Server struct {
 	AdminToken string `mapstructure:"admintoken"`
 	// MaxInFlight bounds the sales served at once by this process; the excess is answered 503
 	// at once (Retry-After), instead of queueing behind the lock.
-	MaxInFlight     int           `mapstructure:"maxinflight"`
+	MaxInFlight int `mapstructure:"maxinflight"`
+	// MaxConns bounds the connections this process keeps open; one past it is answered 503 and
+	// closed at once, and the open ones are served as before.
+	MaxConns int `mapstructure:"maxconns"`
+	// IdleTimeout closes a keep-alive connection that sends no request for this long.
+	IdleTimeout     time.Duration `mapstructure:"idletimeout"`
 	ReadTimeout     time.Duration `mapstructure:"readtimeout"`
 	WriteTimeout    time.Duration `mapstructure:"writetimeout"`
 	ShutdownTimeout time.Duration `mapstructure:"shutdowntimeout"`
@@ -185,7 +190,7 @@ func (c *Config) Validate(modes []string) error {
 	}
 	for key, d := range map[string]time.Duration{
 		"server.readTimeout": c.Server.ReadTimeout, "server.writeTimeout": c.Server.WriteTimeout,
-		"server.shutdownTimeout": c.Server.ShutdownTimeout, "lock.lease": c.Lock.Lease,
+		"server.shutdownTimeout": c.Server.ShutdownTimeout, "server.idleTimeout": c.Server.IdleTimeout, "lock.lease": c.Lock.Lease,
 		"lab.maxWork": c.Lab.MaxWork, "lab.maxFreeze": c.Lab.MaxFreeze, "lab.maxPause": c.Lab.MaxPause,
 		"lab.maxLease": c.Lab.MaxLease,
 	} {
@@ -287,6 +292,9 @@ func (c *Config) Validate(modes []string) error {
 	if !c.Lab.Enabled && !slices.Contains(c.Lock.AllowedModes, c.Lock.Mode) {
 		return bad("lock.mode", "%q is not in lock.allowedModes (%s), the only modes a sale may use with lab.enabled=false",
 			c.Lock.Mode, strings.Join(c.Lock.AllowedModes, ", "))
+	}
+	if c.Server.MaxConns < 1 || c.Server.MaxConns > 1_000_000 {
+		return bad("server.maxConns", "%d is out of range 1..1000000", c.Server.MaxConns)
 	}
 	if c.Server.MaxInFlight < 1 || c.Server.MaxInFlight > 1_000_000 {
 		return bad("server.maxInFlight", "%d is out of range 1..1000000", c.Server.MaxInFlight)
