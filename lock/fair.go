@@ -115,12 +115,12 @@ func fairDeadlines(name string) string { return redissonPrefixed("redisson_lock_
 // handed over by a release in another process, with the TTL such a lock gets. Redisson clients
 // never appear in it, so they are always told with the unlock message and take the lock
 // themselves, as Redisson's release expects.
-func fairGrants(name string) string { return redissonPrefixed("seckill_fair_grant", name) }
+func fairGrants(name string) string { return redissonPrefixed("golock_fair_grant", name) }
 
 // fairLag names this project's own hash of the move-ups the waiters behind the first still owe
 // (lua/fair_lag.lua): Redisson writes every waiter's deadline on every acquisition, these scripts
 // only the first one's. It lives as long as the queue does.
-func fairLag(name string) string { return redissonPrefixed("seckill_fair_lag", name) }
+func fairLag(name string) string { return redissonPrefixed("golock_fair_lag", name) }
 
 // fairLagCap is how far (ms) the waiters behind the first may owe their move-ups before the
 // scripts write them out, when no Redisson client shares the queue: a day. A write-out is one

@@ -258,7 +258,7 @@ func TestFairDeadWaiterHoldsTheLineForItsWait(t *testing.T) {
 	// it, as if it had asked for ghostWait.
 	deadlines := "redisson_lock_timeout:{" + key + "}"
 	c.ZAdd(t.Context(), deadlines, redis.Z{Score: float64(time.Now().Add(ghostWait).UnixMilli()), Member: "g:ghost"})
-	c.HSet(t.Context(), "seckill_fair_grant:{"+key+"}", "g:ghost", ghostWait.Milliseconds())
+	c.HSet(t.Context(), "golock_fair_grant:{"+key+"}", "g:ghost", ghostWait.Milliseconds())
 	got := make(chan *lock.Lease, 1)
 	go func() {
 		le, err := l.Acquire(context.Background(), key, lock.Options{Owner: "alive", Wait: 3 * time.Second})
@@ -505,7 +505,7 @@ func TestFairQueueOutlivesItsWaitersByLittle(t *testing.T) {
 	}()
 	waitQueue(t, c, key, 1)
 	for _, k := range []string{"redisson_lock_queue:{" + key + "}", "redisson_lock_timeout:{" + key + "}",
-		"seckill_fair_grant:{" + key + "}", "seckill_fair_lag:{" + key + "}"} {
+		"golock_fair_grant:{" + key + "}", "golock_fair_lag:{" + key + "}"} {
 		ttl := c.PTTL(t.Context(), k).Val()
 		if ttl <= wait-time.Second || ttl > wait+slack {
 			t.Errorf("%s PTTL %v, want the waiter's wait %v and at most %v more", k, ttl, wait, slack)

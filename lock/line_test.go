@@ -584,7 +584,7 @@ func TestLineWaiterArrivingDuringARelease(t *testing.T) {
 				}
 				other <- err
 			}()
-			lineKey := redissonPrefixed("seckill_lock_line", key)
+			lineKey := redissonPrefixed("golock_line", key)
 			waitFor(t, "the other process's waiter in the Redis line", func() bool {
 				n, err := srv.all[0].LLen(t.Context(), lineKey).Result()
 				return err == nil && n == 1

@@ -106,7 +106,7 @@ func reentSubscribe(t *testing.T, c *redis.Client, channel string) *redis.PubSub
 // counted here.
 func reentWaitSubscribed(t *testing.T, c *redis.Client, channel string, n int64) {
 	t.Helper()
-	own := strings.Replace(channel, "redisson_lock__channel:", "seckill_rlock_next:", 1) + ":*"
+	own := strings.Replace(channel, "redisson_lock__channel:", "golock_rlock_next:", 1) + ":*"
 	for range 200 {
 		chans, err := c.PubSubChannels(t.Context(), own).Result()
 		if err != nil {

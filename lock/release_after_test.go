@@ -115,7 +115,7 @@ func TestReleaseAfterRedissonLayouts(t *testing.T) {
 // waitQueued waits until n waiters are in key's Redis line.
 func waitQueued(t *testing.T, rdb *redis.Client, key string, n int64) {
 	t.Helper()
-	line := redissonPrefixed("seckill_lock_line", key)
+	line := redissonPrefixed("golock_line", key)
 	deadline := time.Now().Add(5 * time.Second)
 	for rdb.LLen(t.Context(), line).Val() < n {
 		if time.Now().After(deadline) {

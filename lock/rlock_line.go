@@ -68,12 +68,12 @@ type nominator struct {
 
 // nominationPrefix starts the nomination channels of lock name, in the lock's hash slot: each
 // process's is "<prefix>:<id>".
-func nominationPrefix(name string) string { return redissonPrefixed("seckill_rlock_next", name) }
+func nominationPrefix(name string) string { return redissonPrefixed("golock_rlock_next", name) }
 
 // nominationKeys are the line scripts' keys (lua/rlock_line.lua).
 func nominationKeys(name string) []string {
-	return []string{name, unlockChannel(name), redissonPrefixed("seckill_rlock_line", name),
-		redissonPrefixed("seckill_rlock_waiting", name), nominationPrefix(name)}
+	return []string{name, unlockChannel(name), redissonPrefixed("golock_rlock_line", name),
+		redissonPrefixed("golock_rlock_waiting", name), nominationPrefix(name)}
 }
 
 // newNominator gives the reentrant Locker l a nomination line: its lines listen to the unlock

@@ -172,10 +172,10 @@ func TestLeftoversAfterCrash(t *testing.T) {
 					bound, tw = max(lease, ownWait+min(ownWait/4, time.Second)), 0
 				}
 			case "fenced":
-				keys = append(keys, key+":token", "seckill_lock_line:{"+key+"}", "seckill_lock_waiters:{"+key+"}")
+				keys = append(keys, key+":token", "golock_line:{"+key+"}", "golock_waiters:{"+key+"}")
 				bound = max(lease, ownWait)
 			case "reentrant":
-				keys = append(keys, "seckill_rlock_line:{"+key+"}", "seckill_rlock_waiting:{"+key+"}")
+				keys = append(keys, "golock_rlock_line:{"+key+"}", "golock_rlock_waiting:{"+key+"}")
 				bound = max(lease, ownWait)
 			}
 			spec := func(role string) string {
@@ -196,7 +196,7 @@ func TestLeftoversAfterCrash(t *testing.T) {
 				case "fenced":
 					return rdb.LLen(ctx, keys[2]).Val() == waiters
 				}
-				return len(rdb.PubSubChannels(ctx, "seckill_rlock_next:{"+key+"}:*").Val()) == waiters
+				return len(rdb.PubSubChannels(ctx, "golock_rlock_next:{"+key+"}:*").Val()) == waiters
 			})
 			var ttls []string
 			for _, k := range keys {

@@ -132,7 +132,7 @@ func TestFairDeadlinesShownAsRedissonWould(t *testing.T) {
 	ks := inspectUntil(t, reg, key, "w0 holding, w1 and w2 queued", func(ks modes.KeyState) bool {
 		return len(ks.Queue) == 2 && len(ks.Holders) == 1 && ks.Holders[0].Owner == "w0"
 	})
-	lag, err := c.HGet(t.Context(), "seckill_fair_lag:"+key, "x").Int64()
+	lag, err := c.HGet(t.Context(), "golock_fair_lag:"+key, "x").Int64()
 	if err != nil || lag < wait.Milliseconds() {
 		t.Fatalf("the waiter behind the first owes %d ms (%v), want at least one thread wait: nothing to subtract", lag, err)
 	}

@@ -65,7 +65,7 @@ func fairQueue(name string) string     { return redissonPrefixed("redisson_lock_
 func fairDeadlines(name string) string { return redissonPrefixed("redisson_lock_timeout", name) }
 
 // fairLag is the library's hash of the move-ups the waiters behind the first still owe.
-func fairLag(name string) string { return redissonPrefixed("seckill_fair_lag", name) }
+func fairLag(name string) string { return redissonPrefixed("golock_fair_lag", name) }
 
 func redissonPrefixed(prefix, name string) string {
 	if strings.Contains(name, "{") {
@@ -79,10 +79,10 @@ func redissonPrefixed(prefix, name string) string {
 // the lock keys that start with lockPrefix, which must carry a hash tag ("{sku}:lock:"): what a
 // reset must delete besides the lock keys themselves.
 func FairKeyPrefixes(lockPrefix string) []string {
-	return []string{fairQueue(lockPrefix), fairDeadlines(lockPrefix), redissonPrefixed("seckill_fair_grant", lockPrefix),
+	return []string{fairQueue(lockPrefix), fairDeadlines(lockPrefix), redissonPrefixed("golock_fair_grant", lockPrefix),
 		fairLag(lockPrefix),
 		// and the waiter line of lua and fenced (the library's line.go)
-		redissonPrefixed("seckill_lock_line", lockPrefix), redissonPrefixed("seckill_lock_waiters", lockPrefix),
+		redissonPrefixed("golock_line", lockPrefix), redissonPrefixed("golock_waiters", lockPrefix),
 		// and the fenced lock's token counter in RFencedLock's layout, deleted with the store's
 		// record of the newest token (the reset clears both, so the tokens may start again)
 		redissonPrefixed("redisson_lock_token", lockPrefix)}

@@ -1,0 +1,57 @@
+package lock
+
+// keyNamer is implemented by every kind: the Redis keys its lock called name may use.
+type keyNamer interface {
+	keys(name string) []string
+}
+
+// Keys lists every Redis key the lock called name may use with this Locker's kind and options:
+// the lock key itself and the keys the kind keeps beside it (waiter lines, queues, deadlines,
+// grant and lag hashes) and its fencing-token counters, whether or not they exist right now.
+// Multilock and Redlock use the same names on every master. Channels are not keys and are not
+// listed. Deleting every key listed removes every trace of the lock; but deleting a token
+// counter resets the lock's fencing tokens, so the next holder draws a token a resource may
+// already have seen: delete one only together with the resource's record of the newest token.
+func (l *Locker) Keys(name string) []string {
+	if l == nil {
+		return nil
+	}
+	if k, ok := l.impl.(keyNamer); ok {
+		return k.keys(name)
+	}
+	return []string{name}
+}
+
+func (l *luaLocker) keys(name string) []string { return l.line.lineKeys(name)[:3] }
+
+func (l *fencedLocker) keys(name string) []string { return l.line.lineKeys(name) }
+
+func (l *reentrantLocker) keys(name string) []string {
+	keys := []string{name}
+	if l.nom != nil {
+		k := nominationKeys(name)
+		keys = append(keys, k[2], k[3])
+	}
+	if l.fenced {
+		keys = append(keys, l.rfencedKeys(name)[1:]...)
+	}
+	return keys
+}
+
+func (l *fairLocker) keys(name string) []string {
+	return []string{name, fairQueue(name), fairDeadlines(name), fairGrants(name), fairLag(name)}
+}
+
+func (m *multiLocker) keys(name string) []string {
+	if len(m.parts) == 0 {
+		return []string{name}
+	}
+	return m.parts[0].keys(name)
+}
+
+func (l *redlockLocker) keys(name string) []string {
+	if l.fence {
+		return []string{name, redlockTokenKey(name)}
+	}
+	return []string{name}
+}
