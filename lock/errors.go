@@ -15,12 +15,11 @@ func redisErr(op string, err error) error {
 		return nil
 	}
 	var reply redis.Error
-	if errors.As(err, &reply) && !errors.Is(err, redis.ErrClosed) {
+	if errors.As(err, &reply) && !errors.Is(err, redis.ErrClosed) && !refusesService(err) {
 		return fmt.Errorf("lock: %s: %w", op, err)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("lock: %s: %w", op, err)
-	}
+	// No answer, a broken connection, a context that ended before the answer, or a server that
+	// answers but will not serve (a wrong password, loading, no master): unavailable.
 	return fmt.Errorf("lock: %s: %w: %w", op, ErrUnavailable, err)
 }
 
@@ -30,4 +29,16 @@ func notObtained(ctx context.Context, key string) error {
 		return fmt.Errorf("%w: %s: %w", ErrNotObtained, key, err)
 	}
 	return fmt.Errorf("%w: %s", ErrNotObtained, key)
+}
+
+// refusesService reports whether a reply error says the server will not serve anyone now, rather
+// than that this command was wrong: a wrong or missing password, a dataset still loading, a
+// replica without its master, a cluster that is down.
+func refusesService(err error) bool {
+	for _, p := range []string{"WRONGPASS", "NOAUTH", "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY"} {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	return false
 }

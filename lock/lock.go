@@ -91,14 +91,6 @@ type Locker struct {
 	lease time.Duration
 	// owners: the kind honours Options.Owner (re-entry).
 	owners bool
-	// cut: every client of the Locker ends a blocked call when its context ends
-	// (go-redis's ContextTimeoutEnabled). Otherwise a call to a server that does not answer
-	// blocks until the client's read timeout, whatever the context says, so Acquire and Release
-	// run the kind in a goroutine of their own and return on time without it (see abandonAfter).
-	cut bool
-	// release runs Release in a goroutine of its own even on a client that ends blocked calls:
-	// the kind's release goes on after the caller has gone (Redlock's deletes on every master).
-	asyncRelease bool
 	// extra is what an acquisition may take past its wait on a server that answers: the replicas'
 	// acknowledgement (WithReplicas).
 	extra time.Duration
@@ -144,17 +136,15 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 	defer cancelDeadline()
 	actx, clock := withAttemptClock(actx)
 
-	var h heldLock
-	var err error
-	if l.cut {
-		h, err = l.impl.Acquire(actx, key, opts)
-	} else {
-		h, err = abandonAfter(actx, func() (heldLock, error) { return l.impl.Acquire(actx, key, opts) }, func(h heldLock) {
-			rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-			defer cancel()
-			_ = h.Release(rctx)
-		})
-	}
+	// The kind runs in a goroutine of its own, and Acquire returns on time without it: a call
+	// to a server that does not answer blocks until the client's read timeout whatever the
+	// context says (go-redis's default, ContextTimeoutEnabled false), and a kind's clean-up
+	// (leaving a line, giving back a partial win) runs on a context of its own.
+	h, err := abandonAfter(actx, func() (heldLock, error) { return l.impl.Acquire(actx, key, opts) }, func(h heldLock) {
+		rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		_ = h.Release(rctx)
+	})
 	if err != nil {
 		return nil, l.acquireErr(ctx, actx, key, err)
 	}
@@ -319,33 +309,23 @@ func (le *Lease) release(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("lock: release %s: %w", le.Key(), err) // nothing sent: release again
 	}
-	l := le.locker
-	if ctx.Done() == nil || (l.cut && !l.asyncRelease) {
-		if err := le.settled(); err != nil || le.pendingDone() {
-			return err
-		}
-		return le.impl.Release(ctx)
-	}
 	le.mu.Lock()
 	p := le.pending
 	if p != nil && isDone(p.done) {
+		// An earlier call's release ended in the background.
 		le.pending = nil
-		le.mu.Unlock()
 		if p.err == nil || !retryable(p.err) {
-			return p.err // the release of an earlier call got through (or was refused)
+			le.mu.Unlock()
+			return p.err
 		}
-		le.mu.Lock()
 		p = nil
 	}
 	if p == nil {
-		p = &pendingRelease{done: make(chan struct{})}
+		// The release runs in a goroutine of its own (as an acquisition does), so Release returns
+		// when ctx ends whatever the client's timeouts, and it goes on there while the server
+		// does not answer.
+		p = le.settle(context.WithoutCancel(ctx))
 		le.pending = p
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		go func() {
-			defer cancel()
-			p.err = le.impl.Release(rctx)
-			close(p.done)
-		}()
 	}
 	le.mu.Unlock()
 	select {
@@ -355,35 +335,38 @@ func (le *Lease) release(ctx context.Context) error {
 			le.pending = nil
 		}
 		le.mu.Unlock()
+		if p.err != nil && retryable(p.err) && ctx.Err() != nil && !errors.Is(p.err, ctx.Err()) {
+			return fmt.Errorf("%w: %w", p.err, ctx.Err())
+		}
 		return p.err
 	case <-ctx.Done():
 		return fmt.Errorf("lock: release %s: %w: no answer before the context ended: %w", le.Key(), ErrUnavailable, ctx.Err())
 	}
 }
 
-// settled waits for a release still under way from an earlier call (a synchronous Release after
-// an asynchronous one) and returns its error when it failed for good.
-func (le *Lease) settled() error {
-	le.mu.Lock()
-	p := le.pending
-	le.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	<-p.done
-	if p.err != nil && !retryable(p.err) {
-		return p.err
-	}
-	return nil
-}
+// releaseRetry is how often a release that got no answer is sent again in the background.
+const releaseRetry = 100 * time.Millisecond
 
-// pendingDone reports whether an earlier call's release got through (and forgets it).
-func (le *Lease) pendingDone() bool {
-	le.mu.Lock()
-	defer le.mu.Unlock()
-	p := le.pending
-	le.pending = nil
-	return p != nil && p.err == nil
+// settle releases the lease in a goroutine of its own, sending the release again every
+// releaseRetry while the server does not answer, until it gets through, is refused (ErrNotHeld), or the lock would have expired anyway
+// (a lease from the first failure: the watchdog stopped at the first call). So a holder whose
+// release met a frozen or restarting Redis frees the lock as soon as Redis answers again, not a
+// lease later.
+func (le *Lease) settle(ctx context.Context) *pendingRelease {
+	p := &pendingRelease{done: make(chan struct{})}
+	giveUp := time.Now().Add(le.ttl)
+	go func() {
+		defer close(p.done)
+		for {
+			rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+			p.err = le.impl.Release(rctx)
+			cancel()
+			if p.err == nil || !retryable(p.err) || !time.Now().Add(releaseRetry).Before(giveUp) || !sleep(ctx, releaseRetry) {
+				return
+			}
+		}
+	}()
+	return p
 }
 
 // ReleaseAfter executes p, a pipeline of the holder's last commands (its writes) on the lock's own

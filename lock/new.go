@@ -117,20 +117,13 @@ func construct(k kindSpec, d settings, opts []Option) (*Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	closing, closeFn := context.WithCancelCause(context.Background())
-	cut := cutsOnContext(d.Data)
-	for _, m := range d.Masters {
-		cut = cut && cutsOnContext(m)
-	}
-	if isNil(d.Data) {
-		cut = len(d.Masters) > 0 && cut
-	}
 	var extra time.Duration
 	if d.WaitReplicas > 0 {
 		extra = cmp.Or(d.WaitReplicasTimeout, defaultWaitReplicasTimeout)
 	}
+	closing, closeFn := context.WithCancelCause(context.Background())
 	return &Locker{impl: impl, kind: name, extra: extra, lease: d.Lease, owners: k.owners != nil && k.owners(d),
-		cut: cut, asyncRelease: name == "redlock", closing: closing, close: closeFn}, nil
+		closing: closing, close: closeFn}, nil
 }
 
 // constructorOf is the constructor's name after New for a kind's name.
@@ -144,22 +137,6 @@ func constructorOf(name string) string {
 	return strings.ToUpper(name[:1]) + name[1:]
 }
 
-// cutsOnContext reports whether c ends a blocked call when its context ends (go-redis's
-// ContextTimeoutEnabled); a nil client has no calls to cut.
-func cutsOnContext(c redis.UniversalClient) bool {
-	if isNil(c) {
-		return true
-	}
-	switch c := c.(type) {
-	case *redis.Client:
-		return c.Options().ContextTimeoutEnabled
-	case *redis.ClusterClient:
-		return c.Options().ContextTimeoutEnabled
-	case *redis.Ring:
-		return c.Options().ContextTimeoutEnabled
-	}
-	return false
-}
 
 // isNil reports whether c is no client at all: nil, or a nil pointer in the interface.
 func isNil(c redis.UniversalClient) bool {
