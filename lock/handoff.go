@@ -395,18 +395,28 @@ func (ln *line) sleep(ctx context.Context, seen uint64, d time.Duration) bool {
 	return true
 }
 
-// close stops every line's subscription and pending teardown (the Locker is closing).
+// close tears down every idle line and its subscription now instead of after linger (the Locker
+// is closing); a line whose waiters are still leaving is torn down by the last of them.
 func (h *handoff) close() {
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	var stops []func()
 	for key, ln := range h.lines {
+		if len(ln.waiters) > 0 {
+			continue
+		}
 		if ln.idle != nil {
 			ln.idle.Stop()
 			ln.idle = nil
 		}
-		if len(ln.waiters) == 0 {
-			delete(h.lines, key)
+		delete(h.lines, key)
+		if ln.stop != nil {
+			stops = append(stops, ln.stop)
 		}
+	}
+	h.mu.Unlock()
+	// Outside the lock: unsubscribing talks to Redis, which may be slow or down.
+	for _, stop := range stops {
+		stop()
 	}
 }
 
