@@ -289,7 +289,7 @@ return 1`)
 			if err != nil {
 				t.Fatal(err)
 			}
-			view := a.Locks.Inspect(ctx, store.KeysFor(sku).LockPrefix)
+			view := a.Locks.Inspect(ctx, store.KeysFor(sku).LockPrefix, func(mode string) string { return store.LockKey(sku, mode) })
 			if len(view) == 0 || view[0].Name != "data" || view[0].Error != "" || len(view[0].Keys) != 1 ||
 				len(view[0].Keys[0].Holders) != 1 {
 				t.Errorf("%s: the data entry of the lock view is %+v; want the one held lock", sku, view[0])

@@ -381,6 +381,8 @@ type Env struct {
 	phaseOut []Outcome // of the phases
 	stocks   []int64   // every stock e.SKU was set to
 	closers  []func()
+	// lockKeys are every key the fleets' locks may use beside the lock keys, deleted at the end.
+	lockKeys []string
 }
 
 // NewFleet builds the main fleet on e.SKU with the given lock wait, and resets its stock.
@@ -421,6 +423,11 @@ func (e *Env) buildFleet(sku string, data redis.UniversalClient, masters []redis
 			return nil, fmt.Errorf("lab: lock registry for %s: %w", name, err)
 		}
 		f.regs = append(f.regs, reg)
+		if i == 0 {
+			for _, keys := range reg.Keys(func(mode string) string { return store.LockKey(sku, mode) }) {
+				e.lockKeys = append(e.lockKeys, keys...)
+			}
+		}
 		svc := service.New(st, reg, service.Settings{
 			Instance: name, SKU: sku, Stock: stock, Mode: e.Scenario.Mode,
 			Lease: e.Lease, Wait: wait, LabEnabled: true,
@@ -620,9 +627,14 @@ func (e *Env) close() {
 	}
 	prefix := store.KeysFor(e.SKU).LockPrefix
 	for _, c := range append([]redis.UniversalClient{e.Data}, e.Masters...) {
-		for _, p := range append([]string{prefix}, modes.FairKeyPrefixes(prefix)...) {
-			if _, err := deleteKeys(ctx, c, p); err != nil {
-				e.runner.log().Warn("lab: delete lock keys", "prefix", p, "err", err)
+		if _, err := deleteKeys(ctx, c, prefix); err != nil {
+			e.runner.log().Warn("lab: delete lock keys", "prefix", prefix, "err", err)
+		}
+		// and the keys the locks keep beside their lock keys (Registry.Keys), one at a time: on
+		// a cluster they are in the slots of several SKUs
+		for _, k := range e.lockKeys {
+			if err := c.Del(ctx, k).Err(); err != nil {
+				e.runner.log().Warn("lab: delete lock keys", "key", k, "err", err)
 			}
 		}
 	}

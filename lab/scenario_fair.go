@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"seckill/internal/modes"
 	"seckill/lab/fault"
 	"seckill/service"
 
@@ -231,15 +230,29 @@ func driveDeadWaiter(ctx context.Context, e *Env) error {
 	return nil
 }
 
-// waitQueued waits until the fair lock on key has n waiters in its queue.
+// waitQueued waits until the fair lock on key has n waiters in its queue: the list among the
+// lock's keys (Locker.Keys).
 func waitQueued(ctx context.Context, e *Env, key string, n int64) error {
-	q := modes.FairKeyPrefixes(key)[0]
+	l, err := e.Fleet.Locker(0, "fair")
+	if err != nil {
+		return err
+	}
 	ok, err := waitFor(ctx, 5*time.Second, 2*time.Millisecond, func() (bool, error) {
-		got, err := e.Data.LLen(ctx, q).Result()
-		return got == n, err
+		for _, k := range l.Keys(key)[1:] {
+			t, err := e.Data.Type(ctx, k).Result()
+			if err != nil {
+				return false, err
+			}
+			if t != "list" {
+				continue
+			}
+			got, err := e.Data.LLen(ctx, k).Result()
+			return got == n, err
+		}
+		return n == 0, nil
 	})
 	if err == nil && !ok {
-		err = fmt.Errorf("lab: %s never had %d waiters", q, n)
+		err = fmt.Errorf("lab: the fair lock %s never had %d waiters", key, n)
 	}
 	return err
 }

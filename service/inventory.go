@@ -611,15 +611,24 @@ func (s *Service) Reset(ctx context.Context, sku string, stock int64) (store.Inv
 	if stock > s.set.MaxStock {
 		return store.Inventory{}, fmt.Errorf("%w: stock %d is out of range 0..%d", ErrBadRequest, stock, s.set.MaxStock)
 	}
-	if err := s.store.Reset(ctx, sku, stock, modes.FairKeyPrefixes(store.KeysFor(sku).LockPrefix)...); err != nil {
+	var lockKeys []string
+	for _, keys := range s.locks.Keys(lockKeyOf(sku)) {
+		lockKeys = append(lockKeys, keys...)
+	}
+	if err := s.store.Reset(ctx, sku, stock, lockKeys...); err != nil {
 		return store.Inventory{}, s.storeError(err)
 	}
-	if err := s.locks.ClearMasters(ctx, store.KeysFor(sku).LockPrefix); err != nil {
+	if err := s.locks.ClearMasters(ctx, store.KeysFor(sku).LockPrefix, lockKeys); err != nil {
 		s.log.Error("clear lock keys on the masters", "sku", sku, "err", err)
 		return store.Inventory{}, hide(fmt.Sprintf("%s: clear lock keys on the masters: a master did not answer", ErrUnavailable), ErrUnavailable, err)
 	}
 	s.log.Info("inventory reset", "sku", sku, "stock", stock)
 	return s.Inventory(ctx, sku)
+}
+
+// lockKeyOf names the lock key of each mode for sku.
+func lockKeyOf(sku string) func(mode string) string {
+	return func(mode string) string { return store.LockKey(sku, mode) }
 }
 
 // Ready reports whether this instance can sell in its configured mode (lock.mode): the data

@@ -42,7 +42,7 @@ func (s *Service) LockKeys(ctx context.Context, sku string) (LocksView, error) {
 	}
 	k := store.KeysFor(sku)
 	v := LocksView{SKU: sku, Instance: s.set.Instance, InstanceID: s.locks.InstanceID(), Prefix: k.LockPrefix,
-		Servers: s.locks.Inspect(ctx, k.LockPrefix)}
+		Servers: s.locks.Inspect(ctx, k.LockPrefix, lockKeyOf(sku))}
 	v.FenceTokens = map[string]int64{}
 	for _, mode := range []string{"fenced", "redlock-fenced"} {
 		n, err := s.store.FenceToken(ctx, sku, s.counter(mode))

@@ -353,20 +353,16 @@ func orderRecord(o Order) string {
 }
 
 // Reset sets the stock of sku, records it as the initial stock and clears the orders, counters
-// and every single-instance lock key of the SKU: those under its LockPrefix, and those under
-// lockPrefixes (the fair lock's queue and deadlines, named after the lock key). It moves the
-// stock's epoch, as Restock does: no sale under way writes into the fresh stock.
-func (s *Store) Reset(ctx context.Context, sku string, stock int64, lockPrefixes ...string) error {
+// and every single-instance lock key of the SKU: those under its LockPrefix, and lockKeys (the
+// keys the locks keep beside their lock keys, all in the SKU's hash slot). It moves the stock's
+// epoch, as Restock does: no sale under way writes into the fresh stock.
+func (s *Store) Reset(ctx context.Context, sku string, stock int64, lockKeys ...string) error {
 	k := KeysFor(sku)
-	args := []any{stock, k.LockPrefix}
-	for _, p := range lockPrefixes {
-		args = append(args, p)
-	}
 	keys := []string{k.Stock, k.Orders, k.Initial, k.Epoch, k.ByInstance, k.Stale, k.Foreign, k.InSection, k.Overlaps}
 	for _, c := range Counters {
 		keys = append(keys, k.FenceOf(c))
 	}
-	err := resetScript.Run(ctx, s.rdb, keys, args...).Err()
+	err := resetScript.Run(ctx, s.rdb, append(keys, lockKeys...), stock, k.LockPrefix).Err()
 	return wrap("reset", err)
 }
 

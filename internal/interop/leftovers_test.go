@@ -172,10 +172,12 @@ func TestLeftoversAfterCrash(t *testing.T) {
 					bound, tw = max(lease, ownWait+min(ownWait/4, time.Second)), 0
 				}
 			case "fenced":
-				keys = append(keys, key+":token", "golock_line:{"+key+"}", "golock_waiters:{"+key+"}")
+				// the lock, its line of waiters and their entries, its token counter
+				keys = libraryKeys(t, lock.NewFenced, rdb, key)
 				bound = max(lease, ownWait)
 			case "reentrant":
-				keys = append(keys, "golock_rlock_line:{"+key+"}", "golock_rlock_waiting:{"+key+"}")
+				// the lock and its nomination line
+				keys = libraryKeys(t, lock.NewReentrant, rdb, key)
 				bound = max(lease, ownWait)
 			}
 			spec := func(role string) string {
@@ -194,9 +196,9 @@ func TestLeftoversAfterCrash(t *testing.T) {
 				case "fair", "fair-own-wait":
 					return rdb.LLen(ctx, keys[1]).Val() == waiters
 				case "fenced":
-					return rdb.LLen(ctx, keys[2]).Val() == waiters
+					return rdb.LLen(ctx, keys[1]).Val() == waiters
 				}
-				return len(rdb.PubSubChannels(ctx, "golock_rlock_next:{"+key+"}:*").Val()) == waiters
+				return len(rdb.PubSubChannels(ctx, "*{"+key+"}:*").Val()) == waiters
 			})
 			var ttls []string
 			for _, k := range keys {
@@ -227,7 +229,7 @@ func TestLeftoversAfterCrash(t *testing.T) {
 			}
 			t.Logf("every key gone %v after the crash (bound %v)", time.Since(killed).Round(time.Millisecond), bound)
 			if mode == "fenced" {
-				if n, ttl := rdb.Exists(ctx, keys[1]).Val(), rdb.PTTL(ctx, keys[1]).Val(); n != 1 || ttl != -1 {
+				if n, ttl := rdb.Exists(ctx, key+":token").Val(), rdb.PTTL(ctx, key+":token").Val(); n != 1 || ttl != -1 {
 					t.Errorf("token counter: exists %d, PTTL %v; want kept without TTL", n, ttl)
 				}
 			}
@@ -236,4 +238,16 @@ func TestLeftoversAfterCrash(t *testing.T) {
 			}
 		})
 	}
+}
+
+// libraryKeys are the keys the library's lock built by newLock uses for the lock called key
+// (Locker.Keys), the lock key first.
+func libraryKeys(t *testing.T, newLock func(redis.UniversalClient, ...lock.Option) (*lock.Locker, error), rdb redis.UniversalClient, key string) []string {
+	t.Helper()
+	l, err := newLock(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Keys(key)
 }

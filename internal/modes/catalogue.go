@@ -213,6 +213,8 @@ func (blindLease) Lost() <-chan struct{} { return nil }
 
 func (a libLocker) Close() error { return a.l.Close() }
 
+func (a libLocker) Keys(name string) []string { return a.l.Keys(name) }
+
 // noMasters stands for a mode over independent masters when none are configured: every
 // acquisition says so.
 type noMasters struct{ noConns }

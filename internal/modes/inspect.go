@@ -75,9 +75,11 @@ type Holder struct {
 	ThisInstance bool `json:"thisInstance"`
 }
 
-// Inspect reads, without changing anything, every key starting with prefix on the data Redis
-// and on every master. A server that cannot be read is reported in its entry, not as an error.
-func (r *Registry) Inspect(ctx context.Context, prefix string) []ServerLocks {
+// Inspect reads, without changing anything, on the data Redis and on every master, every key
+// starting with prefix, the fencing counters each mode keeps beside its lock named lockKey(mode)
+// and the fair lock's queue (Registry.Keys names them). A server that cannot be read is
+// reported in its entry, not as an error.
+func (r *Registry) Inspect(ctx context.Context, prefix string, lockKey func(mode string) string) []ServerLocks {
 	type server struct {
 		name string
 		c    redis.UniversalClient
@@ -86,13 +88,14 @@ func (r *Registry) Inspect(ctx context.Context, prefix string) []ServerLocks {
 	for i, m := range r.deps.Masters {
 		servers = append(servers, server{fmt.Sprintf("master%d", i+1), m})
 	}
+	locks := r.Keys(lockKey)
 	out := make([]ServerLocks, 0, len(servers))
 	for _, s := range servers {
 		if s.c == nil {
 			continue
 		}
 		sl := ServerLocks{Name: s.name, Addr: ClientAddr(s.c), Keys: []KeyState{}}
-		keys, truncated, err := inspectServer(ctx, s.c, prefix, r.deps.InstanceID)
+		keys, truncated, err := inspectServer(ctx, s.c, prefix, locks, r.deps.InstanceID)
 		if err != nil {
 			sl.Error = err.Error()
 		}
@@ -102,7 +105,10 @@ func (r *Registry) Inspect(ctx context.Context, prefix string) []ServerLocks {
 	return out
 }
 
-func inspectServer(ctx context.Context, c redis.UniversalClient, prefix, self string) ([]KeyState, bool, error) {
+// inspectServer reads c's keys under prefix and the side keys of locks (each lock's keys, the
+// lock key first) that are fencing counters (strings: the lines, queues and hashes beside a lock
+// are not), and attaches the fair locks' queues.
+func inspectServer(ctx context.Context, c redis.UniversalClient, prefix string, locks [][]string, self string) ([]KeyState, bool, error) {
 	var names []string
 	truncated := false
 	iter := c.Scan(ctx, 0, globEscape(prefix)+"*", 100).Iterator()
@@ -116,15 +122,17 @@ func inspectServer(ctx context.Context, c redis.UniversalClient, prefix, self st
 	if err := iter.Err(); err != nil {
 		return []KeyState{}, false, redisErr("SCAN "+prefix+"*", err)
 	}
-	if strings.Contains(prefix, "{") {
-		// The fenced lock's counters, in RFencedLock's layout beside the lock keys.
-		tp := redissonPrefixed("redisson_lock_token", prefix)
-		iter := c.Scan(ctx, 0, globEscape(tp)+"*", 100).Iterator()
-		for iter.Next(ctx) && len(names) < maxInspectKeys {
-			names = append(names, iter.Val())
-		}
-		if err := iter.Err(); err != nil {
-			return []KeyState{}, false, redisErr("SCAN "+tp+"*", err)
+	sideTypes, err := typesOf(ctx, c, locks)
+	if err != nil {
+		return []KeyState{}, false, err
+	}
+	counters := map[string]bool{}
+	for k, typ := range sideTypes {
+		if typ == "string" {
+			counters[k] = true
+			if len(names) < maxInspectKeys {
+				names = append(names, k)
+			}
 		}
 	}
 	sort.Strings(names)
@@ -169,51 +177,100 @@ func inspectServer(ctx context.Context, c redis.UniversalClient, prefix, self st
 			keys[i].Value = strs[i].Val()
 		}
 		keys[i].Kind = "lock"
-		if (strings.HasSuffix(keys[i].Key, ":token") || strings.HasPrefix(keys[i].Key, "redisson_lock_token:")) && keys[i].Type == "string" {
+		if counters[keys[i].Key] && keys[i].Type == "string" {
 			keys[i].Kind = "fencing counter"
 		}
 		keys[i].Deadlock = keys[i].Kind == "lock" && keys[i].PTTLMs == -1
 	}
-	keys, err := fairQueues(ctx, c, prefix, self, keys)
+	keys, err = fairQueues(ctx, c, locks, sideTypes, self, keys)
 	return keys, truncated, err
 }
 
-// fairQueues adds the fair locks' queues under prefix to keys: a queue whose lock key is not
-// there (the lock is free, the first waiter not yet in) gets an entry of its own.
-func fairQueues(ctx context.Context, c redis.UniversalClient, prefix, self string, keys []KeyState) ([]KeyState, error) {
-	if !strings.Contains(prefix, "{") {
-		return keys, nil // the store's lock keys carry a hash tag; nothing else queues here
+// typesOf reads the type of every side key of locks (each lock's keys after the first) that
+// exists on c.
+func typesOf(ctx context.Context, c redis.UniversalClient, locks [][]string) (map[string]string, error) {
+	var side []string
+	for _, l := range locks {
+		if len(l) > 1 {
+			side = append(side, l[1:]...)
+		}
 	}
-	qPrefix := fairQueue(prefix)
-	var queues []string
-	iter := c.Scan(ctx, 0, globEscape(qPrefix)+"*", 100).Iterator()
-	for iter.Next(ctx) && len(queues) < maxInspectKeys {
-		queues = append(queues, iter.Val())
+	slices.Sort(side)
+	side = slices.Compact(side)
+	cmds := make([]*redis.StatusCmd, len(side))
+	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range side {
+			cmds[i] = p.Type(ctx, k)
+		}
+		return nil
+	}); err != nil {
+		return nil, redisErr("TYPE", err)
 	}
-	if err := iter.Err(); err != nil {
-		return keys, redisErr("SCAN "+qPrefix+"*", err)
+	out := map[string]string{}
+	for i, k := range side {
+		if t := cmds[i].Val(); t != "none" {
+			out[k] = t
+		}
 	}
-	slices.Sort(queues)
-	queues = slices.Compact(queues)
-	names := make([]string, len(queues)) // the lock each queue belongs to
+	return out, nil
+}
+
+// fairQueue is a fair lock's queue as found among its keys: Redisson's layout keeps the waiters
+// in a list and their deadlines in a sorted set beside the lock (no other lock keeps both), and
+// the library its hash of owed move-ups (fields x and h).
+type fairQueue struct {
+	lock, queue, deadlines string
+	hashes                 []string
+}
+
+// fairQueues adds the fair locks' queues to keys: a queue whose lock key is not there (the lock
+// is free, the first waiter not yet in) gets an entry of its own.
+func fairQueues(ctx context.Context, c redis.UniversalClient, locks [][]string, types map[string]string, self string, keys []KeyState) ([]KeyState, error) {
+	var queues []fairQueue
+	for _, l := range locks {
+		if len(l) < 2 {
+			continue
+		}
+		q := fairQueue{lock: l[0]}
+		for _, k := range l[1:] {
+			switch types[k] {
+			case "list":
+				q.queue = k
+			case "zset":
+				q.deadlines = k
+			case "hash":
+				q.hashes = append(q.hashes, k)
+			}
+		}
+		if q.queue != "" && q.deadlines != "" {
+			queues = append(queues, q)
+		}
+	}
 	lists := make([]*redis.StringSliceCmd, len(queues))
 	deadlines := make([]*redis.ZSliceCmd, len(queues))
-	lags := make([]*redis.SliceCmd, len(queues))
+	lags := make([][]*redis.SliceCmd, len(queues))
 	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, q := range queues {
-			names[i] = strings.TrimPrefix(q, "redisson_lock_queue:")
-			lists[i] = p.LRange(ctx, q, 0, -1)
-			deadlines[i] = p.ZRangeWithScores(ctx, fairDeadlines(names[i]), 0, -1)
-			lags[i] = p.HMGet(ctx, fairLag(names[i]), "x", "h")
+			lists[i] = p.LRange(ctx, q.queue, 0, -1)
+			deadlines[i] = p.ZRangeWithScores(ctx, q.deadlines, 0, -1)
+			for _, h := range q.hashes {
+				lags[i] = append(lags[i], p.HMGet(ctx, h, "x", "h"))
+			}
 		}
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
 		return keys, redisErr("LRANGE/ZRANGE", err)
 	}
-	for i, name := range names {
+	for i, q := range queues {
 		// Every waiter but the one the lag hash names owes the lag: its score is that much
 		// later than its deadline (the library's deferred move-ups, lock/lua/fair_lag.lua).
-		lag, exact := owedLag(lags[i].Val())
+		var lag int64
+		var exact string
+		for _, h := range lags[i] {
+			if l, x := owedLag(h.Val()); l != 0 || x != "" {
+				lag, exact = l, x
+			}
+		}
 		due := map[string]int64{}
 		for _, z := range deadlines[i].Val() {
 			if m, ok := z.Member.(string); ok {
@@ -232,9 +289,9 @@ func fairQueues(ctx context.Context, c redis.UniversalClient, prefix, self strin
 		if len(line) == 0 {
 			continue
 		}
-		at := slices.IndexFunc(keys, func(k KeyState) bool { return k.Key == name })
+		at := slices.IndexFunc(keys, func(k KeyState) bool { return k.Key == q.lock })
 		if at < 0 {
-			keys = append(keys, KeyState{Key: name, Type: "none", PTTLMs: -2, Kind: "lock"})
+			keys = append(keys, KeyState{Key: q.lock, Type: "none", PTTLMs: -2, Kind: "lock"})
 			at = len(keys) - 1
 		}
 		keys[at].Queue = line

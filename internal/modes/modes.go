@@ -18,6 +18,9 @@ import (
 // this package alike.
 type Locker interface {
 	Acquire(ctx context.Context, key string, opts lock.Options) (Lease, error)
+	// Keys lists every Redis key the lock called name may use, the lock key first (the
+	// library's Locker.Keys for its locks).
+	Keys(name string) []string
 	Close() error
 }
 
@@ -59,35 +62,6 @@ func ClientAddr(c redis.UniversalClient) string {
 	return fmt.Sprintf("%v", c)
 }
 
-// The fair lock's own keys beside the lock, in Redisson's layout (RedissonFairLock): the queue of
-// waiters and their deadlines, in the lock's hash slot.
-func fairQueue(name string) string     { return redissonPrefixed("redisson_lock_queue", name) }
-func fairDeadlines(name string) string { return redissonPrefixed("redisson_lock_timeout", name) }
-
-// fairLag is the library's hash of the move-ups the waiters behind the first still owe.
-func fairLag(name string) string { return redissonPrefixed("golock_fair_lag", name) }
-
-func redissonPrefixed(prefix, name string) string {
-	if strings.Contains(name, "{") {
-		return prefix + ":" + name
-	}
-	return prefix + ":{" + name + "}"
-}
-
-// FairKeyPrefixes are the prefixes of the fair lock's own keys (its queue, its deadlines, the
-// library's hash of waiters that take a handed-over lock and its hash of owed move-ups) for
-// the lock keys that start with lockPrefix, which must carry a hash tag ("{sku}:lock:"): what a
-// reset must delete besides the lock keys themselves.
-func FairKeyPrefixes(lockPrefix string) []string {
-	return []string{fairQueue(lockPrefix), fairDeadlines(lockPrefix), redissonPrefixed("golock_fair_grant", lockPrefix),
-		fairLag(lockPrefix),
-		// and the waiter line of lua and fenced (the library's line.go)
-		redissonPrefixed("golock_line", lockPrefix), redissonPrefixed("golock_waiters", lockPrefix),
-		// and the fenced lock's token counter in RFencedLock's layout, deleted with the store's
-		// record of the newest token (the reset clears both, so the tokens may start again)
-		redissonPrefixed("redisson_lock_token", lockPrefix)}
-}
-
 // plainLease is the lease of the broken modes: no watchdog, no token.
 type plainLease struct {
 	key      string
@@ -109,10 +83,13 @@ func (l *plainLease) Release(ctx context.Context) error {
 	return l.release(ctx)
 }
 
-// noConns is embedded by the Lockers that keep no connection of their own.
+// noConns is embedded by the Lockers that keep no connection of their own and no key but the
+// lock key.
 type noConns struct{}
 
 func (noConns) Close() error { return nil }
+
+func (noConns) Keys(name string) []string { return []string{name} }
 
 // noneLocker is mode none: no lock at all, so concurrent read-check-writes lose updates.
 type noneLocker struct{ noConns }

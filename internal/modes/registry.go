@@ -177,9 +177,21 @@ func (r *Registry) Close() error {
 	return errors.Join(errs...)
 }
 
-// ClearMasters deletes every key starting with prefix on every master (reset uses it to drop
-// the multilock and redlock keys of a SKU).
-func (r *Registry) ClearMasters(ctx context.Context, prefix string) error {
+// Keys lists, for every mode with a Locker, every Redis key its lock may use when named
+// lockKey(mode), that lock key first: the library's own keys (Locker.Keys) beside the lock.
+func (r *Registry) Keys(lockKey func(mode string) string) [][]string {
+	var out [][]string
+	for _, m := range Modes() {
+		if l := r.lockers[m.Name]; l != nil {
+			out = append(out, l.Keys(lockKey(m.Name)))
+		}
+	}
+	return out
+}
+
+// ClearMasters deletes, on every master, every key starting with prefix and every key of keys
+// (reset uses it to drop the multilock and redlock keys of a SKU).
+func (r *Registry) ClearMasters(ctx context.Context, prefix string, keys []string) error {
 	var errs []error
 	for _, m := range r.deps.Masters {
 		iter := m.Scan(ctx, 0, prefix+"*", 1000).Iterator()
@@ -190,6 +202,11 @@ func (r *Registry) ClearMasters(ctx context.Context, prefix string) error {
 		}
 		if err := iter.Err(); err != nil {
 			errs = append(errs, redisErr("SCAN", err))
+		}
+		if len(keys) > 0 {
+			if err := m.Del(ctx, keys...).Err(); err != nil {
+				errs = append(errs, redisErr("DEL", err))
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -1,8 +1,9 @@
 -- Reset one SKU: set the stock and the initial stock, move the epoch (no sale that read the old
 -- stock writes into the new one, commit.lua), clear orders and counters, and delete the SKU's
--- single-instance lock keys (they all start with one of ARGV[2..], inside the same hash slot).
+-- single-instance lock keys (those starting with ARGV[2], and the locks' keys beside them among
+-- KEYS, inside the same hash slot).
 -- KEYS: 1 stock, 2 orders, 3 initial, 4 epoch counter, then every other key to delete;
--- ARGV: 1 stock, 2.. lock key prefixes.
+-- ARGV: 1 stock, 2 the lock key prefix.
 redis.call('set', KEYS[1], ARGV[1])
 redis.call('del', KEYS[2])
 redis.call('set', KEYS[3], ARGV[1])
