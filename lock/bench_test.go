@@ -183,13 +183,12 @@ func BenchmarkFairHandover(b *testing.B) {
 	rdb := locktest.NewClient(b, srv)
 	ctx := context.Background()
 	const key = "{bench}:lock:fair-handover"
-	keys := []string{key, fairQueue(key), fairDeadlines(key), fairGrants(key), fairLag(key)}
-	releaseKeys := []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key), fairGrants(key), fairLag(key)}
+	keys, releaseKeys := fairKeys(key), fairChannelKeys(key)
 	const waitMs, waiters = 5000, 64
 	field := func(i int) string { return fmt.Sprintf("instance-%d:owner-%d", i%16, i) }
 	join := func(i int) error {
 		return fairAcquire.Run(ctx, rdb, keys, benchLease.Milliseconds(), field(i), waitMs, time.Now().UnixMilli(),
-			waitMs, "1", waitMs, fairLagCap).Err()
+			waitMs, "1", waitMs, "", 0, fairLagCap).Err()
 	}
 	if err := rdb.HSet(ctx, key, field(0), 1).Err(); err != nil {
 		b.Fatal(err)

@@ -27,12 +27,17 @@ var (
 	fairReleaseLua string
 	//go:embed lua/fair_cancel.lua
 	fairCancelLua string
+	//go:embed lua/fair_alive.lua
+	fairAliveLua string
+	//go:embed lua/fair_beat.lua
+	fairBeatLua string
 
 	// Each keeps the first waiter's deadline exact and the others' move-ups owed (fair_lag.lua);
 	// acquire and release then drop the dead waiters at the head of the queue.
 	fairReleaseSource = releaseHoldLua + fairLagLua + fairDropDeadLua + fairReleaseLua
 	fairCancelSource  = fairLagLua + fairCancelLua
-	fairAcquire       = redis.NewScript(queueOnceLua + fairLagLua + fairDropDeadLua + fairAcquireLua)
+	fairAcquire       = redis.NewScript(queueOnceLua + fairAliveLua + fairLagLua + fairDropDeadLua + fairAcquireLua)
+	fairBeat          = redis.NewScript(fairAliveLua + fairLagLua + fairDropDeadLua + fairBeatLua)
 	fairRelease       = redis.NewScript(fairReleaseSource)
 	fairCancel        = redis.NewScript(fairCancelSource)
 )
@@ -69,6 +74,15 @@ type fairLocker struct {
 	// that this process does not hold was handed over to its waiter, which takes it as it is
 	// (fair_acquire.lua), instead of re-entering it.
 	holds map[string]int
+	// beats are the heartbeats of the keys this process has waiters for, by key.
+	beats map[string]*fairHeartbeat
+}
+
+// fairHeartbeat says, every aliveEvery while this process has waiters for its key, that the
+// process is alive (lua/fair_alive.lua).
+type fairHeartbeat struct {
+	waiters int
+	stop    chan struct{}
 }
 
 // fairWaiter is one waiter of this process.
@@ -93,7 +107,8 @@ func (w *fairWaiter) ring() {
 
 func newFair(d settings) (locker, error) {
 	l := &fairLocker{rdb: d.Data, id: cmp.Or(d.InstanceID, uuid.NewString()), lease: cmp.Or(d.Lease, defaultLease), log: logOf(d),
-		threadWait: d.ThreadWait, lagCap: fairLagCap, waiters: map[string]*fairWaiter{}, holds: map[string]int{}}
+		threadWait: d.ThreadWait, lagCap: fairLagCap, waiters: map[string]*fairWaiter{}, holds: map[string]int{},
+		beats: map[string]*fairHeartbeat{}}
 	if d.ThreadWait > 0 {
 		l.lagCap = 0 // Redisson clients share the queue (WithThreadWait): write every move-up
 	}
@@ -121,6 +136,29 @@ func fairGrants(name string) string { return redissonPrefixed("golock_fair_grant
 // (lua/fair_lag.lua): Redisson writes every waiter's deadline on every acquisition, these scripts
 // only the first one's. It lives as long as the queue does.
 func fairLag(name string) string { return redissonPrefixed("golock_fair_lag", name) }
+
+// fairAlive names this project's own hash of the processes with waiters in the queue, each with
+// the time until which it is surely alive (lua/fair_alive.lua): a process that stops saying so
+// (it died) has its waiters dropped from the head at once, not one thread wait after another.
+func fairAlive(name string) string { return redissonPrefixed("golock_fair_alive", name) }
+
+// fairKeys are the keys of the fair acquire and heartbeat scripts; fairChannelKeys those of the
+// release and cancel scripts (with the channel prefix fourth).
+func fairKeys(name string) []string {
+	return []string{name, fairQueue(name), fairDeadlines(name), fairAlive(name), fairGrants(name), fairLag(name)}
+}
+
+func fairChannelKeys(name string) []string {
+	return []string{name, fairQueue(name), fairDeadlines(name), unlockChannel(name), fairAlive(name), fairGrants(name), fairLag(name)}
+}
+
+// A process with waiters in a fair queue says it is alive every aliveEvery, for aliveFor from
+// then: after a crash its waiters are dropped within aliveFor + aliveEvery (one second), by the
+// heartbeat of any live process with waiters, which then rings its waiter if it is first.
+const (
+	aliveEvery = 200 * time.Millisecond
+	aliveFor   = 800 * time.Millisecond
+)
 
 // fairLagCap is how far (ms) the waiters behind the first may owe their move-ups before the
 // scripts write them out, when no Redisson client shares the queue: a day. A write-out is one
@@ -168,7 +206,10 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 	// pattern per key, "<channel of key>:<instance-id>:*", which hears every waiter of this
 	// process by its own channel, as a Redisson client publishes it) was confirmed by then.
 	pattern := globEscape(fairChannel(key, l.id+":")) + "*"
-	w := &fairWaiter{bell: make(chan struct{}, 1), leaseMs: leaseMs, grantTTL: max(min(lease, wait), time.Millisecond)}
+	// A lock handed to this waiter from another process lives min(lease, wait, 1 s) until it
+	// pushes it out to its lease (a third of the way in), as in the lua and fenced line: a waiter
+	// whose process died meanwhile holds the line up that long at most.
+	w := &fairWaiter{bell: make(chan struct{}, 1), leaseMs: leaseMs, grantTTL: max(min(lease, wait, maxGrantTTL), time.Millisecond)}
 	grantMs := w.grantTTL.Milliseconds()
 	if wait == 0 {
 		grantMs = 0 // a single attempt: not queued, never handed anything
@@ -215,6 +256,7 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 	if wait == 0 {
 		return fail(notObtained(ctx, key))
 	}
+	defer l.beatWhileWaiting(key)()
 	var h waitHandle
 	if l.sub.mode.useSharded(ctx) {
 		// Sharded pub/sub has no patterns: each waiter subscribes its own channel, as Redisson's.
@@ -303,6 +345,65 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 	return le, nil
 }
 
+// beatWhileWaiting counts a waiter of key in, starting key's heartbeat for the first, and returns
+// the function that counts it out (stopping the heartbeat after the last).
+func (l *fairLocker) beatWhileWaiting(key string) func() {
+	l.mu.Lock()
+	b := l.beats[key]
+	if b == nil {
+		b = &fairHeartbeat{stop: make(chan struct{})}
+		l.beats[key] = b
+		go l.heartbeat(key, b.stop)
+	}
+	b.waiters++
+	l.mu.Unlock()
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if b.waiters--; b.waiters == 0 {
+			close(b.stop)
+			delete(l.beats, key)
+		}
+	}
+}
+
+// heartbeat says every aliveEvery that this process is alive, which drops the waiters of a
+// process that has stopped saying so from the head of key's queue, and rings this process's
+// waiter when it is first and the lock is free (a dead holder's lock has expired, or the dead
+// waiters ahead of it are gone).
+func (l *fairLocker) heartbeat(key string, stop <-chan struct{}) {
+	t := time.NewTimer(aliveEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), aliveEvery)
+		now := time.Now()
+		r, err := fairBeat.Run(ctx, l.rdb, fairKeys(key), "", "", "", now.UnixMilli(), l.id,
+			now.Add(aliveFor).UnixMilli(), l.lagCap).Slice()
+		cancel()
+		next := aliveEvery
+		if err != nil || len(r) != 2 {
+			l.log.Debug("fair lock: heartbeat", "key", key, "err", err)
+		} else {
+			head, _ := r[0].(string)
+			pttl, _ := r[1].(int64)
+			switch {
+			case pttl == -2 && head != "":
+				l.ringLocal(key, head, unlockMessage)
+			case pttl > 0 && time.Duration(pttl)*time.Millisecond < next:
+				// A lock about to expire (one handed to a waiter that may be dead): look again
+				// as it does.
+				next = time.Duration(pttl)*time.Millisecond + 2*time.Millisecond
+			}
+		}
+		t.Reset(next)
+	}
+}
+
 // grant records that a release in this process took key's lock for the waiter with field, and
 // wakes it. false: that waiter is no longer waiting here, so nobody holds the lock it was given.
 // held: that waiter took the lock by its own attempt already (it found the handover first).
@@ -338,7 +439,7 @@ func (l *fairLocker) releaseFor(ctx context.Context, key, field string, leaseMs,
 func (l *fairLocker) release(ctx context.Context, key, field string, leaseMs, waitMs int64, p redis.Pipeliner) error {
 	for range 1000 { // each round takes a waiter off the queue; the queue is not endless
 		r, err := runScript(ctx, p, l.rdb, l.sub.mode.script(ctx, fairRelease),
-			[]string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key), fairGrants(key), fairLag(key)},
+			fairChannelKeys(key),
 			unlockMessage, leaseMs, field, time.Now().UnixMilli(), l.id+":", l.lease.Milliseconds(), waitMs, fairGrantMessage, l.lagCap).Slice()
 		p = nil // a next round (a hand-over to a waiter that left) goes alone
 		if errors.Is(err, redis.Nil) {
@@ -391,8 +492,12 @@ func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, wa
 		keepMs = max(time.Until(deadline).Milliseconds()+1, 1)
 	}
 	markAttempt(ctx)
-	n, err := fairAcquire.Run(ctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), fairGrants(key), fairLag(key)},
-		leaseMs, field, waitMs, time.Now().UnixMilli(), grantMs, pickup, keepMs, l.lagCap).Int64()
+	aliveUntil := int64(0)
+	if grantMs > 0 { // a waiter that queues: its process is alive while it waits
+		aliveUntil = time.Now().Add(aliveFor).UnixMilli()
+	}
+	n, err := fairAcquire.Run(ctx, l.rdb, fairKeys(key),
+		leaseMs, field, waitMs, time.Now().UnixMilli(), grantMs, pickup, keepMs, l.id, aliveUntil, l.lagCap).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, true, nil
 	}
@@ -406,7 +511,7 @@ func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, wa
 func (l *fairLocker) giveUp(ctx context.Context, key, field string, waitMs int64) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	err := l.sub.mode.script(cctx, fairCancel).Run(cctx, l.rdb, []string{key, fairQueue(key), fairDeadlines(key), unlockChannel(key), fairGrants(key), fairLag(key)},
+	err := l.sub.mode.script(cctx, fairCancel).Run(cctx, l.rdb, fairChannelKeys(key),
 		field, waitMs, unlockMessage, l.lagCap).Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		// The entry then expires by its deadline, as a dead waiter's does.

@@ -70,7 +70,7 @@ func fairLagModel(t *testing.T, lagCap int64, foreign bool) {
 	rdb := locktest.NewClient(t, srv)
 	ctx := context.Background()
 	const key = "{lag}:lock:fair"
-	q, d, grants, lagKey := fairQueue(key), fairDeadlines(key), fairGrants(key), fairLag(key)
+	q, d, lagKey := fairQueue(key), fairDeadlines(key), fairLag(key)
 	rng := rand.New(rand.NewPCG(2026, 11))
 	m := &fairModel{deadline: map[string]int64{}}
 	waits := map[string]int64{}
@@ -92,11 +92,11 @@ func fairLagModel(t *testing.T, lagCap int64, foreign bool) {
 	}
 	hold(holder)
 	acquire := func(field string, wait int64) (any, error) {
-		return fairAcquire.Run(ctx, rdb, []string{key, q, d, grants, lagKey},
-			1_000_000_000, field, wait, now, 0, "1", 0, lagCap).Result()
+		return fairAcquire.Run(ctx, rdb, fairKeys(key),
+			1_000_000_000, field, wait, now, 0, "1", 0, "", 0, lagCap).Result()
 	}
 	release := func(prefix string, wait int64) (any, error) {
-		return fairRelease.Run(ctx, rdb, []string{key, q, d, unlockChannel(key), grants, lagKey},
+		return fairRelease.Run(ctx, rdb, fairChannelKeys(key),
 			unlockMessage, 1_000_000_000, holder, now, prefix, 1_000_000_000, wait, fairGrantMessage, lagCap).Result()
 	}
 	check := func(step string, ours bool) {
@@ -279,7 +279,7 @@ func fairLagModel(t *testing.T, lagCap int64, foreign bool) {
 				continue
 			}
 			what = "give up " + f
-			if err := fairCancel.Run(ctx, rdb, []string{key, q, d, unlockChannel(key), grants, lagKey},
+			if err := fairCancel.Run(ctx, rdb, fairChannelKeys(key),
 				f, waits[f], unlockMessage, lagCap).Err(); err != nil && err != redis.Nil {
 				t.Fatalf("%s: %v", what, err)
 			}

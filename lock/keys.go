@@ -39,7 +39,7 @@ func (l *reentrantLocker) keys(name string) []string {
 }
 
 func (l *fairLocker) keys(name string) []string {
-	return []string{name, fairQueue(name), fairDeadlines(name), fairGrants(name), fairLag(name)}
+	return []string{name, fairQueue(name), fairDeadlines(name), fairAlive(name), fairGrants(name), fairLag(name)}
 }
 
 func (m *multiLocker) keys(name string) []string {

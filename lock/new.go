@@ -137,7 +137,6 @@ func constructorOf(name string) string {
 	return strings.ToUpper(name[:1]) + name[1:]
 }
 
-
 // isNil reports whether c is no client at all: nil, or a nil pointer in the interface.
 func isNil(c redis.UniversalClient) bool {
 	if c == nil {

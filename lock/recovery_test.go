@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -114,5 +115,72 @@ func TestWaiterRecoversWhenRedisRestarts(t *testing.T) {
 				t.Fatalf("the waiter still waits %s after it started, behind a holder the restarted Redis no longer knows", wait/2)
 			}
 		})
+	}
+}
+
+// TestFairRecoversFromACrashedProcess: a process with five waiters queued in a fair lock dies
+// (its connections are cut; nothing it sends arrives). When the holder, in another process,
+// releases, that process's waiter behind the dead ones gets the lock within a second: the dead
+// process stopped saying it is alive, so its waiters are dropped together (before: one thread
+// wait, or a lock handed to a dead waiter, after another).
+func TestFairRecoversFromACrashedProcess(t *testing.T) {
+	t.Parallel()
+	s := locktest.New(t)
+	direct := locktest.NewClient(t, s)
+	p := newProxy(t, s.Addr)
+	doomedClient := redis.NewClient(&redis.Options{Addr: p.addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond, ReadTimeout: time.Second})
+	defer doomedClient.Close()
+	survivor, err := lock.NewFair(direct, lock.WithInstanceID("survivor"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer survivor.Close()
+	doomed, err := lock.NewFair(doomedClient, lock.WithInstanceID("doomed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer doomed.Close()
+	const key = "fair-crash"
+	ctx := context.Background()
+	holder, err := survivor.Acquire(ctx, key, lock.Options{Owner: "holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := func(n int64) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for direct.LLen(ctx, "redisson_lock_queue:{"+key+"}").Val() != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d waiters never queued", n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	for i := range 5 {
+		go func() {
+			_, _ = doomed.Acquire(ctx, key, lock.Options{Owner: fmt.Sprint("w", i), Wait: 10 * time.Second})
+		}()
+		queued(int64(i + 1))
+	}
+	got := make(chan time.Time, 1)
+	go func() {
+		le, err := survivor.Acquire(ctx, key, lock.Options{Owner: "behind", Wait: 10 * time.Second})
+		got <- time.Now()
+		if err != nil {
+			t.Errorf("the survivor's waiter: %v", err)
+			return
+		}
+		_ = le.Release(ctx)
+	}()
+	queued(6)
+	p.close() // the doomed process dies: its connections are cut, nothing it sends arrives
+	released := time.Now()
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	took := (<-got).Sub(released)
+	t.Logf("the survivor's waiter got the lock %s after the release, behind 5 dead waiters", took.Round(time.Millisecond))
+	if took > time.Second+slack {
+		t.Fatalf("the survivor's waiter got the lock %s after the release (5 dead waiters ahead, 10 s waits)", took)
 	}
 }

@@ -222,14 +222,16 @@ func (l *redlockLocker) newValue() (string, error) {
 // quorum of masters could grant key, the quorum-th shortest PTTL of the key among them (a master
 // without the key counts 0; one that does not answer, or a key without TTL, never frees). -1
 // (retry after the poll delay) when a quorum is free already: a split vote, or a holder that has
-// just released. Where no quorum can ever free, it looks again every second.
+// just released. Where no quorum can ever free (masters that do not answer), it looks again every
+// 2 s.
 func (l *redlockLocker) holderLeft(ctx context.Context, key string) time.Duration {
 	const never = time.Duration(1<<63 - 1)
 	ttls := make([]time.Duration, len(l.masters))
 	var wg sync.WaitGroup
 	for i, m := range l.masters {
 		wg.Go(func() {
-			c, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxNodeTimeout)
+			// Not on the validity's clock: a slow answer only delays the sleep.
+			c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 250*time.Millisecond)
 			defer cancel()
 			switch d, err := m.PTTL(c, key).Result(); {
 			case err != nil || d == -1:
@@ -247,7 +249,7 @@ func (l *redlockLocker) holderLeft(ctx context.Context, key string) time.Duratio
 	case 0:
 		return -1
 	case never:
-		return time.Second
+		return 2 * time.Second
 	default:
 		return q
 	}

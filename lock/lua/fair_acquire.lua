@@ -3,8 +3,8 @@
 -- their deadlines. The first in the queue gets the lock; a waiter whose deadline has passed is
 -- dropped from the head of the queue, so a dead waiter holds the line up for at most its wait.
 -- KEYS[1] lock name; KEYS[2] queue "redisson_lock_queue:{<name>}";
--- KEYS[3] deadlines "redisson_lock_timeout:{<name>}"; KEYS[4] the grant hash (fair_drop_dead.lua);
--- KEYS[5] the lag hash (fair_lag.lua);
+-- KEYS[3] deadlines "redisson_lock_timeout:{<name>}"; KEYS[4] the alive hash (fair_alive.lua);
+-- KEYS[5] the grant hash (fair_drop_dead.lua); KEYS[6] the lag hash (fair_lag.lua);
 -- ARGV[1] lease in ms; ARGV[2] field "<instance-id>:<owner>"; ARGV[3] thread wait in ms
 -- (how long a waiter at the head may take to come for the lock); ARGV[4] now, unix ms;
 -- ARGV[5] the TTL of a lock handed over to this waiter by another process ('0': hand it none, as
@@ -13,7 +13,8 @@
 -- ARGV[7] how long the queue must outlive this join, in ms: '0' for the new waiter's deadline
 -- (Redisson's chain, which Java waiters on the queue count on), else the caller's own wait (it
 -- gives up by then, so with only this library's waiters nothing of the queue outlives the last
--- of them by more than its wait).
+-- of them by more than its wait); ARGV[8] instance id and ARGV[9] alive until (fair_alive.lua);
+-- ARGV[10] the lag cap.
 -- Returns nil when held by us now, else roughly how many ms until our turn.
 -- fair_lag.lua and fair_drop_dead.lua run before this (they define `now`, `head`, `owed`,
 -- `move_up`, `take_lock`...); every way out saves the lag.

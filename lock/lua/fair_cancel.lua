@@ -1,8 +1,8 @@
 -- Fair lock: a waiter gives up (RedissonFairLock.acquireFailedAsync). It leaves the queue and the
 -- deadlines, and everyone behind it moves up one place (its deadline one thread wait sooner).
 -- If it was first and the lock is free, the new first waiter is told at once.
--- KEYS[1] lock name; KEYS[2] queue; KEYS[3] deadlines; KEYS[4] channel prefix; KEYS[5] the grant
--- hash (fair_drop_dead.lua); KEYS[6] the lag hash. fair_lag.lua runs before this: whoever is
+-- KEYS[1] lock name; KEYS[2] queue; KEYS[3] deadlines; KEYS[4] channel prefix; KEYS[5] the alive
+-- hash (unused here); KEYS[6] the grant hash (fair_drop_dead.lua); KEYS[7] the lag hash. fair_lag.lua runs before this: whoever is
 -- first stays exact, and moving up those behind moves what they owe with them.
 -- ARGV[1] field; ARGV[2] thread wait in ms; ARGV[3] unlock message ("0").
 settle()

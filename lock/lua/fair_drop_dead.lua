@@ -1,15 +1,36 @@
 -- Fair lock prelude, run first by the acquire and the release scripts (prepended to each): the
--- waiters at the head of the queue whose deadline has passed are gone, so drop them.
+-- waiters at the head of the queue whose deadline has passed, or whose process has stopped
+-- saying it is alive (fair_alive.lua), are gone, so drop them.
 -- KEYS[2] queue "redisson_lock_queue:{<name>}"; KEYS[3] deadlines "redisson_lock_timeout:{<name>}";
 -- ARGV[4] now, unix ms. The key before the last is this project's own hash of the waiters that
 -- take a lock handed over from another process (field -> the TTL such a lock gets); Redisson
 -- clients neither read nor write it. fair_lag.lua runs before this (the first waiter's deadline
 -- is exact, see there). Defines `now`, `keep_queue` and `take_lock`. The lag is saved at the end of each script.
 local now = tonumber(ARGV[4])
+
+-- The processes that said they are alive, and until when (fair_alive.lua), read once when a head
+-- needs them.
+local alive
+-- gone reports whether field's process said it was alive and has not said so again in time: it
+-- died (its last heartbeat is past), so its waiters are dead whatever their deadlines.
+local function gone(field)
+  if alive == nil then
+    alive = redis.call('hgetall', ALIVE)
+  end
+  local best, until_ms = 0, nil
+  for i = 1, #alive, 2 do
+    local inst = alive[i]
+    if #inst > best and string.sub(field, 1, #inst + 1) == inst .. ':' then
+      best, until_ms = #inst, tonumber(alive[i + 1])
+    end
+  end
+  return until_ms ~= nil and until_ms <= now
+end
+
 settle()
 while head ~= false do
   local deadline = tonumber(redis.call('zscore', KEYS[3], head))
-  if deadline ~= nil and deadline > now then
+  if deadline ~= nil and deadline > now and not gone(head) then
     break
   end
   pop_head()

@@ -12,13 +12,15 @@
 -- scripts (a thread that gives up and queues again under the same field, say) can leave a waiter
 -- that this bookkeeping thinks owes the lag without owing it, and its deadline would come early.
 -- So with Redisson clients on the same queue LAG_CAP is 0.
--- KEYS[2] queue; KEYS[3] deadlines; KEYS[#KEYS-1] the grant hash (fair_drop_dead.lua);
+-- KEYS[2] queue; KEYS[3] deadlines; KEYS[#KEYS-2] the alive hash (fair_alive.lua);
+-- KEYS[#KEYS-1] the grant hash (fair_drop_dead.lua);
 -- KEYS[#KEYS] this project's hash of the lag: x the lag, h the waiter whose deadline is exact,
 -- t the last waiter when one of these scripts last ran. Defines `GRANT`, `head` (the first
 -- waiter, false when none: read once here, and kept by `pop_head` and `look_head`), `owed`,
 -- `settle`, `pop_head`, `look_head`, `move_up` and `save_lag`.
 -- Every script reads the queue's head once and writes the lag once, at its end (save_lag), and
 -- only when it changed: a sale is two of these scripts, so each call here costs every sale.
+local ALIVE = KEYS[#KEYS - 2]
 local GRANT = KEYS[#KEYS - 1]
 local LAG = KEYS[#KEYS]
 local LAG_CAP = tonumber(ARGV[#ARGV])

@@ -6,8 +6,8 @@
 -- ARGV[3] field "<instance-id>:<owner>"; ARGV[4] now, unix ms.
 -- ARGV[5] handover prefix "<instance-id>:" of the releasing process ('' : none), ARGV[6] the
 -- lease in ms and ARGV[7] the thread wait in ms to hand the lock over with, ARGV[8] the message
--- that tells a waiter of another process it was handed the lock; KEYS[5] the grant hash; KEYS[6]
--- the lag hash (fair_lag.lua).
+-- that tells a waiter of another process it was handed the lock; KEYS[5] the alive hash
+-- (fair_alive.lua); KEYS[6] the grant hash; KEYS[7] the lag hash (fair_lag.lua).
 -- Returns nil when the field is not there (not held by this owner); else {0, ''} when still held
 -- (nested), {1, first} when deleted and the first waiter (its field, '' if none) told, {2, first}
 -- when handed over: the first waiter waits in the releasing process (its field starts with
