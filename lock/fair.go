@@ -394,6 +394,11 @@ func (l *fairLocker) heartbeat(key string, stop <-chan struct{}) {
 			switch {
 			case pttl == -2 && head != "":
 				l.ringLocal(key, head, unlockMessage)
+			case pttl == -2:
+				// Free, and nobody in the queue, though this process has waiters: Redis lost the
+				// queue (a restart without its data). They look again now rather than sleep out
+				// their turn.
+				l.ringAll(key)
 			case pttl > 0 && time.Duration(pttl)*time.Millisecond < next:
 				// A lock about to expire (one handed to a waiter that may be dead): look again
 				// as it does.
@@ -401,6 +406,17 @@ func (l *fairLocker) heartbeat(key string, stop <-chan struct{}) {
 			}
 		}
 		t.Reset(next)
+	}
+}
+
+// ringAll wakes every waiter of this process for key.
+func (l *fairLocker) ringAll(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id, w := range l.waiters {
+		if strings.HasPrefix(id, key+"\x00") {
+			w.ring()
+		}
 	}
 }
 

@@ -68,12 +68,13 @@ func TestReleaseAfterAFailedReleaseStillReleases(t *testing.T) {
 func TestWaiterRecoversWhenRedisRestarts(t *testing.T) {
 	t.Parallel()
 	srv := locktest.New(t)
-	for _, name := range []string{"lua", "fenced", "reentrant"} {
+	for _, name := range []string{"lua", "fenced", "reentrant", "fair"} {
 		t.Run(name, func(t *testing.T) {
 			build := map[string]func(redis.UniversalClient) (*lock.Locker, error){
 				"lua":       func(r redis.UniversalClient) (*lock.Locker, error) { return lock.NewLua(r) },
 				"fenced":    func(r redis.UniversalClient) (*lock.Locker, error) { return lock.NewFenced(r) },
 				"reentrant": func(r redis.UniversalClient) (*lock.Locker, error) { return lock.NewReentrant(r) },
+				"fair":      func(r redis.UniversalClient) (*lock.Locker, error) { return lock.NewFair(r) },
 			}[name]
 			a, err := build(locktest.NewClient(t, srv))
 			if err != nil {
@@ -105,13 +106,18 @@ func TestWaiterRecoversWhenRedisRestarts(t *testing.T) {
 			if err := srv.Restart(); err != nil {
 				t.Fatal(err)
 			}
+			restarted := time.Now()
 			select {
 			case err := <-got:
 				if err != nil {
 					t.Fatalf("the waiter after the restart: %v", err)
 				}
-				t.Logf("%s: the waiter got the lock %s after it started waiting (wait %s, holder's lease 30s)",
-					name, time.Since(start).Round(time.Millisecond), wait)
+				took := time.Since(restarted)
+				t.Logf("%s: the waiter got the lock %s after it started waiting, %s after the restart (wait %s, holder's lease 30s)",
+					name, time.Since(start).Round(time.Millisecond), took.Round(time.Millisecond), wait)
+				if took > time.Second+slack {
+					t.Fatalf("%s: the waiter got the lock %s after the restart", name, took)
+				}
 			case <-time.After(wait / 2):
 				t.Fatalf("the waiter still waits %s after it started, behind a holder the restarted Redis no longer knows", wait/2)
 			}
