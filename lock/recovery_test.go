@@ -211,3 +211,47 @@ func recoversFromACrashedProcess(t *testing.T, k conformanceKind) {
 		t.Fatalf("%s: the survivor's waiter got the lock %s after the release (5 dead waiters ahead, 10 s waits)", k.name, took)
 	}
 }
+
+// TestSellsAgainSoonAfterAFreeze: Redis stops answering (as under SIGSTOP) while the holder
+// releases; the release gives up at its context's end. Within a second of Redis answering again
+// the waiter has the lock, in every kind: the library sent the release again in the background
+// (before, the lock stayed until its lease ran out: 30 s by default, as the probe saw for
+// reentrant and fair after a 5 s freeze).
+func TestSellsAgainSoonAfterAFreeze(t *testing.T) {
+	t.Parallel()
+	for _, k := range conformanceKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, k)
+			a, b := r.locker(), r.locker()
+			ctx := context.Background()
+			holder := acquire(t, a, "freeze", lock.Options{})
+			got := make(chan time.Time, 1)
+			go func() {
+				le, err := b.Acquire(ctx, "freeze", lock.Options{Wait: 20 * time.Second})
+				got <- time.Now()
+				if err != nil {
+					t.Errorf("waiter: %v", err)
+					return
+				}
+				_ = le.Release(ctx)
+			}()
+			time.Sleep(200 * time.Millisecond) // the waiter waits
+			r.freeze()
+			rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			err := holder.Release(rctx)
+			cancel()
+			if !errors.Is(err, lock.ErrUnavailable) {
+				t.Fatalf("release on a frozen server: %v, want ErrUnavailable", err)
+			}
+			time.Sleep(time.Second)
+			r.thaw()
+			thawed := time.Now()
+			took := (<-got).Sub(thawed)
+			t.Logf("%s: the waiter got the lock %s after the thaw", k.name, took.Round(time.Millisecond))
+			if took > time.Second+slack {
+				t.Fatalf("%s: the waiter got the lock %s after the thaw", k.name, took)
+			}
+		})
+	}
+}
