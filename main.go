@@ -75,7 +75,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "lab":
 		return runLab(ctx, cfg, opts.lab, stdout, stderr)
 	case "bench":
-		return runBench(ctx, opts.bench, stdout, stderr)
+		return runBench(ctx, opts.bench, getenv, stdout, stderr)
 	case "load":
 		return runLoad(ctx, opts.load, stdout)
 	case "explore":

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +19,8 @@ import (
 type benchFlags struct {
 	opt        bench.Options
 	json       bool
+	html       string
+	from       string
 	url        string
 	adminToken string
 }
@@ -61,15 +65,34 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 		}
 		return nil
 	})
+	fs.StringVar(&b.from, "from", "", "run nothing: print (and with --html draw) the report in this JSON file, written by --json or kept as the last run")
 	fs.StringVar(&b.url, "url", "", "bench over HTTP: fire the sales at this running service (nginx in front of several instances) instead of starting Redis; --modes lists lock modes (default lua,fair)")
 	fs.StringVar(&b.adminToken, "admin-token", "", "with --url: sent as X-Admin-Token with the stock reset")
 	fs.BoolVar(&b.json, "json", false, "print the report as JSON instead of a table")
+	fs.StringVar(&b.html, "html", "", "also draw the report as a self-contained HTML page in this file (sales/s against the peers, each mode's waits as a CDF, sales per buyer)")
 	fs.BoolVar(&b.opt.Embedded, "embedded", false, "use in-process Redis servers even when redis-server is installed")
 }
 
 // runBench runs the handoff benchmark on Redis servers it starts itself and prints the table (or
 // JSON) to stdout and a progress line per cell to stderr.
-func runBench(ctx context.Context, b benchFlags, stdout, stderr io.Writer) error {
+//
+// The report is also drawn to --html FILE, and kept as the last run (bench.LastRunPath), which
+// the dashboard's /bench page draws.
+func runBench(ctx context.Context, b benchFlags, getenv func(string) string, stdout, stderr io.Writer) error {
+	if b.html != "" {
+		// Refused before minutes of measuring, not after.
+		if st, err := os.Stat(filepath.Dir(b.html)); err != nil || !st.IsDir() {
+			return fmt.Errorf("bench: --html %s: its directory %s does not exist", b.html, filepath.Dir(b.html))
+		}
+	}
+	if b.from != "" {
+		rep, err := bench.LoadRun(b.from)
+		if err != nil {
+			return fmt.Errorf("bench: --from: %w", err)
+		}
+		b.from = "" // not kept again as the last run
+		return writeBench(rep, b, func(string) string { return "" }, stdout, stderr)
+	}
 	opt := b.opt
 	opt.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	fmt.Fprintf(stderr, "bench: about %s (%d crowd sizes × %d instance counts; per cell %s measured in %d rounds, each after %s of warm-up)\n",
@@ -86,11 +109,40 @@ func runBench(ctx context.Context, b benchFlags, stdout, stderr io.Writer) error
 		if err != nil {
 			return err
 		}
-		return bench.Write(stdout, rep, b.json)
+		return writeBench(rep, b, getenv, stdout, stderr)
 	}
 	rep, err := bench.Run(ctx, opt)
 	if err != nil {
 		return err
 	}
-	return bench.Write(stdout, rep, b.json)
+	return writeBench(rep, b, getenv, stdout, stderr)
+}
+
+// writeBench prints the report, draws it to --html and keeps it as the last run.
+func writeBench(rep bench.Report, b benchFlags, getenv func(string) string, stdout, stderr io.Writer) error {
+	if err := bench.Write(stdout, rep, b.json); err != nil {
+		return err
+	}
+	if b.html != "" {
+		f, err := os.Create(b.html)
+		if err != nil {
+			return fmt.Errorf("bench: --html: %w", err)
+		}
+		err = bench.WriteHTML(f, rep)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("bench: --html %s: %w", b.html, err)
+		}
+		fmt.Fprintf(stderr, "bench: drawn to %s (open it in a browser; it loads nothing from the network)\n", b.html)
+	}
+	if p := bench.LastRunPath(getenv); p != "" {
+		if err := bench.KeepLastRun(p, rep); err != nil {
+			fmt.Fprintf(stderr, "bench: %v (the dashboard's /bench page shows the run before)\n", err)
+		} else {
+			fmt.Fprintf(stderr, "bench: kept as the last run in %s (the dashboard draws it at /bench)\n", p)
+		}
+	}
+	return nil
 }

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"seckill/bench"
 )
@@ -70,5 +73,41 @@ func TestBenchCommandInstances(t *testing.T) {
 		if c.Instances == 2 && len(c.InstanceP50Ms) != 2 {
 			t.Errorf("%s on 2 instances: per-instance waits %v", c.Strategy, c.InstanceP50Ms)
 		}
+	}
+}
+
+// TestBenchCommandHTML: --html draws the run to a file, and the run is kept where the
+// dashboard's /bench reads it; a --html whose directory is missing is refused before the run.
+func TestBenchCommandHTML(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := func(k string) string {
+		if k == "XDG_CACHE_HOME" {
+			return filepath.Join(dir, "cache")
+		}
+		return ""
+	}
+	var out, errOut bytes.Buffer
+	page := filepath.Join(dir, "bench.html")
+	err := run(context.Background(), []string{"bench", "--duration", "300ms", "--warmup", "50ms", "--rounds", "1",
+		"--concurrency", "2", "--modes", "lua", "--html", page}, env, &out, &errOut)
+	if err != nil {
+		t.Fatalf("seckill bench --html: %v\n%s", err, errOut.String())
+	}
+	b, err := os.ReadFile(page)
+	if err != nil || !strings.Contains(string(b), `class="cdf-line" data-strategy="lua"`) || !strings.Contains(string(b), `class="buyer-area"`) {
+		t.Errorf("the page (%v):\n%.500s", err, b)
+	}
+	if rep, err := bench.LoadRun(bench.LastRunPath(env)); err != nil || len(rep.Cells) != 1 {
+		t.Errorf("the kept run: %v, %+v", err, rep.Cells)
+	}
+	if !strings.Contains(errOut.String(), "drawn to "+page) {
+		t.Errorf("stderr does not say where the page is:\n%s", errOut.String())
+	}
+
+	start := time.Now()
+	err = run(context.Background(), []string{"bench", "--html", filepath.Join(dir, "missing", "b.html")}, env, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "does not exist") || time.Since(start) > 5*time.Second {
+		t.Errorf("--html into a missing directory: %v after %s", err, time.Since(start))
 	}
 }

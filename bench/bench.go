@@ -230,7 +230,7 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 			return Report{}, fmt.Errorf("bench: concurrency %d is out of range 1..10000", c)
 		}
 	}
-	rep := Report{Started: time.Now(), Machine: machine(), Concurrency: opt.Concurrency,
+	rep := Report{Started: time.Now(), Machine: machine(), Concurrency: opt.Concurrency, WaitQuantileP: WaitQuantileP,
 		DurationMs: opt.Duration.Milliseconds(), WarmupMs: opt.Warmup.Milliseconds(), Rounds: opt.Rounds,
 		LeaseMs: opt.Lease.Milliseconds()}
 
@@ -287,7 +287,7 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 		open: open, addrs: rep.Redis.Addrs, log: opt.Log, opt: opt,
 		svc: service.New(st, reg, service.Settings{
 			Instance: "bench", SKU: benchSKU, Stock: benchStock, Mode: "atomic",
-			Lease: opt.Lease, Wait: opt.Wait, MaxStock: benchStock, TrackOverlap: false,
+			Wait: opt.Wait, MaxStock: benchStock, TrackOverlap: false,
 		}, nil, opt.Log)}
 
 	total := len(list) * len(opt.Concurrency) * len(opt.Instances)

@@ -139,6 +139,19 @@ func TestRunSmall(t *testing.T) {
 		if c.RedisCPUUnknown != (rep.Redis.Kind == "miniredis") {
 			t.Errorf("%s × %d: Redis CPU unknown = %v on %s", c.Strategy, c.Buyers, c.RedisCPUUnknown, rep.Redis.Kind)
 		}
+		// The wait distribution the page draws agrees with the table's figures, and the sales
+		// per buyer add up to the cell's.
+		q := c.WaitQuantilesMs
+		if len(q) != len(rep.WaitQuantileP) || !slices.IsSorted(q) || q[50] != c.P50Ms || q[99] != c.P99Ms || q[len(q)-1] != c.MaxMs {
+			t.Errorf("%s × %d: wait quantiles %v disagree with p50 %.3f, p99 %.3f, max %.3f", c.Strategy, c.Buyers, q, c.P50Ms, c.P99Ms, c.MaxMs)
+		}
+		sum := 0
+		for _, n := range c.SalesPerBuyer {
+			sum += n
+		}
+		if len(c.SalesPerBuyer) != c.Buyers || sum != c.Sales {
+			t.Errorf("%s × %d: sales per buyer %v, want %d buyers adding up to %d", c.Strategy, c.Buyers, c.SalesPerBuyer, c.Buyers, c.Sales)
+		}
 		if c.Strategy == "reentrant" && c.Buyers == 4 && (c.Jain < 0.9 || c.Starved > 0) {
 			t.Errorf("reentrant × 4 is served in line, yet Jain %.3f, %d starved", c.Jain, c.Starved)
 		}

@@ -39,7 +39,7 @@ func RunHTTP(ctx context.Context, opt Options, base, adminToken string) (Report,
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return Report{}, fmt.Errorf("bench: --url %q: want http://host:port", base)
 	}
-	rep := Report{Started: time.Now(), Machine: machine(), Concurrency: opt.Concurrency,
+	rep := Report{Started: time.Now(), Machine: machine(), Concurrency: opt.Concurrency, WaitQuantileP: WaitQuantileP,
 		DurationMs: opt.Duration.Milliseconds(), WarmupMs: opt.Warmup.Milliseconds(), Rounds: 1,
 		LeaseMs: opt.Lease.Milliseconds()}
 	rep.Redis.Kind = "behind " + u.String()

@@ -29,9 +29,21 @@ type Report struct {
 		Addrs   []string `json:"addrs"`
 		RTT     RTT      `json:"rtt"`
 	} `json:"redis"`
-	Cells   []Cell   `json:"cells"`
-	Targets []Target `json:"targets"`
+	// WaitQuantileP are the probabilities each cell's WaitQuantilesMs are read at.
+	WaitQuantileP []float64 `json:"waitQuantileP"`
+	Cells         []Cell    `json:"cells"`
+	Targets       []Target  `json:"targets"`
 }
+
+// WaitQuantileP are the probabilities a cell's wait distribution is kept at (WaitQuantilesMs):
+// every percent, then 99.5 %, 99.9 % and the longest wait; enough to draw its CDF.
+var WaitQuantileP = func() []float64 {
+	var ps []float64
+	for i := range 100 {
+		ps = append(ps, float64(i)/100)
+	}
+	return append(ps, 0.995, 0.999, 1)
+}()
 
 // Cell is one strategy at one crowd size.
 type Cell struct {
@@ -87,6 +99,11 @@ type Cell struct {
 	// InstanceNames name the instances of InstanceP50Ms over HTTP (RunHTTP), where the median
 	// is the lock wait each instance reported (waitMs) for the sales it answered.
 	InstanceNames []string `json:"instanceNames,omitempty"`
+	// WaitQuantilesMs is the wait distribution of every attempt (as P50Ms) at the probabilities
+	// of WaitQuantileP, by the nearest-rank method; empty when no attempt was measured.
+	WaitQuantilesMs []float64 `json:"waitQuantilesMs,omitempty"`
+	// SalesPerBuyer is what each buyer sold in the window (buyer b on instance b mod n).
+	SalesPerBuyer []int `json:"salesPerBuyer,omitempty"`
 }
 
 func newCell(s Strategy, buyers, instances int, st cellStats, inv store.Inventory, rtt time.Duration) Cell {
@@ -103,7 +120,11 @@ func newCell(s Strategy, buyers, instances int, st cellStats, inv store.Inventor
 	c.P50Ms, c.P99Ms = msf(percentile(st.latencies, 0.5)), msf(percentile(st.latencies, 0.99))
 	if len(st.latencies) > 0 {
 		c.MaxMs = msf(st.latencies[len(st.latencies)-1])
+		for _, p := range WaitQuantileP {
+			c.WaitQuantilesMs = append(c.WaitQuantilesMs, msf(percentile(st.latencies, p)))
+		}
 	}
+	c.SalesPerBuyer = slices.Clone(st.perBuyer)
 	if len(st.errors) > 0 {
 		c.Errors = st.errors
 	}

@@ -15,6 +15,38 @@ const docTemplate = `{
     "host": "{{.Host}}",
     "basePath": "{{.BasePath}}",
     "paths": {
+        "/bench": {
+            "get": {
+                "description": "Draws the report the last ` + "`" + `seckill bench` + "`" + ` on this machine kept (in\n$XDG_CACHE_HOME/seckill/bench-last.json, else ~/.cache/seckill/bench-last.json, read as\nthe service's own environment sees them) as ` + "`" + `seckill bench --html` + "`" + ` does: sales/s against\nthe peers, each mode's waits as a CDF on a log axis and the sales per buyer, for each\ninstance count the run had. A self-contained page; 404 until a bench has run here.",
+                "produces": [
+                    "text/html"
+                ],
+                "tags": [
+                    "dashboard"
+                ],
+                "summary": "The last bench run on this machine, drawn",
+                "responses": {
+                    "200": {
+                        "description": "the page",
+                        "schema": {
+                            "type": "string"
+                        }
+                    },
+                    "404": {
+                        "description": "no bench run kept on this machine",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    },
+                    "500": {
+                        "description": "the kept file is not a bench report",
+                        "schema": {
+                            "$ref": "#/definitions/handler.ErrorBody"
+                        }
+                    }
+                }
+            }
+        },
         "/getMultiLock": {
             "get": {
                 "description": "Takes the multilock of the default SKU (one Redisson-layout reentrant lock on each\nmaster, all required), holds it holdSeconds while reading its PTTL on every master,\nthen releases it. The samples fall and jump back up every lease/3: the watchdog\nrenewing each master. Allowed without the lab; bounded by lab.maxWork; needs the admin token when set,\nand then POST (a GET is 405).",

@@ -34,6 +34,9 @@ type Options struct {
 	// Mount, when set, adds routes beside the API's own: app mounts the lab's here
 	// (seckill/lab/labhttp). kit gives them the API's admin guard and error answers.
 	Mount func(r gin.IRouter, kit Kit)
+	// BenchReport is the bench report /bench draws; "" means the last `seckill bench` run on
+	// this machine (bench.LastRunPath of the process's environment).
+	BenchReport string
 }
 
 // Kit is what mounted routes share with the API.

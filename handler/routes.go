@@ -56,6 +56,7 @@ func New(svc Service, opt Options) http.Handler {
 	}
 	r.GET("/", dashboard)
 	r.GET("/dashboard/*file", dashboardAsset)
+	r.GET("/bench", a.lastBench)
 	return r
 }
 
