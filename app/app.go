@@ -176,7 +176,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 func Settings(cfg config.Config) service.Settings {
 	return service.Settings{
 		Instance: cfg.Server.Instance, SKU: cfg.Inventory.Key, SKUs: cfg.SKUs(), Stock: cfg.Inventory.Stock,
-		Mode: cfg.Lock.Mode, Lease: cfg.Lock.Lease, Wait: cfg.Lock.Wait,
+		Mode: cfg.Lock.Mode, Wait: cfg.Lock.Wait,
 		LabEnabled: cfg.Lab.Enabled, MaxWork: cfg.Lab.MaxWork, MaxFreeze: cfg.Lab.MaxFreeze,
 		MaxPause: cfg.Lab.MaxPause, MaxLease: cfg.Lab.MaxLease, MaxStock: config.MaxStock, TrackOverlap: cfg.Lab.Enabled,
 		AllowedModes: cfg.Lock.AllowedModes, OperatorRequired: cfg.Server.AdminToken != "", MaxInFlight: cfg.Server.MaxInFlight,

@@ -430,7 +430,7 @@ func (e *Env) buildFleet(sku string, data redis.UniversalClient, masters []redis
 		}
 		svc := service.New(st, reg, service.Settings{
 			Instance: name, SKU: sku, Stock: stock, Mode: e.Scenario.Mode,
-			Lease: e.Lease, Wait: wait, LabEnabled: true,
+			Wait: wait, LabEnabled: true,
 			MaxWork: 20 * e.Lease, MaxFreeze: 20 * e.Lease, MaxPause: 20 * e.Lease, MaxLease: 20 * e.Lease,
 			MaxStock: 1_000_000, TrackOverlap: true,
 		}, nil, e.runner.log().With("instance", name))

@@ -42,12 +42,13 @@ var (
 
 // Settings are the parts of the configuration the service needs.
 type Settings struct {
-	Instance     string
-	SKU          string   // the default SKU (inventory.key)
-	SKUs         []string // every SKU on sale, the default included (inventory.skus); nil = only SKU
-	Stock        int64    // what a reset puts in by default
-	Mode         string   // the default lock mode
-	Lease        time.Duration
+	Instance string
+	SKU      string   // the default SKU (inventory.key)
+	SKUs     []string // every SKU on sale, the default included (inventory.skus); nil = only SKU
+	Stock    int64    // what a reset puts in by default
+	Mode     string   // the default lock mode
+	// Wait bounds each sale's wait for its lock (lock.wait); the lease is the mode's Locker's
+	// (lock.lease, modes.Deps), unless a sale asks for an explicit one.
 	Wait         time.Duration
 	LabEnabled   bool
 	MaxWork      time.Duration
@@ -180,20 +181,30 @@ type faultCheck struct {
 	limit time.Duration
 }
 
-// validate checks the request against the configuration and returns the mode to use.
-func (s *Service) validate(req *SaleRequest) (mode modes.Mode, err error) {
+// saleLock is a sale's lock mode, resolved once per request into what the sale needs: the mode
+// and its Locker, the lock key for the sale's SKU and the token counter its tokens come from.
+type saleLock struct {
+	modes.Resolved
+	key     string
+	counter string
+}
+
+// validate checks the request against the configuration and resolves its lock mode.
+func (s *Service) validate(req *SaleRequest) (sl saleLock, err error) {
 	if req.SKU, err = s.resolveSKU(req.SKU); err != nil {
-		return modes.Mode{}, err
+		return saleLock{}, err
 	}
 	if req.Mode == "" {
 		req.Mode = s.set.Mode
 	}
-	mode, err = modes.LookupMode(req.Mode)
+	resolved, err := s.locks.Resolve(req.Mode)
 	if err != nil {
-		return modes.Mode{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+		return saleLock{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
+	sl = saleLock{Resolved: resolved, key: store.LockKey(req.SKU, resolved.Name), counter: s.counter(resolved.Name)}
+	mode := sl.Mode
 	if err := s.checkPosture(*req, mode); err != nil {
-		return mode, err
+		return sl, err
 	}
 	checks := []faultCheck{
 		{modes.FaultWork, req.Work != 0, req.Work, s.set.MaxWork},
@@ -208,7 +219,7 @@ func (s *Service) validate(req *SaleRequest) (mode modes.Mode, err error) {
 	case CrashBeforeExpire:
 		checks = append(checks, faultCheck{name: modes.FaultCrashBeforeExpire, asked: true})
 	default:
-		return mode, fmt.Errorf("%w: crash=%q is not a fault; use crash=%s or crash=%s",
+		return sl, fmt.Errorf("%w: crash=%q is not a fault; use crash=%s or crash=%s",
 			ErrBadRequest, req.Crash, CrashAfterLock, CrashBeforeExpire)
 	}
 	for _, c := range checks {
@@ -216,21 +227,21 @@ func (s *Service) validate(req *SaleRequest) (mode modes.Mode, err error) {
 			continue
 		}
 		if !s.set.LabEnabled {
-			return mode, fmt.Errorf("%w: fault %s: %w", ErrBadRequest, c.name, ErrLabDisabled)
+			return sl, fmt.Errorf("%w: fault %s: %w", ErrBadRequest, c.name, ErrLabDisabled)
 		}
 		if c.value < 0 {
-			return mode, fmt.Errorf("%w: %s must not be negative", ErrBadRequest, c.name)
+			return sl, fmt.Errorf("%w: %s must not be negative", ErrBadRequest, c.name)
 		}
 		if c.limit > 0 && c.value > c.limit {
-			return mode, fmt.Errorf("%w: %s=%d exceeds the configured maximum of %d ms",
+			return sl, fmt.Errorf("%w: %s=%d exceeds the configured maximum of %d ms",
 				ErrBadRequest, c.name, c.value.Milliseconds(), c.limit.Milliseconds())
 		}
 		if !mode.Supports(c.name) {
-			return mode, fmt.Errorf("%w: fault %s does not apply to lock mode %s; it applies to: %s",
+			return sl, fmt.Errorf("%w: fault %s does not apply to lock mode %s; it applies to: %s",
 				ErrBadRequest, c.name, mode.Name, strings.Join(modesSupporting(c.name), ", "))
 		}
 	}
-	return mode, nil
+	return sl, nil
 }
 
 func modesSupporting(fault string) []string {
@@ -247,10 +258,11 @@ func modesSupporting(fault string) []string {
 // stale write, the result and ErrStaleWrite; when a restock came between its read and its write,
 // the result and ErrRestocked, with nothing written.
 func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error) {
-	mode, err := s.validate(&req)
+	sl, err := s.validate(&req)
 	if err != nil {
 		return SaleResult{}, err
 	}
+	mode, locker, key := sl.Mode, sl.Locker, sl.key
 	leave, err := s.enter()
 	if err != nil {
 		return SaleResult{Instance: s.set.Instance, Lock: mode.Name}, err
@@ -265,10 +277,6 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 	if mode.Atomic {
 		return s.atomicSale(ctx, req, res, order)
 	}
-	locker, _, err := s.locks.Locker(mode.Name)
-	if err != nil {
-		return res, fmt.Errorf("%w: %w", ErrBadRequest, err)
-	}
 
 	// The lab's faults act through the holder in ctx (seckill/lab/fault): its commands, the
 	// watchdog's renewals included, fail after a crash and wait out a pause.
@@ -280,9 +288,8 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 			PauseBeforeDel:    req.PauseBeforeDel,
 		})
 	}
-	key := store.LockKey(req.SKU, mode.Name)
 	start := time.Now()
-	opts := lock.Options{Wait: s.set.Wait, Lease: s.set.Lease, Owner: order.ID}
+	opts := lock.Options{Wait: s.set.Wait, Owner: order.ID}
 	if req.Lease > 0 {
 		opts.Lease, opts.ExplicitLease = req.Lease, true
 	}
@@ -314,7 +321,7 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 	if holder == nil {
 		joined = &joinedRelease{}
 	}
-	result, saleErr := s.critical(ctx, req, lease, holder, order, &res, joined)
+	result, saleErr := s.critical(ctx, req, sl.counter, lease, holder, order, &res, joined)
 	// The release must run even if the buyer went away: a lock left behind blocks everyone.
 	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWithin)
 	defer cancel()
@@ -371,7 +378,7 @@ type joinedRelease struct {
 // critical is the read-check-write inside the lock. It returns a short result label. With joined,
 // a commit goes out with the release behind it, in one pipeline, where the lease can do that
 // (joined.sent then, and joined.err is the release's error).
-func (s *Service) critical(ctx context.Context, req SaleRequest, lease modes.Lease, holder FaultHolder, order store.Order, res *SaleResult, joined *joinedRelease) (string, error) {
+func (s *Service) critical(ctx context.Context, req SaleRequest, counter string, lease modes.Lease, holder FaultHolder, order store.Order, res *SaleResult, joined *joinedRelease) (string, error) {
 	if s.set.TrackOverlap {
 		// Leave even when Enter failed: its reply may be what was lost, and leaving is idempotent.
 		defer func() {
@@ -392,7 +399,6 @@ func (s *Service) critical(ctx context.Context, req SaleRequest, lease modes.Lea
 			return "error", s.storeError(err)
 		}
 	}
-	counter := s.counter(res.Lock)
 	read, err := s.store.ReadStock(ctx, req.SKU, lease.Token(), counter)
 	if err != nil {
 		return "error", s.storeError(err)

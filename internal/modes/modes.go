@@ -135,11 +135,3 @@ func redisErr(op string, err error) error {
 	}
 	return fmt.Errorf("lock: %s: %w: %w", op, lock.ErrUnavailable, err)
 }
-
-// leaseOrDefault is the lease an acquisition asks for, or the mode's default.
-func leaseOrDefault(opts lock.Options, def time.Duration) time.Duration {
-	if opts.Lease > 0 {
-		return opts.Lease
-	}
-	return def
-}

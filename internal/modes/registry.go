@@ -157,13 +157,26 @@ func NewRegistry(deps Deps) (*Registry, error) {
 	return r, nil
 }
 
-// Locker returns the Locker of mode name. Atomic modes have none: ok is false for them.
-func (r *Registry) Locker(name string) (Locker, Mode, error) {
+// Resolved is a lock mode looked up once: its description and the Locker it sells with (nil for
+// an Atomic mode).
+type Resolved struct {
+	Mode
+	Locker Locker
+}
+
+// Resolve looks mode name up, once: what a sale needs of its mode.
+func (r *Registry) Resolve(name string) (Resolved, error) {
 	m, err := LookupMode(name)
-	if err != nil {
-		return nil, Mode{}, err
+	if err != nil || r == nil {
+		return Resolved{Mode: m}, err
 	}
-	return r.lockers[name], m, nil
+	return Resolved{Mode: m, Locker: r.lockers[name]}, nil
+}
+
+// Locker returns the Locker of mode name (nil for an Atomic mode) and the mode.
+func (r *Registry) Locker(name string) (Locker, Mode, error) {
+	m, err := r.Resolve(name)
+	return m.Locker, m.Mode, err
 }
 
 // Close stops whatever background work the lockers run (subscriptions, watchdogs).

@@ -1,6 +1,7 @@
 package modes
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -104,7 +105,7 @@ type setnxExpireLocker struct {
 func (l *setnxExpireLocker) Name() string { return "setnx-expire" }
 
 func (l *setnxExpireLocker) Acquire(ctx context.Context, key string, opts lock.Options) (Lease, error) {
-	lease := leaseOrDefault(opts, l.lease)
+	lease := cmp.Or(opts.Lease, l.lease)
 	value := uuid.NewString()
 	err := retryUntil(ctx, key, opts.Wait, func(ctx context.Context) (bool, error) {
 		n, err := l.rdb.Do(ctx, "setnx", key, value).Int()
@@ -141,7 +142,7 @@ type setnxExLocker struct {
 func (l *setnxExLocker) Name() string { return "setnx-ex" }
 
 func (l *setnxExLocker) Acquire(ctx context.Context, key string, opts lock.Options) (Lease, error) {
-	value, err := spinSetNXPX(ctx, l.rdb, key, leaseOrDefault(opts, l.lease), opts.Wait)
+	value, err := spinSetNXPX(ctx, l.rdb, key, cmp.Or(opts.Lease, l.lease), opts.Wait)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package modes
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,7 +25,7 @@ type uuidLocker struct {
 func (l *uuidLocker) Name() string { return "uuid" }
 
 func (l *uuidLocker) Acquire(ctx context.Context, key string, opts lock.Options) (Lease, error) {
-	value, err := spinSetNXPX(ctx, l.rdb, key, leaseOrDefault(opts, l.lease), opts.Wait)
+	value, err := spinSetNXPX(ctx, l.rdb, key, cmp.Or(opts.Lease, l.lease), opts.Wait)
 	if err != nil {
 		return nil, err
 	}
