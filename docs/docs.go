@@ -862,13 +862,14 @@ const docTemplate = `{
         },
         "/readyz": {
             "get": {
+                "description": "200 when the data Redis answers and every SKU's stock key exists, plus the masters\nlock.mode needs: all of them for multilock, a majority for redlock and redlock-fenced,\nnone for the single-instance modes (a master they do not need is listed, and may be\ndown). 503 with Retry-After otherwise; each server is named by its role (data,\nmaster1..), never by its address.",
                 "produces": [
                     "application/json"
                 ],
                 "tags": [
                     "health"
                 ],
-                "summary": "Readiness: every configured Redis answers PING",
+                "summary": "Readiness: this instance can sell in its lock mode",
                 "responses": {
                     "200": {
                         "description": "OK",
@@ -877,7 +878,7 @@ const docTemplate = `{
                         }
                     },
                     "503": {
-                        "description": "Service Unavailable",
+                        "description": "a Redis the mode needs is down, or a stock key is missing",
                         "schema": {
                             "$ref": "#/definitions/handler.Health"
                         }

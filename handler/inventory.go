@@ -261,12 +261,17 @@ func (a *API) healthz(c *gin.Context) {
 
 // readyz godoc
 //
-//	@Summary	Readiness: every configured Redis answers PING
-//	@Tags		health
-//	@Produce	json
-//	@Success	200	{object}	Health
-//	@Failure	503	{object}	Health
-//	@Router		/readyz [get]
+//	@Summary		Readiness: this instance can sell in its lock mode
+//	@Description	200 when the data Redis answers and every SKU's stock key exists, plus the masters
+//	@Description	lock.mode needs: all of them for multilock, a majority for redlock and redlock-fenced,
+//	@Description	none for the single-instance modes (a master they do not need is listed, and may be
+//	@Description	down). 503 with Retry-After otherwise; each server is named by its role (data,
+//	@Description	master1..), never by its address.
+//	@Tags			health
+//	@Produce		json
+//	@Success		200	{object}	Health
+//	@Failure		503	{object}	Health	"a Redis the mode needs is down, or a stock key is missing"
+//	@Router			/readyz [get]
 func (a *API) readyz(c *gin.Context) {
 	st, err := a.svc.Ready(ctxOf(c))
 	h := Health{Status: "ok", Instance: a.svc.Settings().Instance, Redis: st}

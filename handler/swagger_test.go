@@ -43,3 +43,32 @@ func TestEveryRouteIsInSwagger(t *testing.T) {
 		t.Fatalf("the service under test serves no /metrics: %v", seen)
 	}
 }
+
+// TestReadyzSwaggerSaysWhatItChecks: /readyz depends on the lock mode and on the stock keys
+// (docs/operations.md); its Swagger entry must not claim "every configured Redis answers PING"
+// (issue 37, item 8), and must name both.
+func TestReadyzSwaggerSaysWhatItChecks(t *testing.T) {
+	t.Parallel()
+	var spec struct {
+		Paths map[string]map[string]struct {
+			Summary     string `json:"summary"`
+			Description string `json:"description"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal([]byte(docs.SwaggerInfo.ReadDoc()), &spec); err != nil {
+		t.Fatal(err)
+	}
+	op, ok := spec.Paths["/readyz"]["get"]
+	if !ok {
+		t.Fatal("no GET /readyz in docs/swagger.json")
+	}
+	text := strings.ToLower(op.Summary + " " + op.Description)
+	if strings.Contains(text, "every configured redis") || strings.Contains(text, "every redis") {
+		t.Errorf("the /readyz entry claims every Redis must answer: %q", op.Summary)
+	}
+	for _, want := range []string{"lock mode", "stock key", "multilock", "majority"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the /readyz entry does not mention %q: %s / %s", want, op.Summary, op.Description)
+		}
+	}
+}
