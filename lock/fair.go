@@ -153,11 +153,13 @@ func fairChannelKeys(name string) []string {
 }
 
 // A process with waiters in a fair queue says it is alive every aliveEvery, for aliveFor from
-// then: after a crash its waiters are dropped within aliveFor + aliveEvery (one second), by the
-// heartbeat of any live process with waiters, which then rings its waiter if it is first.
+// then: after a crash its waiters are dropped within aliveFor + aliveEvery, by the heartbeat of
+// any live process with waiters, which then rings its waiter if it is first. aliveFor is five
+// beats, so a live process on a busy machine (a beat late, or one that timed out) is not taken
+// for dead: that would cost its waiters their places, never the lock.
 const (
 	aliveEvery = 200 * time.Millisecond
-	aliveFor   = 800 * time.Millisecond
+	aliveFor   = time.Second
 )
 
 // fairLagCap is how far (ms) the waiters behind the first may owe their move-ups before the
@@ -380,7 +382,7 @@ func (l *fairLocker) heartbeat(key string, stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), aliveEvery)
+		ctx, cancel := context.WithTimeout(context.Background(), aliveFor/2)
 		now := time.Now()
 		r, err := fairBeat.Run(ctx, l.rdb, fairKeys(key), "", "", "", now.UnixMilli(), l.id,
 			now.Add(aliveFor).UnixMilli(), l.lagCap).Slice()
