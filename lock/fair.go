@@ -174,7 +174,7 @@ const fairLagCap = 86_400_000
 
 // fairGrantMessage tells a waiter on its own channel that a release in another process has taken
 // the lock for it (a Redisson client, which hears only the unlock message, never gets it).
-const fairGrantMessage = "seckill:granted"
+const fairGrantMessage = "golock:granted"
 
 // fairChannel is the channel on which the waiter with field is told that its turn has come.
 func fairChannel(name, field string) string { return unlockChannel(name) + ":" + field }
