@@ -2,6 +2,8 @@ package handler_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,9 +14,11 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/redis/go-redis/v9"
 
 	"seckill/config"
 	"seckill/internal/apptest"
+	"seckill/lab"
 )
 
 // chromium finds the browser: SECKILL_CHROMIUM, else Debian's chromium on PATH.
@@ -102,8 +106,26 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 	}
 
+	// A run of none by another process, as `go run . lab` on the same Redis makes (no drawing kept):
+	// its row says NO and why there is no drawing to link (issue 37, item 5).
+	var masters []redis.UniversalClient
+	for _, m := range f.Masters {
+		c := redis.NewClient(&redis.Options{Addr: m.Addr})
+		defer c.Close()
+		masters = append(masters, c)
+	}
+	sc, err := lab.Lookup("none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := (&lab.Runner{Data: f.RDB, Masters: masters, NoHistoryFiles: true}).Run(ctx, sc); res.History != lab.NotLinearizable {
+		t.Fatalf("none, run as the CLI does: history %q", res.History)
+	}
+
 	step("open the dashboard", chromedp.Navigate(f.HTTP.URL+"/"),
 		chromedp.WaitVisible(css(`button.run[data-scenario="none"]`)))
+	waitJS("none's row from the other process", `(() => { const h = document.querySelector('#row-none td[data-col="history"]');
+		return h.textContent.startsWith('NO') && h.textContent.includes('no drawing here') && !h.querySelector('a') && h.title.includes('--history-dir'); })()`, 10*time.Second)
 	modes := text("#burst-mode")
 	step("fire a burst", chromedp.SetValue(css("#burst-n"), "150"), chromedp.SetValue(css("#burst-work"), "2"),
 		chromedp.Click(css("#burst")))
@@ -115,7 +137,7 @@ func TestDashboardInChromium(t *testing.T) {
 	// Its timeline: every buyer inside at once (red), and the link to its failing history.
 	waitJS("the timeline of none", `!document.querySelector('#history-link').hidden &&
 		document.querySelector('#history-link').getAttribute('href') === '/lab/scenarios/none/history' &&
-		/inside together with another buyer \(([1-9][0-9]*)\)/.test(document.querySelector('#scenario-caption').textContent)`, 5*time.Second)
+		/together with another buyer \(([1-9][0-9]*) entered while another was inside; the table's overlaps, counted in Redis: ([1-9][0-9]*)\)/.test(document.querySelector('#scenario-caption').textContent)`, 5*time.Second)
 	noneCaption := text("#scenario-caption")
 	if r := do(t, http.MethodGet, f.HTTP.URL+"/lab/scenarios/none/history", nil); r.status != http.StatusOK || !strings.Contains(r.raw, "<html") {
 		t.Errorf("the history link of none: %d %.200s", r.status, r.raw)
@@ -124,7 +146,7 @@ func TestDashboardInChromium(t *testing.T) {
 	waitJS("the verdict of atomic", `document.querySelector('#verdict-atomic').dataset.verdict !== undefined`, 30*time.Second)
 	atomicVerdict := text("#verdict-atomic")
 	waitJS("the timeline of atomic", `document.querySelector('#history-link').hidden &&
-		document.querySelector('#scenario-caption').textContent.includes('another buyer (0)')`, 5*time.Second)
+		document.querySelector('#scenario-caption').textContent.includes('another buyer (0 entered')`, 5*time.Second)
 	t.Logf("timeline of none: %s", noneCaption)
 	// none's row links its failing history in its own cell.
 	waitJS("the history cell of none", `document.querySelector('#row-none td[data-col="history"] a')?.getAttribute('href') === '/lab/scenarios/none/history'`, 5*time.Second)
@@ -134,6 +156,18 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	waitJS("the verdict of fenced, run over HTTP", `document.querySelector('#verdict-fenced').dataset.verdict === 'HELD' &&
 		document.querySelector('#scenario-caption').textContent.startsWith('fenced:')`, 15*time.Second)
+	// uuid, run over HTTP: the timeline's red counts what the table's overlaps count (buyers inside
+	// the read-check-write together), so the caption's two figures are the Go count of its
+	// timeline and the audit's; before, it counted holders from acquire to answer (3 red, 0 overlaps).
+	r := do(t, http.MethodPost, f.HTTP.URL+"/lab/scenarios/uuid/run", nil)
+	var uuidRun lab.Result
+	if err := json.Unmarshal([]byte(r.raw), &uuidRun); r.status != http.StatusOK || err != nil {
+		t.Fatalf("run uuid over HTTP: %d %v %s", r.status, err, r.raw)
+	}
+	want := fmt.Sprintf("(%d entered while another was inside; the table's overlaps, counted in Redis: %d)",
+		lab.TimelineOverlaps(uuidRun.Timeline), uuidRun.Overlaps)
+	waitJS("the timeline of uuid", `document.querySelector('#scenario-caption').textContent.startsWith('uuid:') &&
+		document.querySelector('#scenario-caption').textContent.includes(`+strconv.Quote(want)+`)`, 15*time.Second)
 	// The inventory cards refresh every 500ms; wait until they show the burst's sales.
 	waitJS("the sold card", `Number(document.querySelector('#sold').textContent) > 0`, 10*time.Second)
 	sold := text("#sold")

@@ -310,6 +310,8 @@ type Outcome struct {
 	Start, End time.Time
 	// Wait is how long the buyer waited for the lock (from the service's answer).
 	Wait time.Duration
+	// Section is when the sale was inside its read-check-write (zero: never, or atomic).
+	Section service.Section
 }
 
 // kindOf classifies a sale's answer.
@@ -458,6 +460,7 @@ func (e *Env) Buy(ctx context.Context, f *Fleet, i int, req service.SaleRequest)
 		o.Remaining = *res.Remaining
 	}
 	o.Wait = time.Duration(res.WaitMs * float64(time.Millisecond))
+	o.Section = res.Section
 	e.mu.Lock()
 	if main {
 		e.outcomes = append(e.outcomes, o)
@@ -568,8 +571,13 @@ type Span struct {
 	StartMs  float64 `json:"startMs"`
 	EndMs    float64 `json:"endMs"`
 	// HeldMs is when the buyer got the lock (-1: it never did, or the mode takes none), so
-	// HeldMs..EndMs is its time inside the lock.
+	// HeldMs..EndMs is its time holding the lock (or so it believes: a lease may run out).
 	HeldMs float64 `json:"heldMs"`
+	// SectionMs..SectionEndMs is its time inside the read-check-write (-1: never), within the
+	// span the audit's overlaps are counted over; two buyers' sections that cross are an
+	// overlap, the same thing the audit counts (Result.Overlaps).
+	SectionMs    float64 `json:"sectionMs"`
+	SectionEndMs float64 `json:"sectionEndMs"`
 	// Kind is the answer: sold, soldout, timeout, crashed, stale, lost, unavailable or error.
 	Kind string `json:"kind"`
 }
@@ -579,7 +587,11 @@ func (e *Env) timeline(outs []Outcome) []Span {
 	since := func(t time.Time) float64 { return float64(t.Sub(e.origin).Microseconds()) / 1000 }
 	spans := make([]Span, 0, len(outs))
 	for _, o := range outs {
-		s := Span{Instance: o.Instance, StartMs: since(o.Start), EndMs: since(o.End), HeldMs: -1, Kind: o.Kind}
+		s := Span{Instance: o.Instance, StartMs: since(o.Start), EndMs: since(o.End), HeldMs: -1, Kind: o.Kind,
+			SectionMs: -1, SectionEndMs: -1}
+		if !o.Section.Enter.IsZero() && !o.Section.Leave.IsZero() {
+			s.SectionMs, s.SectionEndMs = since(o.Section.Enter), since(o.Section.Leave)
+		}
 		switch o.Kind {
 		case "sold", "stale", "lost", "crashed":
 			if e.Scenario.Mode != "atomic" {
@@ -714,4 +726,25 @@ func (e *Env) WaitInside(ctx context.Context, sku string) error {
 		return fmt.Errorf("lab: no buyer of %s got inside within %s", sku, 5*e.Lease)
 	}
 	return nil
+}
+
+// TimelineOverlaps counts the sales on a timeline that entered their read-check-write while
+// another sale was inside its own: what the audit's overlaps count in Redis, seen from the
+// buyers' side (the dashboard counts its red bars the same way). Each section is the part of
+// the time Redis counted the sale inside, so this is at most Result.Overlaps.
+func TimelineOverlaps(spans []Span) int {
+	n := 0
+	for i, s := range spans {
+		if s.SectionMs < 0 {
+			continue
+		}
+		for j, o := range spans {
+			if j != i && o.SectionMs >= 0 && s.SectionMs < o.SectionEndMs &&
+				(o.SectionMs < s.SectionMs || o.SectionMs == s.SectionMs && j < i) {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }

@@ -171,7 +171,15 @@ type SaleResult struct {
 	ReleaseError  string  `json:"releaseError,omitempty"`
 	// Renewals counts the watchdog's renewals of this sale's lease (the lab shows them).
 	Renewals int64 `json:"renewals,omitempty"`
+	// Section is when the sale was inside its read-check-write, as far as this process can
+	// tell (Settings.TrackOverlap only; zero otherwise): from the answer to its enter to the
+	// sending of its leave, inside the span Redis counted it in (Inventory.Overlaps). The lab's
+	// timeline draws it, so its overlaps and the audit's count the same thing.
+	Section Section `json:"-"`
 }
+
+// Section is a sale's time inside the read-check-write (SaleResult.Section).
+type Section struct{ Enter, Leave time.Time }
 
 // faultCheck is one injectable fault: whether the request asks for it, and its bound.
 type faultCheck struct {
@@ -371,8 +379,10 @@ const releaseWithin = 5 * time.Second
 type joinedRelease struct {
 	sent bool
 	err  error
-	// left: the holder left the section (TrackOverlap) in the same pipeline, before the release.
-	left bool
+	// left: the holder left the section (TrackOverlap) in the same pipeline, before the release,
+	// sent at leaveSent.
+	left      bool
+	leaveSent time.Time
 }
 
 // critical is the read-check-write inside the lock. It returns a short result label. With joined,
@@ -383,7 +393,13 @@ func (s *Service) critical(ctx context.Context, req SaleRequest, counter string,
 		// Leave even when Enter failed: its reply may be what was lost, and leaving is idempotent.
 		defer func() {
 			if joined != nil && joined.left {
+				if !res.Section.Enter.IsZero() {
+					res.Section.Leave = joined.leaveSent
+				}
 				return
+			}
+			if !res.Section.Enter.IsZero() {
+				res.Section.Leave = time.Now()
 			}
 			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWithin)
 			defer cancel()
@@ -398,6 +414,7 @@ func (s *Service) critical(ctx context.Context, req SaleRequest, counter string,
 		if err := s.store.EnterSection(ctx, req.SKU, order.ID, within); err != nil {
 			return "error", s.storeError(err)
 		}
+		res.Section.Enter = time.Now()
 	}
 	read, err := s.store.ReadStock(ctx, req.SKU, lease.Token(), counter)
 	if err != nil {
@@ -484,6 +501,7 @@ func (s *Service) commit(ctx context.Context, sku string, stock int64, order sto
 	}
 	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWithin)
 	defer cancel()
+	joined.leaveSent = time.Now()
 	joined.sent, joined.err = true, pr.ReleaseAfter(relCtx, p)
 	joined.left = leave != nil && leave() == nil
 	return read()

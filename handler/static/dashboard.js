@@ -347,6 +347,17 @@ function fillRow(name, res) {
     a.textContent = short + ' ↗';
     a.title = 'NOT linearizable: open the drawing of the sales no stock counter can explain (porcupine)';
     h.append(a);
+  } else if (short === 'NO') {
+    // Run by another process (`go run . lab`, another instance): its drawing, if it kept one, is
+    // on the machine that ran it. Say so, and how to get one here.
+    h.textContent = 'NO ';
+    const why = document.createElement('span');
+    why.className = 'dim why';
+    why.textContent = '(no drawing here: run it here)';
+    h.title = 'NOT linearizable. This run was made by another process (go run . lab, or another instance), ' +
+      'which keeps its drawing only where --history-dir asks, on its own machine; press "run" to run the row ' +
+      'here and link its drawing.';
+    h.append(why);
   } else {
     h.textContent = short;
   }
@@ -422,8 +433,10 @@ async function runOne(name) {
 }
 
 // drawScenario draws a scenario's run as a timeline: one bar per sale from request to answer
-// (grey), its time inside the lock darker, coloured by the answer; time inside the lock that
-// overlaps another buyer's is red (two holders), a write rejected by its token is orange.
+// (grey), the time it held the lock darker, and its time inside the read-check-write coloured by
+// the answer; a read-check-write that crosses another buyer's is red, a write rejected by its
+// token orange. The red count is the audit's overlaps seen from the buyers (lab.TimelineOverlaps):
+// the sales that entered the read-check-write while another was inside.
 function drawScenario(name, res) {
   const link = $('history-link');
   link.hidden = !res.historyUrl;
@@ -442,25 +455,34 @@ function drawScenario(name, res) {
   ctx.font = '11px system-ui, sans-serif';
   const tMax = Math.max(1, ...spans.map((s) => s.endMs));
   const x = (t) => 34 + (w - 40) * t / tMax;
-  const held = spans.filter((s) => s.heldMs >= 0);
-  const overlapping = (s) => held.some((o) => o !== s && o.heldMs < s.endMs && s.heldMs < o.endMs);
+  const inside = (s) => s.sectionMs !== undefined && s.sectionMs >= 0;
+  const crosses = (s, o) => o !== s && inside(o) && o.sectionMs < s.sectionEndMs && s.sectionMs < o.sectionEndMs;
+  // Entered while another was inside (ties: the earlier in the list entered first).
+  const enteredWhileInside = (s, i) => spans.some((o, j) => j !== i && inside(o) && s.sectionMs < o.sectionEndMs &&
+    (o.sectionMs < s.sectionMs || (o.sectionMs === s.sectionMs && j < i)));
   const colour = { sold: '#3fb950', soldout: '#8a98a6', stale: '#d29922', lost: '#a371f7', crashed: '#f85149' };
   let overlaps = 0;
   spans.forEach((s, i) => {
     const y = 20 + i * rowH;
     ctx.fillStyle = '#2a3440';
     ctx.fillRect(x(s.startMs), y, Math.max(1, x(s.endMs) - x(s.startMs)), rowH - 1);
-    if (s.heldMs < 0) return;
-    const two = overlapping(s);
-    if (two) overlaps++;
+    if (s.heldMs >= 0) {
+      ctx.fillStyle = s.kind === 'crashed' ? colour.crashed : '#3d4b5c';
+      ctx.fillRect(x(s.heldMs), y, Math.max(1, x(s.endMs) - x(s.heldMs)), rowH - 1);
+    }
+    if (!inside(s)) return;
+    const two = spans.some((o) => crosses(s, o));
+    if (enteredWhileInside(s, i)) overlaps++;
     ctx.fillStyle = s.kind === 'stale' ? '#d29922' : two ? '#f85149' : (colour[s.kind] || '#58a6ff');
-    ctx.fillRect(x(s.heldMs), y, Math.max(1, x(s.endMs) - x(s.heldMs)), rowH - 1);
+    ctx.fillRect(x(s.sectionMs), y, Math.max(1, x(s.sectionEndMs) - x(s.sectionMs)), rowH - 1);
   });
   ctx.fillStyle = '#8a98a6';
   ctx.fillText(Math.round(tMax) + ' ms', w - 60, 12);
+  const audit = res.overlaps === undefined ? '' : `; the table's overlaps, counted in Redis: ${res.overlaps}`;
   setText('scenario-caption', spans.length
-    ? `${name}: ${spans.length} sales; grey: waiting, green: inside the lock, red: inside together with another buyer` +
-      ` (${overlaps}), orange: a write rejected by its token`
+    ? `${name}: ${spans.length} sales; grey: waiting or answering, dark grey: holding the lock, green: inside the ` +
+      `read-check-write, red: inside the read-check-write together with another buyer (${overlaps} entered while ` +
+      `another was inside${audit}), orange: a write rejected by its token`
     : `${name}: no sales on a timeline`);
 }
 
