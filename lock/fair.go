@@ -106,7 +106,7 @@ func (w *fairWaiter) ring() {
 }
 
 func newFair(d settings) (locker, error) {
-	l := &fairLocker{rdb: d.Data, id: cmp.Or(d.InstanceID, uuid.NewString()), lease: cmp.Or(d.Lease, defaultLease), log: logOf(d),
+	l := &fairLocker{rdb: d.Data, id: cmp.Or(d.InstanceID, uuid.NewString()), lease: d.Lease, log: logOf(d),
 		threadWait: d.ThreadWait, lagCap: fairLagCap, waiters: map[string]*fairWaiter{}, holds: map[string]int{},
 		beats: map[string]*fairHeartbeat{}}
 	if d.ThreadWait > 0 {

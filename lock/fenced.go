@@ -1,7 +1,6 @@
 package lock
 
 import (
-	"cmp"
 	"context"
 	_ "embed"
 	"fmt"
@@ -39,7 +38,7 @@ func newFenced(d settings) (locker, error) {
 	if d.RFencedLayout {
 		return newRFenced(d), nil
 	}
-	l := &fencedLocker{rdb: d.Data, lease: cmp.Or(d.Lease, defaultLease), log: logOf(d)}
+	l := &fencedLocker{rdb: d.Data, lease: d.Lease, log: logOf(d)}
 	l.line = newWaitLine(d.Data, l.log, true, d.InstanceID)
 	return l, nil
 }

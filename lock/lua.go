@@ -1,7 +1,6 @@
 package lock
 
 import (
-	"cmp"
 	"context"
 	_ "embed"
 	"log/slog"
@@ -29,7 +28,7 @@ type luaLocker struct {
 }
 
 func newLua(d settings) (locker, error) {
-	l := &luaLocker{rdb: d.Data, lease: cmp.Or(d.Lease, defaultLease)}
+	l := &luaLocker{rdb: d.Data, lease: d.Lease}
 	l.line = newWaitLine(d.Data, logOf(d), false, d.InstanceID)
 	return l, nil
 }

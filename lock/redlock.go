@@ -76,10 +76,7 @@ func newRedlock(d settings) (locker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	lease := d.Lease
-	if lease <= 0 {
-		lease = defaultLease // a zero ttl would mean no expiry
-	}
+	lease := d.Lease // above 0: construct refuses anything else
 	// The constructor refuses no masters; built directly without any, Acquire reports it.
 	l := &redlockLocker{
 		rs: redsync.New(pools...), masters: d.Masters, nodes: len(pools), quorum: len(pools)/2 + 1,
