@@ -81,6 +81,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "explore":
 		return runExplore(ctx, opts.explore, stdout, stderr)
 	default:
+		if err := checkPort(cfg); err != nil {
+			return err
+		}
 		return app.Serve(ctx, cfg, stdout, app.NewLogger(stderr, cfg.Log.Level))
 	}
 }
