@@ -110,7 +110,15 @@ func DataName(cfg config.Config) string {
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
 	log = log.With("instance", cfg.Server.Instance)
 	policy, why := cfg.EmbeddedPolicy()
-	emb, err := embedded.Start(policy, why, cfg.Addresses(), cfg.Redis.Password, log)
+	addrs := cfg.Addresses()
+	if policy == config.EmbeddedNever {
+		// Only what lock.mode needs must answer, as /readyz counts it.
+		var err error
+		if addrs, err = neededAtStart(cfg, log); err != nil {
+			return nil, err
+		}
+	}
+	emb, err := embedded.Start(policy, why, addrs, cfg.Redis.Password, log)
 	if err != nil {
 		return nil, err
 	}
