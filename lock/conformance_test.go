@@ -576,7 +576,7 @@ func clauseWaitUnanswered(t *testing.T, k conformanceKind) {
 	a := r.locker()
 	r.cut = true
 	cut := r.locker()
-	const wait = 700 * time.Millisecond
+	const wait = 400 * time.Millisecond
 	check := func(what string) {
 		for _, l := range []*lock.Locker{a, cut} {
 			checkWait(t, l, what, wait)
