@@ -1287,7 +1287,7 @@ const docTemplate = `{
                     "type": "number"
                 },
                 "heldMs": {
-                    "description": "HeldMs is when the buyer got the lock (-1: it never did, or the mode takes none), so\nHeldMs..EndMs is its time inside the lock.",
+                    "description": "HeldMs is when the buyer got the lock (-1: it never did, or the mode takes none), so\nHeldMs..EndMs is its time holding the lock (or so it believes: a lease may run out).",
                     "type": "number"
                 },
                 "instance": {
@@ -1296,6 +1296,13 @@ const docTemplate = `{
                 "kind": {
                     "description": "Kind is the answer: sold, soldout, timeout, crashed, stale, lost, unavailable or error.",
                     "type": "string"
+                },
+                "sectionEndMs": {
+                    "type": "number"
+                },
+                "sectionMs": {
+                    "description": "SectionMs..SectionEndMs is its time inside the read-check-write (-1: never), within the\nspan the audit's overlaps are counted over; two buyers' sections that cross are an\noverlap, the same thing the audit counts (Result.Overlaps).",
+                    "type": "number"
                 },
                 "startMs": {
                     "type": "number"
