@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"seckill/internal/redisproc"
+)
+
+// TestReadmeShowsTheStartUpLine: the start-up line the README shows is the one `go run .` prints
+// (issue 37, item 3 and deliver 4: what the first run started, its in-process Redis servers with
+// their ports and the dashboard), up to the ports: serve runs here on free ports, with in-process
+// Redis servers as the quick start gets, and its two lines must read as the README's once each
+// port is mapped to the README's, in order.
+func TestReadmeShowsTheStartUpLine(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := regexp.MustCompile("(?s)```text\n(seckill seckill-8080 listening on .*?)\n```").FindSubmatch(readme)
+	if block == nil {
+		t.Fatal("README.md shows no start-up line (a text block starting 'seckill seckill-8080 listening on')")
+	}
+	want := string(block[1])
+
+	ports := make([]int, 5)
+	for i := range ports {
+		if ports[i], err = redisproc.FreePort(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr := func(p int) string { return "127.0.0.1:" + strconv.Itoa(p) }
+	env := map[string]string{
+		"SECKILL_SERVER_PORT":    strconv.Itoa(ports[0]),
+		"SECKILL_REDIS_ADDR":     addr(ports[1]),
+		"SECKILL_REDIS_MASTERS":  addr(ports[2]) + "," + addr(ports[3]) + "," + addr(ports[4]),
+		"SECKILL_REDIS_EMBEDDED": "always", // what auto does on the quick start's own addresses
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, pw, io.Discard); pw.Close() }()
+	defer func() { cancel(); <-done }()
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done(): // read on, so serve never blocks writing
+			}
+		}
+		close(lines)
+	}()
+	var got []string
+	timeout := time.After(30 * time.Second)
+	for len(got) < 2 {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("serve ended after %q: %v", got, <-done)
+			}
+			got = append(got, l)
+		case <-timeout:
+			t.Fatalf("no start-up line within 30 s: %q", got)
+		}
+	}
+	// Map this run's ports to the README's, in order of appearance.
+	port := regexp.MustCompile(`(seckill-|:)(\d{2,5})\b`)
+	order := func(s string) []string {
+		var out []string
+		for _, m := range port.FindAllStringSubmatch(s, -1) {
+			if len(out) == 0 || !slices.Contains(out, m[2]) {
+				out = append(out, m[2])
+			}
+		}
+		return out
+	}
+	have := strings.Join(got, "\n")
+	from, to := order(have), order(want)
+	if len(from) != len(to) {
+		t.Fatalf("the README's line has ports %v, serve printed %v:\nREADME: %s\nserve:  %s", to, from, want, have)
+	}
+	mapped := port.ReplaceAllStringFunc(have, func(s string) string {
+		m := port.FindStringSubmatch(s)
+		for i, p := range from {
+			if p == m[2] {
+				return m[1] + to[i]
+			}
+		}
+		return s
+	})
+	if mapped != want {
+		t.Errorf("the README's start-up line is not what serve prints:\nREADME: %s\nserve:  %s", want, mapped)
+	}
+	if !strings.Contains(mapped, "dashboard http://127.0.0.1:8080/") || !strings.Contains(mapped, "in-process redis on 127.0.0.1:6379,127.0.0.1:6381") {
+		t.Errorf("the start-up line does not say what it started: %s", mapped)
+	}
+}
