@@ -421,6 +421,12 @@ cmd_up() {
 	settings >"$RUN_DIR/cluster.env"
 
 	local p pid started=() need_build=""
+	# Every port first: a busy one is named before a build of a minute or more, not after it.
+	for p in "${SELECTED[@]}"; do
+		if ! proc_pid "$RUN_DIR" "$p" >/dev/null && port_in_use "${PORT[$p]}"; then
+			die "$p: port ${PORT[$p]} is already in use by $(port_holder "${PORT[$p]}") (a running \`go run .\` holds 6379 and 6381-6383 for its in-process Redis): stop it, or choose other ports (DATA_PORT, MASTER_PORTS, SERVICE_PORT, NGINX_PORT); nothing was built or started"
+		fi
+	done
 	for p in "${SELECTED[@]}"; do
 		if [[ "${KIND[$p]}" == seckill ]] && ! proc_pid "$RUN_DIR" "$p" >/dev/null; then need_build=1; fi
 	done
