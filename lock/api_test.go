@@ -9,6 +9,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock"
 )
 
 // maxExported bounds the package's surface: a library as small as redislock's.
@@ -74,5 +79,21 @@ func TestPublicSurface(t *testing.T) {
 		if m := words.FindString(txt); m != "" {
 			t.Errorf("the documentation says %q: %.120q", m, txt)
 		}
+	}
+}
+
+// TestDefaultLease: a Locker's default lease is WithLease's, and a nil Locker's the library's.
+func TestDefaultLease(t *testing.T) {
+	t.Parallel()
+	if got := (*lock.Locker)(nil).DefaultLease(); got != 30*time.Second {
+		t.Errorf("the library's default lease: %s, want 30s (Redisson's lockWatchdogTimeout)", got)
+	}
+	l, err := lock.NewLua(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), lock.WithLease(7*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if got := l.DefaultLease(); got != 7*time.Second {
+		t.Errorf("WithLease(7s): DefaultLease %s", got)
 	}
 }

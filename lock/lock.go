@@ -250,6 +250,16 @@ func (l *Locker) Close() error {
 	return l.closeErr
 }
 
+// DefaultLease is the lease an acquisition gets when Options.Lease is 0: WithLease's, or on a nil
+// Locker the library's default (30 s, Redisson's lockWatchdogTimeout), so a program can size its
+// own timeouts from the one figure.
+func (l *Locker) DefaultLease() time.Duration {
+	if l == nil || l.lease <= 0 {
+		return defaultLease
+	}
+	return l.lease
+}
+
 // Reentrant reports whether the Locker's acquisitions honour Options.Owner (re-entry):
 // NewReentrant, NewFair, NewMultilock and NewFenced in RFencedLock's layout. The others refuse an
 // Owner.

@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/internal/ctxsleep"
 )
 
-// plainLease is the Lease of modes without a watchdog or fencing: Lost is nil.
+// plainLease is the Lease of NewLua: no watchdog, no fencing (Lease.Lost follows its TTL).
 type plainLease struct {
 	*lineHold // when it runs out, and the push of a lock handed over short
 	key       string
@@ -41,19 +43,7 @@ func (l *plainLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error 
 }
 
 // sleep waits for d or until ctx ends, whichever is first; it reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+var sleep = ctxsleep.Sleep
 
 // jitter returns a retry interval between lo and hi, so that pollers do not move in lockstep.
 func jitter(lo, hi time.Duration) func() time.Duration {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill-lab/seckill/lock"
 
 	"seckill/internal/rows"
 )
@@ -141,7 +142,7 @@ func NewRegistry(deps Deps) (*Registry, error) {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
 	if deps.Lease <= 0 {
-		deps.Lease = 30 * time.Second
+		deps.Lease = (*lock.Locker)(nil).DefaultLease() // the library's default, for every mode
 	}
 	r := &Registry{deps: deps, lockers: map[string]Locker{}}
 	for _, m := range Modes() {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/internal/ctxsleep"
 )
 
 // The faults of one lock holder, injected from outside the lock through its Redis connection.
@@ -157,17 +159,5 @@ func Install(clients ...redis.UniversalClient) {
 	}
 }
 
-// sleep waits for d or until ctx ends, whichever is first; it reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+// sleep is the lock module's context-aware sleep.
+var sleep = ctxsleep.Sleep
