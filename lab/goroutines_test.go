@@ -16,7 +16,7 @@ import (
 // process's goroutines before the parallel tests start.
 func TestScenariosLeaveNoGoroutines(t *testing.T) {
 	r := newRunner(t)
-	names := []string{"redlock", "redlock-restart", "redlock-fenced-restart"}
+	names := []string{"redlock", "redlock-restart"}
 	for _, name := range names {
 		if _, err := lab.Lookup(name); err != nil {
 			t.Fatal(err)
