@@ -2,7 +2,10 @@ package lock_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,9 +17,20 @@ import (
 
 // TestClosedLockersLeaveNoGoroutines: a Locker whose waiters met a master that was down, then
 // closed with its clients, leaves no goroutine behind (a Redlock line's subscription to the
-// stopped master used to stay parked for good). Not parallel: it counts the process's goroutines
-// before the parallel tests start.
+// stopped master used to stay parked for good).
 func TestClosedLockersLeaveNoGoroutines(t *testing.T) {
+	if os.Getenv(goroutinesChild) == "" {
+		// Counted in a process of its own (this test binary again), so it can run beside the
+		// package's other tests instead of before them.
+		t.Parallel()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestClosedLockersLeaveNoGoroutines$", "-test.count=1")
+		cmd.Env = append(os.Environ(), goroutinesChild+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "PASS") {
+			t.Fatalf("the count in a process of its own: %v\n%s", err, out)
+		}
+		return
+	}
 	servers := locktest.NewN(t, 3)
 	before := runtime.NumGoroutine()
 	func() {
@@ -57,3 +71,6 @@ func TestClosedLockersLeaveNoGoroutines(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// goroutinesChild marks the process that counts (TestClosedLockersLeaveNoGoroutines).
+const goroutinesChild = "LOCKTEST_GOROUTINES_CHILD"
