@@ -378,7 +378,7 @@ func clauseExclusion(t *testing.T, k conformanceKind) {
 func clauseRefresh(t *testing.T, k conformanceKind) {
 	r := newRig(t, k)
 	a, b := r.locker(), r.locker()
-	const lease = time.Second
+	const lease = 600 * time.Millisecond
 	for _, explicit := range []bool{true, false} {
 		key := "c2-watchdog"
 		if explicit {
@@ -578,8 +578,13 @@ func clauseWaitUnanswered(t *testing.T, k conformanceKind) {
 	cut := r.locker()
 	const wait = 400 * time.Millisecond
 	check := func(what string) {
+		var wg sync.WaitGroup
 		for _, l := range []*lock.Locker{a, cut} {
-			checkWait(t, l, what, wait)
+			wg.Go(func() { checkWait(t, l, what, wait) }) // reports with t.Errorf
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
 		}
 	}
 	r.freeze()
@@ -592,18 +597,16 @@ func clauseWaitUnanswered(t *testing.T, k conformanceKind) {
 }
 
 func checkWait(t *testing.T, a *lock.Locker, what string, wait time.Duration) {
-	{
-		start := time.Now()
-		_, err := a.Acquire(context.Background(), "c6-"+what, lock.Options{Wait: wait})
-		took := time.Since(start)
-		if !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, lock.ErrUnavailable) {
-			t.Fatalf("%s: %v, want ErrNotObtained and ErrUnavailable", what, err)
-		}
-		if took > wait+500*time.Millisecond+slack {
-			t.Fatalf("%s: returned after %s with a wait of %s", what, took, wait)
-		}
-		t.Logf("%s: %s for a wait of %s", what, took.Round(time.Millisecond), wait)
+	start := time.Now()
+	_, err := a.Acquire(context.Background(), "c6-"+what, lock.Options{Wait: wait})
+	took := time.Since(start)
+	if !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, lock.ErrUnavailable) {
+		t.Errorf("%s: %v, want ErrNotObtained and ErrUnavailable", what, err)
 	}
+	if took > wait+500*time.Millisecond+slack {
+		t.Errorf("%s: returned after %s with a wait of %s", what, took, wait)
+	}
+	t.Logf("%s: %s for a wait of %s", what, took.Round(time.Millisecond), wait)
 }
 
 // Clause 7: Close ends every wait of that Locker within 100 ms with ErrClosed; a later Acquire
@@ -729,7 +732,7 @@ func clauseWake(t *testing.T, k conformanceKind) {
 	}()
 	time.Sleep(200 * time.Millisecond) // the waiter settles in line
 	before := sent.Load()
-	const window = time.Second
+	const window = 500 * time.Millisecond
 	time.Sleep(window)
 	looks := sent.Load() - before
 	if limit := 2*int64(window/(250*time.Millisecond)) + 2; looks > limit {

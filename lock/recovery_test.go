@@ -265,7 +265,7 @@ func TestSellsAgainSoonAfterAFreeze(t *testing.T) {
 			if !errors.Is(err, lock.ErrUnavailable) {
 				t.Fatalf("release on a frozen server: %v, want ErrUnavailable", err)
 			}
-			time.Sleep(time.Second)
+			time.Sleep(500 * time.Millisecond)
 			r.thaw()
 			thawed := time.Now()
 			took := (<-got).Sub(thawed)
