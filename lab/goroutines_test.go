@@ -2,12 +2,12 @@ package lab_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seckill-lab/seckill/lock/locktest"
 
 	"seckill/lab"
 )
@@ -16,16 +16,7 @@ import (
 // masters, where a line's subscription to a stopped master used to stay parked in the library),
 // the process is back to the goroutines it had after the first.
 func TestScenariosLeaveNoGoroutines(t *testing.T) {
-	if os.Getenv(goroutinesChild) == "" {
-		// Counted in a process of its own (this test binary again), so it can run beside the
-		// lab's other tests instead of before them.
-		t.Parallel()
-		cmd := exec.Command(os.Args[0], "-test.run=^TestScenariosLeaveNoGoroutines$", "-test.count=1")
-		cmd.Env = append(os.Environ(), goroutinesChild+"=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "PASS") {
-			t.Fatalf("the count in a process of its own: %v\n%s", err, out)
-		}
+	if !locktest.Alone(t) { // counted in a process of its own, beside the other tests
 		return
 	}
 	r := newRunner(t)
@@ -65,9 +56,6 @@ func ours() []string {
 	}
 	return out
 }
-
-// goroutinesChild marks the process that counts (TestScenariosLeaveNoGoroutines).
-const goroutinesChild = "SECKILL_GOROUTINES_CHILD"
 
 // settle waits up to 3 s for our goroutines to drop to want (-1: just to stop changing), and
 // returns them.

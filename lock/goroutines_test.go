@@ -2,10 +2,7 @@ package lock_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,16 +16,7 @@ import (
 // closed with its clients, leaves no goroutine behind (a Redlock line's subscription to the
 // stopped master used to stay parked for good).
 func TestClosedLockersLeaveNoGoroutines(t *testing.T) {
-	if os.Getenv(goroutinesChild) == "" {
-		// Counted in a process of its own (this test binary again), so it can run beside the
-		// package's other tests instead of before them.
-		t.Parallel()
-		cmd := exec.Command(os.Args[0], "-test.run=^TestClosedLockersLeaveNoGoroutines$", "-test.count=1")
-		cmd.Env = append(os.Environ(), goroutinesChild+"=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "PASS") {
-			t.Fatalf("the count in a process of its own: %v\n%s", err, out)
-		}
+	if !locktest.Alone(t) { // counted in a process of its own, beside the other tests
 		return
 	}
 	servers := locktest.NewN(t, 3)
@@ -71,6 +59,3 @@ func TestClosedLockersLeaveNoGoroutines(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
-// goroutinesChild marks the process that counts (TestClosedLockersLeaveNoGoroutines).
-const goroutinesChild = "LOCKTEST_GOROUTINES_CHILD"

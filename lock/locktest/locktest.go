@@ -10,7 +10,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -109,4 +111,26 @@ func RunParallel(m *testing.M, n int) {
 		}
 	}
 	os.Exit(m.Run())
+}
+
+// aloneEnv marks a test binary started by Alone for the test it runs.
+const aloneEnv = "LOCKTEST_ALONE"
+
+// Alone runs the calling test in a process of its own (the test binary again, with only this
+// test), for a test that counts what the whole process holds, such as its goroutines: the parent
+// marks itself parallel, waits for the child and reports its failure; it returns false there,
+// and the test returns. In the child it returns true, and the test goes on.
+func Alone(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(aloneEnv) == t.Name() {
+		return true
+	}
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), aloneEnv+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "PASS") {
+		t.Fatalf("%s in a process of its own: %v\n%s", t.Name(), err, out)
+	}
+	return false
 }
