@@ -149,10 +149,8 @@ func TestConformanceOnCluster(t *testing.T) {
 			t.Parallel()
 			nodes := locktest.NewCluster(t, 3)
 			// Clause 6 stops the servers: last.
-			ordered := slices.Clone(clauses)
-			slices.SortStableFunc(ordered, func(a, b clause) int {
-				return cmpBool(a.n == "6", b.n == "6")
-			})
+			six := slices.IndexFunc(clauses, func(c clause) bool { return c.n == "6" })
+			ordered := append(slices.Delete(slices.Clone(clauses), six, six+1), clauses[six])
 			for _, c := range ordered {
 				t.Run(c.n+"-"+c.name, func(t *testing.T) {
 					k := k
@@ -184,16 +182,6 @@ func TestConformanceCoversEveryConstructor(t *testing.T) {
 			}
 		}
 	}
-}
-
-func cmpBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
 }
 
 // rig is the servers of one subtest, each behind a proxy that can stop answering.
