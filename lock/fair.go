@@ -3,7 +3,6 @@ package lock
 import (
 	"cmp"
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,30 +13,17 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/script"
 )
 
 var (
-	//go:embed lua/fair_lag.lua
-	fairLagLua string
-	//go:embed lua/fair_drop_dead.lua
-	fairDropDeadLua string
-	//go:embed lua/fair_acquire.lua
-	fairAcquireLua string
-	//go:embed lua/fair_release.lua
-	fairReleaseLua string
-	//go:embed lua/fair_cancel.lua
-	fairCancelLua string
-	//go:embed lua/fair_alive.lua
-	fairAliveLua string
-	//go:embed lua/fair_beat.lua
-	fairBeatLua string
-
 	// Each keeps the first waiter's deadline exact and the others' move-ups owed (fair_lag.lua);
 	// acquire and release then drop the dead waiters at the head of the queue.
-	fairReleaseSource = releaseHoldLua + fairLagLua + fairDropDeadLua + fairReleaseLua
-	fairCancelSource  = fairLagLua + fairCancelLua
-	fairAcquire       = redis.NewScript(queueOnceLua + fairAliveLua + fairLagLua + fairDropDeadLua + fairAcquireLua)
-	fairBeat          = redis.NewScript(fairAliveLua + fairLagLua + fairDropDeadLua + fairBeatLua)
+	fairReleaseSource = script.FairRelease
+	fairCancelSource  = script.FairCancel
+	fairAcquire       = redis.NewScript(script.FairAcquire)
+	fairBeat          = redis.NewScript(script.FairBeat)
 	fairRelease       = redis.NewScript(fairReleaseSource)
 	fairCancel        = redis.NewScript(fairCancelSource)
 )
@@ -61,7 +47,7 @@ type fairLocker struct {
 	// (WithThreadWait).
 	threadWait time.Duration
 	// lagCap is how far the move-ups of the waiters behind the first may be owed before they are
-	// written (lua/fair_lag.lua): fairLagCap, or 0 with a thread wait (WithThreadWait).
+	// written (script/lua/fair_lag.lua): fairLagCap, or 0 with a thread wait (WithThreadWait).
 	lagCap int64
 
 	// waiters are the waiters of this process, by key and field. A release here whose next
@@ -79,7 +65,7 @@ type fairLocker struct {
 }
 
 // fairHeartbeat says, every aliveEvery while this process has waiters for its key, that the
-// process is alive (lua/fair_alive.lua).
+// process is alive (script/lua/fair_alive.lua).
 type fairHeartbeat struct {
 	waiters int
 	stop    chan struct{}
@@ -133,12 +119,12 @@ func fairDeadlines(name string) string { return redissonPrefixed("redisson_lock_
 func fairGrants(name string) string { return redissonPrefixed("golock_fair_grant", name) }
 
 // fairLag names this project's own hash of the move-ups the waiters behind the first still owe
-// (lua/fair_lag.lua): Redisson writes every waiter's deadline on every acquisition, these scripts
+// (script/lua/fair_lag.lua): Redisson writes every waiter's deadline on every acquisition, these scripts
 // only the first one's. It lives as long as the queue does.
 func fairLag(name string) string { return redissonPrefixed("golock_fair_lag", name) }
 
 // fairAlive names this project's own hash of the processes with waiters in the queue, each with
-// the time until which it is surely alive (lua/fair_alive.lua): a process that stops saying so
+// the time until which it is surely alive (script/lua/fair_alive.lua): a process that stops saying so
 // (it died) has its waiters dropped from the head at once, not one thread wait after another.
 func fairAlive(name string) string { return redissonPrefixed("golock_fair_alive", name) }
 

@@ -2,20 +2,16 @@ package lock
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/script"
 )
 
-var (
-	//go:embed lua/fenced_renew.lua
-	fencedRenewLua string
-
-	fencedRenew = redis.NewScript(fencedRenewLua)
-)
+var fencedRenew = redis.NewScript(script.FencedRenew)
 
 // fencedLocker is NewFenced in its default layout (Kleppmann's fencing tokens; rfenced.go has
 // Redisson RFencedLock's): SET NX PX and INCR of a token counter in one script, so every

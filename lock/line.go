@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -12,20 +11,13 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/script"
 )
 
 var (
-	//go:embed lua/queue_once.lua
-	queueOnceLua string
-	//go:embed lua/line_prelude.lua
-	linePreludeLua string
-	//go:embed lua/line_acquire.lua
-	lineAcquireLua string
-	//go:embed lua/line_release.lua
-	lineReleaseLua string
-
-	lineAcquire = redis.NewScript(queueOnceLua + linePreludeLua + lineAcquireLua)
-	lineRelease = redis.NewScript(queueOnceLua + linePreludeLua + lineReleaseLua)
+	lineAcquire = redis.NewScript(script.LineAcquire)
+	lineRelease = redis.NewScript(script.LineRelease)
 )
 
 // The waiter line of modes lua and fenced, across processes: one release wakes one waiter,

@@ -2,12 +2,13 @@ package lock
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/script"
 )
 
 // Fencing tokens for Redlock (mode redlock-fenced, WithFencingTokens).
@@ -29,13 +30,8 @@ import (
 // a master that restarts without its data: it forgets the counter with the key. Either round failing gives the lock back, and the attempt counts as
 // lost.
 var (
-	//go:embed lua/redlock_token_read.lua
-	redlockTokenReadLua string
-	//go:embed lua/redlock_token_raise.lua
-	redlockTokenRaiseLua string
-
-	redlockTokenRead  = redis.NewScript(redlockTokenReadLua)
-	redlockTokenRaise = redis.NewScript(redlockTokenRaiseLua)
+	redlockTokenRead  = redis.NewScript(script.RedlockTokenRead)
+	redlockTokenRaise = redis.NewScript(script.RedlockTokenRaise)
 )
 
 // redlockTokenKey is the token counter of a redlock key on each master; it shares the key's hash

@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,22 +11,16 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/script"
 )
 
 var (
-	//go:embed lua/reentrant_acquire.lua
-	reentrantAcquireLua string
-	//go:embed lua/reentrant_renew.lua
-	reentrantRenewLua string
-	//go:embed lua/release_hold.lua
-	releaseHoldLua string
-	//go:embed lua/reentrant_release.lua
-	reentrantReleaseLua string
 	// reentrantReleaseSource is the release script's source (its sharded twin is built from it).
-	reentrantReleaseSource = releaseHoldLua + reentrantReleaseLua
+	reentrantReleaseSource = script.ReentrantRelease
 
-	reentrantAcquire = redis.NewScript(reentrantAcquireLua)
-	reentrantRenew   = redis.NewScript(reentrantRenewLua)
+	reentrantAcquire = redis.NewScript(script.ReentrantAcquire)
+	reentrantRenew   = redis.NewScript(script.ReentrantRenew)
 	reentrantRelease = redis.NewScript(reentrantReleaseSource)
 )
 

@@ -2,25 +2,21 @@ package lock
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/script"
 )
 
-var (
-	//go:embed lua/rfenced_acquire.lua
-	rfencedAcquireLua string
-
-	rfencedAcquire = redis.NewScript(rfencedAcquireLua)
-)
+var rfencedAcquire = redis.NewScript(script.RFencedAcquire)
 
 // NewFenced with WithRFencedLockLayout is Redisson's RFencedLock (RedissonFencedLock, a
 // RedissonLock whose every acquisition also raises a token counter): the reentrant lock of
 // reentrant.go, with its hash, owners, watchdog, release script and wake-up on Redisson's unlock
-// channel, whose acquire script also draws the token (lua/rfenced_acquire.lua). A Java service
+// channel, whose acquire script also draws the token (script/lua/rfenced_acquire.lua). A Java service
 // calling getFencedLock(name) on the same Redis therefore excludes with this one both ways, each
 // side's release wakes the other's waiters, and both draw their tokens from one counter, so the
 // tokens of the holders, whichever side they are on, strictly increase in the order they held
@@ -46,7 +42,7 @@ func newRFenced(d settings) *reentrantLocker {
 func rfencedTokenKey(name string) string { return redissonPrefixed("redisson_lock_token", name) }
 
 // rfencedKeys are the acquire script's keys: the lock, its counter and the default layout's
-// counter (always in their slot), kept in step with it (lua/rfenced_acquire.lua).
+// counter (always in their slot), kept in step with it (script/lua/rfenced_acquire.lua).
 func (l *reentrantLocker) rfencedKeys(key string) []string {
 	return []string{key, rfencedTokenKey(key), fencedTokenKey(l.rdb, key)}
 }

@@ -2,28 +2,20 @@ package lock
 
 import (
 	"context"
-	_ "embed"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/script"
 )
 
 var (
-	//go:embed lua/rlock_line.lua
-	rlockLineLua string
-	//go:embed lua/rlock_release.lua
-	rlockReleaseLua string
-	//go:embed lua/rlock_enlist.lua
-	rlockEnlistLua string
-	//go:embed lua/rlock_pass.lua
-	rlockPassLua string
-
-	rlockReleaseSource = releaseHoldLua + queueOnceLua + rlockLineLua + rlockReleaseLua
-	rlockPassSource    = queueOnceLua + rlockLineLua + rlockPassLua
+	rlockReleaseSource = script.RLockRelease
+	rlockPassSource    = script.RLockPass
 
 	rlockRelease = redis.NewScript(rlockReleaseSource)
-	rlockEnlist  = redis.NewScript(queueOnceLua + rlockLineLua + rlockEnlistLua)
+	rlockEnlist  = redis.NewScript(script.RLockEnlist)
 	rlockPass    = redis.NewScript(rlockPassSource)
 )
 

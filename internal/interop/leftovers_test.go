@@ -168,7 +168,7 @@ func TestLeftoversAfterCrash(t *testing.T) {
 				bound = lease + waiters*threadWait
 				if mode == "fair-own-wait" {
 					// The waiters' own wait, and the slack a join adds when it extends the queue
-					// (a quarter of the wait, at most a second: lock/lua/fair_acquire.lua).
+					// (a quarter of the wait, at most a second: lock/script/lua/fair_acquire.lua).
 					bound, tw = max(lease, ownWait+min(ownWait/4, time.Second)), 0
 				}
 			case "fenced":

@@ -102,7 +102,7 @@ func TestFairQueueShownByInspect(t *testing.T) {
 }
 
 // TestFairDeadlinesShownAsRedissonWould: after a hand-over the waiters behind the first owe the
-// move-up (lock/lua/fair_lag.lua) and their scores are that much later; the /locks view shows
+// move-up (lock/script/lua/fair_lag.lua) and their scores are that much later; the /locks view shows
 // the deadlines Redisson's scripts would have written, a thread wait apart along the queue.
 func TestFairDeadlinesShownAsRedissonWould(t *testing.T) {
 	reg, l, c := fairRegistry(t)

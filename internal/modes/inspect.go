@@ -263,7 +263,7 @@ func fairQueues(ctx context.Context, c redis.UniversalClient, locks [][]string, 
 	}
 	for i, q := range queues {
 		// Every waiter but the one the lag hash names owes the lag: its score is that much
-		// later than its deadline (the library's deferred move-ups, lock/lua/fair_lag.lua).
+		// later than its deadline (the library's deferred move-ups, lock/script/lua/fair_lag.lua).
 		var lag int64
 		var exact string
 		for _, h := range lags[i] {
