@@ -62,7 +62,7 @@ type nominator struct {
 // process's is "<prefix>:<id>".
 func nominationPrefix(name string) string { return redissonPrefixed("golock_rlock_next", name) }
 
-// nominationKeys are the line scripts' keys (lua/rlock_line.lua).
+// nominationKeys are the line scripts' keys (script/lua/rlock_line.lua).
 func nominationKeys(name string) []string {
 	return []string{name, unlockChannel(name), redissonPrefixed("golock_rlock_line", name),
 		redissonPrefixed("golock_rlock_waiting", name), nominationPrefix(name)}
@@ -132,7 +132,7 @@ func (n *nominator) pass(key string) {
 	}
 }
 
-// releaseArgs are the release script's arguments (lua/rlock_release.lua) for field's release of
+// releaseArgs are the release script's arguments (script/lua/rlock_release.lua) for field's release of
 // key: this process stays in line when it has waiters left (stays).
 func (n *nominator) releaseArgs(ctx context.Context, key, field string, leaseMs int64) (args []any, stays bool) {
 	stay := int64(0)

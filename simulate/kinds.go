@@ -1,0 +1,76 @@
+package simulate
+
+import (
+	"sort"
+	"strconv"
+)
+
+// lockName is the lock every client takes.
+const lockName = "lock:sku"
+
+// kind is one lock's client, as step machines: what each step sends and decides.
+type kind interface {
+	masters() int
+	lockKey() string
+	fenced() bool   // the resource refuses writes with a token older than the newest
+	watchdog() bool // a holder renews every lease/3
+	broken() bool   // a mode of the lab, unsafe by design
+	acquire(s *Sim, w *World, c *Client)
+	renew(s *Sim, w *World, c *Client) bool // one step of a watchdog round; true when the round is over
+	release(s *Sim, w *World, c *Client)
+	deliver(s *Sim, w *World, c *Client, m msg)
+	passOn(s *Sim, w *World, c *Client)
+	route(w *World, k int, channel string) []int
+	leftoverOK(key string) bool
+}
+
+// base gives a kind the defaults: one master, no pub/sub, no watchdog, no fencing.
+type base struct{}
+
+func (base) masters() int                                { return 1 }
+func (base) lockKey() string                             { return lockName }
+func (base) fenced() bool                                { return false }
+func (base) watchdog() bool                              { return false }
+func (base) broken() bool                                { return false }
+func (base) renew(s *Sim, w *World, c *Client) bool      { return true }
+func (base) deliver(s *Sim, w *World, c *Client, m msg)  {}
+func (base) passOn(s *Sim, w *World, c *Client)          { c.PassOn = "" }
+func (base) route(w *World, k int, channel string) []int { return nil }
+func (base) leftoverOK(key string) bool                  { return false }
+
+// kinds are the simulated kinds by name.
+var kinds = map[string]kind{}
+
+// KindNames lists them, sorted.
+func KindNames() []string {
+	var n []string
+	for k := range kinds {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// Broken reports whether kind is one of the lab's deliberately broken modes.
+func Broken(name string) bool {
+	k, ok := kinds[name]
+	return ok && k.broken()
+}
+
+// retryOrGiveUp ends a failed attempt of a polling client: it tries again after the retry
+// delay, or gives up once its wait has run out.
+func (s *Sim) retryOrGiveUp(w *World, c *Client) {
+	if w.Now+ms(s.cfg.Retry) > c.Deadline {
+		s.note(w, c.name(), "give up", "wait over")
+		s.giveUp(w, c)
+		return
+	}
+	c.sleep(w.Now + ms(s.cfg.Retry))
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func asInt(v any) (int64, bool) {
+	n, ok := v.(int)
+	return int64(n), ok
+}

@@ -1,0 +1,195 @@
+package simulate
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Choice is one thing the scheduler may do next.
+type Choice struct {
+	Op     string // "step", "deliver", "fault", "time"
+	Client int    // index of the client (step, deliver, client faults, pub/sub faults)
+	Fault  string
+	Master int
+}
+
+func (c Choice) String() string {
+	switch c.Op {
+	case "step":
+		return fmt.Sprintf("step c%d", c.Client+1)
+	case "deliver":
+		return fmt.Sprintf("deliver to c%d", c.Client+1)
+	case "fault":
+		return fmt.Sprintf("fault %s c%d m%d", c.Fault, c.Client+1, c.Master)
+	}
+	return "time"
+}
+
+// head is the index of the first message in flight to client i (-1: none), and whether it
+// may arrive now.
+func (w *World) head(i int) (int, bool) {
+	for j, m := range w.Msgs {
+		if m.To == i {
+			return j, m.At <= w.Now
+		}
+	}
+	return -1, false
+}
+
+// Choices lists what the scheduler may do in w, in a fixed order. Time moves only when no
+// client can act and no message can arrive: clients are fast, and only a fault (a pause, a
+// delayed message, a clock jump) lets the clock overtake one.
+func (s *Sim) Choices(w *World) []Choice {
+	if w.Finished || w.Violation != "" {
+		return nil
+	}
+	var ch []Choice
+	for i := range w.Clients {
+		if w.Clients[i].runnable(w.Now) {
+			ch = append(ch, Choice{Op: "step", Client: i})
+		}
+	}
+	for i := range w.Clients {
+		if _, ok := w.head(i); ok {
+			ch = append(ch, Choice{Op: "deliver", Client: i})
+		}
+	}
+	busy := len(ch) > 0
+	if w.FaultsUsed < s.cfg.MaxFaults {
+		ch = append(ch, s.faultChoices(w)...)
+	}
+	if !busy && s.nextTimer(w) > w.Now {
+		ch = append(ch, Choice{Op: "time"})
+	}
+	return ch
+}
+
+func (s *Sim) faultChoices(w *World) []Choice {
+	var ch []Choice
+	for _, f := range AllFaults {
+		if !slices.Contains(s.cfg.Faults, f) {
+			continue
+		}
+		for i := range w.Clients {
+			c := &w.Clients[i]
+			alive := !c.Crashed && !c.Done
+			_, msgNow := w.head(i)
+			switch {
+			case f == FaultCrash && alive, f == FaultPause && alive && c.PausedUntil <= w.Now,
+				(f == FaultPubsubLost || f == FaultPubsubDelayed) && msgNow:
+				ch = append(ch, Choice{Op: "fault", Fault: f, Client: i})
+			}
+		}
+		for k := range w.Masters {
+			switch {
+			case f == FaultMasterDown && w.Masters[k].DownUntil <= w.Now, f == FaultRestartEmpty, f == FaultClockFast:
+				ch = append(ch, Choice{Op: "fault", Fault: f, Master: k})
+			}
+		}
+	}
+	return ch
+}
+
+// nextTimer is the earliest instant after now at which something is due (0: none).
+func (s *Sim) nextTimer(w *World) int64 {
+	t := int64(0)
+	consider := func(x int64) {
+		if x > w.Now && (t == 0 || x < t) {
+			t = x
+		}
+	}
+	for i := range w.Clients {
+		consider(w.Clients[i].timer())
+	}
+	for _, m := range w.Msgs {
+		consider(m.At)
+	}
+	for _, m := range w.Masters {
+		consider(m.DownUntil)
+	}
+	return t
+}
+
+// Apply performs choice i of Choices(w) on w (which it changes), and records it in the trace.
+func (s *Sim) Apply(w *World, ch Choice, i int) {
+	switch ch.Op {
+	case "step":
+		s.step(w, &w.Clients[ch.Client])
+	case "deliver":
+		j, _ := w.head(ch.Client)
+		m := w.Msgs[j]
+		w.Msgs = append(w.Msgs[:j:j], w.Msgs[j+1:]...)
+		c := &w.Clients[ch.Client]
+		s.note(w, c.name(), "receive "+m.Channel, fmt.Sprintf("%q", m.Payload))
+		s.kind.deliver(s, w, c, m)
+	case "fault":
+		s.fault(w, ch)
+	case "time":
+		from := w.Now
+		s.forward(w, s.nextTimer(w))
+		s.note(w, "clock", fmt.Sprintf("+%dms", w.Now-from), "")
+	}
+	w.trace.choice = i
+	s.settle(w)
+}
+
+// settle ends the run once every client has finished or died and nothing is in flight: the
+// clock then runs past every lease and wait, and Redis must be empty but for the kind's token
+// counters. A run with nothing left to do that has not ended is stuck.
+func (s *Sim) settle(w *World) {
+	if w.Violation != "" {
+		return
+	}
+	for i := range w.Clients {
+		c := &w.Clients[i]
+		if !(c.Crashed || c.Done) || c.PassOn != "" {
+			if len(s.Choices(w)) == 0 {
+				w.Violation = fmt.Sprintf("stuck: %s waits for nothing that will come (%s)", c.name(), c.PC)
+			}
+			return
+		}
+	}
+	if len(w.Msgs) > 0 {
+		return
+	}
+	w.Finished = true
+	s.forward(w, w.Now+ms(10*s.cfg.Lease+s.cfg.Wait+s.cfg.Pause+s.cfg.Down+s.cfg.Delay))
+	for k, m := range w.Masters {
+		for _, key := range m.Data {
+			if !s.kind.leftoverOK(key.Key) {
+				w.Violation = fmt.Sprintf("leftover: m%d keeps %s (%s, ttl %v) after every client finished or died past its lease", k, key.Key, key.Type, key.TTL)
+				return
+			}
+		}
+	}
+}
+
+// fault applies one fault.
+func (s *Sim) fault(w *World, ch Choice) {
+	w.FaultsUsed++
+	c := &w.Clients[ch.Client]
+	who := c.name()
+	switch ch.Fault {
+	case FaultCrash:
+		c.Crashed, c.Inside, c.PassOn = true, false, ""
+		w.Msgs = slices.DeleteFunc(w.Msgs, func(m msg) bool { return m.To == ch.Client })
+	case FaultPause:
+		c.PausedUntil = w.Now + ms(s.cfg.Pause)
+	case FaultPubsubLost:
+		j, _ := w.head(ch.Client)
+		w.Msgs = append(w.Msgs[:j:j], w.Msgs[j+1:]...)
+	case FaultPubsubDelayed:
+		j, _ := w.head(ch.Client)
+		w.Msgs[j].At = w.Now + ms(s.cfg.Delay)
+	case FaultMasterDown:
+		w.Masters[ch.Master].DownUntil = w.Now + ms(s.cfg.Down)
+		who = fmt.Sprintf("m%d", ch.Master)
+	case FaultRestartEmpty:
+		s.wipe(w, ch.Master)
+		who = fmt.Sprintf("m%d", ch.Master)
+	case FaultClockFast:
+		s.jump(w, ch.Master, ms(s.cfg.Jump))
+		who = fmt.Sprintf("m%d", ch.Master)
+	}
+	s.note(w, "fault", ch.Fault+" "+who, "")
+}

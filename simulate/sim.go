@@ -1,0 +1,156 @@
+package simulate
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// errDown is the reply of a master that is down.
+var errDown = errors.New("master down")
+
+// Sim runs one kind's step machines. It owns one in-process Redis engine per master; a World
+// carries the data, so many worlds (the branches of a search) share the engines.
+type Sim struct {
+	cfg     Config
+	kind    kind
+	engines []*engine
+	loaded  []uint64
+	gen     uint64
+}
+
+// New builds a simulator for cfg (after Defaults and Validate).
+func New(cfg Config) (*Sim, error) {
+	cfg = cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	k := kinds[cfg.Kind]
+	s := &Sim{cfg: cfg, kind: k}
+	for range k.masters() {
+		e, err := newEngine()
+		if err != nil {
+			return nil, err
+		}
+		s.engines = append(s.engines, e)
+		s.loaded = append(s.loaded, 0)
+	}
+	return s, nil
+}
+
+// Start is the world before the first step.
+func (s *Sim) Start() *World {
+	w := &World{Masters: make([]master, len(s.engines)), Clients: make([]Client, s.cfg.Clients)}
+	for i := range w.Clients {
+		c := &w.Clients[i]
+		c.ID = i + 1
+		s.begin(w, c)
+	}
+	return w
+}
+
+func (s *Sim) masterTime(w *World, k int) time.Time {
+	return epoch.Add(time.Duration(w.Now+w.Masters[k].Skew) * time.Millisecond)
+}
+
+// ensure loads master k's data of w into its engine unless it is there already.
+func (s *Sim) ensure(w *World, k int) {
+	if s.loaded[k] != w.Masters[k].Gen {
+		s.engines[k].load(w.Masters[k].Data, s.masterTime(w, k))
+		s.loaded[k] = w.Masters[k].Gen
+	} else {
+		s.engines[k].m.SetTime(s.masterTime(w, k))
+	}
+}
+
+// keep stores the engine's data back into w as a new generation.
+func (s *Sim) keep(w *World, k int) {
+	s.gen++
+	w.Masters[k].Gen = s.gen
+	w.Masters[k].Data = s.engines[k].save()
+	s.loaded[k] = s.gen
+}
+
+// exec runs one command on master k for client c, records it in the trace and routes what it
+// published. label names it in the trace (a script's name instead of its source).
+func (s *Sim) exec(w *World, c *Client, k int, label string, args ...string) any {
+	if w.Masters[k].DownUntil > w.Now {
+		s.note(w, c.name(), fmt.Sprintf("m%d %s", k, label), "ERR "+errDown.Error())
+		return errDown
+	}
+	s.ensure(w, k)
+	e := s.engines[k]
+	e.pubs = e.pubs[:0]
+	reply := e.do(args)
+	s.keep(w, k)
+	for _, p := range e.pubs {
+		for _, to := range s.kind.route(w, k, p.Channel) {
+			w.Msgs = append(w.Msgs, msg{To: to, Channel: p.Channel, Payload: p.Payload, At: w.Now})
+		}
+	}
+	s.note(w, c.name(), fmt.Sprintf("m%d %s", k, label), replyText(reply))
+	return reply
+}
+
+// script runs a Lua script by its full source, labelled with its name, KEYS and ARGV.
+func (s *Sim) script(w *World, c *Client, k int, name, src string, keys []string, argv ...string) any {
+	args := append([]string{"EVAL", src, fmt.Sprint(len(keys))}, keys...)
+	args = append(args, argv...)
+	label := fmt.Sprintf("EVAL %s KEYS=%q ARGV=%q", name, keys, argv)
+	return s.exec(w, c, k, label, args...)
+}
+
+// cmd runs a plain command.
+func (s *Sim) cmd(w *World, c *Client, k int, args ...string) any {
+	return s.exec(w, c, k, strings.Join(args, " "), args...)
+}
+
+// note appends one step to the trace.
+func (s *Sim) note(w *World, who, what, reply string) {
+	var locks []string
+	for _, m := range w.Masters {
+		v, ok := m.Data.get(s.kind.lockKey())
+		if !ok {
+			v = "-"
+		}
+		locks = append(locks, v)
+	}
+	w.trace = &traceNode{prev: w.trace, choice: -1, at: w.Now, who: who, what: what, reply: reply, locks: strings.Join(locks, " | ")}
+	w.steps++
+}
+
+// forward moves the virtual clock to t: every master's keys age by the difference.
+func (s *Sim) forward(w *World, t int64) {
+	d := t - w.Now
+	if d <= 0 {
+		return
+	}
+	w.Now = t
+	for k := range w.Masters {
+		if len(w.Masters[k].Data) == 0 {
+			continue
+		}
+		s.ensure(w, k)
+		s.engines[k].forward(time.Duration(d) * time.Millisecond)
+		s.keep(w, k)
+	}
+}
+
+// wipe empties master k (a restart without its data).
+func (s *Sim) wipe(w *World, k int) {
+	s.gen++
+	w.Masters[k].Gen = s.gen
+	w.Masters[k].Data = nil
+}
+
+// jump runs master k's clock d ahead: its keys age by d at once and stay that far ahead.
+func (s *Sim) jump(w *World, k int, d int64) {
+	w.Masters[k].Skew += d
+	if len(w.Masters[k].Data) == 0 {
+		return
+	}
+	s.ensure(w, k)
+	s.engines[k].forward(time.Duration(d) * time.Millisecond)
+	s.keep(w, k)
+}

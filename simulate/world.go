@@ -1,0 +1,125 @@
+package simulate
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// master is one simulated Redis server's data, tagged with a generation so the engine knows
+// whether it holds it already.
+type master struct {
+	Gen  uint64
+	Data redisState
+	// Skew is how far this master's clock runs ahead of the virtual clock (clock-fast).
+	Skew int64
+	// DownUntil: commands fail until then (master-down).
+	DownUntil int64
+}
+
+// msg is a pub/sub message on its way to one client; At is the earliest it may arrive.
+type msg struct {
+	To               int
+	Channel, Payload string
+	At               int64
+}
+
+// resource is what the clients protect: a counter each holder reads when it enters and writes
+// (one more) before it leaves, with a fencing token where the kind has one.
+type resource struct {
+	Version  int
+	MaxToken int64
+	// Writer is the acquisition ("c<id>.r<round>") of the last accepted write.
+	Writer string
+}
+
+// World is the whole simulated state at one instant: the virtual clock, every master's data,
+// every client's step machine, the messages in flight and the resource. Clone copies it.
+type World struct {
+	Now        int64 // virtual ms since epoch
+	Masters    []master
+	Clients    []Client
+	Msgs       []msg
+	Res        resource
+	FaultsUsed int
+	Finished   bool
+	Violation  string
+	trace      *traceNode
+	steps      int
+}
+
+// traceNode is one step of the trace, linked to the one before (shared between clones).
+type traceNode struct {
+	prev   *traceNode
+	choice int
+	at     int64
+	who    string
+	what   string
+	reply  string
+	locks  string // the lock's value on each master after the step
+}
+
+func (w *World) clone() *World {
+	c := *w
+	c.Masters = append([]master(nil), w.Masters...)
+	c.Clients = append([]Client(nil), w.Clients...)
+	c.Msgs = append([]msg(nil), w.Msgs...)
+	return &c
+}
+
+// hash identifies the state for the exhaustive search: everything but the trace.
+func (w *World) hash() [16]byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %d %v %+v\n", w.Now, w.FaultsUsed, w.Finished, w.Res)
+	for _, m := range w.Masters {
+		fmt.Fprintf(&b, "m %d %d\n%s", m.Skew, m.DownUntil, m.Data.String())
+	}
+	for _, c := range w.Clients {
+		fmt.Fprintf(&b, "%+v\n", c)
+	}
+	for _, m := range w.Msgs {
+		fmt.Fprintf(&b, "%+v\n", m)
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	var h [16]byte
+	copy(h[:], sum[:])
+	return h
+}
+
+// ms turns a duration into virtual milliseconds.
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+// Trace is the canonical text of every step, one line each.
+func (w *World) Trace() []string {
+	var nodes []*traceNode
+	for n := w.trace; n != nil; n = n.prev {
+		nodes = append(nodes, n)
+	}
+	lines := make([]string, len(nodes))
+	for i, n := range nodes {
+		lines[len(nodes)-1-i] = n.line()
+	}
+	return lines
+}
+
+func (n *traceNode) line() string {
+	return fmt.Sprintf("t=%d %s %s -> %s", n.at, n.who, n.what, n.reply)
+}
+
+// Choices is the sequence of scheduler choices that led here.
+func (w *World) Choices() []int {
+	var c []int
+	for n := w.trace; n != nil; n = n.prev {
+		c = append(c, n.choice)
+	}
+	for i, j := 0, len(c)-1; i < j; i, j = i+1, j-1 {
+		c[i], c[j] = c[j], c[i]
+	}
+	return c
+}
+
+// TraceHash is the sha256 of the trace's text.
+func (w *World) TraceHash() string {
+	return fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Join(w.Trace(), "\n"))))
+}
