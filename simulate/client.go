@@ -37,7 +37,8 @@ type Client struct {
 	RenewAt int64 // the watchdog's next round (0: none)
 	Lost    bool  // the watchdog found the lock gone
 	Got     [3]bool
-	I       int // the master its next command goes to
+	TTLs    [3]int64 // what each master said of the lock's PTTL (redlock's holderLeft)
+	I       int      // the master its next command goes to
 
 	PassOn      string // a lock handed to an acquisition that has left: pass it on
 	Crashed     bool

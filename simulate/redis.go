@@ -130,6 +130,10 @@ func (e *engine) do(args []string) any {
 	e.buf.Reset()
 	e.srv.Dispatch(e.peer, args)
 	_ = e.w.Flush()
+	switch e.buf.String() {
+	case "$-1\r\n", "*-1\r\n", "_\r\n":
+		return nil
+	}
 	v, err := proto.Parse(e.buf.String())
 	if err != nil {
 		return fmt.Errorf("simulate: unreadable reply %q: %w", e.buf.String(), err)

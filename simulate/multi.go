@@ -1,0 +1,95 @@
+package simulate
+
+import (
+	"slices"
+
+	"github.com/seckill-lab/seckill/lock/script"
+)
+
+// multiKind is NewMultilock (lock/multilock.go): Redisson's RLock on each of three independent
+// masters in turn, each part waiting (Redisson's unlock message or the holder's PTTL) within
+// what is left of the wait; a part that cannot be had in time gives the others back.
+type multiKind struct{ base }
+
+func (multiKind) masters() int   { return 3 }
+func (multiKind) watchdog() bool { return true }
+
+func (k multiKind) acquire(s *Sim, w *World, c *Client) {
+	if c.Sub == 1 { // giving back the parts already taken, one master a step
+		k.giveBackNext(s, w, c)
+		return
+	}
+	if w.Now >= c.Deadline {
+		c.Sub, c.I = 1, 0
+		k.giveBackNext(s, w, c)
+		return
+	}
+	r := s.script(w, c, c.I, "ReentrantAcquire", script.ReentrantAcquire, []string{lockName}, itoa(ms(s.cfg.Lease)), c.Value)
+	if r == nil {
+		c.Got[c.I] = true
+		c.I++
+		if c.I == 3 {
+			s.enter(w, c, 0)
+			c.Got = [3]bool{true, true, true}
+		}
+		return
+	}
+	pttl, _ := asInt(r)
+	ttl := holderTTL(pttl)
+	if ttl < 0 {
+		ttl = ms(s.cfg.Lease)
+	}
+	c.sleep(min(w.Now+ttl, c.Deadline))
+}
+
+// giveBackNext releases the next part taken, then gives up once none is left.
+func (k multiKind) giveBackNext(s *Sim, w *World, c *Client) {
+	i := slices.Index(c.Got[:], true)
+	if i < 0 {
+		s.giveUp(w, c)
+		return
+	}
+	c.Got[i] = false
+	k.releasePart(s, w, c, i)
+}
+
+func (k multiKind) releasePart(s *Sim, w *World, c *Client, i int) {
+	s.script(w, c, i, "ReentrantRelease", script.ReentrantRelease, []string{lockName, unlockChannel}, "0", itoa(ms(s.cfg.Lease)), c.Value)
+}
+
+// renew: each part's watchdog renews its master; one that finds its part gone loses the lock.
+func (k multiKind) renew(s *Sim, w *World, c *Client) bool {
+	if n, _ := asInt(s.script(w, c, c.I, "ReentrantRenew", script.ReentrantRenew, []string{lockName}, itoa(ms(s.cfg.Lease)), c.Value)); n != 1 {
+		c.Lost = true
+	}
+	c.I = (c.I + 1) % 3
+	return c.I == 0
+}
+
+func (k multiKind) release(s *Sim, w *World, c *Client) {
+	i := slices.Index(c.Got[:], true)
+	c.Got[i] = false
+	k.releasePart(s, w, c, i)
+	if !slices.Contains(c.Got[:], true) {
+		s.released(w, c)
+	}
+}
+
+// route: Redisson's unlock message on a master wakes whoever waits for that master's part.
+func (k multiKind) route(w *World, m int, channel string) []int {
+	var to []int
+	for i, c := range w.Clients {
+		if channel == unlockChannel && !c.Crashed && !c.Done && c.PC == pcAcquire && c.Sub == 0 && c.I == m {
+			to = append(to, i)
+		}
+	}
+	return to
+}
+
+func (k multiKind) deliver(s *Sim, w *World, c *Client, m msg) {
+	if c.PC == pcAcquire && c.Sub == 0 {
+		c.Waiting = false
+	}
+}
+
+func init() { kinds["multilock"] = multiKind{} }

@@ -1,0 +1,104 @@
+package simulate
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/seckill-lab/seckill/lock/script"
+)
+
+// Keys and channels of Redisson's RLock layout and the library's nomination line.
+const (
+	unlockChannel  = "redisson_lock__channel:{" + lockName + "}"
+	nominationPref = "golock_rlock_next:{" + lockName + "}"
+)
+
+var nominationKeys = []string{lockName, unlockChannel, "golock_rlock_line:{" + lockName + "}",
+	"golock_rlock_waiting:{" + lockName + "}", nominationPref}
+
+// reentrantKind is NewReentrant (lock/reentrant.go, lock/rlock_line.go): Redisson's acquire
+// script, then the nomination line's enlist; a release nominates the first process in line.
+type reentrantKind struct{ base }
+
+func (reentrantKind) watchdog() bool { return true }
+
+func nomID(c *Client) string { return "n" + strconv.Itoa(c.ID) }
+
+// holderTTL is the library's reading of the acquire script's PTTL reply.
+func holderTTL(pttl int64) int64 {
+	switch {
+	case pttl == -2:
+		return 0
+	case pttl < 0:
+		return -1
+	}
+	return pttl
+}
+
+func (k reentrantKind) acquire(s *Sim, w *World, c *Client) {
+	switch {
+	case c.Sub == 1: // queue the process after a failed attempt (nominator.enlist)
+		r := s.script(w, c, 0, "RLockEnlist", script.RLockEnlist, nominationKeys, itoa(w.Now), nomID(c), itoa(c.Deadline))
+		ttl := c.Next
+		if n, _ := asInt(r); n == 0 {
+			ttl = 0 // free now: try again at once
+		} else if ttl < 0 || ttl > lostGrant {
+			ttl = lostGrant
+		}
+		c.Sub = 0
+		c.Next = w.Now + ttl
+		c.sleep(min(c.Next, c.Deadline))
+	case w.Now >= c.Deadline:
+		// The last waiter of the process gives up: out of the line (nominator.pass).
+		s.script(w, c, 0, "RLockPass", script.RLockPass, nominationKeys, itoa(w.Now), nomID(c), "0", "0", "0")
+		s.giveUp(w, c)
+	default:
+		r := s.script(w, c, 0, "ReentrantAcquire", script.ReentrantAcquire, []string{lockName}, itoa(ms(s.cfg.Lease)), c.Value)
+		if r == nil {
+			s.enter(w, c, 0)
+			return
+		}
+		pttl, _ := asInt(r)
+		c.Next, c.Sub = holderTTL(pttl), 1
+	}
+}
+
+func (k reentrantKind) renew(s *Sim, w *World, c *Client) bool {
+	if n, _ := asInt(s.script(w, c, 0, "ReentrantRenew", script.ReentrantRenew, []string{lockName}, itoa(ms(s.cfg.Lease)), c.Value)); n != 1 {
+		c.Lost = true
+	}
+	return true
+}
+
+func (k reentrantKind) release(s *Sim, w *World, c *Client) {
+	s.script(w, c, 0, "RLockRelease", script.RLockRelease, nominationKeys,
+		itoa(w.Now), nomID(c), "0", "0", "0", itoa(ms(s.cfg.Lease)), c.Value)
+	s.released(w, c)
+}
+
+func (k reentrantKind) passOn(s *Sim, w *World, c *Client) {
+	c.PassOn = ""
+	s.script(w, c, 0, "RLockPass", script.RLockPass, nominationKeys, itoa(w.Now), nomID(c), "0", "0", "0")
+}
+
+// route: a nomination goes to the process its channel names.
+func (k reentrantKind) route(w *World, _ int, channel string) []int {
+	id, ok := strings.CutPrefix(channel, nominationPref+":n")
+	n, err := strconv.Atoi(id)
+	if !ok || err != nil || n < 1 || n > len(w.Clients) || w.Clients[n-1].Crashed {
+		return nil
+	}
+	return []int{n - 1}
+}
+
+// deliver: a nomination wakes the waiting head; a process with no waiter passes it on.
+func (k reentrantKind) deliver(s *Sim, w *World, c *Client, m msg) {
+	if c.PC == pcAcquire && !c.Done && c.Sub == 0 {
+		c.Waiting = false
+		c.Next = w.Now
+		return
+	}
+	c.PassOn = m.Payload
+}
+
+func init() { kinds["reentrant"] = reentrantKind{} }
