@@ -18,7 +18,7 @@ func ExampleNewLua() {
 	rdb := clients[0]
 	ctx := context.Background()
 
-	locker, err := lock.NewLua(rdb, lock.WithLease(time.Second))
+	locker, err := lock.NewLua(rdb, lock.WithLease(300*time.Millisecond))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -29,12 +29,12 @@ func ExampleNewLua() {
 		log.Fatal(err)
 	}
 	for range 3 { // work three leases long, refreshing halfway through each
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(150 * time.Millisecond)
 		if err := lease.Refresh(ctx); err != nil {
 			log.Fatal(err)
 		}
 	}
-	fmt.Println("still held after 1.5 s:", rdb.Exists(ctx, "nightly-export").Val() == 1)
+	fmt.Println("still held after three leases:", rdb.Exists(ctx, "nightly-export").Val() == 1)
 	fmt.Println("released:", lease.Release(ctx) == nil)
 
 	// Without refreshing, the lease runs out and the next holder takes the lock.
@@ -42,7 +42,7 @@ func ExampleNewLua() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond)
 	next, err := locker.Acquire(ctx, "nightly-export", lock.Options{Wait: time.Second})
 	if err != nil {
 		log.Fatal(err)
@@ -52,7 +52,7 @@ func ExampleNewLua() {
 	fmt.Println("the next holder still holds it:", rdb.Exists(ctx, "nightly-export").Val() == 1)
 	_ = next.Release(ctx)
 	// Output:
-	// still held after 1.5 s: true
+	// still held after three leases: true
 	// released: true
 	// late release: true
 	// late refresh: true
