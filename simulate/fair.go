@@ -1,0 +1,152 @@
+package simulate
+
+import (
+	"strings"
+
+	"github.com/seckill-lab/seckill/lock/script"
+)
+
+// The fair lock's keys (lock/fair.go fairKeys, fairChannelKeys) and its constants.
+var (
+	fairKeys = []string{lockName, "redisson_lock_queue:{" + lockName + "}", "redisson_lock_timeout:{" + lockName + "}",
+		"golock_fair_alive:{" + lockName + "}", "golock_fair_grant:{" + lockName + "}", "golock_fair_lag:{" + lockName + "}"}
+	fairChannelKeys = []string{fairKeys[0], fairKeys[1], fairKeys[2], unlockChannel, fairKeys[3], fairKeys[4], fairKeys[5]}
+)
+
+const (
+	fairLagCap   = "86400000"
+	fairGranted  = "golock:granted"
+	fairBeatMs   = 200  // aliveEvery
+	fairAliveFor = 1000 // aliveFor
+)
+
+// fairKind is NewFair (lock/fair.go): every waiter queues in Redis at once; a release hands the
+// lock to the first waiter and tells it on its own channel; a waiting process beats every 200 ms.
+type fairKind struct{ base }
+
+func (fairKind) watchdog() bool { return true }
+
+func procOf(c *Client) string { return c.Value[:strings.IndexByte(c.Value, ':')] }
+
+func (k fairKind) acquire(s *Sim, w *World, c *Client) {
+	switch {
+	case c.Granted:
+		s.note(w, c.name(), "take the lock handed over", "")
+		s.enter(w, c, 0)
+	case c.RenewAt != 0 && w.Now >= c.RenewAt:
+		k.beat(s, w, c)
+	case w.Now >= c.Deadline:
+		s.script(w, c, 0, "FairCancel", script.FairCancel, fairChannelKeys, c.Value, itoa(ms(s.cfg.Wait)), "0", fairLagCap)
+		s.giveUp(w, c)
+	case w.Now >= c.Next:
+		k.try(s, w, c)
+	default:
+		k.nap(c)
+	}
+}
+
+func (k fairKind) nap(c *Client) {
+	t := min(c.Next, c.Deadline)
+	if c.RenewAt != 0 {
+		t = min(t, c.RenewAt)
+	}
+	c.sleep(t)
+}
+
+// try is one run of the acquire script (fairLocker.try).
+func (k fairKind) try(s *Sim, w *World, c *Client) {
+	grant := max(min(ms(s.cfg.Lease), ms(s.cfg.Wait), 1000), 1)
+	r := s.script(w, c, 0, "FairAcquire", script.FairAcquire, fairKeys, itoa(ms(s.cfg.Lease)), c.Value, itoa(ms(s.cfg.Wait)),
+		itoa(w.Now), itoa(grant), "1", itoa(max(c.Deadline-w.Now+1, 1)), procOf(c), itoa(w.Now+fairAliveFor), fairLagCap)
+	if r == nil {
+		s.enter(w, c, 0)
+		return
+	}
+	due, _ := asInt(r)
+	c.Next = w.Now + min(max(due, 5), c.Deadline-w.Now, ms(s.cfg.Wait))
+	if c.RenewAt == 0 {
+		c.RenewAt = w.Now + fairBeatMs
+	}
+	k.nap(c)
+}
+
+// beat is the waiting process's heartbeat (fairLocker.heartbeat).
+func (k fairKind) beat(s *Sim, w *World, c *Client) {
+	r, _ := s.script(w, c, 0, "FairBeat", script.FairBeat, fairKeys, "", "", "", itoa(w.Now), procOf(c), itoa(w.Now+fairAliveFor), fairLagCap).([]any)
+	next := int64(fairBeatMs)
+	if len(r) == 2 {
+		head, _ := r[0].(string)
+		pttl, _ := asInt(r[1])
+		switch {
+		case pttl == -2 && (head == c.Value || head == ""):
+			c.Next = w.Now // rung: look again now
+		case pttl > 0 && pttl < next:
+			next = pttl + 2
+		}
+	}
+	c.RenewAt = w.Now + next
+	k.nap(c)
+}
+
+func (k fairKind) renew(s *Sim, w *World, c *Client) bool {
+	if n, _ := asInt(s.script(w, c, 0, "ReentrantRenew", script.ReentrantRenew, []string{lockName}, itoa(ms(s.cfg.Lease)), c.Value)); n != 1 {
+		c.Lost = true
+	}
+	return true
+}
+
+func (k fairKind) release(s *Sim, w *World, c *Client) {
+	k.releaseField(s, w, c, c.Value, ms(s.cfg.Lease), ms(s.cfg.Wait))
+	s.released(w, c)
+}
+
+// releaseField runs the release script once; a lock it hands to a waiter of this process that
+// has left is passed on by the next step (fairLocker.release's loop).
+func (k fairKind) releaseField(s *Sim, w *World, c *Client, field string, leaseMs, waitMs int64) {
+	r, _ := s.script(w, c, 0, "FairRelease", script.FairRelease, fairChannelKeys, "0", itoa(leaseMs), field, itoa(w.Now),
+		procOf(c)+":", itoa(ms(s.cfg.Lease)), itoa(waitMs), fairGranted, fairLagCap).([]any)
+	if len(r) == 2 {
+		if kind, _ := asInt(r[0]); kind == 2 {
+			if next, _ := r[1].(string); next != "" && next != c.Value {
+				c.PassOn = next
+			}
+		}
+	}
+}
+
+func (k fairKind) passOn(s *Sim, w *World, c *Client) {
+	f := c.PassOn
+	c.PassOn = ""
+	k.releaseField(s, w, c, f, ms(s.cfg.Lease), 0)
+}
+
+// route: a waiter's own channel "<unlock channel>:<field>" goes to the process the field names.
+func (k fairKind) route(w *World, _ int, channel string) []int {
+	field, ok := strings.CutPrefix(channel, unlockChannel+":")
+	if !ok {
+		return nil
+	}
+	for i, c := range w.Clients {
+		if !c.Crashed && strings.HasPrefix(field, "p"+itoa(int64(c.ID))+":") {
+			return []int{i}
+		}
+	}
+	return nil
+}
+
+// deliver: a grant for the waiting field hands it the lock; one for a field that left is
+// given back (releaseFor); the unlock message rings the waiter.
+func (k fairKind) deliver(s *Sim, w *World, c *Client, m msg) {
+	field := strings.TrimPrefix(m.Channel, unlockChannel+":")
+	waiting := c.PC == pcAcquire && !c.Done && c.Value == field
+	switch {
+	case m.Payload == fairGranted && waiting:
+		c.Granted, c.Waiting = true, false
+	case m.Payload == fairGranted && !(c.Inside && c.Value == field):
+		c.PassOn = field
+	case waiting:
+		c.Next, c.Waiting = w.Now, false
+	}
+}
+
+func init() { kinds["fair"] = fairKind{} }
