@@ -46,6 +46,7 @@ var commands = []struct{ name, about string }{
 	{"lab", "run the scenario lab: every lock mode's experiment, with a verdict per row"},
 	{"bench", "benchmark the safe lock modes and reference libraries on Redis servers it starts"},
 	{"explore", "find each lock mode's failure with random faults, shrink it and replay it"},
+	{"simulate", "run every lock's scripts on a virtual clock under a scheduler: every interleaving of a few clients, or seeded ones"},
 	{"load", "fire sales at a running service, record the answers and check them for linearizability"},
 	{"help", "print this help, or a command's flags (seckill help lab)"},
 }
@@ -58,7 +59,7 @@ func (e usageError) Unwrap() error { return e.err }
 
 // run parses the command line and runs the command:
 //
-//	seckill [--config FILE] [serve|lab|bench|explore|load|help] [--config FILE] [command flags]
+//	seckill [--config FILE] [serve|lab|bench|explore|simulate|load|help] [--config FILE] [command flags]
 //
 // --config may stand before or after the command. An unknown command, flag or stray argument
 // prints the usage to stderr and is a usageError.
@@ -80,6 +81,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runLoad(ctx, opts.load, stdout)
 	case "explore":
 		return runExplore(ctx, opts.explore, stdout, stderr)
+	case "simulate":
+		return runSimulate(opts.simulate, stdout)
 	default:
 		if err := checkPort(cfg); err != nil {
 			return err
@@ -133,10 +136,11 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 
 // cmdOptions are the flags of every command; commandFlags fills the one it parses for.
 type cmdOptions struct {
-	lab     labFlags
-	bench   benchFlags
-	load    loadFlags
-	explore exploreFlags
+	lab      labFlags
+	bench    benchFlags
+	load     loadFlags
+	explore  exploreFlags
+	simulate simulateFlags
 }
 
 // commandFlags builds the flag set of cmd (its --config is added by the caller).
@@ -153,6 +157,8 @@ func commandFlags(cmd string, stderr io.Writer) (*flag.FlagSet, *cmdOptions, err
 		opts.load.register(fs)
 	case "explore":
 		opts.explore.register(fs)
+	case "simulate":
+		opts.simulate.register(fs)
 	default:
 		return nil, nil, fmt.Errorf("unknown command %q", cmd)
 	}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+)
+
+// The simulator's report as --json prints it, the fields a reader relies on.
+type simulateJSON struct {
+	Kinds []struct {
+		Kind       string `json:"kind"`
+		Schedules  int    `json:"schedules"`
+		Exhaustive bool   `json:"exhaustive"`
+		Violations int    `json:"violations"`
+		Shortest   *struct {
+			Kind      string   `json:"kind"`
+			Clients   int      `json:"clients"`
+			Faults    []string `json:"faults"`
+			Steps     int      `json:"steps"`
+			TraceHash string   `json:"traceHash"`
+		} `json:"shortest"`
+		ReplayFile string `json:"replayFile"`
+	} `json:"kinds"`
+}
+
+func TestSimulateCommandJSONAndReplay(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	noEnv := func(string) string { return "" }
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"simulate", "--kinds", "setnx-expire,fenced", "--clients", "2", "--faults", "crash",
+		"--exhaustive", "--dir", dir, "--json"}, noEnv, &out, &errOut)
+	if err != nil {
+		t.Fatalf("seckill simulate: %v\n%s", err, errOut.String())
+	}
+	var rep simulateJSON
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out.String())
+	}
+	if len(rep.Kinds) != 2 {
+		t.Fatalf("%d kinds: %s", len(rep.Kinds), out.String())
+	}
+	broken, fenced := rep.Kinds[0], rep.Kinds[1]
+	if broken.Kind != "setnx-expire" || !broken.Exhaustive || broken.Violations == 0 || broken.Shortest == nil ||
+		broken.Shortest.Steps == 0 || broken.Shortest.Clients != 2 || broken.ReplayFile == "" {
+		t.Fatalf("setnx-expire: %+v", broken)
+	}
+	if fenced.Kind != "fenced" || fenced.Violations != 0 || fenced.Shortest != nil || fenced.Schedules == 0 {
+		t.Fatalf("fenced: %+v", fenced)
+	}
+	out.Reset()
+	err = run(context.Background(), []string{"simulate", "--replay", broken.ReplayFile, "--times", "3", "--json"}, noEnv, &out, &errOut)
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, errOut.String())
+	}
+	var rr struct {
+		Reproduced, Of int
+		Identical      bool
+	}
+	if err := json.Unmarshal(out.Bytes(), &rr); err != nil || rr.Reproduced != 3 || rr.Of != 3 || !rr.Identical {
+		t.Fatalf("replay: %+v %v\n%s", rr, err, out.String())
+	}
+}

@@ -1,0 +1,78 @@
+package simulate
+
+import (
+	"fmt"
+	"time"
+)
+
+// KindReport is one kind's part of `seckill simulate --json`.
+type KindReport struct {
+	Kind       string    `json:"kind"`
+	Schedules  int       `json:"schedules"`
+	States     int       `json:"states,omitempty"`
+	Exhaustive bool      `json:"exhaustive"`
+	Complete   bool      `json:"complete"`
+	Truncated  int       `json:"truncated"`
+	Violations int       `json:"violations"`
+	ElapsedMs  int64     `json:"elapsedMs"`
+	Seed       uint64    `json:"seed,omitempty"`
+	Shortest   *Shortest `json:"shortest"`
+	ReplayFile string    `json:"replayFile,omitempty"`
+}
+
+// Shortest is the shortest counterexample of a kind.
+type Shortest struct {
+	Kind      string   `json:"kind"`
+	Clients   int      `json:"clients"`
+	Faults    []string `json:"faults"`
+	Steps     int      `json:"steps"`
+	TraceHash string   `json:"traceHash"`
+	Violation string   `json:"violation"`
+}
+
+// Search is one kind's search: exhaustive, or seeded random for budget.
+type Search struct {
+	Config     Config
+	Exhaustive bool
+	Seed       uint64
+	Budget     time.Duration
+	Dir        string // where the replay file of the shortest counterexample goes ("" : nowhere)
+}
+
+// Run searches and reports.
+func (q Search) Run() (KindReport, error) {
+	s, err := New(q.Config)
+	if err != nil {
+		return KindReport{}, err
+	}
+	var r *Result
+	if q.Exhaustive {
+		r = s.Exhaustive()
+	} else {
+		r = s.Random(q.Seed, q.Budget, 0)
+	}
+	rep := KindReport{Kind: r.Kind, Schedules: r.Schedules, States: r.States, Exhaustive: r.Exhaustive,
+		Complete: r.Complete, Truncated: r.Truncated, Violations: r.Violations, ElapsedMs: r.Elapsed.Milliseconds()}
+	if !q.Exhaustive {
+		rep.Seed = q.Seed
+	}
+	if r.Shortest == nil {
+		return rep, nil
+	}
+	cfg := s.cfg
+	faults := append([]string{}, cfg.Faults...)
+	if len(faults) == 0 {
+		faults = []string{"none"}
+	}
+	rep.Shortest = &Shortest{Kind: r.Kind, Clients: cfg.Clients, Faults: faults, Steps: r.Shortest.Steps,
+		TraceHash: r.Shortest.World.TraceHash(), Violation: r.Shortest.Violation}
+	if q.Dir != "" {
+		name := fmt.Sprintf("%s-%dc-%s", r.Kind, cfg.Clients, r.Shortest.World.TraceHash()[:12])
+		path, err := NewReplayFile(cfg, r.Shortest).Write(q.Dir, name)
+		if err != nil {
+			return rep, err
+		}
+		rep.ReplayFile = path
+	}
+	return rep, nil
+}
