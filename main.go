@@ -46,7 +46,7 @@ var commands = []struct{ name, about string }{
 	{"lab", "run the scenario lab: every lock mode's experiment, with a verdict per row"},
 	{"bench", "benchmark the safe lock modes and reference libraries on Redis servers it starts"},
 	{"explore", "find each lock mode's failure with random faults, shrink it and replay it"},
-	{"simulate", "run every lock's scripts on a virtual clock under a scheduler: every interleaving of a few clients, or seeded ones"},
+	{"simulate", "run the locks' scripts on a virtual clock, every interleaving of a few clients checked"},
 	{"load", "fire sales at a running service, record the answers and check them for linearizability"},
 	{"help", "print this help, or a command's flags (seckill help lab)"},
 }
