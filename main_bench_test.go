@@ -14,6 +14,7 @@ import (
 )
 
 func TestBenchCommandJSON(t *testing.T) {
+	t.Parallel()
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), []string{"bench", "--duration", "300ms", "--warmup", "50ms", "--rounds", "1",
 		"--concurrency", "1,2", "--modes", "atomic,lua", "--json"}, func(string) string { return "" }, &out, &errOut)
@@ -38,6 +39,7 @@ func TestBenchCommandJSON(t *testing.T) {
 }
 
 func TestBenchCommandRejectsBadFlags(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"bench", "--concurrency", "0"},
 		{"bench", "--concurrency", "a,b"},
@@ -53,6 +55,7 @@ func TestBenchCommandRejectsBadFlags(t *testing.T) {
 // TestBenchCommandInstances: --instances spreads the buyers over that many instances, and each
 // JSON cell says over how many.
 func TestBenchCommandInstances(t *testing.T) {
+	t.Parallel()
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), []string{"bench", "--duration", "300ms", "--warmup", "50ms", "--rounds", "1",
 		"--concurrency", "4", "--instances", "1,2", "--modes", "lua,redislock-1ms", "--json"}, func(string) string { return "" }, &out, &errOut)

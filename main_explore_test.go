@@ -26,6 +26,7 @@ type exploreJSON struct {
 }
 
 func TestExploreCommandJSONAndReplay(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	noEnv := func(string) string { return "" }
 	var out, errOut bytes.Buffer
@@ -70,6 +71,7 @@ func TestExploreCommandJSONAndReplay(t *testing.T) {
 }
 
 func TestExploreCommandRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	noEnv := func(string) string { return "" }
 	for _, args := range [][]string{
 		{"explore", "--faults", "crash,meteor"},

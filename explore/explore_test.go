@@ -13,6 +13,7 @@ import (
 )
 
 func TestSameSeedDrawsTheSameSchedule(t *testing.T) {
+	t.Parallel()
 	const lease = 100 * time.Millisecond
 	differs := 0
 	for trial := range 50 {
@@ -30,6 +31,7 @@ func TestSameSeedDrawsTheSameSchedule(t *testing.T) {
 }
 
 func TestDrawStaysInItsBounds(t *testing.T) {
+	t.Parallel()
 	const lease = 100 * time.Millisecond
 	kinds := map[string]int{}
 	for trial := range 500 {
@@ -67,6 +69,7 @@ func TestDrawStaysInItsBounds(t *testing.T) {
 }
 
 func TestParseFaults(t *testing.T) {
+	t.Parallel()
 	if got, err := ParseFaults("pause, crash,pause"); err != nil || !slices.Equal(got, []string{Pause, Crash}) {
 		t.Fatalf("ParseFaults: %v %v", got, err)
 	}
@@ -82,6 +85,7 @@ func TestParseFaults(t *testing.T) {
 }
 
 func TestWithoutBuyerRenumbersItsFaults(t *testing.T) {
+	t.Parallel()
 	s := Schedule{Stock: 3, Buyers: make([]Buyer, 4), Faults: []Fault{
 		{Kind: Pause, Buyer: 1}, {Kind: Crash, Buyer: 3}, {Kind: MasterDown, Master: 2}}}
 	got := s.withoutBuyer(1)
@@ -106,6 +110,7 @@ func kinds(vs []Violation) []string {
 }
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		o    Outcome
@@ -171,6 +176,7 @@ func exploreFor(t *testing.T, rig *Rig, modes []string, budget time.Duration) ma
 // first at once, the second as soon as a section outlives the lease), the atomic decrement never
 // does. Each failure comes with a shrunk, replayable counterexample.
 func TestExploreFindsTheCheapestModesPattern(t *testing.T) {
+	t.Parallel()
 	rig, err := NewRig(context.Background(), RigOptions{NoSentinel: true})
 	if err != nil {
 		t.Fatal(err)
@@ -210,6 +216,7 @@ func TestExploreFindsTheCheapestModesPattern(t *testing.T) {
 }
 
 func TestRunRefusesAFaultTheRigCannotDraw(t *testing.T) {
+	t.Parallel()
 	rig := &Rig{Drawable: []string{Pause}, Backend: "test"}
 	m, err := modes.LookupMode("lua")
 	if err != nil {

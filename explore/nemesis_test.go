@@ -11,6 +11,7 @@ import (
 // Each fault of the catalogue does what its name says, on a schedule written by hand: with it
 // the trial fails (or is held up) the way the fault explains, without it it does not.
 func TestFaultsDoWhatTheySay(t *testing.T) {
+	t.Parallel()
 	rig, err := NewRig(context.Background(), RigOptions{NoSentinel: true})
 	if err != nil {
 		t.Fatal(err)

@@ -55,6 +55,7 @@ func reset(t *testing.T, f *apptest.Fixture, stock int64) {
 
 // 200 buyers meet a stock of 50: the safe modes sell exactly 50 with no lost update.
 func TestSafeModesSellExactlyTheStock(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	for _, mode := range []string{"lua", "atomic"} {
 		t.Run(mode, func(t *testing.T) {
@@ -80,6 +81,7 @@ func TestSafeModesSellExactlyTheStock(t *testing.T) {
 // their release. 200 buyers at a stock of 50 still buy exactly 50, with no lost update, no
 // overlap, and no lock left behind, with the lab on and off.
 func TestJoinedReleaseSellsExactlyTheStock(t *testing.T) {
+	t.Parallel()
 	for _, lab := range []bool{true, false} {
 		f := apptest.New(t, func(c *config.Config) { c.Lab.Enabled = lab })
 		for _, mode := range []string{"lua", "fenced", "reentrant", "fair", "multilock", "redlock"} {
@@ -110,6 +112,7 @@ func TestJoinedReleaseSellsExactlyTheStock(t *testing.T) {
 // With no lock the read-check-write race is real: concurrent buyers read the same stock and
 // overwrite each other's decrement, so more orders are recorded than stock went down.
 func TestNoLockLosesUpdates(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	reset(t, f, 50)
 	out := buy(t, f, 200, service.SaleRequest{Mode: "none"})

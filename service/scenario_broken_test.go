@@ -107,6 +107,7 @@ func scenarioPTTL(t *testing.T, f *apptest.Fixture, mode string) int64 {
 
 // Row 2: a holder that crashes after SETNX leaves a key with no TTL; every later sale times out.
 func TestScenarioSetnxCrashDeadlocks(t *testing.T) {
+	t.Parallel()
 	const lease, wait = 300 * time.Millisecond, 300 * time.Millisecond
 	f := scenarioApp(t, lease, wait)
 	scenarioReset(t, f, 10)
@@ -135,6 +136,7 @@ func TestScenarioSetnxCrashDeadlocks(t *testing.T) {
 
 // Row 3: a holder that dies between SETNX and EXPIRE leaves a key with no TTL.
 func TestScenarioSetnxExpireCrashBeforeExpireDeadlocks(t *testing.T) {
+	t.Parallel()
 	const lease, wait = 300 * time.Millisecond, 300 * time.Millisecond
 	f := scenarioApp(t, lease, wait)
 	scenarioReset(t, f, 10)
@@ -160,6 +162,7 @@ func TestScenarioSetnxExpireCrashBeforeExpireDeadlocks(t *testing.T) {
 // Row 4: business time longer than the lease; the lock expires, the next buyer acquires, and the
 // first buyer's blind DEL removes the next buyer's lock.
 func TestScenarioSetnxExForeignUnlockOverlapLostUpdate(t *testing.T) {
+	t.Parallel()
 	// work = 1.5 leases: A's DEL lands half a lease after B acquired, while B's key is alive.
 	const lease, work, buyers = 200 * time.Millisecond, 300 * time.Millisecond, 4
 	f := scenarioApp(t, lease, 5*time.Second)
@@ -208,6 +211,7 @@ func TestScenarioSetnxExForeignUnlockOverlapLostUpdate(t *testing.T) {
 // Row 5: A's release pauses between its value check and its DEL while the lock expires and B
 // acquires; A's DEL removes B's lock.
 func TestScenarioUUIDPauseBeforeDelForeignUnlock(t *testing.T) {
+	t.Parallel()
 	// A: work 100ms, check at ~100ms (still A's), DEL at ~100+400ms. B acquires when A's key
 	// expires at ~300ms and works 400ms, so its key is alive when A's DEL lands.
 	const lease = 300 * time.Millisecond
@@ -253,6 +257,7 @@ func TestScenarioUUIDPauseBeforeDelForeignUnlock(t *testing.T) {
 // Row 10: A is frozen (with its watchdog) past its lease while B acquires and writes; A's write
 // carries the older token and is rejected.
 func TestScenarioFencedRejectsFrozenHoldersStaleWrite(t *testing.T) {
+	t.Parallel()
 	forEachFencedLayout(t, testScenarioFencedRejectsFrozenHoldersStaleWrite)
 }
 
@@ -314,6 +319,7 @@ func testScenarioFencedRejectsFrozenHoldersStaleWrite(t *testing.T, layout strin
 // The reset then deletes the layout's token counter together with the store's record of the
 // newest token, so the tokens start again from 1 and are accepted.
 func TestScenarioFencedHundredBuyers(t *testing.T) {
+	t.Parallel()
 	forEachFencedLayout(t, testScenarioFencedHundredBuyers)
 }
 

@@ -179,6 +179,7 @@ func rlMasterKeys(t *testing.T, f *apptest.Fixture, idx ...int) int {
 const rlWork = "workMs=1"
 
 func TestScenarioRedlockAllMastersUpSellsExactlyTheStock(t *testing.T) {
+	t.Parallel()
 	f := rlApp(t, 3, 2*time.Second, 20*time.Second)
 	rlReset(t, f, 50)
 	got := rlBuyers(t, f, 100, rlWork)
@@ -193,6 +194,7 @@ func TestScenarioRedlockAllMastersUpSellsExactlyTheStock(t *testing.T) {
 }
 
 func TestScenarioRedlockOneOfThreeDownSellsTwoDownSellsNothing(t *testing.T) {
+	t.Parallel()
 	f := rlApp(t, 3, 2*time.Second, 20*time.Second)
 	const stock = 100
 	rlReset(t, f, stock)
@@ -228,6 +230,7 @@ func TestScenarioRedlockOneOfThreeDownSellsTwoDownSellsNothing(t *testing.T) {
 }
 
 func TestScenarioRedlockRenewalThenLostWhenMajorityGone(t *testing.T) {
+	t.Parallel()
 	const lease = 300 * time.Millisecond
 	f := rlApp(t, 3, lease, lease)
 	rlReset(t, f, 10)
@@ -271,6 +274,7 @@ func TestScenarioRedlockRenewalThenLostWhenMajorityGone(t *testing.T) {
 }
 
 func TestScenarioRedlockFiveMasters(t *testing.T) {
+	t.Parallel()
 	f := rlApp(t, 5, 2*time.Second, 20*time.Second)
 	if len(f.App.Masters) != 5 {
 		t.Fatalf("service has %d masters, want 5", len(f.App.Masters))
