@@ -59,6 +59,7 @@ func artifact(t *testing.T, name string) string {
 // verdicts the lab answers, and a run started over HTTP shows up in its row. A screenshot is
 // saved for CI.
 func TestDashboardInChromium(t *testing.T) {
+	t.Parallel()
 	exe := chromium(t)
 	// A 3 s lease renews every second, so the TTL bars visibly drop and jump back during a hold.
 	f := apptest.New(t, func(c *config.Config) { c.Lock.Lease = 3 * time.Second })

@@ -46,6 +46,7 @@ func lkGet(t *testing.T, url string, out any) (int, string) {
 // watchdog renews every 200 ms; every master must show renewals and its TTL jumping back up,
 // and nothing may be left locked afterwards.
 func TestGetMultiLockShowsRenewalsOnEveryMaster(t *testing.T) {
+	t.Parallel()
 	const lease = 600 * time.Millisecond
 	f := apptest.New(t, func(c *config.Config) { c.Lock.Lease = lease })
 	var res service.MultiLockHold

@@ -86,6 +86,7 @@ func mlBuyers(t *testing.T, f *apptest.Fixture, mode string, stock, buyers int) 
 // TestReentrantAndMultilockSellExactlyTheStock: 100 concurrent buyers, stock 50, through the
 // whole service: exactly 50 sold, 50 sold out, no lost update, nobody inside together.
 func TestReentrantAndMultilockSellExactlyTheStock(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, func(c *config.Config) { c.Lock.Lease = 600 * time.Millisecond })
 	const stock, buyers = 50, 100
 	for _, mode := range []string{"reentrant", "multilock"} {
@@ -106,6 +107,7 @@ func TestReentrantAndMultilockSellExactlyTheStock(t *testing.T) {
 // TestMultilockSaleWithMasterDown: with one master stopped a multilock sale answers 503 within
 // the wait and leaves nothing locked on the other masters; once it is back, selling resumes.
 func TestMultilockSaleWithMasterDown(t *testing.T) {
+	t.Parallel()
 	const wait = 400 * time.Millisecond
 	f := apptest.New(t, func(c *config.Config) { c.Lock.Wait = wait; c.Lock.Lease = time.Second })
 	key := store.LockKey(f.Cfg.Inventory.Key, "multilock")

@@ -424,6 +424,7 @@ func TestAdminTokenIsComparedInConstantTime(t *testing.T) {
 // deliver its answer, and oversized headers are refused. The defaults are set and long enough
 // for the lock wait plus the longest business time.
 func TestServerTimeouts(t *testing.T) {
+	t.Parallel()
 	def, err := config.Load("", func(string) string { return "" }, modes.Names())
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 // is in the generated Swagger, so a reader of /swagger/ sees the whole API. The dashboard's page
 // and files and Swagger's own UI are not API.
 func TestEveryRouteIsInSwagger(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	eng, ok := f.App.Handler.(*gin.Engine)
 	if !ok {
