@@ -165,13 +165,6 @@ const fairGrantMessage = "golock:granted"
 // fairChannel is the channel on which the waiter with field is told that its turn has come.
 func fairChannel(name, field string) string { return unlockChannel(name) + ":" + field }
 
-func redissonPrefixed(prefix, name string) string {
-	if strings.Contains(name, "{") {
-		return prefix + ":" + name
-	}
-	return prefix + ":{" + name + "}"
-}
-
 func (l *fairLocker) Name() string { return "fair" }
 
 // Acquire joins the queue for key and waits for its turn, at most opts.Wait. The wait is also

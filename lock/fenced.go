@@ -44,24 +44,6 @@ func (l *fencedLocker) Close() error { return l.line.close() }
 
 func (l *fencedLocker) Name() string { return "fenced" }
 
-// WithRFencedLockLayout makes NewFenced keep its lock in the layout of Redisson's RFencedLock,
-// so Java services calling getFencedLock(name) share it: the lock is NewReentrant's hash (with
-// its owners, re-entry and watchdog), its tokens come from Redisson's counter
-// "redisson_lock_token:{<key>}", raised by every acquisition, re-entries included, and a release
-// wakes waiters with Redisson's unlock message (sharded as WithShardedPubSub says). Both sides
-// then exclude each other and draw from one counter. What it costs: a release wakes the head
-// waiter of every process waiting for the lock, which all try again and all but one fail, where
-// the default layout hands the lock to one waiter. When the default layout's counter
-// "<key>:token" exists (and, on a cluster, shares the key's hash tag), tokens are drawn above it
-// and written back into it, so a switch of layout never draws a token already used (a key that
-// never used the default layout has no such counter: switching it to the default needs both
-// counters deleted together with the resource's record of the newest token). Every process
-// sharing a lock must use the same layout: one of the other layout fails with a Redis error while
-// the lock is held (WRONGTYPE), never takes it. Default: off. The other constructors refuse it.
-func WithRFencedLockLayout() Option {
-	return func(o *settings) { o.RFencedLayout = true; o.mark("WithRFencedLockLayout") }
-}
-
 // fencedTokenKey is the token counter of a fenced lock key, "<key>:token". It must be in the key's
 // hash slot, so the acquire script stays in one: a key with a hash tag shares it; on a cluster, a
 // key without one gets its whole name as the counter's tag, "{<key>}:token" (the same slot; such

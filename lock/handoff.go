@@ -11,19 +11,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// How waiters wait: the invariants of the per-process line (this file) and the pub/sub wake-up
+// How waiters wait: the invariants of the per-process queue (this file) and the pub/sub wake-up
 // (pubsub.go), stated once. Everything else in the two files is there to keep them.
 //
 //  1. Safety is not here. Who holds a lock is decided only by the mode's own atomic acquire in
 //     Redis, which every waiter runs before it holds anything. A wake-up that is lost, late or
 //     spurious costs time, never exclusion.
-//  2. One line per key per Locker (process). Waiters join at the tail and are served in arrival
+//  2. One queue per key per Locker (process). Waiters join at the tail and are served in arrival
 //     order; only the head contends in Redis, the others sleep until the head has got the lock
 //     or given up. A later waiter never overtakes an earlier one in the same process.
-//  3. A release wakes one waiter per process: it rings the line (the release's PUBLISH on the
+//  3. A release wakes one waiter per process: it rings the queue (the release's PUBLISH on the
 //     key's channel, heard by this process's subscriber, or, for modes that ring their own
 //     releases, the release itself), and a ring wakes only the head.
-//  4. No ring is lost: the line counts rings, and the head compares the count with the one it
+//  4. No ring is lost: the queue counts rings, and the head compares the count with the one it
 //     saw before its last attempt. A release between a failed attempt and the subscription is
 //     caught because a head that has just subscribed tries once more before it sleeps.
 //  5. Every sleep is bounded by a fallback: the holder's PTTL (the lock is free by then anyway),
@@ -37,11 +37,11 @@ import (
 //     the subscription is confirmed).
 //
 // lua and fenced wait in a line of their own that also spans processes (line.go).
-//  7. An empty line keeps its subscription for a while (linger) so a crowd that thins out for a
+//  7. An empty queue keeps its subscription for a while (linger) so a crowd that thins out for a
 //     moment does not resubscribe on every sale; talking to Redis (subscribe, unsubscribe) is
-//     never done under the line's lock, so a slow or dead Redis blocks no other key.
+//     never done under the queue's lock, so a slow or dead Redis blocks no other key.
 //
-// handoff holds the lines of one Locker.
+// handoff holds the queues of one Locker.
 type handoff struct {
 	// listen subscribes to the release messages of key: ring is called for every release
 	// heard. ready closes once the subscription is confirmed; stop ends it. nil: this mode hears
@@ -50,20 +50,20 @@ type handoff struct {
 	// poll is the fallback wait after a failed attempt when the holder's TTL is unknown; nil
 	// means wait for a ring (or the end of the wait).
 	poll func() time.Duration
-	// linger keeps an empty line (and its subscription) for a while, so a crowd that thins out
+	// linger keeps an empty queue (and its subscription) for a while, so a crowd that thins out
 	// for a moment does not resubscribe on every sale.
 	linger time.Duration
-	// localRing: the mode rings the line itself on every release made in this process (and its
+	// localRing: the mode rings the queue itself on every release made in this process (and its
 	// subscriber ignores this process's own messages), so a holder here is sure to ring even
-	// before the line's subscription is confirmed.
+	// before the queue's subscription is confirmed.
 	localRing bool
 
-	mu    sync.Mutex
-	lines map[string]*line
+	mu     sync.Mutex
+	queues map[string]*queue
 }
 
-// line is one key's waiters in one process. Fields without a comment are guarded by handoff.mu.
-type line struct {
+// queue is one key's waiters in one process. Fields without a comment are guarded by handoff.mu.
+type queue struct {
 	key     string
 	waiters []*place // waiters[0] is the head, the only one contending in Redis
 	// rings counts the releases heard; the head compares it with what it saw before its last
@@ -82,30 +82,30 @@ type line struct {
 	listening bool
 	ready     <-chan struct{}
 	stop      func()
-	idle      *time.Timer // pending teardown of an empty line
+	idle      *time.Timer // pending teardown of an empty queue
 }
 
-// place is one waiter's spot in a line.
+// place is one waiter's spot in a queue.
 type place struct {
 	turn     chan struct{}
 	deadline time.Time // the end of its wait
 }
 
 func newHandoff(listen func(string, func()) (<-chan struct{}, func()), poll func() time.Duration) *handoff {
-	return &handoff{listen: listen, poll: poll, linger: time.Second, lines: map[string]*line{}}
+	return &handoff{listen: listen, poll: poll, linger: time.Second, queues: map[string]*queue{}}
 }
 
 // ring records a release of key made by this process.
 func (h *handoff) ring(key string) {
 	h.mu.Lock()
-	ln := h.lines[key]
+	ln := h.queues[key]
 	h.mu.Unlock()
 	if ln != nil {
 		ln.ring()
 	}
 }
 
-func (ln *line) ring() {
+func (ln *queue) ring() {
 	ln.rings.Add(1)
 	select {
 	case ln.bell <- struct{}{}:
@@ -113,7 +113,7 @@ func (ln *line) ring() {
 	}
 }
 
-// acquire waits for its turn in key's line, then runs try until it holds the lock, the wait runs
+// acquire waits for its turn in key's queue, then runs try until it holds the lock, the wait runs
 // out (ErrNotObtained) or ctx ends (ErrNotObtained wrapping ctx.Err()). try returns held, or
 // the current holder's remaining TTL (< 0: unknown). lease is how long a won lock lives at most
 // (the next head's fallback). An error from try ends the acquisition with that error, unless
@@ -177,7 +177,7 @@ func (h *handoff) acquire(ctx context.Context, key string, wait, lease time.Dura
 
 // obtain runs the rules every waiting mode shares around acquire: a zero wait is one attempt, and
 // so is an attempt the mode wants made at once (direct: an owner re-entering a lock it holds must
-// not queue behind the waiters for it); otherwise the key's line. An error that comes while ctx
+// not queue behind the waiters for it); otherwise the key's queue. An error that comes while ctx
 // is ending is ErrNotObtained wrapping ctx.Err(), not Redis trouble.
 func (h *handoff) obtain(ctx context.Context, key string, wait, lease time.Duration, direct bool,
 	try func(context.Context) (bool, time.Duration, error)) error {
@@ -202,28 +202,28 @@ func obtainErr(ctx context.Context, key string, err error) error {
 	return err
 }
 
-// newSubscribedLine builds the line of a mode whose releases PUBLISH on the key's unlock channel
+// newSubscribedQueue builds the queue of a mode whose releases PUBLISH on the key's unlock channel
 // (unlockChannel): one subscriber on rdb, which passes on the messages accept lets through, and
-// a handoff whose lines join it per key. localRing: the mode rings its own releases (and accept
+// a handoff whose queues join it per key. localRing: the mode rings its own releases (and accept
 // drops their messages).
-func newSubscribedLine(rdb redis.UniversalClient, log *slog.Logger, accept func(payload string) bool, localRing bool) (*subscriber, *handoff) {
+func newSubscribedQueue(rdb redis.UniversalClient, log *slog.Logger, accept func(payload string) bool, localRing bool) (*subscriber, *handoff) {
 	sub := newSubscriber(rdb, log, accept)
-	line := newHandoff(func(key string, ring func()) (<-chan struct{}, func()) {
+	queue := newHandoff(func(key string, ring func()) (<-chan struct{}, func()) {
 		h := sub.join(context.Background(), unlockChannel(key), ring)
 		return h.ready, func() { sub.leave(h) }
 	}, nil)
-	line.localRing = localRing
-	return sub, line
+	queue.localRing = localRing
+	return sub, queue
 }
 
-// enter joins key's line until deadline; the first in an empty line is its head at once.
-func (h *handoff) enter(key string, deadline time.Time) (*line, *place) {
+// enter joins key's queue until deadline; the first in an empty queue is its head at once.
+func (h *handoff) enter(key string, deadline time.Time) (*queue, *place) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ln := h.lines[key]
+	ln := h.queues[key]
 	if ln == nil {
-		ln = &line{key: key, bell: make(chan struct{}, 1)}
-		h.lines[key] = ln
+		ln = &queue{key: key, bell: make(chan struct{}, 1)}
+		h.queues[key] = ln
 	}
 	if ln.idle != nil {
 		ln.idle.Stop()
@@ -242,7 +242,7 @@ func (h *handoff) lastDeadline(key string) time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var last time.Time
-	if ln := h.lines[key]; ln != nil {
+	if ln := h.queues[key]; ln != nil {
 		for _, p := range ln.waiters {
 			if p.deadline.After(last) {
 				last = p.deadline
@@ -252,7 +252,7 @@ func (h *handoff) lastDeadline(key string) time.Time {
 	return last
 }
 
-// waitTurn waits until p is the head of its line; false when the wait or ctx ran out first.
+// waitTurn waits until p is the head of its queue; false when the wait or ctx ran out first.
 func waitTurn(ctx context.Context, p *place, deadline time.Time) bool {
 	select {
 	case <-p.turn:
@@ -278,9 +278,9 @@ func waitTurn(ctx context.Context, p *place, deadline time.Time) bool {
 }
 
 // takeHint returns the hint the previous head left, if it is usable: only when the holder's
-// release is sure to ring, i.e. the mode rings its own releases, or the line's subscription is
+// release is sure to ring, i.e. the mode rings its own releases, or the queue's subscription is
 // confirmed.
-func (h *handoff) takeHint(ln *line) (seen uint64, until time.Time, ok bool) {
+func (h *handoff) takeHint(ln *queue) (seen uint64, until time.Time, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !ln.hint {
@@ -295,9 +295,9 @@ func (h *handoff) takeHint(ln *line) (seen uint64, until time.Time, ok bool) {
 	return ln.hintSeen, ln.hintUntil, true
 }
 
-// subscribe makes sure the line hears releases from other processes; it reports true when it
+// subscribe makes sure the queue hears releases from other processes; it reports true when it
 // has just subscribed (and waited, within the deadline, for Redis to confirm).
-func (h *handoff) subscribe(ctx context.Context, ln *line, deadline time.Time) bool {
+func (h *handoff) subscribe(ctx context.Context, ln *queue, deadline time.Time) bool {
 	if h.listen == nil {
 		return false
 	}
@@ -308,7 +308,7 @@ func (h *handoff) subscribe(ctx context.Context, ln *line, deadline time.Time) b
 	}
 	ln.listening = true
 	h.mu.Unlock()
-	// Outside the lock: it talks to Redis. Only the head gets here, and the line cannot be torn
+	// Outside the lock: it talks to Redis. Only the head gets here, and the queue cannot be torn
 	// down while it is in it.
 	ready, stop := h.listen(ln.key, ln.ring)
 	h.mu.Lock()
@@ -325,9 +325,9 @@ func (h *handoff) subscribe(ctx context.Context, ln *line, deadline time.Time) b
 	return true
 }
 
-// exit leaves the line. A head that leaves hands the turn to the next waiter, with a hint when
-// it got the lock. An empty line is torn down (and unsubscribed) after linger.
-func (h *handoff) exit(ln *line, p *place, won bool, seen uint64, until time.Time) {
+// exit leaves the queue. A head that leaves hands the turn to the next waiter, with a hint when
+// it got the lock. An empty queue is torn down (and unsubscribed) after linger.
+func (h *handoff) exit(ln *queue, p *place, won bool, seen uint64, until time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	head := len(ln.waiters) > 0 && ln.waiters[0] == p
@@ -347,8 +347,8 @@ func (h *handoff) exit(ln *line, p *place, won bool, seen uint64, until time.Tim
 		return
 	}
 	if !ln.listening {
-		if h.lines[ln.key] == ln {
-			delete(h.lines, ln.key)
+		if h.queues[ln.key] == ln {
+			delete(h.queues, ln.key)
 		}
 		return
 	}
@@ -360,8 +360,8 @@ func (h *handoff) exit(ln *line, p *place, won bool, seen uint64, until time.Tim
 			return // someone came back meanwhile
 		}
 		ln.idle = nil
-		if h.lines[ln.key] == ln {
-			delete(h.lines, ln.key)
+		if h.queues[ln.key] == ln {
+			delete(h.queues, ln.key)
 		}
 		stop := ln.stop
 		h.mu.Unlock()
@@ -374,7 +374,7 @@ func (h *handoff) exit(ln *line, p *place, won bool, seen uint64, until time.Tim
 }
 
 // sleep waits until a ring newer than seen, d, or the end of ctx; false only when ctx ended.
-func (ln *line) sleep(ctx context.Context, seen uint64, d time.Duration) bool {
+func (ln *queue) sleep(ctx context.Context, seen uint64, d time.Duration) bool {
 	if ln.rings.Load() != seen {
 		return true
 	}
@@ -395,12 +395,12 @@ func (ln *line) sleep(ctx context.Context, seen uint64, d time.Duration) bool {
 	return true
 }
 
-// close tears down every idle line and its subscription now instead of after linger (the Locker
-// is closing); a line whose waiters are still leaving is torn down by the last of them.
+// close tears down every idle queue and its subscription now instead of after linger (the Locker
+// is closing); a queue whose waiters are still leaving is torn down by the last of them.
 func (h *handoff) close() {
 	h.mu.Lock()
 	var stops []func()
-	for key, ln := range h.lines {
+	for key, ln := range h.queues {
 		if len(ln.waiters) > 0 {
 			continue
 		}
@@ -408,7 +408,7 @@ func (h *handoff) close() {
 			ln.idle.Stop()
 			ln.idle = nil
 		}
-		delete(h.lines, key)
+		delete(h.queues, key)
 		if ln.stop != nil {
 			stops = append(stops, ln.stop)
 		}

@@ -79,7 +79,7 @@ func TestHandoffServesOneProcessInArrivalOrder(t *testing.T) {
 				wl.lostGrant = time.Minute
 			}
 			if mode == "reentrant" {
-				// The same for reentrant's nomination line (rule 4 of rlock_line.go): the
+				// The same for reentrant's nomination line (rule 4 of nomination.go): the
 				// process in line looks again every lostGrantBound unless told.
 				nominatorOf(l).lostGrant = time.Minute
 			}

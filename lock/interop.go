@@ -29,43 +29,6 @@ const (
 	subSharded                // SPUBLISH / SSUBSCRIBE
 )
 
-// WithShardedPubSub forces how NewReentrant, NewFair and NewFenced announce a release and wait
-// for one, as Redisson's shardedSubscriptionMode does: true, SPUBLISH and SSUBSCRIBE (Redis 7
-// and later; on a cluster one subscription per node, moved with the slots); false, PUBLISH and
-// SUBSCRIBE. Default (the option not given): sharded when the client is a *redis.ClusterClient
-// whose servers know sharded pub/sub, classic otherwise; that is Redisson's AUTO, so on a
-// cluster both sides pick alike. Processes sharing a lock must use the same kind, or each side's
-// waiters sleep out the other's holders. The other constructors refuse it, and so does NewFenced
-// in its default layout (they always use classic pub/sub).
-func WithShardedPubSub(on bool) Option {
-	return func(o *settings) {
-		o.mark("WithShardedPubSub")
-		o.Subscription = subClassic
-		if on {
-			o.Subscription = subSharded
-		}
-	}
-}
-
-// WithThreadWait sets NewFair's thread wait: how long a waiter may stay first in the queue
-// without coming for the lock before the next acquire or release drops it as dead, and how far
-// every waiter's deadline moves up when one takes the lock. Default 0: each acquisition's own
-// Options.Wait, as Redisson's tryLock(wait, …). When Java Redisson clients share a fair lock, set
-// it to their thread wait: their config's fairLockWaitTimeout (5 min by default) when they call
-// lock(), or the wait they give tryLock. With unequal thread waits, an acquisition by the side
-// with the longer one moves the other side's deadlines into the past: its live waiters are
-// dropped from the queue, join it again at the tail and lose their place (never the lock, and
-// there are never two holders). Set, it also makes the fair lock's scripts write every waiter's
-// deadline each time one takes the lock, exactly as RFairLock's do, one write per waiter; unset,
-// only the first waiter's deadline is written and the others owe their move-up until it adds up
-// to a day, far less Redis time per acquisition with a long queue but exact only while this
-// library's scripts alone change the queue; and the queue's keys live until the last waiter's
-// chained deadline, not just until the last waiter's own wait ends. The other constructors
-// refuse it.
-func WithThreadWait(d time.Duration) Option {
-	return func(o *settings) { o.ThreadWait = d; o.mark("WithThreadWait") }
-}
-
 // pubsubMode decides, once per Locker, whether its pub/sub is sharded.
 type pubsubMode struct {
 	rdb   redis.UniversalClient

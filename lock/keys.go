@@ -1,5 +1,7 @@
 package lock
 
+import "strings"
+
 // keyNamer is implemented by every kind: the Redis keys its lock called name may use.
 type keyNamer interface {
 	keys(name string) []string
@@ -54,4 +56,11 @@ func (l *redlockLocker) keys(name string) []string {
 		return []string{name, redlockTokenKey(name)}
 	}
 	return []string{name}
+}
+
+func redissonPrefixed(prefix, name string) string {
+	if strings.Contains(name, "{") {
+		return prefix + ":" + name
+	}
+	return prefix + ":{" + name + "}"
 }

@@ -43,23 +43,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Sentinel errors, checked with errors.Is.
-var (
-	// ErrNotObtained: the lock was not acquired within the wait (or the context ended first; then
-	// the error also wraps ctx.Err(); or the Locker was closed: then it also wraps ErrClosed).
-	ErrNotObtained = errors.New("lock: not obtained")
-	// ErrNotHeld: a release or refresh by someone who does not hold the lock (any more), as in
-	// Redisson's IllegalMonitorStateException.
-	ErrNotHeld = errors.New("lock: not held by this owner")
-	// ErrUnavailable: a Redis server needed by the lock did not answer (or no client was given).
-	ErrUnavailable = errors.New("lock: redis unavailable")
-	// ErrClosed: the Locker was closed (Locker.Close) before or during the acquisition.
-	ErrClosed = errors.New("lock: Locker closed")
-)
-
-// errLost is why a watchdog or a validity timer gave a lease up (logged; Lease.Lost says it).
-var errLost = errors.New("lock: lost while held")
-
 // Options tune one acquisition. The zero value is one attempt, the Locker's lease, the
 // watchdog on (where the lock has one) and a new owner.
 type Options struct {
@@ -108,10 +91,6 @@ const (
 	answerGrace  = 350 * time.Millisecond
 	abandonGrace = 40 * time.Millisecond
 )
-
-// errNoAnswer is the cause of an acquisition's deadline: Wait + answerGrace passed with a call
-// to Redis still unanswered.
-var errNoAnswer = errors.New("no answer from Redis within the wait")
 
 // Acquire blocks until the lock named key is held, opts.Wait has elapsed (ErrNotObtained), ctx is
 // done (ErrNotObtained joined with ctx.Err()) or the Locker is closed (ErrNotObtained joined with

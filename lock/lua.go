@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	_ "embed"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -78,4 +79,35 @@ func logOf(d settings) *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return d.Logger
+}
+
+// plainLease is the Lease of NewLua: no watchdog, no fencing (Lease.Lost follows its TTL).
+type plainLease struct {
+	*lineHold // when it runs out, and the push of a lock handed over short
+	key       string
+	gate      releaseGate
+	// release gives the lock back, after the holder's pipeline p when there is one (runScript).
+	release func(ctx context.Context, p redis.Pipeliner) error
+	renew   func(ctx context.Context) error
+}
+
+func (l *plainLease) refresh(ctx context.Context) error {
+	if l.gate.state.Load() != gateHeld {
+		return fmt.Errorf("%w: %s: this lease was released", ErrNotHeld, l.key)
+	}
+	return l.renew(ctx)
+}
+
+func (l *plainLease) Key() string           { return l.key }
+func (l *plainLease) Token() int64          { return 0 }
+func (l *plainLease) Lost() <-chan struct{} { return nil }
+
+func (l *plainLease) Release(ctx context.Context) error { return l.releaseAfter(ctx, nil) }
+
+func (l *plainLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
+	if _, ok := l.gate.begin(); !ok {
+		execHeld(ctx, p)
+		return ErrNotHeld
+	}
+	return l.gate.end(l.release(ctx, p))
 }

@@ -13,66 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// defaultLease is how long a lock lives in Redis without renewal: Redisson's
-// lockWatchdogTimeout. A lock with a watchdog renews a held lock every defaultLease/3.
-const defaultLease = 30 * time.Second
-
-// defaultDriftFactor is Redlock's allowance for clock drift, as a fraction of the lease
-// (redsync's default): validity = lease − time taken to acquire − (lease × factor + 2 ms).
-const defaultDriftFactor = 0.01
-
-// Option configures a Locker. A nil Option is ignored.
-type Option func(*settings)
-
-// WithLease sets the default lease, used when an acquisition does not give its own
-// (Options.Lease). Default 30 s (Redisson's lockWatchdogTimeout). In the modes with a watchdog
-// (reentrant, multilock, redlock, fenced) it is also the watchdog timeout: a held lock is
-// renewed every lease/3 until it is released, and a holder that dies leaves it to expire one
-// lease later.
-func WithLease(d time.Duration) Option {
-	return func(o *settings) { o.Lease = d; o.mark("WithLease") }
-}
-
-// WithInstanceID names this process in what its locks write to Redis, like the UUID of a
-// Redisson client: the reentrant, fair and multilock locks (and NewFenced in RFencedLock's layout)
-// store a holder as the hash field "<instance-id>:<owner>"; the others start each lock's value
-// with it (followed by a random part, so two Lockers given one id still never share a value).
-// Give every process its own. Default: a random UUID for each Locker.
-func WithInstanceID(id string) Option {
-	return func(o *settings) { o.InstanceID = id; o.mark("WithInstanceID") }
-}
-
-// WithLogger receives the lock's own troubles (lost subscriptions, failed renewals). Default:
-// discarded.
-func WithLogger(l *slog.Logger) Option {
-	return func(o *settings) { o.Logger = l; o.mark("WithLogger") }
-}
-
-// WithDriftFactor sets redlock's clock-drift allowance as a fraction of the lease. Default
-// 0.01. The other constructors refuse it.
-func WithDriftFactor(f float64) Option {
-	return func(o *settings) { o.DriftFactor = f; o.mark("WithDriftFactor") }
-}
-
-// WithFencingTokens makes NewRedlock's leases carry a fencing token (Lease.Token): a counter
-// kept on the masters beside the lock, read on a majority and raised on a majority after each
-// win, so a later holder's token is always larger, even when an earlier holder's lock expired
-// early on some master (a pause, a clock jump). The protected resource must refuse a write whose
-// token is older than the newest it has seen. It costs two more round trips to the masters per
-// acquisition, and it does not survive a master that restarts without its data. The other
-// constructors refuse it (NewFenced has its own token).
-func WithFencingTokens() Option {
-	return func(o *settings) { o.Fencing = true; o.mark("WithFencingTokens") }
-}
-
-// WithRetryDelay sets the random pause between two attempts where no release will wake the
-// waiter: a master that did not answer (multilock; default 50–150 ms) or a split vote among the
-// masters (redlock; default 1–10 ms). Waiters for a lock that is held do not poll: a release wakes
-// them (a redlock waiter also sleeps until a quorum of the holder's keys would expire). The other constructors refuse it.
-func WithRetryDelay(lo, hi time.Duration) Option {
-	return func(o *settings) { o.RetryMin, o.RetryMax = lo, hi; o.mark("WithRetryDelay") }
-}
-
 // construct applies opts over the defaults, checks the result (an option the kind would ignore is
 // an error) and builds the kind from it.
 func construct(k kindSpec, d settings, opts []Option) (*Locker, error) {
@@ -230,19 +170,3 @@ func fixed(names ...string) func(settings) []string {
 }
 
 func yes(settings) bool { return true }
-
-// retryOr is the retry delay of d, or lo..hi where none was set.
-func retryOr(d settings, lo, hi time.Duration) func() time.Duration {
-	if d.RetryMax > 0 {
-		return jitter(d.RetryMin, d.RetryMax)
-	}
-	return jitter(lo, hi)
-}
-
-// WithReplicas makes NewReentrant wait, after each acquisition, until n replicas of its Redis
-// have acknowledged it (WAIT), within timeout (0: 1 s). Fewer acknowledgements undo the
-// acquisition with ErrNotReplicated, so a failover to a replica that never saw the lock cannot
-// hand it to a second holder. Default 0: no wait. The other constructors refuse it.
-func WithReplicas(n int, timeout time.Duration) Option {
-	return func(o *settings) { o.WaitReplicas, o.WaitReplicasTimeout = n, timeout; o.mark("WithReplicas") }
-}

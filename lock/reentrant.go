@@ -30,10 +30,10 @@ var (
 // owner re-enters and must release as often. Without an explicit lease a watchdog renews the lock
 // every lease/3 while it is held, so business time longer than the lease is safe, and a crashed
 // holder's lock still expires one lease later. Waiters sleep until the holder's unlock message
-// or the holder's PTTL, never on a fixed poll interval; within this process they wait in line
+// or the holder's PTTL, never on a fixed poll interval; within this process they wait in a queue
 // (handoff.go), so a release wakes one of them and none is overtaken. Across processes the release
 // names one process in a line kept beside Redisson's keys, and only that one's waiter tries
-// (rlock_line.go); a Redisson client's release names nobody and wakes them all, as in Redisson.
+// (nomination.go); a Redisson client's release names nobody and wakes them all, as in Redisson.
 type reentrantLocker struct {
 	name  string
 	rdb   redis.UniversalClient
@@ -41,18 +41,18 @@ type reentrantLocker struct {
 	lease time.Duration
 	log   *slog.Logger
 	sub   *subscriber
-	line  *handoff
+	queue *handoff
 
 	// sync, when set, waits for replicas to acknowledge each acquisition (reentrant_sync.go).
 	sync *replicaSync
 	// fenced: NewFenced in RFencedLock's layout, every acquisition draws a token (rfenced.go).
 	fenced bool
-	// nom, when set, sends one process's head to try on a release, not every one (rlock_line.go).
+	// nom, when set, sends one process's head to try on a release, not every one (nomination.go).
 	nom *nominator
 
 	mu      sync.Mutex
 	entries map[string]*renewal // key NUL field -> its shared watchdog
-	holds   map[string]int      // key NUL field -> leases this process holds (re-entry skips the line)
+	holds   map[string]int      // key NUL field -> leases this process holds ((re-entry skips the queue))
 }
 
 // renewal is Redisson's ExpirationEntry: one watchdog per (lock, owner), shared by the owner's
@@ -98,7 +98,7 @@ func newReentrantOn(name string, rdb redis.UniversalClient, d settings) *reentra
 	}
 	l := &reentrantLocker{name: name, rdb: rdb, id: id, lease: lease, log: log,
 		entries: map[string]*renewal{}, holds: map[string]int{}}
-	l.sub, l.line = newSubscribedLine(rdb, log, unlockOnly, false)
+	l.sub, l.queue = newSubscribedQueue(rdb, log, unlockOnly, false)
 	return l
 }
 
@@ -133,16 +133,16 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 	watch := !opts.ExplicitLease
 
 	// A re-entry by an owner that holds the lock here already goes straight to Redis. Otherwise
-	// wait in this process's line for the key; the head subscribes to the unlock channel before
+	// wait in this process's queue for the key; the head subscribes to the unlock channel before
 	// it tries again, as Redisson does, so a release after its failed try is sure to wake it.
 	var (
 		sent  time.Time
 		token int64
 	)
 	deadline := time.Now().Add(opts.Wait)
-	// inLine: a waiter queues its process in the nomination line across processes (rlock_line.go).
+	// inLine: a waiter queues its process in the nomination line across processes (nomination.go).
 	inLine := l.nom != nil && opts.Wait > 0
-	err := l.line.obtain(ctx, key, opts.Wait, lease, l.holding(key, field), func(ctx context.Context) (bool, time.Duration, error) {
+	err := l.queue.obtain(ctx, key, opts.Wait, lease, l.holding(key, field), func(ctx context.Context) (bool, time.Duration, error) {
 		sent = time.Now()
 		held, ttl, tok, err := l.try(ctx, key, field, leaseMs)
 		token = tok
@@ -156,13 +156,13 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 			case free:
 				ttl = 0
 			case ttl < 0 || ttl > l.nom.lostGrant:
-				ttl = l.nom.lostGrant // rule 4 of rlock_line.go
+				ttl = l.nom.lostGrant // rule 4 of nomination.go
 			}
 		}
 		return held, ttl, err
 	})
 	if err != nil {
-		if inLine && errors.Is(err, ErrNotObtained) && l.line.lastDeadline(key).IsZero() {
+		if inLine && errors.Is(err, ErrNotObtained) && l.queue.lastDeadline(key).IsZero() {
 			l.nom.pass(key) // the last waiter here gave up: out of the line
 		}
 		return nil, err
@@ -304,7 +304,7 @@ func (l *reentrantLocker) unhold(id string, e *renewal) {
 // Close ends the pub/sub connection and the waits of this Locker's waiters. Held leases keep
 // their watchdogs until they are released.
 func (l *reentrantLocker) Close() error {
-	l.line.close()
+	l.queue.close()
 	return l.sub.Close()
 }
 
@@ -371,7 +371,7 @@ func (le *reentrantLease) release(ctx context.Context, p redis.Pipeliner) error 
 		if !stays {
 			// Out of line (no waiter here): one that comes after must not sleep on the hint its
 			// holder left (handoff.go rule 6) for a nomination this process is not in line for.
-			defer n.line.ring(le.key)
+			defer n.queue.ring(le.key)
 		}
 	}
 	_, err := runScript(ctx, p, le.l.rdb, le.l.sub.mode.script(ctx, sc), keys, args...).Int64()

@@ -9,10 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrNotReplicated: the lock was taken on the master but fewer replicas than lock.waitReplicas
-// acknowledged it within the timeout, so the acquisition was undone. It is also ErrUnavailable.
-var ErrNotReplicated = errors.New("lock: not acknowledged by enough replicas")
-
 // defaultWaitReplicasTimeout is Redisson's default slavesSyncTimeout.
 const defaultWaitReplicasTimeout = time.Second
 

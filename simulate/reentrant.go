@@ -16,7 +16,7 @@ const (
 var nominationKeys = []string{lockName, unlockChannel, "golock_rlock_line:{" + lockName + "}",
 	"golock_rlock_waiting:{" + lockName + "}", nominationPref}
 
-// reentrantKind is NewReentrant (lock/reentrant.go, lock/rlock_line.go): Redisson's acquire
+// reentrantKind is NewReentrant (lock/reentrant.go, lock/nomination.go): Redisson's acquire
 // script, then the nomination line's enlist; a release nominates the first process in line.
 type reentrantKind struct{ base }
 

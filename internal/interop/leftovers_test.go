@@ -88,7 +88,7 @@ func child(spec string) int {
 
 // waiterWait is how long a waiter of mode waits. The fenced lock's waiters queue in Redis
 // (lock/line.go) until their own deadline, and so do the reentrant lock's processes in its
-// nomination line (lock/rlock_line.go), so a dead one's entry lives that long: the bound of
+// nomination line (lock/nomination.go), so a dead one's entry lives that long: the bound of
 // what it leaves is its wait. So does the fair lock's queue without a thread wait
 // (fair-own-wait); with one (fair), the queue lives by Redisson's chained deadlines instead.
 func waiterWait(mode string) time.Duration {

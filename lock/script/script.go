@@ -71,7 +71,7 @@ var (
 	ReentrantAcquire = reentrantAcquire
 	ReentrantRenew   = reentrantRenew
 	ReentrantRelease = releaseHold + reentrantRelease
-	// RLockRelease, RLockEnlist, RLockPass: NewReentrant's nomination line (lock/rlock_line.go).
+	// RLockRelease, RLockEnlist, RLockPass: NewReentrant's nomination line (lock/nomination.go).
 	RLockRelease = releaseHold + queueOnce + rlockLine + rlockRelease
 	RLockEnlist  = queueOnce + rlockLine + rlockEnlist
 	RLockPass    = queueOnce + rlockLine + rlockPass

@@ -37,7 +37,7 @@ var (
 //     message per release, however many processes wait. Redisson's unlock message goes out after
 //     it whenever a client listens on the unlock channel itself, as Redisson's waiters do; this
 //     library's processes listen to it by pattern (PUBSUB NUMSUB leaves them out). An unlock
-//     message rings every process's line: it is a Redisson client's release, or a release that a
+//     message rings every process's queue: it is a Redisson client's release, or a release that a
 //     Redisson waiter hears too, and every head then tries, as in Redisson. With sharded pub/sub,
 //     which has no patterns, the unlock message always goes out and is listened to as a channel,
 //     so there the herd stays.
@@ -49,9 +49,9 @@ var (
 //     waiter left when it releases is not in line; its next waiter, should one come, tries at
 //     once rather than wait for a nomination.
 type nominator struct {
-	rdb  redis.UniversalClient
-	sub  *subscriber
-	line *handoff
+	rdb   redis.UniversalClient
+	sub   *subscriber
+	queue *handoff
 	// id names this Locker in the line and its nomination channels.
 	id string
 	// lostGrant is lostGrantBound (a test that counts commands raises it).
@@ -68,19 +68,19 @@ func nominationKeys(name string) []string {
 		redissonPrefixed("golock_rlock_waiting", name), nominationPrefix(name)}
 }
 
-// newNominator gives the reentrant Locker l a nomination line: its lines listen to the unlock
+// newNominator gives the reentrant Locker l a nomination line: its queues listen to the unlock
 // channel and to this process's nomination channel.
 func newNominator(l *reentrantLocker) *nominator {
-	n := &nominator{rdb: l.rdb, sub: l.sub, line: l.line, id: uuid.NewString(), lostGrant: lostGrantBound}
+	n := &nominator{rdb: l.rdb, sub: l.sub, queue: l.queue, id: uuid.NewString(), lostGrant: lostGrantBound}
 	l.sub.accept = func(payload string) bool { return payload == unlockMessage || payload == nominated }
-	l.line.listen = n.listen
+	l.queue.listen = n.listen
 	return n
 }
 
 // nominated is the payload of a nomination.
 const nominated = "1"
 
-// listen subscribes the line of key to its unlock channel (by pattern unless pub/sub is
+// listen subscribes the queue of key to its unlock channel (by pattern unless pub/sub is
 // sharded), then to this process's nomination channel, on the subscriber's connection. The
 // nomination channel's confirmation, which comes after the other's, is the ready one.
 func (n *nominator) listen(key string, ring func()) (<-chan struct{}, func()) {
@@ -97,7 +97,7 @@ func (n *nominator) listen(key string, ring func()) (<-chan struct{}, func()) {
 	next := n.sub.listen(ctx, nominationPrefix(key)+":"+n.id, false, func(_, payload string) {
 		// Looked at before the ring: once rung, a waiter may take the lock, release it and leave
 		// before this goroutine looks, and it would pass on a nomination already taken up.
-		idle := n.line.lastDeadline(key).IsZero()
+		idle := n.queue.lastDeadline(key).IsZero()
 		ring()
 		if payload == nominated && idle {
 			go n.pass(key) // nobody here to take it up
@@ -136,7 +136,7 @@ func (n *nominator) pass(key string) {
 // key: this process stays in line when it has waiters left (stays).
 func (n *nominator) releaseArgs(ctx context.Context, key, field string, leaseMs int64) (args []any, stays bool) {
 	stay := int64(0)
-	if last := n.line.lastDeadline(key); !last.IsZero() {
+	if last := n.queue.lastDeadline(key); !last.IsZero() {
 		stay = last.UnixMilli()
 	}
 	return []any{time.Now().UnixMilli(), n.id, stay, unlockMessage, n.sharded(ctx), leaseMs, field}, stay > 0

@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The nomination line of NewReentrant (rlock_line.go): a release sends one process's head to
+// The nomination line of NewReentrant (nomination.go): a release sends one process's head to
 // try, the lock and its unlock message stay Redisson's, a Redisson client's release (which names
 // nobody) still wakes every process, and a nominee that died holds the others up for its own
 // wait at most.

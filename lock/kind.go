@@ -1,0 +1,50 @@
+// What every kind implements for Locker (locker, heldLock) and the small interfaces a lease may
+// add.
+
+package lock
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+// locker is what every lock implements; Locker wraps one.
+type locker interface {
+	Acquire(ctx context.Context, key string, opts Options) (heldLock, error)
+	Close() error
+}
+
+// heldLock is what every lock's lease implements; Lease wraps one. A Release that failed on a
+// transient error (the server did not answer, the context ended) leaves it releasable again.
+type heldLock interface {
+	Key() string
+	Token() int64
+	Lost() <-chan struct{}
+	Release(ctx context.Context) error
+	refresh(ctx context.Context) error
+}
+
+// pipelineReleaser is implemented by the leases whose release can join the holder's pipeline
+// (Lease.ReleaseAfter).
+type pipelineReleaser interface {
+	releaseAfter(ctx context.Context, p redis.Pipeliner) error
+}
+
+// renewer is implemented by the leases with a watchdog.
+type renewer interface{ Renewals() int64 }
+
+// hashLease is implemented by the leases in Redisson's hash layout.
+type hashLease interface{ Field() string }
+
+// partsLease is implemented by the multilock's lease.
+type partsLease interface{ Parts() []heldLock }
+
+// ownerOf is the owner of one acquisition: opts.Owner, or a new one for this acquisition alone.
+func ownerOf(opts Options) string {
+	if opts.Owner != "" {
+		return opts.Owner
+	}
+	return uuid.NewString()
+}
