@@ -82,7 +82,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "explore":
 		return runExplore(ctx, opts.explore, stdout, stderr)
 	case "simulate":
-		return runSimulate(opts.simulate, stdout)
+		return runSimulate(ctx, opts.simulate, stdout)
 	default:
 		if err := checkPort(cfg); err != nil {
 			return err

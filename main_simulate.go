@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -64,8 +65,18 @@ func (f *simulateFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.times, "times", 10, "how many times --replay runs it")
 }
 
-// runSimulate searches each kind, or replays a file.
-func runSimulate(opts simulateFlags, stdout io.Writer) error {
+// runSimulate searches each kind, or replays a file. An interrupt (ctx) stops the search in
+// progress: what was searched is reported, and the command fails saying so.
+func runSimulate(ctx context.Context, opts simulateFlags, stdout io.Writer) error {
+	if opts.times < 1 {
+		return fmt.Errorf("simulate: --times %d: want at least 1", opts.times)
+	}
+	if opts.budget <= 0 && !opts.exhaustive && opts.replay == "" {
+		return fmt.Errorf("simulate: --budget %s: want a positive duration", opts.budget)
+	}
+	if opts.clients < 1 || opts.maxFaults < 0 || opts.rounds < 1 {
+		return fmt.Errorf("simulate: --clients %d, --rounds %d, --max-faults %d: want >= 1, >= 1 and >= 0", opts.clients, opts.rounds, opts.maxFaults)
+	}
 	if opts.replay != "" {
 		return replaySimulation(opts, stdout)
 	}
@@ -75,7 +86,7 @@ func runSimulate(opts simulateFlags, stdout io.Writer) error {
 		if len(opts.faults) == 0 {
 			cfg.MaxFaults = 0
 		}
-		rep, err := simulate.Search{Config: cfg, Exhaustive: opts.exhaustive, Seed: opts.seed, Budget: opts.budget, Dir: opts.dir}.Run()
+		rep, err := simulate.Search{Config: cfg, Exhaustive: opts.exhaustive, Seed: opts.seed, Budget: opts.budget, Dir: opts.dir}.Run(ctx)
 		if err != nil {
 			return fmt.Errorf("simulate %s: %w", k, err)
 		}
@@ -83,9 +94,17 @@ func runSimulate(opts simulateFlags, stdout io.Writer) error {
 		if !opts.json {
 			printSimulation(stdout, rep)
 		}
+		if rep.Interrupted {
+			break
+		}
 	}
 	if opts.json {
-		return writeJSON(stdout, map[string]any{"kinds": reports})
+		if err := writeJSON(stdout, map[string]any{"kinds": reports}); err != nil {
+			return err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("simulate: interrupted, the report covers what was searched: %w", err)
 	}
 	return nil
 }
@@ -94,8 +113,11 @@ func printSimulation(w io.Writer, r simulate.KindReport) {
 	how := fmt.Sprintf("random, seed %d", r.Seed)
 	if r.Exhaustive {
 		how = fmt.Sprintf("exhaustive, %d states", r.States)
-		if !r.Complete {
+		if r.Truncated > 0 {
 			how += fmt.Sprintf(", %d runs cut at the step bound", r.Truncated)
+		}
+		if r.Interrupted {
+			how += ", interrupted"
 		}
 	}
 	fmt.Fprintf(w, "%-13s %7d schedules (%s) in %d ms: %d violations\n", r.Kind, r.Schedules, how, r.ElapsedMs, r.Violations)
@@ -109,7 +131,7 @@ func replaySimulation(opts simulateFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	out, err := f.Replay(max(opts.times, 1))
+	out, err := f.Replay(opts.times)
 	if err != nil {
 		return err
 	}

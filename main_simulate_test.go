@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"path/filepath"
 	"testing"
 )
 
@@ -61,5 +63,43 @@ func TestSimulateCommandJSONAndReplay(t *testing.T) {
 	}
 	if err := json.Unmarshal(out.Bytes(), &rr); err != nil || rr.Reproduced != 3 || rr.Of != 3 || !rr.Identical {
 		t.Fatalf("replay: %+v %v\n%s", rr, err, out.String())
+	}
+}
+
+// Bad flags are refused before anything runs, and an interrupt stops a search: the report says
+// what was searched and the command fails with the context's error.
+func TestSimulateCommandRefusesBadInputAndStopsWhenInterrupted(t *testing.T) {
+	t.Parallel()
+	noEnv := func(string) string { return "" }
+	for _, args := range [][]string{
+		{"simulate", "--kinds", "nope"},
+		{"simulate", "--faults", "meteor"},
+		{"simulate", "--clients", "0"},
+		{"simulate", "--times", "0", "--replay", "x.json"},
+		{"simulate", "--budget", "0s"},
+		{"simulate", "--rounds", "0"},
+		{"simulate", "--replay", filepath.Join(t.TempDir(), "missing.json")},
+	} {
+		var out, errOut bytes.Buffer
+		if err := run(context.Background(), args, noEnv, &out, &errOut); err == nil {
+			t.Errorf("%v: accepted (%s)", args, out.String())
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errOut bytes.Buffer
+	err := run(ctx, []string{"simulate", "--kinds", "lua,fenced", "--clients", "3", "--exhaustive", "--dir", t.TempDir(), "--json"}, noEnv, &out, &errOut)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("an interrupted search: %v, want context.Canceled", err)
+	}
+	var rep struct {
+		Kinds []struct {
+			Kind        string `json:"kind"`
+			Complete    bool   `json:"complete"`
+			Interrupted bool   `json:"interrupted"`
+		} `json:"kinds"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || len(rep.Kinds) != 1 || !rep.Kinds[0].Interrupted || rep.Kinds[0].Complete {
+		t.Fatalf("want one kind reported interrupted and not complete: %v\n%s", err, out.String())
 	}
 }

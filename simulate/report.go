@@ -1,23 +1,25 @@
 package simulate
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
 
 // KindReport is one kind's part of `seckill simulate --json`.
 type KindReport struct {
-	Kind       string    `json:"kind"`
-	Schedules  int       `json:"schedules"`
-	States     int       `json:"states,omitempty"`
-	Exhaustive bool      `json:"exhaustive"`
-	Complete   bool      `json:"complete"`
-	Truncated  int       `json:"truncated"`
-	Violations int       `json:"violations"`
-	ElapsedMs  int64     `json:"elapsedMs"`
-	Seed       uint64    `json:"seed,omitempty"`
-	Shortest   *Shortest `json:"shortest"`
-	ReplayFile string    `json:"replayFile,omitempty"`
+	Kind        string    `json:"kind"`
+	Schedules   int       `json:"schedules"`
+	States      int       `json:"states,omitempty"`
+	Exhaustive  bool      `json:"exhaustive"`
+	Complete    bool      `json:"complete"`
+	Interrupted bool      `json:"interrupted,omitempty"`
+	Truncated   int       `json:"truncated"`
+	Violations  int       `json:"violations"`
+	ElapsedMs   int64     `json:"elapsedMs"`
+	Seed        uint64    `json:"seed,omitempty"`
+	Shortest    *Shortest `json:"shortest"`
+	ReplayFile  string    `json:"replayFile,omitempty"`
 }
 
 // Shortest is the shortest counterexample of a kind.
@@ -39,20 +41,21 @@ type Search struct {
 	Dir        string // where the replay file of the shortest counterexample goes ("" : nowhere)
 }
 
-// Run searches and reports.
-func (q Search) Run() (KindReport, error) {
+// Run searches and reports. When ctx ends, it reports what was searched so far and
+// Interrupted.
+func (q Search) Run(ctx context.Context) (KindReport, error) {
 	s, err := New(q.Config)
 	if err != nil {
 		return KindReport{}, err
 	}
 	var r *Result
 	if q.Exhaustive {
-		r = s.Exhaustive()
+		r = s.Exhaustive(ctx)
 	} else {
-		r = s.Random(q.Seed, q.Budget, 0)
+		r = s.Random(ctx, q.Seed, q.Budget, 0)
 	}
 	rep := KindReport{Kind: r.Kind, Schedules: r.Schedules, States: r.States, Exhaustive: r.Exhaustive,
-		Complete: r.Complete, Truncated: r.Truncated, Violations: r.Violations, ElapsedMs: r.Elapsed.Milliseconds()}
+		Complete: r.Complete, Interrupted: r.Interrupted, Truncated: r.Truncated, Violations: r.Violations, ElapsedMs: r.Elapsed.Milliseconds()}
 	if !q.Exhaustive {
 		rep.Seed = q.Seed
 	}

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -17,15 +18,16 @@ type Found struct {
 
 // Result is what a search reports.
 type Result struct {
-	Kind       string
-	Schedules  int // runs followed to their end (or to a state already explored)
-	States     int // distinct states explored (exhaustive)
-	Exhaustive bool
-	Complete   bool // the exhaustive search ended within its bounds (no run hit MaxSteps)
-	Truncated  int  // runs stopped at MaxSteps
-	Violations int
-	Shortest   *Found
-	Elapsed    time.Duration
+	Kind        string
+	Schedules   int // runs followed to their end (or to a state already explored)
+	States      int // distinct states explored (exhaustive)
+	Exhaustive  bool
+	Complete    bool // the exhaustive search ended within its bounds (no run hit MaxSteps, not interrupted)
+	Interrupted bool // ctx ended the search before it was done
+	Truncated   int  // runs stopped at MaxSteps
+	Violations  int
+	Shortest    *Found
+	Elapsed     time.Duration
 }
 
 func (r *Result) found(w *World, seed uint64) {
@@ -38,13 +40,18 @@ func (r *Result) found(w *World, seed uint64) {
 // Exhaustive explores every schedule within the bounds, depth first. A state reached before at
 // the same depth or less is not explored again (state hashing: the clock, every master's data
 // with its TTLs, every client's step machine, the messages in flight and the resource), which
-// keeps the shortest counterexample exact.
-func (s *Sim) Exhaustive() *Result {
+// keeps the shortest counterexample exact. When ctx ends, the search stops where it is
+// (Interrupted, not Complete).
+func (s *Sim) Exhaustive(ctx context.Context) *Result {
 	start := time.Now()
 	r := &Result{Kind: s.cfg.Kind, Exhaustive: true, Complete: true}
 	seen := map[[16]byte]int{}
 	var dfs func(w *World)
 	dfs = func(w *World) {
+		if r.Interrupted || ctx.Err() != nil {
+			r.Interrupted, r.Complete = true, false
+			return
+		}
 		if w.Violation != "" {
 			r.Schedules++
 			r.found(w, 0)
@@ -81,11 +88,16 @@ func (s *Sim) Exhaustive() *Result {
 
 // Random runs seeded random schedules until budget (wall time) is spent; each run's choices come
 // from a PCG generator seeded with (seed, run number) alone, so a run never depends on timing.
-func (s *Sim) Random(seed uint64, budget time.Duration, maxRuns int) *Result {
+// When ctx ends, the search stops after the run in progress (Interrupted).
+func (s *Sim) Random(ctx context.Context, seed uint64, budget time.Duration, maxRuns int) *Result {
 	start := time.Now()
 	r := &Result{Kind: s.cfg.Kind}
 	for run := uint64(0); maxRuns <= 0 || int(run) < maxRuns; run++ {
 		if run > 0 && time.Since(start) >= budget {
+			break
+		}
+		if ctx.Err() != nil {
+			r.Interrupted = true
 			break
 		}
 		w := s.RunSeed(seed + run)

@@ -44,7 +44,7 @@ func TestBrokenModesFoundAndReplayed(t *testing.T) {
 		{"redlock", []string{FaultRestartEmpty}, "mutual exclusion"},
 	} {
 		cfg := Config{Kind: tc.kind, Clients: 2, Faults: tc.faults, MaxFaults: 1}
-		r := mustSim(t, cfg).Exhaustive()
+		r := mustSim(t, cfg).Exhaustive(t.Context())
 		if r.Shortest == nil || !strings.HasPrefix(r.Shortest.Violation, tc.want) {
 			t.Errorf("%s %v: %d violations, shortest %+v; want %q", tc.kind, tc.faults, r.Violations, r.Shortest, tc.want)
 			continue
@@ -67,7 +67,7 @@ func TestSafeKindsHoldSmallBounds(t *testing.T) {
 		{"lua", nil}, {"fenced", []string{FaultPause}}, {"reentrant", []string{FaultCrash}},
 		{"fair", []string{FaultCrash}}, {"multilock", nil}, {"redlock", nil},
 	} {
-		r := mustSim(t, Config{Kind: tc.kind, Clients: 2, Faults: tc.faults, MaxFaults: 1}).Exhaustive()
+		r := mustSim(t, Config{Kind: tc.kind, Clients: 2, Faults: tc.faults, MaxFaults: 1}).Exhaustive(t.Context())
 		if r.Violations != 0 || !r.Complete || r.Schedules == 0 {
 			t.Errorf("%s %v: %d violations (%+v), complete %v, %d schedules", tc.kind, tc.faults, r.Violations, r.Shortest, r.Complete, r.Schedules)
 		}
@@ -123,7 +123,7 @@ func TestCheckerCatchesHandMadeViolations(t *testing.T) {
 func TestReplayFileRoundTrips(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	rep, err := Search{Config: Config{Kind: "setnx-expire", Clients: 2, Faults: []string{FaultCrash}, MaxFaults: 1}, Exhaustive: true, Dir: dir}.Run()
+	rep, err := Search{Config: Config{Kind: "setnx-expire", Clients: 2, Faults: []string{FaultCrash}, MaxFaults: 1}, Exhaustive: true, Dir: dir}.Run(t.Context())
 	if err != nil || rep.ReplayFile == "" || rep.Shortest == nil {
 		t.Fatalf("search: %+v, %v", rep, err)
 	}
