@@ -1,95 +1,135 @@
 // Package script owns the Lua sources of the lock library's scripts: the one place their texts
 // come from. Package lock runs them; a simulator or a test can read exactly what the library
-// sends to Redis. Each exported string is a script's full source as sent (the shared fragments
-// concatenated in their order); Sources lists them by name.
+// sends to Redis. Each exported string is a script as sent; Sources lists them by name.
+//
+// # One file per script, read on its own
+//
+// Each script is one file under lua/, named after it (LineAcquire is lua/line_acquire.lua). Its
+// header comment lists every KEYS[i] and ARGV[i] with a name and a meaning, and its first lines
+// bind them to locals of those names (local lock_key = KEYS[1]); below, the script uses only
+// the names. The order of the arguments is the wire protocol (the Go callers pass them
+// positionally, and Redisson reads the same keys), so a name never changes a position.
+//
+// # The include step
+//
+// Lua that several scripts share lives in include files under lua/ too, each starting with
+// a header that says what it is for and two lines a reader (and this package's tests) can check:
+//
+//	--! requires line_key, waiters_key, now   the named locals an includer must bind first
+//	--! defines first_live, token, queue      every top-level local the include defines
+//
+// A script (or an include) takes one in with a line
+//
+//	--! include line.lua
+//
+// placed after its argument bindings. When the package initialises, each such line is followed,
+// in place, by the included file's text, resolved the same way; a file already included in the
+// same script is not included again, so an include may itself include what it uses (line.lua
+// includes queue_once.lua and drop_dead.lua). Nothing else joins texts: every name a file uses
+// is defined in it, in a file it includes, or is a name its header requires. The scripts as sent
+// keep the include lines, so a reader of a script in Redis sees where each part came from.
+//
+// # Classic and sharded pub/sub
+//
+// A script that announces a release calls publish(channel, message), which it takes from
+// publish.lua (PUBLISH). Its sharded build (the *Sharded strings, sent on a Redis 7 cluster with
+// sharded pub/sub, see lock/interop.go) is the same file resolved with spublish.lua (SPUBLISH)
+// in place of publish.lua: the two builds differ in that one function and nothing else.
 package script
 
 import (
-	_ "embed"
+	"embed"
+	"fmt"
 	"sort"
+	"strings"
 )
 
-// The fragments, one file each under lua/.
-var (
-	//go:embed lua/queue_once.lua
-	queueOnce string
-	//go:embed lua/line_prelude.lua
-	linePrelude string
-	//go:embed lua/line_acquire.lua
-	lineAcquire string
-	//go:embed lua/line_release.lua
-	lineRelease string
-	//go:embed lua/fair_lag.lua
-	fairLag string
-	//go:embed lua/fair_drop_dead.lua
-	fairDropDead string
-	//go:embed lua/fair_acquire.lua
-	fairAcquire string
-	//go:embed lua/fair_release.lua
-	fairRelease string
-	//go:embed lua/fair_cancel.lua
-	fairCancel string
-	//go:embed lua/fair_alive.lua
-	fairAlive string
-	//go:embed lua/fair_beat.lua
-	fairBeat string
-	//go:embed lua/fenced_renew.lua
-	fencedRenew string
-	//go:embed lua/redlock_token_read.lua
-	redlockTokenRead string
-	//go:embed lua/redlock_token_raise.lua
-	redlockTokenRaise string
-	//go:embed lua/reentrant_acquire.lua
-	reentrantAcquire string
-	//go:embed lua/reentrant_renew.lua
-	reentrantRenew string
-	//go:embed lua/release_hold.lua
-	releaseHold string
-	//go:embed lua/reentrant_release.lua
-	reentrantRelease string
-	//go:embed lua/rfenced_acquire.lua
-	rfencedAcquire string
-	//go:embed lua/rlock_line.lua
-	rlockLine string
-	//go:embed lua/rlock_release.lua
-	rlockRelease string
-	//go:embed lua/rlock_enlist.lua
-	rlockEnlist string
-	//go:embed lua/rlock_pass.lua
-	rlockPass string
-)
+//go:embed lua/*.lua
+var files embed.FS
+
+// includeLine starts a line that takes in another file.
+const includeLine = "--! include "
+
+// shardedSwap is the one difference between a script's classic and its sharded build.
+var shardedSwap = map[string]string{"publish.lua": "spublish.lua"}
+
+// build is file's text with its includes resolved; swap names a file to take in place of
+// another (nil: none). A missing file or an include cycle panics: the texts are fixed at build
+// time, and this package's tests load every script.
+func build(file string, swap map[string]string) string {
+	var b strings.Builder
+	resolve(&b, file, swap, map[string]bool{}, nil)
+	return b.String()
+}
+
+func resolve(b *strings.Builder, file string, swap map[string]string, done map[string]bool, path []string) {
+	for _, p := range path {
+		if p == file {
+			panic(fmt.Sprintf("script: include cycle %s -> %s", strings.Join(path, " -> "), file))
+		}
+	}
+	src, err := files.ReadFile("lua/" + file)
+	if err != nil {
+		panic(fmt.Sprintf("script: %v", err))
+	}
+	done[file] = true
+	for _, line := range strings.SplitAfter(string(src), "\n") {
+		b.WriteString(line)
+		name, ok := strings.CutPrefix(strings.TrimSpace(line), includeLine)
+		if !ok {
+			continue
+		}
+		if s, ok := swap[name]; ok {
+			name = s
+		}
+		if !done[name] {
+			resolve(b, name, swap, done, append(path, file))
+		}
+	}
+}
 
 // The scripts as sent, by the lock that runs them.
 var (
 	// LineAcquire and LineRelease: the waiter line of NewLua and NewFenced (lock/line.go).
-	LineAcquire = queueOnce + linePrelude + lineAcquire
-	LineRelease = queueOnce + linePrelude + lineRelease
+	LineAcquire = build("line_acquire.lua", nil)
+	LineRelease = build("line_release.lua", nil)
 	// FencedRenew pushes a string lock's expiry out while it holds a value (NewLua, NewFenced).
-	FencedRenew = fencedRenew
+	FencedRenew = build("fenced_renew.lua", nil)
 
 	// ReentrantAcquire, ReentrantRenew, ReentrantRelease: NewReentrant in Redisson's RLock layout.
-	ReentrantAcquire = reentrantAcquire
-	ReentrantRenew   = reentrantRenew
-	ReentrantRelease = releaseHold + reentrantRelease
+	ReentrantAcquire = build("reentrant_acquire.lua", nil)
+	ReentrantRenew   = build("reentrant_renew.lua", nil)
+	ReentrantRelease = build("reentrant_release.lua", nil)
 	// RLockRelease, RLockEnlist, RLockPass: NewReentrant's nomination line (lock/nomination.go).
-	RLockRelease = releaseHold + queueOnce + rlockLine + rlockRelease
-	RLockEnlist  = queueOnce + rlockLine + rlockEnlist
-	RLockPass    = queueOnce + rlockLine + rlockPass
+	RLockRelease = build("rlock_release.lua", nil)
+	RLockEnlist  = build("rlock_enlist.lua", nil)
+	RLockPass    = build("rlock_pass.lua", nil)
 
 	// FairAcquire, FairBeat, FairRelease, FairCancel: NewFair (Redisson's RFairLock).
-	FairAcquire = queueOnce + fairAlive + fairLag + fairDropDead + fairAcquire
-	FairBeat    = fairAlive + fairLag + fairDropDead + fairBeat
-	FairRelease = releaseHold + fairLag + fairDropDead + fairRelease
-	FairCancel  = fairLag + fairCancel
+	FairAcquire = build("fair_acquire.lua", nil)
+	FairBeat    = build("fair_beat.lua", nil)
+	FairRelease = build("fair_release.lua", nil)
+	FairCancel  = build("fair_cancel.lua", nil)
 
 	// RFencedAcquire: NewFenced with WithRFencedLockLayout.
-	RFencedAcquire = rfencedAcquire
+	RFencedAcquire = build("rfenced_acquire.lua", nil)
 	// RedlockTokenRead and RedlockTokenRaise: NewRedlock with WithFencingTokens.
-	RedlockTokenRead  = redlockTokenRead
-	RedlockTokenRaise = redlockTokenRaise
+	RedlockTokenRead  = build("redlock_token_read.lua", nil)
+	RedlockTokenRaise = build("redlock_token_raise.lua", nil)
 )
 
-// Sources is every script as sent, by its exported name.
+// The sharded builds of the scripts that announce a release (publish.lua swapped for
+// spublish.lua), which package lock sends instead of the classic ones when its pub/sub is
+// sharded.
+var (
+	ReentrantReleaseSharded = build("reentrant_release.lua", shardedSwap)
+	RLockReleaseSharded     = build("rlock_release.lua", shardedSwap)
+	RLockPassSharded        = build("rlock_pass.lua", shardedSwap)
+	FairReleaseSharded      = build("fair_release.lua", shardedSwap)
+	FairCancelSharded       = build("fair_cancel.lua", shardedSwap)
+)
+
+// Sources is every script as sent (the classic build), by its exported name.
 func Sources() map[string]string {
 	return map[string]string{
 		"LineAcquire": LineAcquire, "LineRelease": LineRelease, "FencedRenew": FencedRenew,
@@ -97,6 +137,14 @@ func Sources() map[string]string {
 		"RLockRelease": RLockRelease, "RLockEnlist": RLockEnlist, "RLockPass": RLockPass,
 		"FairAcquire": FairAcquire, "FairBeat": FairBeat, "FairRelease": FairRelease, "FairCancel": FairCancel,
 		"RFencedAcquire": RFencedAcquire, "RedlockTokenRead": RedlockTokenRead, "RedlockTokenRaise": RedlockTokenRaise,
+	}
+}
+
+// ShardedSources is every sharded build, by the exported name of its classic build.
+func ShardedSources() map[string]string {
+	return map[string]string{
+		"ReentrantRelease": ReentrantReleaseSharded, "RLockRelease": RLockReleaseSharded, "RLockPass": RLockPassSharded,
+		"FairRelease": FairReleaseSharded, "FairCancel": FairCancelSharded,
 	}
 }
 

@@ -1,8 +1,33 @@
--- Fair lock heartbeat, after fair_alive.lua, fair_lag.lua and fair_drop_dead.lua: the caller's
--- process said it is alive and the dead waiters at the head are gone. KEYS[1] lock name; KEYS[2]
--- queue; KEYS[3] deadlines; KEYS[4] the alive hash; KEYS[5] the grant hash; KEYS[6] the lag hash;
--- ARGV[4] now; ARGV[5] instance id; ARGV[6] alive until; ARGV[7] the lag cap.
+-- Fair lock heartbeat (NewFair): the caller's process says it is alive (fair_alive.lua), and the
+-- dead waiters at the head go (fair_queue.lua).
+--
+-- KEYS[1] lock_key       the lock, Redisson's hash
+-- KEYS[2] queue_key      "redisson_lock_queue:{<name>}"
+-- KEYS[3] deadlines_key  "redisson_lock_timeout:{<name>}"
+-- KEYS[4] alive_key      the processes' marks (fair_alive.lua)
+-- KEYS[5] grant_key      the grant hash (fair_queue.lua)
+-- KEYS[6] lag_key        the lag hash (fair_lag.lua)
+-- ARGV[1..3] (unused)    '', so that the arguments below sit where the acquire script's do
+-- ARGV[4] now            unix ms
+-- ARGV[5] instance       the caller's instance id
+-- ARGV[6] alive_until    unix ms until which it is surely alive
+-- ARGV[7] lag_cap        the lag written out past this, ms (fair_lag.lua)
+--
 -- Returns {first, pttl}: the first waiter ('' when none) and the lock's PTTL (-2: free, and the
 -- first waiter may take it: its process rings it).
+local lock_key = KEYS[1]
+local queue_key = KEYS[2]
+local deadlines_key = KEYS[3]
+local alive_key = KEYS[4]
+local grant_key = KEYS[5]
+local lag_key = KEYS[6]
+local now = tonumber(ARGV[4])
+local instance = ARGV[5]
+local alive_until = ARGV[6]
+local lag_cap = tonumber(ARGV[7])
+--! include fair_queue.lua
+
+mark_alive(instance, alive_until)
+drop_dead_waiters()
 save_lag()
-return {head or '', redis.call('pttl', KEYS[1])}
+return {head or '', redis.call('pttl', lock_key)}

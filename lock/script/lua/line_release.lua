@@ -1,47 +1,77 @@
--- Release of mode lua or fenced (line.go), which passes the lock on to one waiter only;
--- line_prelude.lua runs first. ARGV[1] the holder's value. ARGV[4] the releasing process's
--- prefix "<instance-id>:"; ARGV[5] the grant channel prefix; ARGV[6] the releasing process's next
--- waiter ('' : none), that is not in line yet, ARGV[7] its deadline ms, ARGV[8] its grant TTL ms,
--- ARGV[9] its lease ms; ARGV[10] '1' when that waiter may have the lock before the line (its
--- process's turn lasts: the cohort of line.go).
--- When the lock is ours: the first live waiter in line gets it (its value written with the TTL it
--- asked for) and is told on its process's grant channel "<prefix><instance-id>" with
+-- Release of mode lua or fenced (lock/line.go), which passes the lock on to one waiter only.
+-- When the lock is ours: the first live waiter in line gets it (its value written with its grant
+-- TTL) and is told on its process's grant channel "<grant_prefix><instance-id>" with
 -- "<lock>\n<value>\n<token>", unless it waits in the releasing process, which tells it itself;
 -- the releasing process's next waiter joins the line behind. With nobody in line, or with
--- ARGV[10] '1', that next waiter gets it; with nobody at all the lock is deleted.
+-- cohort '1', that next waiter gets it; with nobody at all the lock is deleted.
 -- When the lock is not ours (a waiter that gives up, or a holder whose lock expired), the value
 -- only leaves the line.
+-- The grant channel is always classic pub/sub (PUBLISH): line.go subscribes to it with SUBSCRIBE
+-- on every topology, so this script has no sharded build.
+--
+-- KEYS[1] lock_key        the lock, a string holding its holder's value
+-- KEYS[2] line_key        the line: waiter values in arrival order (line.lua)
+-- KEYS[3] waiters_key     value -> "<deadline unix ms>:<grant ttl ms>" for each waiter in line
+-- KEYS[4] counter_key     the token counter of a fenced lock (the lock key again for lua)
+-- ARGV[1] value           the holder's value
+-- ARGV[2] now             unix ms
+-- ARGV[3] fenced          '1' for a fenced lock (a new holder draws a token), else '0'
+-- ARGV[4] process_prefix  the releasing process's prefix "<instance-id>:"
+-- ARGV[5] grant_prefix    the start of every process's grant channel
+-- ARGV[6] next_waiter     the releasing process's next waiter, not in line yet ('': none)
+-- ARGV[7] next_deadline   its deadline, unix ms
+-- ARGV[8] next_grant_ttl  its grant TTL, ms
+-- ARGV[9] next_lease_ms   its lease
+-- ARGV[10] cohort         '1' when that waiter may have the lock before the line (its
+--                         process's turn lasts: the cohort of line.go)
+--
 -- Returns {0} not ours; {1} deleted; {2, value, token} handed to the first in line;
 -- {3, value, token} handed to the releasing process's next waiter ({3, value, token, 1} when
--- before the line, by ARGV[10], without looking whether anyone was in it).
-if redis.call('get', KEYS[1]) ~= ARGV[1] then
-  if redis.call('hdel', KEYS[3], ARGV[1]) == 1 then
-    redis.call('lrem', KEYS[2], 1, ARGV[1])
+-- before the line, by cohort, without looking whether anyone was in it).
+local lock_key = KEYS[1]
+local line_key = KEYS[2]
+local waiters_key = KEYS[3]
+local counter_key = KEYS[4]
+local value = ARGV[1]
+local now = tonumber(ARGV[2])
+local fenced = ARGV[3]
+local process_prefix = ARGV[4]
+local grant_prefix = ARGV[5]
+local next_waiter = ARGV[6]
+local next_deadline = ARGV[7]
+local next_grant_ttl = ARGV[8]
+local next_lease_ms = ARGV[9]
+local cohort = ARGV[10]
+--! include line.lua
+
+if redis.call('get', lock_key) ~= value then
+  if redis.call('hdel', waiters_key, value) == 1 then
+    redis.call('lrem', line_key, 1, value)
   end
   return {0}
 end
-if ARGV[10] == '1' and ARGV[6] ~= '' then
-  redis.call('set', KEYS[1], ARGV[6], 'PX', ARGV[9])
-  return {3, ARGV[6], token(), 1}
+if cohort == '1' and next_waiter ~= '' then
+  redis.call('set', lock_key, next_waiter, 'PX', next_lease_ms)
+  return {3, next_waiter, token(), 1}
 end
-drop_dead()
-local first = redis.call('lpop', KEYS[2])
+local first = first_live()
 if first then
-  local e = redis.call('hget', KEYS[3], first)
-  redis.call('hdel', KEYS[3], first)
-  redis.call('set', KEYS[1], first, 'PX', string.match(e, ':(%d+)$'))
+  local _, first_grant_ttl = entry(first)
+  leave(first)
+  redis.call('set', lock_key, first, 'PX', first_grant_ttl)
   local t = token()
-  if ARGV[6] ~= '' and ARGV[6] ~= first then
-    queue(ARGV[6], ARGV[7], ARGV[8])
+  if next_waiter ~= '' and next_waiter ~= first then
+    queue(next_waiter, next_deadline, next_grant_ttl)
   end
-  if string.sub(first, 1, #ARGV[4]) ~= ARGV[4] then
-    redis.call('publish', ARGV[5] .. string.match(first, '^([^:]+):'), KEYS[1] .. '\n' .. first .. '\n' .. t)
+  if string.sub(first, 1, #process_prefix) ~= process_prefix then
+    local instance = string.match(first, '^([^:]+):')
+    redis.call('publish', grant_prefix .. instance, lock_key .. '\n' .. first .. '\n' .. t)
   end
   return {2, first, t}
 end
-if ARGV[6] ~= '' then
-  redis.call('set', KEYS[1], ARGV[6], 'PX', ARGV[9])
-  return {3, ARGV[6], token()}
+if next_waiter ~= '' then
+  redis.call('set', lock_key, next_waiter, 'PX', next_lease_ms)
+  return {3, next_waiter, token()}
 end
-redis.call('del', KEYS[1])
+redis.call('del', lock_key)
 return {1}

@@ -1,5 +1,6 @@
--- Shared by the waiter lines' scripts (prepended first: line.go, rlock_line.go, and the fair
--- lock's acquire in fair.go).
+-- queue_once.lua, an include: putting a member in a line once, and keeping keys alive.
+--! requires (nothing)
+--! defines live_at_least, queue_once
 
 -- live_at_least pushes the TTL of each of keys out to ms from now, never in; a key it pushes gets
 -- slack ms more (nil: none), so that the next callers with about the same ms need not push again.
@@ -19,4 +20,3 @@ local function queue_once(list, hash, member, value, left)
   end
   live_at_least(left, {list, hash})
 end
-

@@ -1,12 +1,22 @@
--- Redlock fencing, second round, on one master: raise the token counter to the new token, only
--- where this acquisition still holds the lock (a counter never goes down).
--- KEYS[1] lock key, KEYS[2] token counter (same hash slot); ARGV[1] the acquisition's value,
--- ARGV[2] the token. Returns 1 when raised (or already as high), 0 when the lock here is not ours.
-if redis.call('get', KEYS[1]) ~= ARGV[1] then
+-- Redlock fencing, second round, on one master (NewRedlock with WithFencingTokens): raise the
+-- token counter to the new token, only where this acquisition still holds the lock (a counter
+-- never goes down).
+--
+-- KEYS[1] lock_key     the lock on this master
+-- KEYS[2] counter_key  its token counter (same hash slot)
+-- ARGV[1] value        the acquisition's value
+-- ARGV[2] token        the token, the highest counter of the first round plus one
+--
+-- Returns 1 when raised (or already as high), 0 when the lock here is not ours.
+local lock_key = KEYS[1]
+local counter_key = KEYS[2]
+local value = ARGV[1]
+local token = tonumber(ARGV[2])
+
+if redis.call('get', lock_key) ~= value then
   return 0
 end
-local token = tonumber(ARGV[2])
-if tonumber(redis.call('get', KEYS[2]) or '0') < token then
-  redis.call('set', KEYS[2], token)
+if tonumber(redis.call('get', counter_key) or '0') < token then
+  redis.call('set', counter_key, token)
 end
 return 1

@@ -1,14 +1,44 @@
+-- Redisson's RLock release (release_hold.lua, as in reentrant_release.lua) with NewReentrant's
+-- nomination line (rlock_line.lua). When the lock goes, the releasing process first keeps its
+-- place in line for its next waiter (stay > 0), then the first in line is nominated, and the
+-- unlock message goes out as Redisson's does (nominate).
+--
+-- KEYS[1] lock_key           the lock, Redisson's hash
+-- KEYS[2] unlock_channel     "redisson_lock__channel:{<name>}"
+-- KEYS[3] line_key           the nomination line: process ids in the order they queued
+-- KEYS[4] waiting_key        id -> deadline in unix ms, for each process in line
+-- KEYS[5] nomination_prefix  the start of the processes' nomination channels
+-- ARGV[1] now                unix ms
+-- ARGV[2] process_id         this process's id
+-- ARGV[3] stay               its waiters' deadline in unix ms (0: none is waiting)
+-- ARGV[4] unlock_message     Redisson's unlock message, "0"
+-- ARGV[5] sharded            '1' when pub/sub is sharded
+-- ARGV[6] lease_ms           the lease
+-- ARGV[7] field              "<instance-id>:<owner>"
+--
+-- Returns nil when the field is not there (not held by this owner), 0 when still held (nested),
+-- 1 when deleted (and the next process nominated).
+local lock_key = KEYS[1]
+local unlock_channel = KEYS[2]
+local line_key = KEYS[3]
+local waiting_key = KEYS[4]
+local nomination_prefix = KEYS[5]
+local now = tonumber(ARGV[1])
+local process_id = ARGV[2]
+local stay = ARGV[3]
+local unlock_message = ARGV[4]
+local sharded = ARGV[5]
+local lease_ms = ARGV[6]
+local field = ARGV[7]
+--! include release_hold.lua
+--! include rlock_line.lua
 
--- Redisson's RLock release (release_hold.lua, as in reentrant_release.lua) with the nomination:
--- ARGV[6] the lease in ms, ARGV[7] the field. When the lock goes, the releasing process first
--- keeps its place in line for its next waiter (ARGV[3] > 0), then the first in line is nominated,
--- and the unlock message goes out as Redisson's does (nominate).
-local released = release_hold(KEYS[1], ARGV[7], ARGV[6])
+local released = release_hold(lock_key, field, lease_ms)
 if released ~= 1 then
   return released
 end
-if tonumber(ARGV[3]) > 0 then
-  enlist(ARGV[2], ARGV[3])
+if tonumber(stay) > 0 then
+  enlist(process_id, stay)
 end
-nominate()
+nominate(unlock_message, sharded)
 return 1
