@@ -20,12 +20,10 @@ import (
 var (
 	// Each keeps the first waiter's deadline exact and the others' move-ups owed (fair_lag.lua);
 	// acquire and release then drop the dead waiters at the head of the queue.
-	fairReleaseSource = script.FairRelease
-	fairCancelSource  = script.FairCancel
-	fairAcquire       = redis.NewScript(script.FairAcquire)
-	fairBeat          = redis.NewScript(script.FairBeat)
-	fairRelease       = redis.NewScript(fairReleaseSource)
-	fairCancel        = redis.NewScript(fairCancelSource)
+	fairAcquire = redis.NewScript(script.FairAcquire)
+	fairBeat    = redis.NewScript(script.FairBeat)
+	fairRelease = redis.NewScript(script.FairRelease)
+	fairCancel  = redis.NewScript(script.FairCancel)
 )
 
 // fairLocker is Redisson's RFairLock: the reentrant lock's hash, plus a queue of waiters in Redis

@@ -3,11 +3,12 @@ package lock
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/script"
 )
 
 // What keeps the reentrant, fair and fenced locks in step with Redisson on every topology: the choice
@@ -90,27 +91,15 @@ func (m *pubsubMode) script(ctx context.Context, s *redis.Script) *redis.Script 
 	return s
 }
 
-// twinSources are the release scripts of the reentrant and fair locks, by the source each was
-// built from (a test checks they match).
-var twinSources = map[*redis.Script]string{
-	reentrantRelease: reentrantReleaseSource,
-	rlockRelease:     rlockReleaseSource,
-	rlockPass:        rlockPassSource,
-	fairRelease:      fairReleaseSource,
-	fairCancel:       fairCancelSource,
-}
-
-// shardedTwins are those scripts with every PUBLISH turned into SPUBLISH (the channel shares the
-// lock's hash tag, so it is in the script's slot), as Redisson writes the publish command its
-// subscription service names into its scripts.
-var shardedTwins = func() map[*redis.Script]*redis.Script {
-	m := map[*redis.Script]*redis.Script{}
-	for s, src := range twinSources {
-		m[s] = redis.NewScript(spublishing(src))
-	}
-	return m
-}()
-
-func spublishing(src string) string {
-	return strings.ReplaceAll(src, "redis.call('publish', ", "redis.call('spublish', ")
+// shardedTwins are the scripts of the reentrant and fair locks that announce a release, each
+// with its sharded build: the same Lua file with SPUBLISH in place of PUBLISH (lock/script's
+// publish.lua and spublish.lua; the channel shares the lock's hash tag, so it is in the
+// script's slot), as Redisson writes the publish command its subscription service names into
+// its scripts.
+var shardedTwins = map[*redis.Script]*redis.Script{
+	reentrantRelease: redis.NewScript(script.ReentrantReleaseSharded),
+	rlockRelease:     redis.NewScript(script.RLockReleaseSharded),
+	rlockPass:        redis.NewScript(script.RLockPassSharded),
+	fairRelease:      redis.NewScript(script.FairReleaseSharded),
+	fairCancel:       redis.NewScript(script.FairCancelSharded),
 }

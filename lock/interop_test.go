@@ -9,26 +9,29 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/lock/locktest"
+	"github.com/seckill-lab/seckill/lock/script"
 )
 
-// TestShardedTwinsMatchTheirScripts: each sharded twin is built from the very source of the
-// script it stands in for (else a release script changed without its twin would announce the
-// old way on a cluster), and publishes only with SPUBLISH.
+// TestShardedTwinsMatchTheirScripts: each script that announces a release has a sharded twin,
+// the sharded build of the very script it stands in for (else a release script changed without
+// its twin would announce the old way on a cluster), which publishes only with SPUBLISH.
 func TestShardedTwinsMatchTheirScripts(t *testing.T) {
 	t.Parallel()
-	if len(twinSources) != 5 {
-		t.Fatalf("%d twins, want the reentrant release (Redisson's and with the nomination), the nomination's pass, the fair release and cancel", len(twinSources))
+	classic, sharded := script.Sources(), script.ShardedSources()
+	if len(shardedTwins) != len(sharded) || len(shardedTwins) != 5 {
+		t.Fatalf("%d twins, want the reentrant release (Redisson's and with the nomination), the nomination's pass, the fair release and cancel", len(shardedTwins))
 	}
-	for s, src := range twinSources {
-		if got := redis.NewScript(src).Hash(); got != s.Hash() {
-			t.Errorf("twin source hashes to %s, its script is %s", got, s.Hash())
+	byHash := map[string]string{}
+	for name, src := range classic {
+		byHash[redis.NewScript(src).Hash()] = name
+	}
+	for s, twin := range shardedTwins {
+		name := byHash[s.Hash()]
+		if name == "" || twin.Hash() != redis.NewScript(sharded[name]).Hash() {
+			t.Errorf("the twin of %s (%q) is not its sharded build", s.Hash(), name)
 		}
-		twin := spublishing(src)
-		if !strings.Contains(twin, "redis.call('spublish', ") || strings.Contains(strings.ToLower(twin), "'publish'") {
-			t.Errorf("twin of %s still publishes classically, or not at all:\n%s", s.Hash(), twin)
-		}
-		if shardedTwins[s].Hash() != redis.NewScript(twin).Hash() {
-			t.Errorf("shardedTwins[%s] is not the SPUBLISH twin", s.Hash())
+		if src := sharded[name]; !strings.Contains(src, "redis.call('spublish', ") || strings.Contains(strings.ToLower(src), "'publish'") {
+			t.Errorf("twin of %s still publishes classically, or not at all:\n%s", name, src)
 		}
 	}
 }

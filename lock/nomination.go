@@ -11,12 +11,9 @@ import (
 )
 
 var (
-	rlockReleaseSource = script.RLockRelease
-	rlockPassSource    = script.RLockPass
-
-	rlockRelease = redis.NewScript(rlockReleaseSource)
+	rlockRelease = redis.NewScript(script.RLockRelease)
 	rlockEnlist  = redis.NewScript(script.RLockEnlist)
-	rlockPass    = redis.NewScript(rlockPassSource)
+	rlockPass    = redis.NewScript(script.RLockPass)
 )
 
 // The nomination line of NewReentrant: across processes, a release sends one process's head to

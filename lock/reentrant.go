@@ -16,12 +16,9 @@ import (
 )
 
 var (
-	// reentrantReleaseSource is the release script's source (its sharded twin is built from it).
-	reentrantReleaseSource = script.ReentrantRelease
-
 	reentrantAcquire = redis.NewScript(script.ReentrantAcquire)
 	reentrantRenew   = redis.NewScript(script.ReentrantRenew)
-	reentrantRelease = redis.NewScript(reentrantReleaseSource)
+	reentrantRelease = redis.NewScript(script.ReentrantRelease)
 )
 
 // reentrantLocker is NewReentrant (Redisson's RedissonLock, https://github.com/redisson/redisson): RLock,
