@@ -55,7 +55,6 @@ func rlMustAcquire(t *testing.T, l *Locker, opts Options) *Lease {
 }
 
 func TestRedlockSetsEveryMasterExcludesAndReleases(t *testing.T) {
-	t.Parallel()
 	l, _, clients := rlSetup(t, 3, time.Second)
 	lease := rlMustAcquire(t, l, Options{Wait: time.Second})
 	vals := rlValues(t, clients)
@@ -110,7 +109,6 @@ func TestRedlockSetsEveryMasterExcludesAndReleases(t *testing.T) {
 }
 
 func TestRedlockNeedsMajorityAndCleansUpAfterFailedAttempt(t *testing.T) {
-	t.Parallel()
 	l, _, clients := rlSetup(t, 3, time.Second)
 	ctx := context.Background()
 	// Another client holds the key on one master only: a majority (2 of 3) is still free.
@@ -139,7 +137,6 @@ func TestRedlockNeedsMajorityAndCleansUpAfterFailedAttempt(t *testing.T) {
 }
 
 func TestRedlockMutualExclusionUnderContention(t *testing.T) {
-	t.Parallel()
 	for _, n := range []int{3, 5} {
 		t.Run(map[int]string{3: "3masters", 5: "5masters"}[n], func(t *testing.T) {
 			l, _, _ := rlSetup(t, n, 2*time.Second)
@@ -182,7 +179,6 @@ func TestRedlockMutualExclusionUnderContention(t *testing.T) {
 }
 
 func TestRedlockOneOfThreeDownStillLocksTwoDownFails(t *testing.T) {
-	t.Parallel()
 	l, servers, clients := rlSetup(t, 3, time.Second)
 	servers[0].Stop()
 	lease := rlMustAcquire(t, l, Options{Wait: time.Second})
@@ -211,7 +207,6 @@ func TestRedlockOneOfThreeDownStillLocksTwoDownFails(t *testing.T) {
 }
 
 func TestRedlockFiveMastersToleratesTwoDown(t *testing.T) {
-	t.Parallel()
 	l, servers, clients := rlSetup(t, 5, time.Second)
 	if q := l.impl.(*redlockLocker).quorum; q != 3 {
 		t.Fatalf("quorum of 5 = %d, want 3", q)
@@ -235,7 +230,6 @@ func TestRedlockFiveMastersToleratesTwoDown(t *testing.T) {
 }
 
 func TestRedlockRenewalKeepsLockThroughThreeLeases(t *testing.T) {
-	t.Parallel()
 	const ttl = 300 * time.Millisecond
 	l, _, clients := rlSetup(t, 3, ttl)
 	lease := rlMustAcquire(t, l, Options{})
@@ -268,7 +262,6 @@ func TestRedlockRenewalKeepsLockThroughThreeLeases(t *testing.T) {
 }
 
 func TestRedlockLostWhenRenewalCannotReachMajority(t *testing.T) {
-	t.Parallel()
 	const ttl = 300 * time.Millisecond
 	l, servers, _ := rlSetup(t, 3, ttl)
 	lease := rlMustAcquire(t, l, Options{})
@@ -285,7 +278,6 @@ func TestRedlockLostWhenRenewalCannotReachMajority(t *testing.T) {
 }
 
 func TestRedlockValidityRunsOutWithExplicitLease(t *testing.T) {
-	t.Parallel()
 	const ttl = 200 * time.Millisecond
 	l, _, _ := rlSetup(t, 3, time.Minute)
 	// A wait, so a node slower than redsync's per-node timeout (5% of the ttl: 10 ms) on a loaded
@@ -321,7 +313,6 @@ func TestRedlockValidityRunsOutWithExplicitLease(t *testing.T) {
 // outside by seckill/lab/fault) holds back its extensions too, so a pause longer than the
 // validity loses the lock.
 func TestRedlockPausedHolderLosesTheLock(t *testing.T) {
-	t.Parallel()
 	const ttl = 300 * time.Millisecond
 	l, _, _ := rlSetup(t, 3, ttl)
 	ctx, holder := locktest.Attach(t.Context(), locktest.Plan{})
@@ -351,7 +342,6 @@ func TestRedlockPausedHolderLosesTheLock(t *testing.T) {
 // TestRedlockCrashedHolderLeavesKeysUntilTTL: a holder whose process dies (its commands fail
 // from then on, injected by seckill/lab/fault) renews nothing and deletes nothing.
 func TestRedlockCrashedHolderLeavesKeysUntilTTL(t *testing.T) {
-	t.Parallel()
 	const ttl = 300 * time.Millisecond
 	l, _, clients := rlSetup(t, 3, ttl)
 	ctx, holder := locktest.Attach(t.Context(), locktest.Plan{})
@@ -382,7 +372,6 @@ func TestRedlockCrashedHolderLeavesKeysUntilTTL(t *testing.T) {
 }
 
 func TestRedlockWaitEndsWithContext(t *testing.T) {
-	t.Parallel()
 	l, _, _ := rlSetup(t, 3, 2*time.Second)
 	held := rlMustAcquire(t, l, Options{})
 	defer func() { _ = held.Release(context.Background()) }()
@@ -399,7 +388,6 @@ func TestRedlockWaitEndsWithContext(t *testing.T) {
 }
 
 func TestRedlockWithoutMasters(t *testing.T) {
-	t.Parallel()
 	l, err := newRedlock(settings{Lease: time.Second})
 	if err != nil {
 		t.Fatalf("newRedlock without masters must build (a caller may build every lock, also one it never uses): %v", err)
