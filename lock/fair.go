@@ -172,102 +172,137 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 	if l.rdb == nil {
 		return nil, fmt.Errorf("lock: fair: %w: no Redis configured", ErrUnavailable)
 	}
-	owner := ownerOf(opts)
-	field := l.id + ":" + owner
-	lease := cmp.Or(max(opts.Lease, 0), l.lease)
-	leaseMs := max(lease.Milliseconds(), 1)
-	wait := max(opts.Wait, 0)
-	waitMs := max(cmp.Or(l.threadWait, wait).Milliseconds(), 1)
-	deadline := time.Now().Add(wait)
-
-	// The bell is there before the first attempt, so a release in this process after it
-	// queued us rings it; so does a release elsewhere if this process's subscription (one
-	// pattern per key, "<channel of key>:<instance-id>:*", which hears every waiter of this
-	// process by its own channel, as a Redisson client publishes it) was confirmed by then.
-	pattern := globEscape(fairChannel(key, l.id+":")) + "*"
-	// A lock handed to this waiter from another process lives min(lease, wait, 1 s) until it
-	// pushes it out to its lease (a third of the way in), as in the lua and fenced line: a waiter
-	// whose process died meanwhile holds the line up that long at most.
-	w := &fairWaiter{bell: make(chan struct{}, 1), leaseMs: leaseMs, grantTTL: max(min(lease, wait, maxGrantTTL), time.Millisecond)}
-	grantMs := w.grantTTL.Milliseconds()
-	if wait == 0 {
-		grantMs = 0 // a single attempt: not queued, never handed anything
-	}
-	waiterID := key + "\x00" + field
-	l.mu.Lock()
-	l.waiters[waiterID] = w
-	l.mu.Unlock()
-	registered := true
-	// leave unregisters the waiter, holding the lock from then on when won; it reports whether
-	// a release handed it the lock first.
-	leave := func(won bool) bool {
-		if registered {
-			registered = false
-			l.mu.Lock()
-			delete(l.waiters, waiterID)
-			if won {
-				l.holds[waiterID]++
-			}
-			l.mu.Unlock()
-		}
-		return w.granted.Load()
-	}
-	defer leave(false)
-	// fail ends a wait without the lock: out of the queue, and a lock handed over meanwhile
-	// given back on to the next waiter.
-	fail := func(err error) (heldLock, error) {
-		if leave(false) {
-			l.releaseFor(ctx, key, field, w.leaseMs, waitMs)
-		} else {
-			l.giveUp(ctx, key, field, waitMs)
-		}
-		return nil, err
-	}
-	before := l.sub.patternRound(pattern)
-	due, held, err := l.try(ctx, key, waiterID, field, leaseMs, waitMs, grantMs, deadline)
-	if err == nil && held {
-		leave(true)
-		return l.held(ctx, key, field, lease, leaseMs, waitMs, !opts.ExplicitLease), nil
-	}
-	if err != nil {
-		return fail(err)
-	}
-	if wait == 0 {
-		return fail(notObtained(ctx, key))
+	fw := l.enter(key, opts)
+	defer fw.leave(false)
+	before := l.sub.patternRound(fw.pattern)
+	due, held, err := fw.try(ctx)
+	switch {
+	case err != nil:
+		return fw.fail(ctx, err)
+	case held:
+		fw.leave(true)
+		return l.held(ctx, key, fw.field, fw.lease, fw.leaseMs, fw.waitMs, !opts.ExplicitLease), nil
+	case fw.wait == 0:
+		return fw.fail(ctx, notObtained(ctx, key))
 	}
 	defer l.beatWhileWaiting(key)()
+	h, lookNow := fw.subscribe(ctx, before)
+	defer l.sub.leave(h)
+	if err := fw.waitTurn(ctx, h, due, lookNow); err != nil {
+		return fw.fail(ctx, err)
+	}
+	return fw.take(ctx, opts)
+}
+
+// fairWait is one acquisition's stay in the fair queue: its waiter, registered with the Locker
+// from enter until leave, and what its scripts are sent.
+type fairWait struct {
+	l                        *fairLocker
+	key, field, id           string
+	pattern                  string // this process's grant channels for key (classic pub/sub)
+	lease, wait              time.Duration
+	leaseMs, waitMs, grantMs int64
+	deadline                 time.Time
+	w                        *fairWaiter
+	registered               bool
+}
+
+// enter registers a waiter for key. The bell is there before the first attempt, so a release in
+// this process after it queued us rings it; so does a release elsewhere if this process's
+// subscription (one pattern per key, "<channel of key>:<instance-id>:*", which hears every waiter
+// of this process by its own channel, as a Redisson client publishes it) was confirmed by then.
+func (l *fairLocker) enter(key string, opts Options) *fairWait {
+	field := l.id + ":" + ownerOf(opts)
+	lease := cmp.Or(max(opts.Lease, 0), l.lease)
+	wait := max(opts.Wait, 0)
+	fw := &fairWait{l: l, key: key, field: field, id: key + "\x00" + field,
+		pattern: globEscape(fairChannel(key, l.id+":")) + "*",
+		lease:   lease, wait: wait, deadline: time.Now().Add(wait),
+		leaseMs: max(lease.Milliseconds(), 1),
+		waitMs:  max(cmp.Or(l.threadWait, wait).Milliseconds(), 1),
+		// A lock handed to this waiter from another process lives min(lease, wait, 1 s) until it
+		// pushes it out to its lease (a third of the way in), as in the lua and fenced line: a
+		// waiter whose process died meanwhile holds the line up that long at most.
+		w: &fairWaiter{bell: make(chan struct{}, 1), grantTTL: max(min(lease, wait, maxGrantTTL), time.Millisecond)},
+	}
+	fw.w.leaseMs = fw.leaseMs
+	if wait > 0 {
+		fw.grantMs = fw.w.grantTTL.Milliseconds() // with no wait: not queued, never handed anything
+	}
+	l.mu.Lock()
+	l.waiters[fw.id] = fw.w
+	l.mu.Unlock()
+	fw.registered = true
+	return fw
+}
+
+// try is one attempt: it joins the queue, or takes the lock when its turn has come.
+func (fw *fairWait) try(ctx context.Context) (time.Duration, bool, error) {
+	return fw.l.try(ctx, fw.key, fw.id, fw.field, fw.leaseMs, fw.waitMs, fw.grantMs, fw.deadline)
+}
+
+// leave unregisters the waiter, holding the lock from then on when won; it reports whether a
+// release handed it the lock first.
+func (fw *fairWait) leave(won bool) bool {
+	if fw.registered {
+		fw.registered = false
+		fw.l.mu.Lock()
+		delete(fw.l.waiters, fw.id)
+		if won {
+			fw.l.holds[fw.id]++
+		}
+		fw.l.mu.Unlock()
+	}
+	return fw.w.granted.Load()
+}
+
+// fail ends a wait without the lock: out of the queue, and a lock handed over meanwhile given
+// back on to the next waiter.
+func (fw *fairWait) fail(ctx context.Context, err error) (heldLock, error) {
+	if fw.leave(false) {
+		fw.l.releaseFor(ctx, fw.key, fw.field, fw.w.leaseMs, fw.waitMs)
+	} else {
+		fw.l.giveUp(ctx, fw.key, fw.field, fw.waitMs)
+	}
+	return nil, err
+}
+
+// subscribe listens for this waiter's grant. It reports lookNow when a release elsewhere may have
+// gone unheard: the subscription was not confirmed before the attempt (before is the pattern's
+// round then), or broke since; the first look then comes once it is confirmed.
+func (fw *fairWait) subscribe(ctx context.Context, before uint64) (waitHandle, bool) {
+	l := fw.l
 	var h waitHandle
 	if l.sub.mode.useSharded(ctx) {
 		// Sharded pub/sub has no patterns: each waiter subscribes its own channel, as Redisson's.
-		h = l.sub.listen(ctx, fairChannel(key, field), false, func(_, payload string) {
-			l.ringLocal(key, field, payload)
+		h = l.sub.listen(ctx, fairChannel(fw.key, fw.field), false, func(_, payload string) {
+			l.ringLocal(fw.key, fw.field, payload)
 		})
 		before = 0
 	} else {
-		h = l.sub.joinPattern(ctx, pattern, func(ch, payload string) {
-			l.ringLocal(key, strings.TrimPrefix(ch, unlockChannel(key)+":"), payload)
+		h = l.sub.joinPattern(ctx, fw.pattern, func(ch, payload string) {
+			l.ringLocal(fw.key, strings.TrimPrefix(ch, unlockChannel(fw.key)+":"), payload)
 		})
 	}
-	defer l.sub.leave(h)
-	// If the subscription was not confirmed before the attempt and without a break since, a
-	// release elsewhere between the attempt and now went unheard: once it is confirmed, look
-	// again at once. Otherwise wait for the bell.
-	lookNow := before == 0 || l.sub.patternRound(pattern) != before
+	lookNow := before == 0 || l.sub.patternRound(fw.pattern) != before
 	if lookNow {
 		select {
 		case <-h.ready:
-		case <-time.After(min(wait, 100*time.Millisecond)):
+		case <-time.After(min(fw.wait, 100*time.Millisecond)):
 		case <-ctx.Done():
 		}
 	}
-	for {
-		if w.granted.Load() {
-			break
-		}
+	return h, lookNow
+}
+
+// waitTurn waits until the lock is this waiter's: handed over by a release, or taken by an
+// attempt made when the bell rang or the estimated turn (due) came.
+func (fw *fairWait) waitTurn(ctx context.Context, h waitHandle, due time.Duration, lookNow bool) error {
+	for !fw.w.granted.Load() {
 		if !lookNow {
-			left := time.Until(deadline)
+			left := time.Until(fw.deadline)
 			if left <= 0 || ctx.Err() != nil {
-				return fail(notObtained(ctx, key))
+				return notObtained(ctx, fw.key)
 			}
 			// Sleep until told, or until our estimated turn (then look again: the waiter before
 			// us may be dead), bounded below so a stale estimate does not become a busy loop,
@@ -275,51 +310,55 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 			// took the lock ahead of us, so a long hold can make the next script drop us from
 			// the queue, live as we are, and nobody rings a waiter who is not in the queue;
 			// looking again within a thread wait puts us back in line (WithThreadWait).
-			nap := min(max(due, 5*time.Millisecond), left, time.Duration(waitMs)*time.Millisecond)
+			nap := min(max(due, 5*time.Millisecond), left, time.Duration(fw.waitMs)*time.Millisecond)
 			t := time.NewTimer(nap)
 			select {
-			case <-w.bell:
+			case <-fw.w.bell:
 			case <-t.C:
 			case <-ctx.Done():
 			}
 			t.Stop()
-			if w.granted.Load() {
-				break
+			if fw.w.granted.Load() {
+				return nil
 			}
 		}
 		lookNow = false
-		due, held, err = l.try(ctx, key, waiterID, field, leaseMs, waitMs, grantMs, deadline)
-		if err != nil {
-			return fail(err)
-		}
-		if held {
+		var held bool
+		var err error
+		if due, held, err = fw.try(ctx); err != nil || held {
 			// Taken by its own attempt, or a handover found before it was told (the attempt
 			// then took it as it was, without a second hold).
-			break
+			return err
 		}
 	}
-	granted := leave(true)
+	return nil
+}
+
+// take makes the lock this waiter got its lease: a lock handed over short from another process
+// is pushed out to the lease a third of the way in; one handed over with the default lease gets
+// the lease this waiter asked for.
+func (fw *fairWait) take(ctx context.Context, opts Options) (heldLock, error) {
+	l, key := fw.l, fw.key
+	granted := fw.leave(true)
 	var stopPush func()
-	if granted && w.short.Load() && w.grantTTL < lease {
-		// Handed over from another process with min(lease, wait): a holder still holding a
-		// third of the way in pushes it out to its lease (a dead one would have held the line
-		// for its wait at most).
+	if granted && fw.w.short.Load() && fw.w.grantTTL < fw.lease {
+		// A holder still holding a third of the way in pushes it out to its lease (a dead one
+		// would have held the line for its wait at most).
 		base := context.WithoutCancel(ctx)
-		t := time.AfterFunc(w.grantTTL/3, func() {
+		t := time.AfterFunc(fw.w.grantTTL/3, func() {
 			cctx, cancel := context.WithTimeout(base, releaseTimeout)
 			defer cancel()
-			if err := reentrantRenew.Run(cctx, l.rdb, []string{key}, leaseMs, field).Err(); err != nil {
+			if err := reentrantRenew.Run(cctx, l.rdb, []string{key}, fw.leaseMs, fw.field).Err(); err != nil {
 				l.log.Warn("fair lock: push a handed-over lock out to its lease", "key", key, "err", err)
 			}
 		})
 		stopPush = func() { t.Stop() }
-	} else if granted && !w.short.Load() && leaseMs != l.lease.Milliseconds() {
-		// Handed over with the default lease: this waiter asked for another.
-		if err := l.rdb.PExpire(context.WithoutCancel(ctx), key, lease).Err(); err != nil {
-			return fail(redisErr("fair acquire "+key, err))
+	} else if granted && !fw.w.short.Load() && fw.leaseMs != l.lease.Milliseconds() {
+		if err := l.rdb.PExpire(context.WithoutCancel(ctx), key, fw.lease).Err(); err != nil {
+			return fw.fail(ctx, redisErr("fair acquire "+key, err))
 		}
 	}
-	le := l.held(ctx, key, field, lease, leaseMs, waitMs, !opts.ExplicitLease)
+	le := l.held(ctx, key, fw.field, fw.lease, fw.leaseMs, fw.waitMs, !opts.ExplicitLease)
 	le.stopPush = stopPush
 	return le, nil
 }

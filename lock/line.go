@@ -288,15 +288,16 @@ func (h *lineHold) onExtend(f func(time.Time)) {
 
 // acquire waits until value holds key's lock, the wait runs out (ErrNotObtained) or ctx ends.
 func (wl *waitLine) acquire(ctx context.Context, key, value string, lease, wait time.Duration) (*lineHold, error) {
-	tok, short, grantTTL, since, err := wl.wait(ctx, key, value, lease, wait)
+	win, err := wl.wait(ctx, key, value, lease, wait)
 	if err != nil {
 		return nil, err
 	}
-	h := &lineHold{token: tok, until: since.Add(lease)}
-	if !short || grantTTL >= lease {
+	h := &lineHold{token: win.token, until: win.since.Add(lease)}
+	grantTTL := win.grantTTL
+	if !win.short || grantTTL >= lease {
 		return h, nil
 	}
-	h.until = since.Add(grantTTL)
+	h.until = win.since.Add(grantTTL)
 	// Rule 4: a live holder keeps the lease it asked for. Not at once: most holds end long
 	// before, and their release makes the push needless.
 	base := context.WithoutCancel(ctx)
@@ -315,23 +316,21 @@ func (wl *waitLine) acquire(ctx context.Context, key, value string, lease, wait 
 	return h, nil
 }
 
-// wait returns the token, whether the lock came handed over with its grant TTL (short), that TTL,
-// and when the command that took it (or the release that handed it over) was sent.
-func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait time.Duration) (int64, bool, time.Duration, time.Time, error) {
+// lineWin is how a waiter got the lock: its token, whether it came handed over with its grant
+// TTL (short), that TTL, and when the command that took it (or the release that handed it over)
+// was sent.
+type lineWin struct {
+	token    int64
+	short    bool
+	grantTTL time.Duration
+	since    time.Time
+}
+
+// wait waits in key's line until value holds the lock, the wait runs out or ctx ends.
+func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait time.Duration) (lineWin, error) {
 	leaseMs := strconv.FormatInt(max(lease.Milliseconds(), 1), 10)
 	if wait <= 0 {
-		sent := time.Now()
-		held, tok, _, err := wl.try(ctx, key, value, leaseMs, 0, 0)
-		switch {
-		case err != nil:
-			return 0, false, 0, sent, obtainErr(ctx, key, err)
-		case !held:
-			return 0, false, 0, sent, notObtained(ctx, key)
-		}
-		wl.mu.Lock()
-		wl.held[value] = true
-		wl.mu.Unlock()
-		return tok, false, 0, sent, nil
+		return wl.once(ctx, key, value, leaseMs)
 	}
 	ready := wl.subscribe()
 	w := &lineWaiter{value: value, lease: lease, grantTTL: max(min(lease, wait, maxGrantTTL), time.Millisecond),
@@ -340,84 +339,121 @@ func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait tim
 	won := false
 	var retry brokenRetry
 	defer func() { wl.exit(key, kl, w, won) }()
-	// A grant published before this process's subscription is confirmed would be lost (and
-	// found only by the waiter's next attempt), so until then the head tries without queueing,
-	// every few milliseconds, as a poll would.
 	for {
 		subscribed := isDone(ready)
 		now := time.Now()
-		wl.mu.Lock()
-		if w.granted {
-			won = true
-			tok, short, since := w.token, w.short, w.since
-			wl.mu.Unlock()
-			return tok, short, w.grantTTL, since, nil
-		}
-		head := kl.waiters[0] == w
-		local := kl.holder != "" && now.Before(kl.holderUntil)
-		wake := w.deadline
-		tryNow := false
+		win, granted, tryNow, wake := wl.next(kl, w, now)
 		switch {
-		case !head:
-		case local:
-			wake = minTime(wake, kl.holderUntil)
-		case !now.Before(w.next):
-			tryNow = true
-		default:
-			wake = minTime(wake, w.next)
-		}
-		wl.mu.Unlock()
-		if tryNow {
-			queueUntil := w.deadline.UnixMilli()
-			if !subscribed {
-				queueUntil = 0
-			}
-			sent := time.Now()
-			wl.mu.Lock()
-			w.sent = sent
-			wl.mu.Unlock()
-			held, tok, ms, err := wl.try(ctx, key, value, leaseMs, queueUntil, w.grantTTL.Milliseconds())
+		case granted:
+			won = true
+			return win, nil
+		case tryNow:
+			win, held, err := wl.attempt(ctx, key, value, leaseMs, w, subscribed)
 			if err != nil {
 				if retry.again(ctx, err, w.deadline) {
 					continue
 				}
-				return 0, false, 0, sent, obtainErr(ctx, key, err)
+				return win, obtainErr(ctx, key, err)
 			}
 			retry.answered()
 			if held {
 				won = true
-				return tok, false, 0, sent, nil
+				return win, nil
 			}
-			d := time.Duration(ms) * time.Millisecond
-			if d < 0 {
-				d = w.grantTTL // a lock without a TTL: not one of this mode's
-			}
-			if !subscribed {
-				d = min(d, unsubscribedPoll)
-			}
-			wl.mu.Lock()
-			w.next = time.Now().Add(max(min(d, w.grantTTL, wl.lostGrant), time.Millisecond))
-			wl.mu.Unlock()
-			continue
+		case !now.Before(w.deadline) || ctx.Err() != nil:
+			return lineWin{}, notObtained(ctx, key)
+		default:
+			wl.sleep(ctx, w, wake, ready, subscribed)
 		}
-		if !now.Before(w.deadline) || ctx.Err() != nil {
-			return 0, false, 0, time.Time{}, notObtained(ctx, key)
-		}
-		var confirm <-chan struct{}
-		if !subscribed {
-			confirm = ready
-		}
-		t := time.NewTimer(time.Until(wake))
-		select {
-		case <-w.bell:
-		case <-t.C:
-		case <-ctx.Done():
-		case <-confirm:
-			wl.mu.Lock()
-			w.next = time.Time{} // subscribed now: try again at once, queueing this time
-			wl.mu.Unlock()
-		}
-		t.Stop()
+	}
+}
+
+// once is a single attempt that does not queue (no wait).
+func (wl *waitLine) once(ctx context.Context, key, value, leaseMs string) (lineWin, error) {
+	win := lineWin{since: time.Now()}
+	held, tok, _, err := wl.try(ctx, key, value, leaseMs, 0, 0)
+	switch {
+	case err != nil:
+		return win, obtainErr(ctx, key, err)
+	case !held:
+		return win, notObtained(ctx, key)
+	}
+	wl.mu.Lock()
+	wl.held[value] = true
+	wl.mu.Unlock()
+	win.token = tok
+	return win, nil
+}
+
+// next says, under the line's lock, what w does now: it was handed the lock (granted, with win),
+// it is the head and its next attempt is due (tryNow), or it sleeps until wake: the end of its
+// wait, the end of a hold in this process, or its next attempt.
+func (wl *waitLine) next(kl *keyLine, w *lineWaiter, now time.Time) (win lineWin, granted, tryNow bool, wake time.Time) {
+	wl.mu.Lock()
+	defer wl.mu.Unlock()
+	if w.granted {
+		return lineWin{token: w.token, short: w.short, grantTTL: w.grantTTL, since: w.since}, true, false, time.Time{}
+	}
+	wake = w.deadline
+	switch {
+	case kl.waiters[0] != w:
+	case kl.holder != "" && now.Before(kl.holderUntil):
+		wake = minTime(wake, kl.holderUntil)
+	case !now.Before(w.next):
+		tryNow = true
+	default:
+		wake = minTime(wake, w.next)
+	}
+	return win, false, tryNow, wake
+}
+
+// attempt is the head's try. A grant published before this process's subscription is confirmed
+// would be lost (and found only by the waiter's next attempt), so until then the head tries
+// without queueing, every few milliseconds, as a poll would. A failed attempt sets when to look
+// again.
+func (wl *waitLine) attempt(ctx context.Context, key, value, leaseMs string, w *lineWaiter, subscribed bool) (lineWin, bool, error) {
+	queueUntil := w.deadline.UnixMilli()
+	if !subscribed {
+		queueUntil = 0
+	}
+	sent := time.Now()
+	wl.mu.Lock()
+	w.sent = sent
+	wl.mu.Unlock()
+	held, tok, ms, err := wl.try(ctx, key, value, leaseMs, queueUntil, w.grantTTL.Milliseconds())
+	if err != nil || held {
+		return lineWin{token: tok, since: sent}, held, err
+	}
+	d := time.Duration(ms) * time.Millisecond
+	if d < 0 {
+		d = w.grantTTL // a lock without a TTL: not one of this mode's
+	}
+	if !subscribed {
+		d = min(d, unsubscribedPoll)
+	}
+	wl.mu.Lock()
+	w.next = time.Now().Add(max(min(d, w.grantTTL, wl.lostGrant), time.Millisecond))
+	wl.mu.Unlock()
+	return lineWin{}, false, nil
+}
+
+// sleep waits for w's bell, wake or ctx, and while this process's subscription is not confirmed
+// for its confirmation too (then the head tries again at once, queueing this time).
+func (wl *waitLine) sleep(ctx context.Context, w *lineWaiter, wake time.Time, ready <-chan struct{}, subscribed bool) {
+	var confirm <-chan struct{}
+	if !subscribed {
+		confirm = ready
+	}
+	t := time.NewTimer(time.Until(wake))
+	defer t.Stop()
+	select {
+	case <-w.bell:
+	case <-t.C:
+	case <-ctx.Done():
+	case <-confirm:
+		wl.mu.Lock()
+		w.next = time.Time{}
+		wl.mu.Unlock()
 	}
 }
 
