@@ -1,6 +1,6 @@
 package lock
 
-import "strings"
+import "github.com/seckill-lab/seckill/lock/script"
 
 // keyNamer is implemented by every kind: the Redis keys its lock called name may use.
 type keyNamer interface {
@@ -58,9 +58,5 @@ func (l *redlockLocker) keys(name string) []string {
 	return []string{name}
 }
 
-func redissonPrefixed(prefix, name string) string {
-	if strings.Contains(name, "{") {
-		return prefix + ":" + name
-	}
-	return prefix + ":{" + name + "}"
-}
+// redissonPrefixed is Redisson's prefixName rule (script.Prefixed).
+var redissonPrefixed = script.Prefixed

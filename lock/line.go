@@ -78,7 +78,7 @@ type waitLine struct {
 var idUnsafe = strings.NewReplacer(":", "_", "\n", "_", " ", "_", "\t", "_", "\r", "_")
 
 // grantChannelPrefix starts every process's grant channel.
-const grantChannelPrefix = "golock_grant:"
+const grantChannelPrefix = script.GrantChannelPrefix
 
 // lineKeys are the keys of key's Redis line, in the same hash slot as key (as Redisson's
 // prefixName keeps them), and the token counter (the lock key again for lua).
@@ -87,7 +87,7 @@ func (wl *waitLine) lineKeys(key string) []string {
 	if wl.fenced {
 		tok = fencedTokenKey(wl.rdb, key)
 	}
-	return []string{key, redissonPrefixed("golock_line", key), redissonPrefixed("golock_waiters", key), tok}
+	return []string{key, redissonPrefixed(script.LinePrefix, key), redissonPrefixed(script.LineWaitersPrefix, key), tok}
 }
 
 // keyLine is one key's waiters in this process. Fields are guarded by waitLine.mu.

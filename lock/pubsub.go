@@ -4,24 +4,21 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill-lab/seckill/lock/script"
 )
 
 // unlockMessage is what a release publishes on the lock's channel (Redisson's
 // LockPubSub.UNLOCK_MESSAGE, written by its LongCodec as "0").
-const unlockMessage = "0"
+const unlockMessage = script.UnlockMessage
 
 // unlockChannel is the channel Redisson waiters listen on for lock name. It follows Redisson's
 // RedissonObject.prefixName: a name that already carries a hash tag keeps it, any other name is
 // wrapped in braces, so the channel always hashes like the lock key.
 func unlockChannel(name string) string {
-	if strings.Contains(name, "{") {
-		return "redisson_lock__channel:" + name
-	}
-	return "redisson_lock__channel:{" + name + "}"
+	return script.Prefixed(script.RedissonChannelPrefix, name)
 }
 
 // subscriber is one Locker's pub/sub connection, shared by all its waiters (Redisson keeps one

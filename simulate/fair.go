@@ -8,14 +8,14 @@ import (
 
 // The fair lock's keys (lock/fair.go fairKeys, fairChannelKeys) and its constants.
 var (
-	fairKeys = []string{lockName, "redisson_lock_queue:{" + lockName + "}", "redisson_lock_timeout:{" + lockName + "}",
-		"golock_fair_alive:{" + lockName + "}", "golock_fair_grant:{" + lockName + "}", "golock_fair_lag:{" + lockName + "}"}
+	fairKeys = []string{lockName, named(script.RedissonQueuePrefix), named(script.RedissonTimeoutPrefix),
+		named(script.FairAlivePrefix), named(script.FairGrantsPrefix), named(script.FairLagPrefix)}
 	fairChannelKeys = []string{fairKeys[0], fairKeys[1], fairKeys[2], unlockChannel, fairKeys[3], fairKeys[4], fairKeys[5]}
 )
 
 const (
 	fairLagCap   = "86400000"
-	fairGranted  = "golock:granted"
+	fairGranted  = script.FairGrantMessage
 	fairBeatMs   = 200  // aliveEvery
 	fairAliveFor = 1000 // aliveFor
 )

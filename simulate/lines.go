@@ -25,7 +25,7 @@ func (k lineKind) keys() []string {
 	if k.tokens {
 		tok = lockName + ":token"
 	}
-	return []string{lockName, "golock_line:{" + lockName + "}", "golock_waiters:{" + lockName + "}", tok}
+	return []string{lockName, named(script.LinePrefix), named(script.LineWaitersPrefix), tok}
 }
 
 func (k lineKind) flag() string {
@@ -95,7 +95,7 @@ func (k lineKind) release(s *Sim, w *World, c *Client) {
 // releaseValue runs the release script for value, with no next waiter in this process.
 func (k lineKind) releaseValue(s *Sim, w *World, c *Client, value string) {
 	s.script(w, c, 0, "LineRelease", script.LineRelease, k.keys(), value, itoa(w.Now), k.flag(),
-		"p"+strconv.Itoa(c.ID)+":", "golock_grant:", "", "0", "0", "0", "0")
+		"p"+strconv.Itoa(c.ID)+":", script.GrantChannelPrefix, "", "0", "0", "0", "0")
 }
 
 func (k lineKind) passOn(s *Sim, w *World, c *Client) {
@@ -104,9 +104,9 @@ func (k lineKind) passOn(s *Sim, w *World, c *Client) {
 	k.releaseValue(s, w, c, v)
 }
 
-// route: a grant goes to the process named by its channel "golock_grant:p<id>".
+// route: a grant goes to the process its channel names (script.GrantChannelPrefix + "p<id>").
 func (k lineKind) route(w *World, _ int, channel string) []int {
-	id, ok := strings.CutPrefix(channel, "golock_grant:p")
+	id, ok := strings.CutPrefix(channel, script.GrantChannelPrefix+"p")
 	n, err := strconv.Atoi(id)
 	if !ok || err != nil || n < 1 || n > len(w.Clients) || w.Clients[n-1].Crashed {
 		return nil

@@ -8,13 +8,15 @@ import (
 )
 
 // Keys and channels of Redisson's RLock layout and the library's nomination line.
-const (
-	unlockChannel  = "redisson_lock__channel:{" + lockName + "}"
-	nominationPref = "golock_rlock_next:{" + lockName + "}"
+var (
+	unlockChannel  = named(script.RedissonChannelPrefix)
+	nominationPref = named(script.NominationChannelPrefix)
+	nominationKeys = []string{lockName, unlockChannel, named(script.NominationLinePrefix),
+		named(script.NominationWaitingPrefix), nominationPref}
 )
 
-var nominationKeys = []string{lockName, unlockChannel, "golock_rlock_line:{" + lockName + "}",
-	"golock_rlock_waiting:{" + lockName + "}", nominationPref}
+// named is the library's name of lockName's key or channel with prefix (lock/script names them).
+func named(prefix string) string { return script.Prefixed(prefix, lockName) }
 
 // reentrantKind is NewReentrant (lock/reentrant.go, lock/nomination.go): Redisson's acquire
 // script, then the nomination line's enlist; a release nominates the first process in line.

@@ -1,0 +1,45 @@
+package script
+
+import "strings"
+
+// The names the scripts' callers give their keys, channels and messages: this library's own
+// (golock_…) and the Redisson ones Java clients read and write. Package lock builds every name
+// from these; a tool that drives the scripts (the simulator) takes them from here too, so no
+// name is spelled twice. A key or channel of lock name is Prefixed(prefix, name).
+const (
+	// The line of NewLua and NewFenced: the list of waiting values and their deadlines.
+	LinePrefix        = "golock_line"
+	LineWaitersPrefix = "golock_waiters"
+	// GrantChannelPrefix starts a process's grant channel: GrantChannelPrefix + its id.
+	GrantChannelPrefix = "golock_grant:"
+
+	// NewFair beside Redisson's queue: the grants, the deferred move-ups, the heartbeats.
+	FairGrantsPrefix = "golock_fair_grant"
+	FairLagPrefix    = "golock_fair_lag"
+	FairAlivePrefix  = "golock_fair_alive"
+	// FairGrantMessage tells a fair waiter on its own channel that the lock was taken for it.
+	FairGrantMessage = "golock:granted"
+
+	// NewReentrant's nomination line: the processes in line, their waiters, their channels.
+	NominationLinePrefix    = "golock_rlock_line"
+	NominationWaitingPrefix = "golock_rlock_waiting"
+	NominationChannelPrefix = "golock_rlock_next"
+
+	// Redisson's: RFairLock's queue and timeouts, RFencedLock's token, every lock's unlock
+	// channel (with UnlockMessage, "0", published on it).
+	RedissonQueuePrefix   = "redisson_lock_queue"
+	RedissonTimeoutPrefix = "redisson_lock_timeout"
+	RedissonTokenPrefix   = "redisson_lock_token"
+	RedissonChannelPrefix = "redisson_lock__channel"
+	UnlockMessage         = "0"
+)
+
+// Prefixed is prefix's name for lock name, as Redisson's RedissonObject.prefixName builds it:
+// a name that already carries a hash tag keeps it, any other is wrapped in braces, so the name
+// always hashes like the lock key.
+func Prefixed(prefix, name string) string {
+	if strings.Contains(name, "{") {
+		return prefix + ":" + name
+	}
+	return prefix + ":{" + name + "}"
+}
