@@ -92,10 +92,23 @@ func (s *Sim) begin(w *World, c *Client) {
 	c.Inside, c.Lost, c.RenewAt, c.Got = false, false, 0, [3]bool{}
 }
 
-// enter: c holds the lock (token: its fencing token) and reads the resource.
+// enter: c holds the lock (token: its fencing token) and reads the resource. Where the kind
+// fences, the read is the service's fenced read (store/lua/fenced_read.lua): it registers the
+// token, so an older holder's later write is refused, and it is itself refused when a newer token
+// has read or written already; the sale then ends there (stale) and the holder releases at once.
+// The read is folded into the step that won the lock: a write landing between the two would be
+// seen by the read, so no interleaving is lost that could matter.
 func (s *Sim) enter(w *World, c *Client, token int64) {
 	c.PC, c.Sub, c.I = pcWork, 0, 0
 	c.Inside, c.Read, c.Token = true, w.Res.Version, token
+	if s.kind.fenced() {
+		if token < w.Res.MaxToken {
+			c.PC, c.Waiting, c.RenewAt = pcRelease, false, 0
+			s.amend(w, fmt.Sprintf("; read with token %d refused (newest %d): stale, release", token, w.Res.MaxToken))
+			return
+		}
+		w.Res.MaxToken = token
+	}
 	c.WorkEnd = w.Now + ms(s.cfg.Work)
 	c.RenewAt = 0
 	if s.kind.watchdog() {
@@ -180,10 +193,11 @@ func (s *Sim) write(w *World, c *Client) {
 	if w.Violation == "" && w.Res.Version != c.Read {
 		w.Violation = fmt.Sprintf("mutual exclusion: %s wrote over v%d, a write it never read (%s was inside at once and its write landed too)", c.acq(), w.Res.Version, w.Res.Writer)
 	}
-	if w.Violation == "" && s.kind.fenced() && c.Token == w.Res.MaxToken && w.Res.Writer != "" {
+	if w.Violation == "" && s.kind.fenced() && c.Token == w.Res.WriteToken && w.Res.Writer != "" {
 		w.Violation = fmt.Sprintf("fencing: %s wrote with token %d, the token %s wrote with", c.acq(), c.Token, w.Res.Writer)
 	}
 	w.Res.Version++
 	w.Res.MaxToken = max(w.Res.MaxToken, c.Token)
+	w.Res.WriteToken = c.Token
 	w.Res.Writer = c.acq()
 }

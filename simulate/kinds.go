@@ -22,6 +22,8 @@ type kind interface {
 	passOn(s *Sim, w *World, c *Client)
 	route(w *World, k int, channel string) []int
 	leftoverOK(key string) bool
+	setup(s *Sim, w *World)          // Redis before the first step (atomic's stock)
+	settled(s *Sim, w *World) string // the kind's own verdict once every client is done ("": none)
 }
 
 // base gives a kind the defaults: one master, no pub/sub, no watchdog, no fencing.
@@ -37,6 +39,8 @@ func (base) deliver(s *Sim, w *World, c *Client, m msg)  {}
 func (base) passOn(s *Sim, w *World, c *Client)          { c.PassOn = "" }
 func (base) route(w *World, k int, channel string) []int { return nil }
 func (base) leftoverOK(key string) bool                  { return false }
+func (base) setup(s *Sim, w *World)                      {}
+func (base) settled(s *Sim, w *World) string             { return "" }
 
 // kinds are the simulated kinds by name.
 var kinds = map[string]kind{}

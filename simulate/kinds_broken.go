@@ -65,7 +65,24 @@ func (uuidKind) release(s *Sim, w *World, c *Client) {
 	c.Sub = 1
 }
 
+// noneKind is mode none: no lock at all. Each client reads the resource, works and writes it back
+// (the lab's read-check-write of the stock); nothing is sent to Redis.
+type noneKind struct{ base }
+
+func (noneKind) broken() bool { return true }
+
+func (noneKind) acquire(s *Sim, w *World, c *Client) {
+	s.note(w, c.name(), "no lock taken", "-")
+	s.enter(w, c, 0)
+}
+
+func (noneKind) release(s *Sim, w *World, c *Client) {
+	s.note(w, c.name(), "no lock to release", "-")
+	s.released(w, c)
+}
+
 func init() {
+	kinds["none"] = noneKind{}
 	kinds["setnx"] = setnxKind{}
 	kinds["setnx-expire"] = setnxExpireKind{}
 	kinds["setnx-ex"] = setnxExKind{}

@@ -13,55 +13,125 @@ const redsyncDelete = "if redis.call('get', KEYS[1]) == ARGV[1] then return redi
 
 // redlockKind is NewRedlock (lock/redlock.go, on redsync): SET NX PX on each of three masters,
 // held with a majority and validity left; otherwise given back on all of them, and the waiter
-// sleeps until a majority could be free (the quorum-th shortest PTTL).
-type redlockKind struct{ base }
+// sleeps until a majority could be free (the quorum-th shortest PTTL). With fence (mode
+// redlock-fenced, WithFencingTokens) a won lock then draws a fencing token from a counter on the
+// masters (lock/redlock_fence.go), and the resource refuses stale tokens as for fenced.
+type redlockKind struct {
+	base
+	fence bool
+}
 
-func (redlockKind) masters() int   { return 3 }
-func (redlockKind) watchdog() bool { return true }
+// The steps of a redlock acquisition (Client.Sub).
+const (
+	rlSet      = iota // SET NX PX on each master
+	rlGiveBack        // a failed attempt given back on each master (redsync)
+	rlPTTL            // holderLeft: PTTL on each master
+	rlRead            // fencing, round 1: RedlockTokenRead on each master
+	rlRaise           // fencing, round 2: RedlockTokenRaise on each master
+	rlUnfenced        // a round without a majority: the lock given back on each master
+)
+
+func (redlockKind) masters() int       { return 3 }
+func (redlockKind) watchdog() bool     { return true }
+func (k redlockKind) fenced() bool     { return k.fence }
+func (k redlockKind) tokenKey() string { return lockName + ":token" }
+
+func (k redlockKind) leftoverOK(key string) bool { return k.fence && key == k.tokenKey() }
 
 func (k redlockKind) acquire(s *Sim, w *World, c *Client) {
 	switch c.Sub {
-	case 0:
-		if c.I == 0 {
-			if w.Now >= c.Deadline {
-				s.note(w, c.name(), "give up", "wait over")
-				s.giveUp(w, c)
-				return
-			}
-			c.Start = w.Now
-		}
-		r := s.cmd(w, c, c.I, "SET", lockName, c.Value, "NX", "PX", itoa(ms(s.cfg.Lease)))
-		c.Got[c.I] = r == "OK"
-		if c.I++; c.I < 3 {
-			return
-		}
-		c.I = 0
-		n := 0
-		for _, g := range c.Got {
-			if g {
-				n++
-			}
-		}
-		lease := ms(s.cfg.Lease)
-		if n >= 2 && lease-(w.Now-c.Start)-(lease/100+2) > 0 {
-			s.enter(w, c, 0)
-			return
-		}
-		c.Sub = 1
-	case 1: // redsync gives a failed attempt back on every master
+	case rlSet:
+		k.set(s, w, c)
+	case rlGiveBack: // redsync gives a failed attempt back on every master
 		s.script(w, c, c.I, "redsync-delete", redsyncDelete, []string{lockName}, c.Value)
 		if c.I++; c.I == 3 {
-			c.I, c.Sub, c.Got = 0, 2, [3]bool{}
+			c.I, c.Sub, c.Got = 0, rlPTTL, [3]bool{}
 		}
-	case 2: // holderLeft: the PTTL on each master
+	case rlPTTL: // holderLeft: the PTTL on each master
 		d, _ := asInt(s.cmd(w, c, c.I, "PTTL", lockName))
 		c.TTLs[c.I] = d
 		if c.I++; c.I < 3 {
 			return
 		}
-		c.I, c.Sub = 0, 0
+		c.I, c.Sub = 0, rlSet
 		c.sleep(min(w.Now+holderLeft(c.TTLs), c.Deadline))
+	case rlRead, rlRaise:
+		k.drawToken(s, w, c)
+	case rlUnfenced: // the library's giveBack; the attempt counts as lost, retried after the poll delay
+		s.script(w, c, c.I, "redsync-delete", redsyncDelete, []string{lockName}, c.Value)
+		if c.I++; c.I == 3 {
+			c.I, c.Sub, c.Got = 0, rlSet, [3]bool{}
+			c.sleep(min(w.Now+5, c.Deadline))
+		}
 	}
+}
+
+// set is one SET NX PX of an attempt; after the third, the attempt is won (a majority, validity
+// left) or given back.
+func (k redlockKind) set(s *Sim, w *World, c *Client) {
+	if c.I == 0 {
+		if w.Now >= c.Deadline {
+			s.note(w, c.name(), "give up", "wait over")
+			s.giveUp(w, c)
+			return
+		}
+		c.Start = w.Now
+	}
+	r := s.cmd(w, c, c.I, "SET", lockName, c.Value, "NX", "PX", itoa(ms(s.cfg.Lease)))
+	c.Got[c.I] = r == "OK"
+	if c.I++; c.I < 3 {
+		return
+	}
+	c.I = 0
+	lease := ms(s.cfg.Lease)
+	switch {
+	case majority(c.Got) && lease-(w.Now-c.Start)-(lease/100+2) > 0 && k.fence:
+		c.Sub, c.Token, c.Got = rlRead, 0, [3]bool{}
+	case majority(c.Got) && lease-(w.Now-c.Start)-(lease/100+2) > 0:
+		s.enter(w, c, 0)
+	default:
+		c.Sub = rlGiveBack
+	}
+}
+
+// drawToken is one master's part of a fencing round (lock/redlock_fence.go drawToken): the read
+// counts where the lock is still this acquisition's (reply >= 0) and keeps the largest counter;
+// the token is that plus one, raised where the lock is still ours. Either round without a
+// majority gives the lock back.
+func (k redlockKind) drawToken(s *Sim, w *World, c *Client) {
+	keys := []string{lockName, k.tokenKey()}
+	if c.Sub == rlRead {
+		v, ok := asInt(s.script(w, c, c.I, "RedlockTokenRead", script.RedlockTokenRead, keys, c.Value))
+		if c.Got[c.I] = ok && v >= 0; c.Got[c.I] {
+			c.Token = max(c.Token, v)
+		}
+	} else {
+		v, _ := asInt(s.script(w, c, c.I, "RedlockTokenRaise", script.RedlockTokenRaise, keys, c.Value, itoa(c.Token)))
+		c.Got[c.I] = v == 1
+	}
+	if c.I++; c.I < 3 {
+		return
+	}
+	c.I = 0
+	switch {
+	case !majority(c.Got):
+		c.Sub = rlUnfenced
+	case c.Sub == rlRead:
+		c.Sub, c.Token, c.Got = rlRaise, c.Token+1, [3]bool{}
+	default:
+		s.enter(w, c, c.Token)
+	}
+}
+
+// majority: at least two of the three masters.
+func majority(got [3]bool) bool {
+	n := 0
+	for _, g := range got {
+		if g {
+			n++
+		}
+	}
+	return n >= 2
 }
 
 // holderLeft is the library's sleep after a failed attempt: the quorum-th shortest PTTL (a
@@ -100,13 +170,7 @@ func (k redlockKind) renew(s *Sim, w *World, c *Client) bool {
 		return false
 	}
 	c.I = 0
-	n := 0
-	for _, g := range c.Got {
-		if g {
-			n++
-		}
-	}
-	if n < 2 {
+	if !majority(c.Got) {
 		c.Lost = true
 	}
 	return true
@@ -119,4 +183,7 @@ func (k redlockKind) release(s *Sim, w *World, c *Client) {
 	}
 }
 
-func init() { kinds["redlock"] = redlockKind{} }
+func init() {
+	kinds["redlock"] = redlockKind{}
+	kinds["redlock-fenced"] = redlockKind{fence: true}
+}

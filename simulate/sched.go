@@ -154,6 +154,10 @@ func (s *Sim) settle(w *World) {
 	}
 	w.Finished = true
 	s.forward(w, w.Now+ms(10*s.cfg.Lease+s.cfg.Wait+s.cfg.Pause+s.cfg.Down+s.cfg.Delay))
+	if v := s.kind.settled(s, w); v != "" {
+		w.Violation = v
+		return
+	}
 	for k, m := range w.Masters {
 		for _, key := range m.Data {
 			if !s.kind.leftoverOK(key.Key) {

@@ -47,6 +47,7 @@ func (s *Sim) Start() *World {
 		c.ID = i + 1
 		s.begin(w, c)
 	}
+	s.kind.setup(s, w)
 	return w
 }
 
@@ -118,6 +119,17 @@ func (s *Sim) note(w *World, who, what, reply string) {
 	}
 	w.trace = &traceNode{prev: w.trace, choice: -1, at: w.Now, who: who, what: what, reply: reply, locks: strings.Join(locks, " | ")}
 	w.steps++
+}
+
+// amend adds text to the reply of the step's last trace line, without a step of its own: a
+// copy of the node, as the one there may be shared with the worlds this one was cloned from.
+func (s *Sim) amend(w *World, text string) {
+	if w.trace == nil {
+		return
+	}
+	n := *w.trace
+	n.reply += text
+	w.trace = &n
 }
 
 // forward moves the virtual clock to t: every master's keys age by the difference.

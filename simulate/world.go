@@ -26,12 +26,17 @@ type msg struct {
 }
 
 // resource is what the clients protect: a counter each holder reads when it enters and writes
-// (one more) before it leaves, with a fencing token where the kind has one.
+// (one more) before it leaves, with a fencing token where the kind has one. Where the kind fences,
+// MaxToken is the service's fence: the newest token whose read or write was accepted
+// (store/lua/fenced_read.lua, commit.lua).
 type resource struct {
-	Version  int
-	MaxToken int64
+	Version    int
+	MaxToken   int64
+	WriteToken int64 // the token of the last accepted write
 	// Writer is the acquisition ("c<id>.r<round>") of the last accepted write.
 	Writer string
+	// Sold counts the sales acknowledged to clients (atomic, whose resource is the Redis stock).
+	Sold int
 }
 
 // World is the whole simulated state at one instant: the virtual clock, every master's data,
