@@ -79,6 +79,10 @@ func TestLabModesNoneAtomicRedlockFenced(t *testing.T) {
 			t.Errorf("%s %v: %d violations, shortest %q", tc.kind, tc.faults, r.Violations, r.Shortest.Violation)
 		case tc.want != "" && (r.Shortest == nil || !strings.HasPrefix(r.Shortest.Violation, tc.want)):
 			t.Errorf("%s %v: %d violations, shortest %+v; want %q", tc.kind, tc.faults, r.Violations, r.Shortest, tc.want)
+		case tc.want != "":
+			if out, err := NewReplayFile(cfg, r.Shortest).Replay(2); err != nil || out.Reproduced != 2 || !out.Identical {
+				t.Errorf("%s: replay %+v, %v", tc.kind, out, err)
+			}
 		}
 	}
 }
@@ -131,5 +135,45 @@ func TestRedlockFencedTokenStopsTheStaleWrite(t *testing.T) {
 		if (tc.want == "" && (w.Violation != "" || !refused)) || !strings.HasPrefix(w.Violation, tc.want) {
 			t.Errorf("%s, %s: %q, want %q\n%s", tc.kind, tc.fault, w.Violation, tc.want, strings.Join(w.Trace(), "\n"))
 		}
+	}
+}
+
+// TestStockAndFenceCheckersAreNotVacuous: atomic's verdict reports a decrement with no sale and a
+// sale with no decrement, a stock below zero and a stock key gone; the fenced read refuses an
+// older token once a newer one has read, and that holder goes to release without writing.
+func TestStockAndFenceCheckersAreNotVacuous(t *testing.T) {
+	t.Parallel()
+	s := mustSim(t, Config{Kind: "atomic", Clients: 2})
+	k := atomicKind{}
+	for _, tc := range []struct {
+		stock string
+		sold  int
+		want  string
+	}{
+		{"0", 1, "lost update"}, // stock 1 went to 0 with no order recorded
+		{"1", 1, "lost update"}, // a sale acknowledged, no decrement
+		{"-1", 2, "oversold"},
+		{"", 0, "data loss"},
+	} {
+		w := s.Start()
+		w.Res.Sold = tc.sold
+		w.Masters[0].Data = nil
+		if tc.stock != "" {
+			w.Masters[0].Data = redisState{{Key: atomicKeys.Stock, Type: "string", Str: tc.stock}}
+		}
+		if got := k.settled(s, w); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("stock %q, %d sold: %q, want %q", tc.stock, tc.sold, got, tc.want)
+		}
+	}
+	if got := k.settled(s, s.Start()); !strings.HasPrefix(got, "stock left") {
+		t.Errorf("nothing sold with no fault: %q", got)
+	}
+	f := mustSim(t, Config{Kind: "redlock-fenced", Clients: 2})
+	w := f.Start()
+	a, b := &w.Clients[0], &w.Clients[1]
+	f.enter(w, b, 2)
+	f.enter(w, a, 1)
+	if a.PC != pcRelease || w.Res.MaxToken != 2 {
+		t.Errorf("a read with token 1 after token 2 was not refused: %s, newest %d", a.PC, w.Res.MaxToken)
 	}
 }
