@@ -8,12 +8,8 @@ import (
 	"seckill/store"
 )
 
-// atomicSale is the service's sale script for mode atomic, store/lua/atomic_sale.lua, copied
-// here because package store keeps it unexported; TestAtomicSaleIsTheServicesScript fails when
-// the two differ.
-//
-//go:embed atomic_sale.lua
-var atomicSale string
+// atomicSale is the service's sale script for mode atomic, the very text package store sends.
+var atomicSale = store.AtomicSaleSource()
 
 // atomicKeys are the service's keys of the simulated SKU (store.KeysFor).
 var atomicKeys = store.KeysFor("sku")

@@ -1,7 +1,6 @@
 package simulate
 
 import (
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -36,19 +35,6 @@ func TestSimulatorCoversEveryMode(t *testing.T) {
 		if !slices.Contains(names, m) {
 			t.Errorf("notSimulated names %s, which is not a mode of the catalogue", m)
 		}
-	}
-}
-
-// TestAtomicSaleIsTheServicesScript: the simulator's copy of the atomic sale is the service's
-// script, byte for byte.
-func TestAtomicSaleIsTheServicesScript(t *testing.T) {
-	t.Parallel()
-	b, err := os.ReadFile("../store/lua/atomic_sale.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(b) != atomicSale {
-		t.Error("simulate/atomic_sale.lua differs from store/lua/atomic_sale.lua: copy it again")
 	}
 }
 

@@ -106,6 +106,10 @@ var (
 	restockScript      = redis.NewScript(restockLua)
 )
 
+// AtomicSaleSource is the sale script of mode atomic as the service sends it, for the simulator
+// (seckill simulate), which runs the same text.
+func AtomicSaleSource() string { return atomicSaleLua }
+
 // Store reads and writes the inventory on the data Redis.
 type Store struct {
 	rdb redis.UniversalClient
