@@ -34,7 +34,8 @@ var (
 // acquire or release drops it.
 //
 // Unlike the other modes it has no per-process line (handoff.go): every waiter queues in Redis
-// at once, which is what makes the order global.
+// at once, which is what makes the order global. The rules of waiting are in waiting.go: rules
+// 27–31 apply here (with 16, 18–23 and 35).
 type fairLocker struct {
 	rdb   redis.UniversalClient
 	id    string

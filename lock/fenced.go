@@ -88,7 +88,7 @@ type fencedLease struct {
 	leaseMs    int64
 	wd         *watchdog // nil with an explicit lease
 	// lineHold is when the lock runs out and the push of a lock handed over with less than its
-	// lease (line.go, rule 4).
+	// lease (waiting.go rule 16).
 	*lineHold
 	gate releaseGate
 }

@@ -11,37 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// How waiters wait: the invariants of the per-process queue (this file) and the pub/sub wake-up
-// (pubsub.go), stated once. Everything else in the two files is there to keep them.
-//
-//  1. Safety is not here. Who holds a lock is decided only by the mode's own atomic acquire in
-//     Redis, which every waiter runs before it holds anything. A wake-up that is lost, late or
-//     spurious costs time, never exclusion.
-//  2. One queue per key per Locker (process). Waiters join at the tail and are served in arrival
-//     order; only the head contends in Redis, the others sleep until the head has got the lock
-//     or given up. A later waiter never overtakes an earlier one in the same process.
-//  3. A release wakes one waiter per process: it rings the queue (the release's PUBLISH on the
-//     key's channel, heard by this process's subscriber, or, for modes that ring their own
-//     releases, the release itself), and a ring wakes only the head.
-//  4. No ring is lost: the queue counts rings, and the head compares the count with the one it
-//     saw before its last attempt. A release between a failed attempt and the subscription is
-//     caught because a head that has just subscribed tries once more before it sleeps.
-//  5. Every sleep is bounded by a fallback: the holder's PTTL (the lock is free by then anyway),
-//     a short random poll where the TTL is unknown, and always the waiter's own wait and ctx.
-//     So every mode keeps its expiry semantics: a lock whose holder died is taken when it
-//     expires, as with polling.
-//  6. A head that won leaves a hint for the next: the lock is held in this process until at most
-//     now + lease, and its release will ring, so the next head need not try before that ring
-//     or that time.
-//     The hint is used only where the ring is sure to come (the mode rings its own releases, or
-//     the subscription is confirmed).
-//
-// lua and fenced wait in a line of their own that also spans processes (line.go).
-//  7. An empty queue keeps its subscription for a while (linger) so a crowd that thins out for a
-//     moment does not resubscribe on every sale; talking to Redis (subscribe, unsubscribe) is
-//     never done under the queue's lock, so a slow or dead Redis blocks no other key.
-//
-// handoff holds the queues of one Locker.
+// handoff holds the queues of one Locker. The rules of waiting are in waiting.go: rules 3–8 apply
+// here (with 9–12, kept with pubsub.go).
 type handoff struct {
 	// listen subscribes to the release messages of key: ring is called for every release
 	// heard. ready closes once the subscription is confirmed; stop ends it. nil: this mode hears

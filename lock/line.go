@@ -20,43 +20,14 @@ var (
 	lineRelease = redis.NewScript(script.LineRelease)
 )
 
-// The waiter line of modes lua and fenced, across processes: one release wakes one waiter,
-// whichever process it is in. The invariants, stated once:
-//
-//  1. Safety is not here. A holder is who the lock key names (its value), written only by the
-//     mode's scripts: a waiter's own attempt, or a release that hands the lock on. A grant that
-//     is lost, late or duplicated costs time, never exclusion.
-//  2. Two lines. In each process (Locker) the waiters of a key wait in arrival order and only the
-//     head goes to Redis; in Redis the heads of the processes wait in one line per key (a list of
-//     their values, with each one's deadline and the TTL a lock handed to it gets), in the order
-//     they first failed to take the lock.
-//  3. A release hands the lock to the first live waiter in the Redis line: it writes that waiter's
-//     value into the lock and publishes on that waiter's process's grant channel alone (or, when
-//     that waiter is in the releasing process, tells it directly). The releasing process's next
-//     waiter joins the Redis line behind in the same script, without a round trip of its own;
-//     with nobody in the Redis line, the lock goes to that next waiter. Nobody else wakes.
-//     Cohorts: a release may instead hand the lock to that next waiter while the
-//     Redis line waits, at most cohort holders of one process in a row, since a hand-over inside
-//     one process sends no message to another. The Redis line's first waiter is then passed
-//     over at most cohort-1 times by each process ahead of it, never for longer.
-//  4. A waiter that dies holds the line up for at most its own wait: its entry is dropped once
-//     its deadline has passed, and a lock handed to it lives min(its lease, its wait, 1 s) (a live
-//     holder pushes that out to its lease a third of the way in, unless it has released by
-//     then). The waiters behind never sleep longer than the lock's PTTL or the first waiter's
-//     grant TTL without looking again.
-//  5. A waiter that leaves without the lock removes its entry with the release script, which, if
-//     the lock was handed to it meanwhile, passes it on. A grant whose waiter has already left is
-//     passed on the same way by the process that hears it.
-//  6. A waiter is queued in Redis (so a release may hand it the lock) only once its process's
-//     grant subscription is confirmed; a queued head looks again at least every lostGrantBound,
-//     so a grant lost with a broken subscription costs that much, never the rest of its wait.
-//  7. A lock whose holder vanished passes on when it expires: the first live waiter in line
-//     looks again when the PTTL it read runs out and takes it; the others find it taken.
+// waitLine is the waiter line of modes lua and fenced, across processes: one release wakes one
+// waiter, whichever process it is in. The rules of waiting are in waiting.go: rules 13–17 apply
+// here (with 3, 6, 7, 9–11 and 18–23).
 type waitLine struct {
 	rdb    redis.UniversalClient
 	log    *slog.Logger
 	fenced bool
-	// cohort is the constant cohort (rule 3); a test sets others.
+	// cohort is the constant cohort (waiting.go rule 15); a test sets others.
 	cohort int
 	// lostGrant is lostGrantBound (a test that counts commands raises it).
 	lostGrant time.Duration
@@ -98,8 +69,8 @@ type keyLine struct {
 	holder      string
 	holderUntil time.Time
 	// turns counts the releases in a row here that handed the lock to this process's next
-	// waiter before the Redis line (rule 3; the script does not look whether anyone waits in
-	// it, so the count is reset only by a release that does).
+	// waiter before the Redis line (waiting.go rule 15; the script does not look whether anyone
+	// waits in it, so the count is reset only by a release that does).
 	turns int
 }
 
@@ -113,7 +84,7 @@ type lineWaiter struct {
 
 	granted bool
 	token   int64
-	// short: the lock was handed over with grantTTL, less than the lease (rule 4).
+	// short: the lock was handed over with grantTTL, less than the lease (waiting.go rule 16).
 	short bool
 	// next is when the head tries again at the latest (after a failed attempt: the lock's PTTL).
 	next time.Time
@@ -256,7 +227,7 @@ func (wl *waitLine) deliver(key, value string, token int64, short bool, since ti
 	return false
 }
 
-// passOn hands on a lock that was handed to a waiter that had left (rule 5).
+// passOn hands on a lock that was handed to a waiter that had left (waiting.go rule 21).
 func (wl *waitLine) passOn(key, value string) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
@@ -266,7 +237,8 @@ func (wl *waitLine) passOn(key, value string) {
 }
 
 // lineHold is what the line gives a new holder: its fencing token (0 for lua), when its lock runs
-// out by our clock, and the push of a lock handed over with less than its lease (rule 4).
+// out by our clock, and the push of a lock handed over with less than its lease (waiting.go
+// rule 16).
 type lineHold struct {
 	token int64
 	until time.Time
@@ -298,8 +270,8 @@ func (wl *waitLine) acquire(ctx context.Context, key, value string, lease, wait 
 		return h, nil
 	}
 	h.until = win.since.Add(grantTTL)
-	// Rule 4: a live holder keeps the lease it asked for. Not at once: most holds end long
-	// before, and their release makes the push needless.
+	// waiting.go rule 16: a live holder keeps the lease it asked for. Not at once: most holds end
+	// long before, and their release makes the push needless.
 	base := context.WithoutCancel(ctx)
 	t := time.AfterFunc(grantTTL/3, func() {
 		sent := time.Now()
@@ -457,25 +429,6 @@ func (wl *waitLine) sleep(ctx context.Context, w *lineWaiter, wake time.Time, re
 	}
 }
 
-const (
-	// unsubscribedPoll is how often a head retries while its process's grant subscription is
-	// not confirmed yet (it does not queue meanwhile).
-	unsubscribedPoll = 5 * time.Millisecond
-	// lostGrantBound is the longest a queued head sleeps without looking: a grant lost with a
-	// broken subscription costs this much at most.
-	lostGrantBound = 250 * time.Millisecond
-	// maxGrantTTL bounds how long a lock handed to a waiter lives before its new holder pushes it
-	// out to its lease (at a third of it): a waiter that is gone, or whose grant was lost with a
-	// broken connection, holds the line up this long at most, not its whole wait.
-	maxGrantTTL = time.Second
-	// cohort is how many holders in a row one process's waiters may be while waiters of other
-	// processes wait in the Redis line (rule 3): with 8, a process with a single waiter gets
-	// about as many turns as each buyer of a crowd of 8 elsewhere, and a hand-over inside one
-	// process, which sends no message to another, is 7 hand-overs in 8 where crowds wait
-	// everywhere. 1 would take strict turns between processes.
-	cohort = 8
-)
-
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {
 		return b
@@ -522,7 +475,7 @@ func (wl *waitLine) enter(key string, w *lineWaiter) *keyLine {
 
 // exit leaves the line. With the lock (won) the value is held from now on. Without it: a lock
 // handed to it that it did not take is passed on, else its entry in the Redis line is removed
-// (rule 5).
+// (waiting.go rules 20 and 21).
 func (wl *waitLine) exit(key string, kl *keyLine, w *lineWaiter, won bool) {
 	wl.mu.Lock()
 	for i, q := range kl.waiters {
@@ -551,8 +504,8 @@ func (wl *waitLine) exit(key string, kl *keyLine, w *lineWaiter, won bool) {
 		go wl.passOn(key, w.value)
 		return
 	}
-	// An entry left behind would hold the Redis line up until its deadline (rule 4), so a leave
-	// that could not reach Redis (a connection broken by a restart) is tried again.
+	// An entry left behind would hold the Redis line up until its deadline (waiting.go rule 18),
+	// so a leave that could not reach Redis (a connection broken by a restart) is tried again.
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	for try := 0; ; try++ {
@@ -584,9 +537,9 @@ func (wl *waitLine) forget(key, value string) {
 	}
 }
 
-// release gives back key's lock held by value and passes it on (rule 3), after the holder's
-// pipeline p when there is one (runScript); when the lock is not value's, it only takes value out
-// of the Redis line. It reports whether the lock was value's.
+// release gives back key's lock held by value and passes it on (waiting.go rules 14 and 15),
+// after the holder's pipeline p when there is one (runScript); when the lock is not value's, it
+// only takes value out of the Redis line. It reports whether the lock was value's.
 func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value string) (bool, error) {
 	// The next waiter of this process, if it is not in the Redis line yet (it is the head and
 	// has not tried: a holder here was going to pass it on).
@@ -646,7 +599,7 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 }
 
 // extend pushes a lock handed over with less than its lease out to the lease, while it is still
-// value's (rule 4).
+// value's (waiting.go rule 16).
 func (wl *waitLine) extend(ctx context.Context, key, value string, lease time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
 	defer cancel()

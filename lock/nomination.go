@@ -16,35 +16,9 @@ var (
 	rlockPass    = redis.NewScript(script.RLockPass)
 )
 
-// The nomination line of NewReentrant: across processes, a release sends one process's head to
-// try, not every process's, while Redisson's wire stays as it is. The invariants, stated once:
-//
-//  1. Safety is not here. Who holds the lock is decided by Redisson's acquire script alone; a
-//     nomination that is lost, late or wrong costs time, never exclusion. Nothing here writes the
-//     lock hash, and every release still deletes it and, whenever a Redisson waiter listens,
-//     publishes Redisson's unlock message, so a Java Redisson client on the same lock sees a
-//     Redisson peer: its waiters wake on every release and race whoever tries.
-//  2. The line. Beside Redisson's keys, in the lock's hash slot, a list of the processes
-//     (Lockers) with a waiter for the lock, in the order they first failed to take it, and each
-//     one's deadline (its last waiter's). A process is in it once: only its head tries
-//     (handoff.go). A head that fails to take the lock queues its process (keeping its place); a
-//     release by a process with more waiters keeps it in line for them, in the same script.
-//  3. A release that deletes the lock tells the first process in line whose deadline has not
-//     passed, on that process's own nomination channel, and only that process's head tries: one
-//     message per release, however many processes wait. Redisson's unlock message goes out after
-//     it whenever a client listens on the unlock channel itself, as Redisson's waiters do; this
-//     library's processes listen to it by pattern (PUBSUB NUMSUB leaves them out). An unlock
-//     message rings every process's queue: it is a Redisson client's release, or a release that a
-//     Redisson waiter hears too, and every head then tries, as in Redisson. With sharded pub/sub,
-//     which has no patterns, the unlock message always goes out and is listened to as a channel,
-//     so there the herd stays.
-//  4. A process in line whose head is not told looks again at least every lostGrantBound, so a
-//     nominee that died, or a message lost with a broken connection, costs the others that much
-//     at most. A nominee whose waiters have all left passes the nomination on (the next in line)
-//     when it hears it (also when its waiter took the lock on its own first: one unlock message
-//     more, where a Redisson waiter listens), and so does a process whose last waiter gives up. A process with no
-//     waiter left when it releases is not in line; its next waiter, should one come, tries at
-//     once rather than wait for a nomination.
+// nominator keeps the nomination line of NewReentrant: across processes, a release sends one
+// process's head to try, not every process's, while Redisson's wire stays as it is. The rules of
+// waiting are in waiting.go: rules 24–26 apply here (with 18–21 and 32–34).
 type nominator struct {
 	rdb   redis.UniversalClient
 	sub   *subscriber
@@ -110,7 +84,7 @@ func (n *nominator) listen(key string, ring func()) (<-chan struct{}, func()) {
 
 // enlist queues this process in key's line until deadline, after a failed attempt: it reports
 // free when the lock was released meanwhile (try again now). Queued, the head looks again at
-// least every lostGrant (rule 4).
+// least every lostGrant (waiting.go rule 26).
 func (n *nominator) enlist(ctx context.Context, key string, deadline time.Time) (free bool, err error) {
 	r, err := rlockEnlist.Run(ctx, n.rdb, nominationKeys(key), time.Now().UnixMilli(), n.id, deadline.UnixMilli()).Int()
 	if err != nil {
@@ -120,7 +94,7 @@ func (n *nominator) enlist(ctx context.Context, key string, deadline time.Time) 
 }
 
 // pass takes this process out of key's line and, when the lock is free, nominates the next
-// process (rule 4): none of its waiters is left to take the lock up.
+// process (waiting.go rules 20 and 21): none of its waiters is left to take the lock up.
 func (n *nominator) pass(key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -142,7 +116,7 @@ func (n *nominator) releaseArgs(ctx context.Context, key, field string, leaseMs 
 }
 
 // sharded is the scripts' flag for sharded pub/sub ("1"), where the unlock message always goes
-// out (rule 3).
+// out (waiting.go rule 34).
 func (n *nominator) sharded(ctx context.Context) string {
 	if n.sub.mode.useSharded(ctx) {
 		return "1"

@@ -16,7 +16,7 @@ import (
 // The nomination line of NewReentrant (nomination.go): a release sends one process's head to
 // try, the lock and its unlock message stay Redisson's, a Redisson client's release (which names
 // nobody) still wakes every process, and a nominee that died holds the others up for its own
-// wait at most.
+// wait at most (waiting.go rules 24–26, 18–21 and 32–33).
 
 // TestNominationOneReleaseOneAttempt: eight processes queue one after the other behind a holder
 // in a ninth. Each release costs the release script and one attempt, by the process first in

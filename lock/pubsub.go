@@ -24,7 +24,7 @@ func unlockChannel(name string) string {
 // subscriber is one Locker's pub/sub connection, shared by all its waiters (Redisson keeps one
 // per client too). A channel is subscribed while a local queue of waiters needs it; every release
 // message rings that queue, which wakes only its head, like a semaphore permit in Redisson's
-// LockPubSub. The invariants it serves are stated once, above handoff in handoff.go.
+// LockPubSub. The rules it serves are in waiting.go: rules 9–12.
 type subscriber struct {
 	rdb redis.UniversalClient
 	log *slog.Logger

@@ -153,7 +153,7 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 			case free:
 				ttl = 0
 			case ttl < 0 || ttl > l.nom.lostGrant:
-				ttl = l.nom.lostGrant // rule 4 of nomination.go
+				ttl = l.nom.lostGrant // waiting.go rule 26
 			}
 		}
 		return held, ttl, err
@@ -367,7 +367,7 @@ func (le *reentrantLease) release(ctx context.Context, p redis.Pipeliner) error 
 		sc, keys = rlockRelease, nominationKeys(le.key)
 		if !stays {
 			// Out of line (no waiter here): one that comes after must not sleep on the hint its
-			// holder left (handoff.go rule 6) for a nomination this process is not in line for.
+			// holder left (waiting.go rule 7) for a nomination this process is not in line for.
 			defer n.queue.ring(le.key)
 		}
 	}
