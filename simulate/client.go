@@ -44,6 +44,7 @@ type Client struct {
 	Crashed     bool
 	Done        bool
 	PausedUntil int64
+	PausedValue string // the acquisition it was paused in, while the pause is in effect (liveness.go)
 }
 
 func (c *Client) name() string { return fmt.Sprintf("c%d", c.ID) }
@@ -125,12 +126,9 @@ func (c *Client) sleepWork() {
 	c.sleep(t)
 }
 
-// giveUp ends an acquisition without the lock; with no fault in the run that is a liveness
-// violation (the wait is longer than every other client's holds together).
+// giveUp ends an acquisition without the lock; checkGiveUp (liveness.go) judges it.
 func (s *Sim) giveUp(w *World, c *Client) {
-	if w.FaultsUsed == 0 && w.Violation == "" {
-		w.Violation = fmt.Sprintf("liveness: %s gave up after waiting %v with no fault in effect", c.acq(), s.cfg.Wait)
-	}
+	s.checkGiveUp(w, c)
 	c.Round++
 	s.begin(w, c)
 }

@@ -24,7 +24,8 @@ const (
 // lock to the first waiter and tells it on its own channel; a waiting process beats every 200 ms.
 type fairKind struct{ base }
 
-func (fairKind) watchdog() bool { return true }
+func (fairKind) watchdog() bool    { return true }
+func (fairKind) relook(*Sim) int64 { return relookLine }
 
 func procOf(c *Client) string { return c.Value[:strings.IndexByte(c.Value, ':')] }
 

@@ -24,6 +24,12 @@ type kind interface {
 	leftoverOK(key string) bool
 	setup(s *Sim, w *World)          // Redis before the first step (atomic's stock)
 	settled(s *Sim, w *World) string // the kind's own verdict once every client is done ("": none)
+	// The liveness check's bounds (liveness.go): how many masters without the lock key make
+	// it free; the longest a correct waiter sleeps without looking again while the lock is
+	// free and no fault is in effect (G); how long a lost pub/sub message may keep one asleep.
+	freeNeeds() int
+	relook(s *Sim) int64
+	lostBound(s *Sim) int64
 }
 
 // base gives a kind the defaults: one master, no pub/sub, no watchdog, no fencing.
@@ -41,6 +47,13 @@ func (base) route(w *World, k int, channel string) []int { return nil }
 func (base) leftoverOK(key string) bool                  { return false }
 func (base) setup(s *Sim, w *World)                      {}
 func (base) settled(s *Sim, w *World) string             { return "" }
+func (base) freeNeeds() int                              { return 1 }
+
+// relook of the polling modes: a failed attempt is tried again after the retry delay.
+func (base) relook(s *Sim) int64 { return ms(s.cfg.Retry) }
+
+// lostBound: a waiter that misses a message looks again within its relook bound.
+func (base) lostBound(s *Sim) int64 { return s.kind.relook(s) }
 
 // kinds are the simulated kinds by name.
 var kinds = map[string]kind{}

@@ -17,8 +17,9 @@ type lineKind struct {
 // lostGrant is the library's lostGrantBound: a queued head looks again at least this often.
 const lostGrant = 250
 
-func (k lineKind) fenced() bool   { return k.tokens }
-func (k lineKind) watchdog() bool { return k.tokens }
+func (k lineKind) fenced() bool    { return k.tokens }
+func (lineKind) relook(*Sim) int64 { return relookLine }
+func (k lineKind) watchdog() bool  { return k.tokens }
 
 func (k lineKind) keys() []string {
 	tok := lockName

@@ -14,6 +14,16 @@ type multiKind struct{ base }
 func (multiKind) masters() int   { return 3 }
 func (multiKind) watchdog() bool { return true }
 
+// freeNeeds: the parts are taken in one order, so a part held on any master keeps the others out.
+func (multiKind) freeNeeds() int { return 3 }
+
+// relook: with no message lost, a waiter for a part is woken by the unlock message of every
+// release; G is the line kinds' lostGrantBound, a margin above the immediate wake-up.
+func (multiKind) relook(*Sim) int64 { return relookLine }
+
+// lostBound: a waiter whose unlock message is lost sleeps until the holder's PTTL, up to a lease.
+func (multiKind) lostBound(s *Sim) int64 { return ms(s.cfg.Lease) }
+
 func (k multiKind) acquire(s *Sim, w *World, c *Client) {
 	if c.Sub == 1 { // giving back the parts already taken, one master a step
 		k.giveBackNext(s, w, c)

@@ -31,10 +31,15 @@ const (
 	rlUnfenced        // a round without a majority: the lock given back on each master
 )
 
-func (redlockKind) masters() int       { return 3 }
-func (redlockKind) watchdog() bool     { return true }
-func (k redlockKind) fenced() bool     { return k.fence }
-func (k redlockKind) tokenKey() string { return lockName + ":token" }
+func (redlockKind) masters() int   { return 3 }
+func (redlockKind) freeNeeds() int { return 2 } // an attempt wins with a majority
+
+// relook: a failed waiter sleeps the quorum-th shortest PTTL it read (holderLeft), at most a
+// lease: no message tells it of a release in another process.
+func (redlockKind) relook(s *Sim) int64 { return ms(s.cfg.Lease) }
+func (redlockKind) watchdog() bool      { return true }
+func (k redlockKind) fenced() bool      { return k.fence }
+func (k redlockKind) tokenKey() string  { return lockName + ":token" }
 
 func (k redlockKind) leftoverOK(key string) bool { return k.fence && key == k.tokenKey() }
 

@@ -22,7 +22,8 @@ func named(prefix string) string { return script.Prefixed(prefix, lockName) }
 // script, then the nomination line's enlist; a release nominates the first process in line.
 type reentrantKind struct{ base }
 
-func (reentrantKind) watchdog() bool { return true }
+func (reentrantKind) watchdog() bool    { return true }
+func (reentrantKind) relook(*Sim) int64 { return relookLine }
 
 func nomID(c *Client) string { return "n" + strconv.Itoa(c.ID) }
 

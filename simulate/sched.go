@@ -126,10 +126,11 @@ func (s *Sim) Apply(w *World, ch Choice, i int) {
 		s.fault(w, ch)
 	case "time":
 		from := w.Now
-		s.forward(w, s.nextTimer(w))
+		s.advance(w, s.nextTimer(w))
 		s.note(w, "clock", fmt.Sprintf("+%dms", w.Now-from), "")
 	}
 	w.trace.choice = i
+	s.observe(w, w.Now)
 	s.settle(w)
 }
 
@@ -178,21 +179,25 @@ func (s *Sim) fault(w *World, ch Choice) {
 		c.Crashed, c.Inside, c.PassOn = true, false, ""
 		w.Msgs = slices.DeleteFunc(w.Msgs, func(m msg) bool { return m.To == ch.Client })
 	case FaultPause:
-		c.PausedUntil = w.Now + ms(s.cfg.Pause)
+		c.PausedUntil, c.PausedValue = w.Now+ms(s.cfg.Pause), c.Value
 	case FaultPubsubLost:
 		j, _ := w.head(ch.Client)
 		w.Msgs = append(w.Msgs[:j:j], w.Msgs[j+1:]...)
+		w.shake(s.kind.lostBound(s))
 	case FaultPubsubDelayed:
 		j, _ := w.head(ch.Client)
 		w.Msgs[j].At = w.Now + ms(s.cfg.Delay)
+		w.shake(max(ms(s.cfg.Delay), s.kind.lostBound(s)))
 	case FaultMasterDown:
 		w.Masters[ch.Master].DownUntil = w.Now + ms(s.cfg.Down)
 		who = fmt.Sprintf("m%d", ch.Master)
 	case FaultRestartEmpty:
 		s.wipe(w, ch.Master)
+		w.shake(ms(s.cfg.Lease))
 		who = fmt.Sprintf("m%d", ch.Master)
 	case FaultClockFast:
 		s.jump(w, ch.Master, ms(s.cfg.Jump))
+		w.shake(ms(s.cfg.Lease))
 		who = fmt.Sprintf("m%d", ch.Master)
 	}
 	s.note(w, "fault", ch.Fault+" "+who, "")

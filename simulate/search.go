@@ -39,7 +39,8 @@ func (r *Result) found(w *World, seed uint64) {
 
 // Exhaustive explores every schedule within the bounds, depth first. A state reached before at
 // the same depth or less is not explored again (state hashing: the clock, every master's data
-// with its TTLs, every client's step machine, the messages in flight and the resource), which
+// with its TTLs, every client's step machine, the messages in flight, the resource, and how long
+// the lock has been calm and what fault effect is still on, for the liveness check), which
 // keeps the shortest counterexample exact. When ctx ends, the search stops where it is
 // (Interrupted, not Complete).
 func (s *Sim) Exhaustive(ctx context.Context) *Result {
@@ -67,7 +68,7 @@ func (s *Sim) Exhaustive(ctx context.Context) *Result {
 			r.Complete = false
 			return
 		}
-		h := w.hash()
+		h := w.hash(s.kind.relook(s))
 		if d, ok := seen[h]; ok && d <= w.steps {
 			r.Schedules++
 			return

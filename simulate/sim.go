@@ -48,6 +48,8 @@ func (s *Sim) Start() *World {
 		s.begin(w, c)
 	}
 	s.kind.setup(s, w)
+	w.Calm = -1
+	s.observe(w, 0)
 	return w
 }
 

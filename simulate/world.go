@@ -48,10 +48,14 @@ type World struct {
 	Msgs       []msg
 	Res        resource
 	FaultsUsed int
-	Finished   bool
-	Violation  string
-	trace      *traceNode
-	steps      int
+	// Calm is when the lock became free with no fault in effect (-1: it is not); Shaken is
+	// when the effect window of the last restart, clock jump or pub/sub fault ends
+	// (liveness.go).
+	Calm, Shaken int64
+	Finished     bool
+	Violation    string
+	trace        *traceNode
+	steps        int
 }
 
 // traceNode is one step of the trace, linked to the one before (shared between clones).
@@ -73,10 +77,16 @@ func (w *World) clone() *World {
 	return &c
 }
 
-// hash identifies the state for the exhaustive search: everything but the trace.
-func (w *World) hash() [16]byte {
+// hash identifies the state for the exhaustive search: everything but the trace. How long the
+// lock has been calm counts up to g+1 ms (g: the kind's relook bound): past g every give-up is
+// a violation, however long it has been.
+func (w *World) hash(g int64) [16]byte {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d %d %v %+v\n", w.Now, w.FaultsUsed, w.Finished, w.Res)
+	calm := w.calmFor()
+	if calm > g {
+		calm = g + 1
+	}
+	fmt.Fprintf(&b, "%d %d %v %+v %d %d\n", w.Now, w.FaultsUsed, w.Finished, w.Res, calm, w.Shaken)
 	for _, m := range w.Masters {
 		fmt.Fprintf(&b, "m %d %d\n%s", m.Skew, m.DownUntil, m.Data.String())
 	}

@@ -1,0 +1,204 @@
+package simulate
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The liveness check (issue 35): no waiter waits past its Wait while the lock is free and no
+// fault is in effect. Stated on the virtual state, after every step:
+//
+//   - free: no client is inside, and the lock key is absent from enough masters that an attempt
+//     would win: the one master of a single-server kind; all three for multilock (a part held
+//     anywhere keeps everyone else out, the parts being taken in one order); a majority for
+//     redlock (a waiter's SET NX wins on every master without the key, and two are enough; a
+//     key left on one master does not keep the lock from anybody);
+//   - a fault in effect: a crashed client's lock key or queue/line entry still in Redis (any
+//     entry naming its process, "p<id>:…", or its nomination id "n<id>"); a paused client still
+//     paused, or the lock still holding the acquisition it was paused in; a master still down;
+//     within a lease after a master restarted empty or its clock jumped (a waiter may be asleep
+//     on a PTTL read before it, which is at most a lease); within the kind's lost-message bound
+//     after a pub/sub message was lost, and within the delay or that bound, the longer, after one
+//     was delayed;
+//   - calm: free with no fault in effect. World.Calm is when the current calm stretch began
+//     (-1: not calm), to the millisecond: a clock move that lets keys expire or a fault's effect
+//     end on the way finds the instant it happened (calmStart), not the next timer's.
+//
+// A waiter that gives up is a violation when the lock has been calm for longer than G, the
+// longest a correct waiter of the kind sleeps without looking again (kind.relook). The fault's
+// own effect is not enough to end the grace: calm must last G after it too, since a waiter may
+// have been put to sleep by the fault itself (a command to a master that was down fails, and the
+// line's waiter looks again only lostGrantBound later; before the check counted calm from the
+// master's return, that gap was a give-up "while free with no fault in effect" that the protocol
+// allows).
+
+// relook bounds of the kinds (lock/waiting.go): a queued head looks again at least every
+// lostGrantBound (rules 17, 26); the fair lock's head beats every aliveEvery (200 ms) and looks
+// at once when the beat finds the lock free (rule 22), within the same bound.
+const relookLine = lostGrant
+
+// calmAt: at instant x (w.Now or later, with nothing but time passing) the lock is free and no
+// fault is in effect.
+func (s *Sim) calmAt(w *World, x int64) bool { return s.freeAt(w, x) && s.effectAt(w, x) == "" }
+
+// alive: key k, as saved at w.Now, still exists at instant x (its TTL not run out by then).
+func alive(w *World, k keySnap, x int64) bool { return k.TTL <= 0 || w.Now+ms(k.TTL) > x }
+
+// freeAt: no client inside, and the lock key absent from at least kind.freeNeeds() masters.
+func (s *Sim) freeAt(w *World, x int64) bool {
+	for i := range w.Clients {
+		if w.Clients[i].Inside {
+			return false
+		}
+	}
+	free := 0
+	for _, m := range w.Masters {
+		i := slices.IndexFunc(m.Data, func(k keySnap) bool { return k.Key == s.kind.lockKey() })
+		if i < 0 || !alive(w, m.Data[i], x) {
+			free++
+		}
+	}
+	return free >= s.kind.freeNeeds()
+}
+
+// effectAt names a fault in effect at instant x ("": none).
+func (s *Sim) effectAt(w *World, x int64) string {
+	for i := range w.Clients {
+		c := &w.Clients[i]
+		switch {
+		case c.Crashed && s.mentions(w, x, c):
+			return c.name() + " crashed, its entries still in Redis"
+		case x < c.PausedUntil:
+			return c.name() + " paused"
+		case c.PausedValue != "" && s.lockHeldBy(w, x, c.PausedValue):
+			return c.name() + " paused, its lock still there"
+		}
+	}
+	for k, m := range w.Masters {
+		if x < m.DownUntil {
+			return fmt.Sprintf("m%d down", k)
+		}
+	}
+	if x < w.Shaken {
+		return "within the bound after a restart, clock jump or pub/sub fault"
+	}
+	return ""
+}
+
+// mentions: some key alive at x names c's process in a value, list element, hash field or
+// value, or sorted set member: its lock, or its entry in a line or queue ("p<id>:…"), or its
+// process in the nomination line ("n<id>"). The fair lock's alive marker ("p<id>" alone) holds
+// nobody up and is not counted.
+func (s *Sim) mentions(w *World, x int64, c *Client) bool {
+	proc, nom := "p"+strconv.Itoa(c.ID)+":", "n"+strconv.Itoa(c.ID)
+	names := func(v string) bool { return strings.HasPrefix(v, proc) || v == nom }
+	for _, m := range w.Masters {
+		for _, k := range m.Data {
+			if alive(w, k, x) && (names(k.Str) || slices.ContainsFunc(k.List, names) ||
+				slices.ContainsFunc(k.Hash, names) || slices.ContainsFunc(k.ZSet, names)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lockHeldBy: the lock key on some master holds value v at x (its string, or a field of
+// Redisson's hash).
+func (s *Sim) lockHeldBy(w *World, x int64, v string) bool {
+	for _, m := range w.Masters {
+		for _, k := range m.Data {
+			if k.Key == s.kind.lockKey() && alive(w, k, x) && (k.Str == v || slices.Contains(k.Hash, v)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// calmStart is the first instant in [w.Now, t] at which the lock is calm, time alone moving
+// from w.Now to t (-1: none): the candidates are now, every key's expiry and every fault
+// effect's end within the move. Time only takes things away (keys expire, effects end), so once
+// calm it stays calm until t.
+func (s *Sim) calmStart(w *World, t int64) int64 {
+	at := []int64{w.Now, w.Shaken}
+	for _, m := range w.Masters {
+		at = append(at, m.DownUntil)
+		for _, k := range m.Data {
+			if k.TTL > 0 {
+				at = append(at, w.Now+ms(k.TTL))
+			}
+		}
+	}
+	for i := range w.Clients {
+		at = append(at, w.Clients[i].PausedUntil)
+	}
+	slices.Sort(at)
+	for _, x := range at {
+		if x >= w.Now && x <= t && s.calmAt(w, x) {
+			return x
+		}
+	}
+	return -1
+}
+
+// advance moves the clock to t, and World.Calm to the instant on the way at which the lock
+// became calm.
+func (s *Sim) advance(w *World, t int64) {
+	since := s.calmStart(w, t)
+	s.forward(w, t)
+	s.observe(w, since)
+}
+
+// observe updates World.Calm after a step; since is when the lock became calm if it is calm now
+// (calmStart for a clock move, the step's instant otherwise). Effects that are over are
+// forgotten, so two states that differ only in a past fault hash alike.
+func (s *Sim) observe(w *World, since int64) {
+	if w.Shaken <= w.Now {
+		w.Shaken = 0
+	}
+	for i := range w.Clients {
+		c := &w.Clients[i]
+		if c.PausedValue != "" && w.Now >= c.PausedUntil && !s.lockHeldBy(w, w.Now, c.PausedValue) {
+			c.PausedValue = ""
+		}
+	}
+	switch {
+	case !s.calmAt(w, w.Now):
+		w.Calm = -1
+	case w.Calm < 0 && since >= 0 && since <= w.Now:
+		w.Calm = since
+	case w.Calm < 0:
+		w.Calm = w.Now
+	}
+}
+
+// calmFor is how long the lock has been calm (-1: it is not).
+func (w *World) calmFor() int64 {
+	if w.Calm < 0 {
+		return -1
+	}
+	return w.Now - w.Calm
+}
+
+// shake starts a fault's effect window of d from now (restart, clock jump, pub/sub).
+func (w *World) shake(d int64) { w.Shaken = max(w.Shaken, w.Now+d) }
+
+// checkGiveUp is the liveness verdict on c giving up now: a violation when the lock has been
+// calm for longer than the kind's relook bound, or, as before, when no fault happened at all in
+// the run (the wait is longer than every other client's holds together).
+func (s *Sim) checkGiveUp(w *World, c *Client) {
+	if w.Violation != "" {
+		return
+	}
+	g := s.kind.relook(s)
+	switch d := w.calmFor(); {
+	case d > g:
+		w.Violation = fmt.Sprintf("liveness: %s gave up after waiting %v while the lock had been free for %d ms with no fault in effect (a waiter looks again within %d ms)",
+			c.acq(), s.cfg.Wait, d, g)
+	case w.FaultsUsed == 0:
+		w.Violation = fmt.Sprintf("liveness: %s gave up after waiting %v with no fault in the run", c.acq(), s.cfg.Wait)
+	}
+}

@@ -1,0 +1,100 @@
+package simulate
+
+import (
+	"strings"
+	"testing"
+)
+
+// apply performs the scheduler's choice ch on w, as a search would.
+func apply(s *Sim, w *World, ch Choice) { s.Apply(w, ch, 0) }
+
+// gaveUpAt: client i of a copy of w gives up at instant t (the clock moved there as a search
+// moves it); the checker's verdict.
+func gaveUpAt(s *Sim, w *World, i int, t int64) string {
+	w = w.clone()
+	s.advance(w, t)
+	s.giveUp(w, &w.Clients[i])
+	return w.Violation
+}
+
+// TestLivenessGiveUpWhileFree: the liveness check is not vacuous and counts from the right
+// instant. A fault happened (so the old rule, no fault in the whole run, says nothing); once
+// its effect is over and the lock has been free for longer than the line's relook bound
+// (250 ms), a give-up is a violation; within the bound, or while the fault is in effect, not.
+func TestLivenessGiveUpWhileFree(t *testing.T) {
+	t.Parallel()
+	s := mustSim(t, Config{Kind: "lua", Clients: 2, Faults: []string{FaultMasterDown}})
+	w := s.Start()
+	apply(s, w, Choice{Op: "fault", Fault: FaultMasterDown, Master: 0}) // down until 2000
+	for _, tc := range []struct {
+		at   int64
+		want string
+	}{
+		{1900, ""}, // the master still down
+		{2250, ""}, // back 250 ms ago: a waiter may not have looked yet
+		{2251, "liveness: c2.r0 gave up after waiting 3s while the lock had been free for 251 ms"},
+		{2900, "liveness: c2.r0 gave up after waiting 3s while the lock had been free for 900 ms"},
+	} {
+		if got := gaveUpAt(s, w, 1, tc.at); !strings.HasPrefix(got, tc.want) || (tc.want == "") != (got == "") {
+			t.Errorf("give-up at t=%d: %q, want %q", tc.at, got, tc.want)
+		}
+	}
+	// With no fault at all, any give-up is one, as before.
+	if got := gaveUpAt(s, s.Start(), 1, 0); !strings.Contains(got, "no fault in the run") {
+		t.Errorf("a give-up in a run with no fault: %q", got)
+	}
+}
+
+// TestLivenessCrashedHoldersKeyIsAFaultInEffect: while the key of a holder that crashed is in
+// Redis the lock is not free, whatever the clock says; once it expires (at 1000, the lease, in
+// the middle of a clock move), the lock counts as free from that instant, not the move's end.
+func TestLivenessCrashedHoldersKeyIsAFaultInEffect(t *testing.T) {
+	t.Parallel()
+	s := mustSim(t, Config{Kind: "lua", Clients: 2, Faults: []string{FaultCrash}})
+	w := s.Start()
+	apply(s, w, Choice{Op: "step", Client: 0}) // c1 takes the lock (lease 1 s)
+	apply(s, w, Choice{Op: "step", Client: 1}) // c2 queues
+	apply(s, w, Choice{Op: "fault", Fault: FaultCrash, Client: 0})
+	if !w.Clients[0].Crashed || w.Calm != -1 {
+		t.Fatalf("after the crash: crashed %v, calm since %d", w.Clients[0].Crashed, w.Calm)
+	}
+	for _, tc := range []struct {
+		at   int64
+		want string
+	}{
+		{999, ""},  // the crashed holder's key is still there
+		{1250, ""}, // expired at 1000: free for 250 ms
+		{1251, "liveness: c2.r0 gave up after waiting 3s while the lock had been free for 251 ms"},
+	} {
+		if got := gaveUpAt(s, w, 1, tc.at); !strings.HasPrefix(got, tc.want) || (tc.want == "") != (got == "") {
+			t.Errorf("give-up at t=%d: %q, want %q", tc.at, got, tc.want)
+		}
+	}
+}
+
+// TestLivenessFreeness: what counts as free on three masters. Redlock is free while a majority
+// has no key (an attempt would win); multilock only when no master holds a part.
+func TestLivenessFreeness(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		kind string
+		on   []int // masters holding the lock key
+		free bool
+	}{
+		{"redlock", nil, true}, {"redlock", []int{2}, true}, {"redlock", []int{0, 2}, false},
+		{"multilock", nil, true}, {"multilock", []int{1}, false},
+		{"lua", nil, true}, {"lua", []int{0}, false},
+	} {
+		s := mustSim(t, Config{Kind: tc.kind, Clients: 1})
+		w := s.Start()
+		for _, k := range tc.on {
+			s.cmd(w, &w.Clients[0], k, "SET", lockName, "x", "PX", "1000")
+		}
+		if got := s.freeAt(w, w.Now); got != tc.free {
+			t.Errorf("%s with the key on %v: free %v, want %v", tc.kind, tc.on, got, tc.free)
+		}
+		if tc.on != nil && !s.freeAt(w, w.Now+1000) {
+			t.Errorf("%s: not free once the keys expired", tc.kind)
+		}
+	}
+}
