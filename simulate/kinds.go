@@ -26,10 +26,12 @@ type kind interface {
 	settled(s *Sim, w *World) string // the kind's own verdict once every client is done ("": none)
 	// The liveness check's bounds (liveness.go): how many masters without the lock key make
 	// it free; the longest a correct waiter sleeps without looking again while the lock is
-	// free and no fault is in effect (G); how long a lost pub/sub message may keep one asleep.
+	// free and no fault is in effect (G); how long a lost pub/sub message may keep one asleep;
+	// how long after a master down comes back a waiter may still sleep on its silence.
 	freeNeeds() int
 	relook(s *Sim) int64
 	lostBound(s *Sim) int64
+	downBound() int64
 }
 
 // base gives a kind the defaults: one master, no pub/sub, no watchdog, no fencing.
@@ -48,6 +50,7 @@ func (base) leftoverOK(key string) bool                  { return false }
 func (base) setup(s *Sim, w *World)                      {}
 func (base) settled(s *Sim, w *World) string             { return "" }
 func (base) freeNeeds() int                              { return 1 }
+func (base) downBound() int64                            { return 0 }
 
 // relook of the polling modes: a failed attempt is tried again after the retry delay.
 func (base) relook(s *Sim) int64 { return ms(s.cfg.Retry) }

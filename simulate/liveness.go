@@ -17,22 +17,23 @@ import (
 //     key left on one master does not keep the lock from anybody);
 //   - a fault in effect: a crashed client's lock key or queue/line entry still in Redis (any
 //     entry naming its process, "p<id>:…", or its nomination id "n<id>"); a paused client still
-//     paused, or the lock still holding the acquisition it was paused in; a master still down;
-//     within a lease after a master restarted empty or its clock jumped (a waiter may be asleep
-//     on a PTTL read before it, which is at most a lease); within the kind's lost-message bound
-//     after a pub/sub message was lost, and within the delay or that bound, the longer, after one
-//     was delayed;
+//     paused, or the lock still holding the acquisition it was paused in; a master still down,
+//     and for redlock noQuorumPoll (2 s) after it came back: a waiter that found no quorum able
+//     to free (masters not answering) looks again that much later, longer than a lease; within
+//     a lease after a master restarted empty or its clock jumped (a waiter may be asleep on a
+//     PTTL read before it, at most a lease); within the kind's lost-message bound after a
+//     pub/sub message was lost, and within the delay or that bound, the longer, after one was
+//     delayed;
 //   - calm: free with no fault in effect. World.Calm is when the current calm stretch began
 //     (-1: not calm), to the millisecond: a clock move that lets keys expire or a fault's effect
 //     end on the way finds the instant it happened (calmStart), not the next timer's.
 //
 // A waiter that gives up is a violation when the lock has been calm for longer than G, the
-// longest a correct waiter of the kind sleeps without looking again (kind.relook). The fault's
-// own effect is not enough to end the grace: calm must last G after it too, since a waiter may
-// have been put to sleep by the fault itself (a command to a master that was down fails, and the
-// line's waiter looks again only lostGrantBound later; before the check counted calm from the
-// master's return, that gap was a give-up "while free with no fault in effect" that the protocol
-// allows).
+// longest a correct waiter of the kind sleeps without looking again (kind.relook). Calm must
+// last G past the end of a fault's effect too, not only past the lock becoming free: a waiter
+// may have been put to sleep by the fault itself (the line's waiter whose command a master
+// down refused looks again lostGrantBound later; counted from the master's return alone, a
+// give-up in that gap would be a "violation" the protocol allows).
 
 // relook bounds of the kinds (lock/waiting.go): a queued head looks again at least every
 // lostGrantBound (rules 17, 26); the fair lock's head beats every aliveEvery (200 ms) and looks
@@ -77,8 +78,11 @@ func (s *Sim) effectAt(w *World, x int64) string {
 		}
 	}
 	for k, m := range w.Masters {
-		if x < m.DownUntil {
+		switch {
+		case x < m.DownUntil:
 			return fmt.Sprintf("m%d down", k)
+		case m.DownUntil > 0 && x < m.DownUntil+s.kind.downBound():
+			return fmt.Sprintf("m%d back, a waiter may still sleep on its silence", k)
 		}
 	}
 	if x < w.Shaken {
@@ -125,7 +129,7 @@ func (s *Sim) lockHeldBy(w *World, x int64, v string) bool {
 func (s *Sim) calmStart(w *World, t int64) int64 {
 	at := []int64{w.Now, w.Shaken}
 	for _, m := range w.Masters {
-		at = append(at, m.DownUntil)
+		at = append(at, m.DownUntil, m.DownUntil+s.kind.downBound())
 		for _, k := range m.Data {
 			if k.TTL > 0 {
 				at = append(at, w.Now+ms(k.TTL))

@@ -45,6 +45,21 @@ func TestLivenessGiveUpWhileFree(t *testing.T) {
 	}
 }
 
+// TestLivenessRedlockMasterBack: a redlock waiter that found no quorum able to free (masters not
+// answering) looks again 2 s later, so a master down stays in effect that long after it is back;
+// then calm must last the kind's bound, a lease.
+func TestLivenessRedlockMasterBack(t *testing.T) {
+	t.Parallel()
+	s := mustSim(t, Config{Kind: "redlock", Clients: 2, Faults: []string{FaultMasterDown}})
+	w := s.Start()
+	apply(s, w, Choice{Op: "fault", Fault: FaultMasterDown, Master: 0}) // down until 2000
+	for at, want := range map[int64]string{3900: "", 5000: "", 5001: "liveness: c2.r0 gave up after waiting 3s while the lock had been free for 1001 ms"} {
+		if got := gaveUpAt(s, w, 1, at); !strings.HasPrefix(got, want) || (want == "") != (got == "") {
+			t.Errorf("give-up at t=%d: %q, want %q", at, got, want)
+		}
+	}
+}
+
 // TestLivenessCrashedHoldersKeyIsAFaultInEffect: while the key of a holder that crashed is in
 // Redis the lock is not free, whatever the clock says; once it expires (at 1000, the lease, in
 // the middle of a clock move), the lock counts as free from that instant, not the move's end.

@@ -37,9 +37,13 @@ func (redlockKind) freeNeeds() int { return 2 } // an attempt wins with a majori
 // relook: a failed waiter sleeps the quorum-th shortest PTTL it read (holderLeft), at most a
 // lease: no message tells it of a release in another process.
 func (redlockKind) relook(s *Sim) int64 { return ms(s.cfg.Lease) }
-func (redlockKind) watchdog() bool      { return true }
-func (k redlockKind) fenced() bool      { return k.fence }
-func (k redlockKind) tokenKey() string  { return lockName + ":token" }
+
+// downBound: a waiter that found no quorum able to free (masters that did not answer) looks
+// again noQuorumPoll later, which may be that long after the masters came back.
+func (redlockKind) downBound() int64   { return noQuorumPoll }
+func (redlockKind) watchdog() bool     { return true }
+func (k redlockKind) fenced() bool     { return k.fence }
+func (k redlockKind) tokenKey() string { return lockName + ":token" }
 
 func (k redlockKind) leftoverOK(key string) bool { return k.fence && key == k.tokenKey() }
 
@@ -53,7 +57,10 @@ func (k redlockKind) acquire(s *Sim, w *World, c *Client) {
 			c.I, c.Sub, c.Got = 0, rlPTTL, [3]bool{}
 		}
 	case rlPTTL: // holderLeft: the PTTL on each master
-		d, _ := asInt(s.cmd(w, c, c.I, "PTTL", lockName))
+		d, ok := asInt(s.cmd(w, c, c.I, "PTTL", lockName))
+		if !ok {
+			d = -1 // no answer (a master down): never frees, as a key without TTL
+		}
 		c.TTLs[c.I] = d
 		if c.I++; c.I < 3 {
 			return
@@ -139,6 +146,10 @@ func majority(got [3]bool) bool {
 	return n >= 2
 }
 
+// noQuorumPoll is how long a waiter sleeps when no quorum can ever free (lock/redlock.go
+// holderLeft: masters that do not answer, or keys without TTL): it looks again every 2 s.
+const noQuorumPoll = 2000
+
 // holderLeft is the library's sleep after a failed attempt: the quorum-th shortest PTTL (a
 // master without the key counts 0, a key without TTL or a master down never frees).
 func holderLeft(ttls [3]int64) int64 {
@@ -159,7 +170,7 @@ func holderLeft(ttls [3]int64) int64 {
 	case 0:
 		return 5 // the poll delay
 	case never:
-		return 2000
+		return noQuorumPoll
 	}
 	return v[1]
 }
