@@ -464,12 +464,8 @@ case5_try() {
 	pid="$(tb_pid "$victim")" || die "$victim is not running"
 	kill -STOP "$pid"
 	t_stop="$(tb_at)"
-	# Past the lease by 1.5 s, and below the server's readTimeout (5 s) with the default 3 s lease:
-	# a request the instance had begun to read as it froze keeps its read deadline through the
-	# freeze, and a freeze of 5 s closed one unanswered, which nginx (no retry for a POST) turned
-	# into a 502 (CI, once).
-	stop_s="$(awk -v l="$LEASE_S" 'BEGIN { printf "%.3f", l + 1.5 }')"
-	obs "SIGSTOP" "$victim (pid $pid) at t=${t_stop}s, inside its business time, for lease + 1.5 s = $stop_s s (its watchdog stops too)"
+	stop_s="$(awk -v l="$LEASE_S" 'BEGIN { printf "%.3f", l + 2 }')"
+	obs "SIGSTOP" "$victim (pid $pid) at t=${t_stop}s, inside its business time, for lease + 2 s = $stop_s s (its watchdog stops too)"
 	tb_sleep_until "$(awk -v a="$t_stop" -v s="$stop_s" 'BEGIN { printf "%.3f", a + s }')"
 	token_after="$(curl -sf --max-time 2 "http://127.0.0.1:$oport/locks" | jq -r .fenceToken)" || token_after="?"
 	kill -CONT "$pid"

@@ -314,6 +314,10 @@ EOF
 	done
 	cat <<EOF
         keepalive 64;
+        # Shorter than the service's server.idleTimeout (30 s): nginx must drop an idle connection
+        # before the service closes it, or a sale sent on it as the service closes it is reset,
+        # and nginx, which does not resend a POST, answers 502.
+        keepalive_timeout 20s;
     }
     server {
         listen 127.0.0.1:${PORT[nginx]};
