@@ -108,24 +108,24 @@ func newFair(d settings) (locker, error) {
 
 // fairQueue and fairDeadlines name the fair lock's queue and deadline keys, as Redisson's
 // prefixName does (in the same hash slot as the lock).
-func fairQueue(name string) string     { return redissonPrefixed(script.RedissonQueuePrefix, name) }
-func fairDeadlines(name string) string { return redissonPrefixed(script.RedissonTimeoutPrefix, name) }
+func fairQueue(name string) string     { return script.Prefixed(script.RedissonQueuePrefix, name) }
+func fairDeadlines(name string) string { return script.Prefixed(script.RedissonTimeoutPrefix, name) }
 
 // fairGrants names this project's own hash beside Redisson's keys: the waiters that take a lock
 // handed over by a release in another process, with the TTL such a lock gets. Redisson clients
 // never appear in it, so they are always told with the unlock message and take the lock
 // themselves, as Redisson's release expects.
-func fairGrants(name string) string { return redissonPrefixed(script.FairGrantsPrefix, name) }
+func fairGrants(name string) string { return script.Prefixed(script.FairGrantsPrefix, name) }
 
 // fairLag names this project's own hash of the move-ups the waiters behind the first still owe
 // (script/lua/fair_lag.lua): Redisson writes every waiter's deadline on every acquisition, these scripts
 // only the first one's. It lives as long as the queue does.
-func fairLag(name string) string { return redissonPrefixed(script.FairLagPrefix, name) }
+func fairLag(name string) string { return script.Prefixed(script.FairLagPrefix, name) }
 
 // fairAlive names this project's own hash of the processes with waiters in the queue, each with
 // the time until which it is surely alive (script/lua/fair_alive.lua): a process that stops saying so
 // (it died) has its waiters dropped from the head at once, not one thread wait after another.
-func fairAlive(name string) string { return redissonPrefixed(script.FairAlivePrefix, name) }
+func fairAlive(name string) string { return script.Prefixed(script.FairAlivePrefix, name) }
 
 // fairKeys are the keys of the fair acquire and heartbeat scripts; fairChannelKeys those of the
 // release and cancel scripts (with the channel prefix fourth).

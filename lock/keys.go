@@ -1,7 +1,5 @@
 package lock
 
-import "github.com/seckill-lab/seckill/lock/script"
-
 // keyNamer is implemented by every kind: the Redis keys its lock called name may use.
 type keyNamer interface {
 	keys(name string) []string
@@ -57,6 +55,3 @@ func (l *redlockLocker) keys(name string) []string {
 	}
 	return []string{name}
 }
-
-// redissonPrefixed is Redisson's prefixName rule (script.Prefixed).
-var redissonPrefixed = script.Prefixed

@@ -58,7 +58,7 @@ func (wl *waitLine) lineKeys(key string) []string {
 	if wl.fenced {
 		tok = fencedTokenKey(wl.rdb, key)
 	}
-	return []string{key, redissonPrefixed(script.LinePrefix, key), redissonPrefixed(script.LineWaitersPrefix, key), tok}
+	return []string{key, script.Prefixed(script.LinePrefix, key), script.Prefixed(script.LineWaitersPrefix, key), tok}
 }
 
 // keyLine is one key's waiters in this process. Fields are guarded by waitLine.mu.

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/lock/locktest"
+	"github.com/seckill-lab/seckill/lock/script"
 )
 
 // The waiter line of lua and fenced (line.go): one release hands the lock to one waiter,
@@ -585,7 +586,7 @@ func TestLineWaiterArrivingDuringARelease(t *testing.T) {
 				}
 				other <- err
 			}()
-			lineKey := redissonPrefixed("golock_line", key)
+			lineKey := script.Prefixed("golock_line", key)
 			waitFor(t, "the other process's waiter in the Redis line", func() bool {
 				n, err := srv.all[0].LLen(t.Context(), lineKey).Result()
 				return err == nil && n == 1

@@ -32,13 +32,13 @@ type nominator struct {
 // nominationPrefix starts the nomination channels of lock name, in the lock's hash slot: each
 // process's is "<prefix>:<id>".
 func nominationPrefix(name string) string {
-	return redissonPrefixed(script.NominationChannelPrefix, name)
+	return script.Prefixed(script.NominationChannelPrefix, name)
 }
 
 // nominationKeys are the line scripts' keys (script/lua/rlock_line.lua).
 func nominationKeys(name string) []string {
-	return []string{name, unlockChannel(name), redissonPrefixed(script.NominationLinePrefix, name),
-		redissonPrefixed(script.NominationWaitingPrefix, name), nominationPrefix(name)}
+	return []string{name, unlockChannel(name), script.Prefixed(script.NominationLinePrefix, name),
+		script.Prefixed(script.NominationWaitingPrefix, name), nominationPrefix(name)}
 }
 
 // newNominator gives the reentrant Locker l a nomination line: its queues listen to the unlock

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill-lab/seckill/lock/script"
 )
 
 // TestReleaseAfterJoinsThePipeline: the holder's last write and the release take one round trip
@@ -115,7 +116,7 @@ func TestReleaseAfterRedissonLayouts(t *testing.T) {
 // waitQueued waits until n waiters are in key's Redis line.
 func waitQueued(t *testing.T, rdb *redis.Client, key string, n int64) {
 	t.Helper()
-	line := redissonPrefixed("golock_line", key)
+	line := script.Prefixed("golock_line", key)
 	deadline := time.Now().Add(5 * time.Second)
 	for rdb.LLen(t.Context(), line).Val() < n {
 		if time.Now().After(deadline) {

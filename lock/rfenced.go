@@ -39,7 +39,7 @@ func newRFenced(d settings) *reentrantLocker {
 // rfencedTokenKey is RFencedLock's token counter for lock name,
 // "redisson_lock_token:{<name>}" (RedissonObject.prefixName, so it hashes like the lock). It has
 // no TTL: tokens must keep rising past every lock's expiry.
-func rfencedTokenKey(name string) string { return redissonPrefixed(script.RedissonTokenPrefix, name) }
+func rfencedTokenKey(name string) string { return script.Prefixed(script.RedissonTokenPrefix, name) }
 
 // rfencedKeys are the acquire script's keys: the lock, its counter and the default layout's
 // counter (always in their slot), kept in step with it (script/lua/rfenced_acquire.lua).

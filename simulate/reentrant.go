@@ -15,9 +15,6 @@ var (
 		named(script.NominationWaitingPrefix), nominationPref}
 )
 
-// named is the library's name of lockName's key or channel with prefix (lock/script names them).
-func named(prefix string) string { return script.Prefixed(prefix, lockName) }
-
 // reentrantKind is NewReentrant (lock/reentrant.go, lock/nomination.go): Redisson's acquire
 // script, then the nomination line's enlist; a release nominates the first process in line.
 type reentrantKind struct{ base }
