@@ -68,7 +68,11 @@ type expiryMover interface{ onExtend(func(at time.Time)) }
 
 // attemptClock records when an acquisition last sent an attempt to take its lock: for a lease
 // that knows no better (expiresAter), its lock runs out a lease after that, by our clock.
-type attemptClock struct{ last atomic.Int64 }
+type attemptClock struct {
+	last atomic.Int64
+	// orphans are the give-backs of the attempts that got no answer (orphan.go).
+	orphans orphans
+}
 
 type attemptKey struct{}
 

@@ -537,7 +537,17 @@ func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, wa
 		return 0, true, nil
 	}
 	if err != nil {
-		return 0, false, redisErr("fair acquire "+key, err)
+		err = redisErr("fair acquire "+key, err)
+		if pickup == "1" { // an unanswered re-entry is not given back (reentrant.go)
+			orphaned(ctx, err, "fair\x00"+key+"\x00"+field, func(ctx context.Context) error {
+				// The lock, when the attempt took it; else its place in the queue.
+				if err := l.release(ctx, key, field, leaseMs, waitMs, nil); !errors.Is(err, ErrNotHeld) {
+					return err
+				}
+				return l.cancel(ctx, key, field, waitMs)
+			})
+		}
+		return 0, false, err
 	}
 	return time.Duration(n) * time.Millisecond, false, nil
 }
@@ -546,12 +556,21 @@ func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, wa
 func (l *fairLocker) giveUp(ctx context.Context, key, field string, waitMs int64) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	err := l.sub.mode.script(cctx, fairCancel).Run(cctx, l.rdb, fairChannelKeys(key),
-		field, waitMs, unlockMessage, l.lagCap).Err()
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err := l.cancel(cctx, key, field, waitMs); err != nil {
 		// The entry then expires by its deadline, as a dead waiter's does.
 		l.log.Warn("fair lock: leave the queue", "key", key, "field", field, "err", err)
 	}
+}
+
+// cancel takes field out of key's queue (Redisson's acquireFailedAsync script), the ones behind
+// moving up.
+func (l *fairLocker) cancel(ctx context.Context, key, field string, waitMs int64) error {
+	err := l.sub.mode.script(ctx, fairCancel).Run(ctx, l.rdb, fairChannelKeys(key),
+		field, waitMs, unlockMessage, l.lagCap).Err()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return redisErr("fair leave the queue "+key, err)
+	}
+	return nil
 }
 
 // held builds the lease and, unless the lease is explicit, its watchdog (renewing every lease/3

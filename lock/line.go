@@ -442,7 +442,12 @@ func (wl *waitLine) try(ctx context.Context, key, value, leaseMs string, deadlin
 	r, err := lineAcquire.Run(ctx, wl.rdb, wl.lineKeys(key), value, time.Now().UnixMilli(), wl.fencedArg(),
 		leaseMs, deadline, grantMs).Int64Slice()
 	if err != nil {
-		return false, 0, 0, redisErr("acquire "+key, err)
+		err = redisErr("acquire "+key, err)
+		orphaned(ctx, err, "line\x00"+key+"\x00"+value, func(ctx context.Context) error {
+			_, err := wl.release(ctx, nil, key, value) // out of the Redis line, the lock passed on
+			return err
+		})
+		return false, 0, 0, err
 	}
 	if len(r) != 2 {
 		return false, 0, 0, fmt.Errorf("lock: acquire %s: unexpected reply %v", key, r)

@@ -119,7 +119,16 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 	// to a server that does not answer blocks until the client's read timeout whatever the
 	// context says (go-redis's default, ContextTimeoutEnabled false), and a kind's clean-up
 	// (leaving a line, giving back a partial win) runs on a context of its own.
-	h, err := abandonAfter(actx, func() (heldLock, error) { return l.impl.Acquire(actx, key, opts) }, func(h heldLock) {
+	//
+	// An acquisition that ends without the lock gives back what its unanswered attempts may
+	// still take (orphan.go, waiting.go rule 37), also when Acquire has returned without it.
+	h, err := abandonAfter(actx, func() (heldLock, error) {
+		h, err := l.impl.Acquire(actx, key, opts)
+		if err != nil {
+			clock.orphans.giveBack(context.WithoutCancel(actx), ttl)
+		}
+		return h, err
+	}, func(h heldLock) {
 		rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
 		_ = h.Release(rctx)

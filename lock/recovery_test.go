@@ -276,3 +276,93 @@ func TestSellsAgainSoonAfterAFreeze(t *testing.T) {
 		})
 	}
 }
+
+// TestSellsAgainSoonAfterALongFreeze: the 5 s SIGSTOP of the data Redis, with the
+// service's clients (ContextTimeoutEnabled: a call whose context ends has its connection closed
+// and its answer lost). A waiter comes during the freeze and gives up before the thaw while its
+// attempt is still queued in the stopped server; at SIGCONT that attempt runs, and, the lock
+// being free, takes it for a waiter that has gone. The library gives such a lock back (it sends
+// the kind's release-if-mine after an attempt whose answer never came), so another process takes
+// the lock within a second of the thaw, in every kind (before, nobody renewed or released it:
+// it stayed for its lease).
+func TestSellsAgainSoonAfterALongFreeze(t *testing.T) {
+	t.Parallel()
+	if !locktest.Installed() {
+		t.Skip("needs a real redis-server to stop with SIGSTOP (the in-process Redis cannot be frozen with a command queued in it)")
+	}
+	for _, k := range conformanceKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			sellsAgainAfterALongFreeze(t, k)
+		})
+	}
+}
+
+func sellsAgainAfterALongFreeze(t *testing.T, k conformanceKind) {
+	n := 1
+	if k.masters {
+		n = 3
+	}
+	servers := locktest.NewN(t, n)
+	for _, s := range servers {
+		if s.Kind != locktest.KindReal {
+			t.Skip("needs a real redis-server to stop with SIGSTOP")
+		}
+	}
+	build := func() *lock.Locker {
+		var cs []redis.UniversalClient
+		for _, s := range servers {
+			c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 300 * time.Millisecond,
+				ReadTimeout: 2 * time.Second, ContextTimeoutEnabled: true})
+			t.Cleanup(func() { _ = c.Close() })
+			cs = append(cs, c)
+		}
+		l, err := k.build(cs[0], cs, k.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Close() })
+		return l
+	}
+	gone, buyer := build(), build()
+	const key = "long-freeze"
+	ctx := context.Background()
+	// Both Lockers have talked to Redis (connections, subscriptions) before the freeze.
+	for _, l := range []*lock.Locker{gone, buyer} {
+		_ = acquire(t, l, key+"-warm", lock.Options{Wait: time.Second}).Release(ctx)
+	}
+	for _, s := range servers {
+		if err := s.Pause(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frozen := time.Now()
+	thaw := func() {
+		for _, s := range servers {
+			_ = s.Resume()
+		}
+	}
+	defer thaw()
+	// The waiter's attempt goes into the stopped server; its wait ends (and Acquire returns)
+	// during the freeze, its connection closed with the attempt unanswered.
+	_, err := gone.Acquire(ctx, key, lock.Options{Wait: time.Second, Lease: 20 * time.Second})
+	if !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("the waiter during the freeze: %v, want ErrNotObtained", err)
+	}
+	if d := time.Since(frozen); d > 4*time.Second {
+		t.Fatalf("the waiter gave up %s into the freeze, not before its end", d)
+	}
+	time.Sleep(time.Until(frozen.Add(5 * time.Second)))
+	thaw()
+	thawed := time.Now()
+	le, err := buyer.Acquire(ctx, key, lock.Options{Wait: 4 * time.Second})
+	took := time.Since(thawed)
+	if err != nil {
+		t.Fatalf("%s: no sale %s after the thaw of a 5 s freeze: %v (the attempt of the waiter that gave up during the freeze took the lock at SIGCONT, and nobody gave it back)", k.name, took.Round(time.Millisecond), err)
+	}
+	defer le.Release(ctx)
+	t.Logf("%s: sold again %s after the thaw of a 5 s freeze", k.name, took.Round(time.Millisecond))
+	if took > time.Second+slack {
+		t.Fatalf("%s: sold again %s after the thaw, want within 1 s", k.name, took)
+	}
+}

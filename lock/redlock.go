@@ -148,8 +148,14 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 	}
 	// One Mutex per acquisition: it keeps the value and validity of this acquisition, so it is
 	// never shared (redsync's Mutex is not safe to reuse across holders).
+	var value string // the last attempt's
+	newValue := func() (string, error) {
+		v, err := l.newValue()
+		value = v
+		return v, err
+	}
 	m := l.rs.NewMutex(key, redsync.WithExpiry(ttl), redsync.WithTimeoutFactor(nodeTimeout(ttl).Seconds()/ttl.Seconds()),
-		redsync.WithDriftFactor(l.drift), redsync.WithGenValueFunc(l.newValue))
+		redsync.WithDriftFactor(l.drift), redsync.WithGenValueFunc(newValue))
 	attempts := 0
 	var last error
 	var token int64
@@ -161,6 +167,11 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 		}
 		attempts++
 		last = m.TryLockContext(context.WithoutCancel(ctx))
+		if last != nil && noAnswer(last) {
+			v := value
+			orphaned(ctx, fmt.Errorf("%w: %w", ErrUnavailable, last), "redlock\x00"+key+"\x00"+v,
+				func(ctx context.Context) error { return l.unlockValue(ctx, key, v) })
+		}
 		if last != nil {
 			// Held in this process: its release rings at once, so wait for it (or its validity).
 			// Else the holder's TTL is unknown: poll, unless a release rings.
@@ -261,6 +272,32 @@ func (l *redlockLocker) giveBack(ctx context.Context, m *redsync.Mutex, key, why
 		l.log.Warn("redlock: "+why, "key", key, "err", err)
 	}
 	l.released(key)
+}
+
+// noAnswer reports whether a master did not answer an attempt (a timeout, a broken connection),
+// not a reply such as a lock taken.
+func noAnswer(err error) bool {
+	found := false
+	walkErrors(err, func(e error) {
+		var node *redsync.RedisError
+		if errors.As(e, &node) && retryable(redisErr("", node.Err)) {
+			found = true
+		}
+	})
+	return found
+}
+
+// unlockValue deletes key on every master where it carries value (an unanswered attempt's: its
+// give-back, orphan.go): ErrUnavailable while a master that could hold it did not answer.
+func (l *redlockLocker) unlockValue(ctx context.Context, key, value string) error {
+	ok, err := l.rs.NewMutex(key, redsync.WithValue(value)).UnlockContext(ctx)
+	if ok || !noAnswer(err) {
+		if ok {
+			l.released(key)
+		}
+		return nil
+	}
+	return fmt.Errorf("lock: redlock give back %s: %w: %w", key, ErrUnavailable, err)
 }
 
 // heldHere reports whether a lease of this process holds key, and until when at the latest

@@ -137,12 +137,18 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 		token int64
 	)
 	deadline := time.Now().Add(opts.Wait)
+	// An unanswered re-entry may or may not have counted a hold in Redis: it is not given back
+	// (orphan.go), as that could end the owner's other hold.
+	reentry := l.holding(key, field)
 	// inLine: a waiter queues its process in the nomination line across processes (nomination.go).
 	inLine := l.nom != nil && opts.Wait > 0
 	err := l.queue.obtain(ctx, key, opts.Wait, lease, l.holding(key, field), func(ctx context.Context) (bool, time.Duration, error) {
 		sent = time.Now()
 		held, ttl, tok, err := l.try(ctx, key, field, leaseMs)
 		token = tok
+		if !reentry {
+			l.orphaned(ctx, err, key, field, leaseMs)
+		}
 		if err == nil && !held && inLine {
 			// So a release may nominate this process.
 			free, qerr := l.nom.enlist(ctx, key, deadline)
@@ -167,6 +173,14 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 	le := l.held(ctx, key, field, lease, watch, sent)
 	le.token = token
 	return le, nil
+}
+
+// orphaned records the give-back of an attempt for field that got no answer (orphan.go): the
+// release script, which decrements only field's own hold.
+func (l *reentrantLocker) orphaned(ctx context.Context, err error, key, field string, leaseMs int64) {
+	orphaned(ctx, err, fmt.Sprintf("%p\x00%s\x00%s", l, key, field), func(ctx context.Context) error {
+		return (&reentrantLease{l: l, key: key, field: field, leaseMs: leaseMs}).release(ctx, nil)
+	})
 }
 
 // holding reports whether this process holds key for field (a nested acquisition).

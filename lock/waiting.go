@@ -253,6 +253,20 @@ import "time"
 //     so no Redisson client takes part in it (a Java RFencedLock on the same name gets
 //     WRONGTYPE while the lock is held here; fenced-rfenced is the layout to share). lua, fenced.
 //     Not checked by a test.
+//
+// # An attempt without an answer (orphan.go)
+//
+//  37. An attempt that got no answer may still run: a client that ends a blocked call when its
+//     context ends (ContextTimeoutEnabled) closes the connection and loses the answer, not the
+//     command, which a frozen Redis runs at its thaw, taking a free lock (or a place in a line)
+//     for a waiter that has gone. An acquisition that ends without the lock therefore sends, in
+//     the background, the kind's release-if-mine for each of its attempts that got no answer
+//     (the value's or the owner's release script, which never frees another's lock; fair also
+//     leaves the queue; redlock deletes its value on every master), again every releaseRetry
+//     while Redis does not answer, for a lease at most, and once more after the first answer,
+//     so the order in which the thaw runs the two does not matter. Once, in Locker.Acquire, for
+//     every kind; an unanswered re-entry of an owner that holds the lock is not given back. All
+//     kinds. Checked by TestSellsAgainSoonAfterALongFreeze/<kind>.
 const (
 	// unsubscribedPoll is how often a head retries while its process's grant subscription is
 	// not confirmed yet (it does not queue meanwhile).

@@ -1,0 +1,75 @@
+// An attempt whose answer never came (waiting.go rule 37): what it may still take is given back.
+
+package lock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// orphans are the release-if-mine commands of one acquisition's attempts that got no answer.
+// Such an attempt may still run: a client that ends a blocked call when its context ends
+// (go-redis's ContextTimeoutEnabled, as the service's clients) closes the connection and loses
+// the answer, not the command, which a frozen Redis runs at its thaw. With nobody waiting for
+// it, a lock it takes would stay for its lease, renewed and released by nobody.
+type orphans struct {
+	mu   sync.Mutex
+	byID map[string]func(context.Context) error
+}
+
+// orphaned records, after an attempt of the acquisition running under ctx that failed with err,
+// the kind's release-if-mine for what that attempt may still take (id names it, so an attempt
+// made again records it once), when err says the answer never came. giveBack checks the value or
+// owner in Redis, so it never frees another's lock; it answers ErrNotHeld (or nil) when there
+// was nothing of its own, and an error retryable says when it got no answer.
+func orphaned(ctx context.Context, err error, id string, giveBack func(context.Context) error) {
+	if err == nil || !retryable(err) {
+		return
+	}
+	c, ok := ctx.Value(attemptKey{}).(*attemptClock)
+	if !ok {
+		return
+	}
+	c.orphans.mu.Lock()
+	defer c.orphans.mu.Unlock()
+	if c.orphans.byID == nil {
+		c.orphans.byID = map[string]func(context.Context) error{}
+	}
+	c.orphans.byID[id] = giveBack
+}
+
+// giveBack sends, in the background, the release-if-mine of every attempt of an acquisition that
+// ended without the lock and got no answer, the one policy for every kind: like a Release without
+// an answer (Lease.settle) it is sent again every releaseRetry until Redis answers, for a lease
+// at most (a lock taken then has expired anyway). Then it is sent once more: the first answer
+// proves Redis has run what was queued before it, the orphaned attempt included (at a thaw,
+// Redis reads every waiting connection before it answers any), so whatever order the thaw ran
+// them in, the second finds what the attempt took. A closed client ends it.
+func (o *orphans) giveBack(ctx context.Context, lease time.Duration) {
+	o.mu.Lock()
+	fs := o.byID
+	o.byID = nil
+	o.mu.Unlock()
+	giveUp := time.Now().Add(lease)
+	for _, f := range fs {
+		go func() {
+			for answers := 0; answers < 2; {
+				rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+				err := f(rctx)
+				cancel()
+				switch {
+				case errors.Is(err, redis.ErrClosed):
+					return
+				case err == nil || !retryable(err):
+					answers++
+				case !time.Now().Add(releaseRetry).Before(giveUp) || !sleep(ctx, releaseRetry):
+					return
+				}
+			}
+		}()
+	}
+}
