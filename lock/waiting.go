@@ -161,8 +161,10 @@ import "time"
 //     queue each process with waiters says it is alive every aliveEvery, for aliveFor; the
 //     heartbeat of any live process drops the waiters of one that stopped saying so from the
 //     head at once (not one thread wait after another) and rings its own first waiter. The
-//     other kinds hold it by rules 17, 19 and 26. lua, fenced, reentrant, fair, fenced-rfenced.
-//     Checked by TestRecoversFromACrashedProcess/<kind>.
+//     other kinds hold it by rules 17, 19 and 26; multilock's and redlock's waiters queue only in
+//     their own process (rule 3), so a dead process's hold nobody up. All kinds.
+//     Checked by TestRecoversFromACrashedProcess/<kind>, which also bounds, with a dead holder,
+//     the time from the lock's expiry to its next holder by the kind's relook bound.
 //  23. What a crash leaves in Redis expires: the keys of the Redis lines live until their last
 //     waiter's deadline (the fair queue's, without a thread wait, a quarter of the wait longer,
 //     at most a second), so a crash of everyone leaves nothing behind for longer (the fenced
