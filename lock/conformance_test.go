@@ -114,6 +114,10 @@ var clauses = []clause{
 	{"8", "lost", clauseLost},
 	{"9", "wake-without-polling", clauseWake},
 	{"10", "options", clauseOptions},
+	{"11", "crashed-holder", clauseCrashedHolder},
+	{"12", "crashed-waiters", clauseCrashedWaiters},
+	{"13", "no-lost-wake-up", clauseNoLostWakeUp},
+	{"14", "restart", clauseRestart},
 }
 
 func TestConformance(t *testing.T) {
@@ -895,5 +899,131 @@ func (p *proxy) close() {
 	defer p.mu.Unlock()
 	for _, c := range p.conns {
 		_ = c.Close()
+	}
+}
+
+// The liveness clauses (11-14) build servers of their own: a proxy per server to kill a process,
+// servers to restart. On a Redis Cluster they are not run (TestConformance runs them on one
+// server, or three masters).
+func ownServers(t *testing.T, k conformanceKind) {
+	t.Helper()
+	if k.cluster {
+		t.Skip("a liveness clause kills a process behind proxies of its own or restarts its servers: run by TestConformance, not on the cluster")
+	}
+}
+
+// clauseCrashedHolder (11): a holder whose process dies (kill -9: its connections cut) while
+// another process waits: the waiter gets the lock within max(lease, wait) + 1 s of the crash,
+// whatever the dead process had queued (five waiters here, each waiting 3 s).
+func clauseCrashedHolder(t *testing.T, k conformanceKind) {
+	ownServers(t, k)
+	const lease, wait = time.Second, 3 * time.Second
+	c := crashProcess(t, k, true, lease, wait)
+	if bound := max(lease, wait) + time.Second; c.took > bound+slack {
+		t.Fatalf("%s: the lock of a crashed holder was taken %s after the crash, want within max(lease, wait) + 1 s = %s", k.name, c.took, bound)
+	}
+}
+
+// clauseCrashedWaiters (12): a process that dies with five waiters queued (each waiting 10 s)
+// holds nobody up beyond a second: the holder, elsewhere, releases, and the waiter behind the dead
+// ones gets the lock within 1 s.
+func clauseCrashedWaiters(t *testing.T, k conformanceKind) {
+	ownServers(t, k)
+	c := crashProcess(t, k, false, time.Second, 10*time.Second)
+	if c.took > time.Second+slack {
+		t.Fatalf("%s: the waiter behind a crashed process's waiters got the lock %s after the release, want within 1 s", k.name, c.took)
+	}
+}
+
+// clauseNoLostWakeUp (13): a lock nobody releases (its holder is alive but lets its explicit
+// lease run out) is taken by a waiter of another process within the kind's relook bound of its
+// expiry (relookBound): no release wakes the waiter, its own fallback must.
+func clauseNoLostWakeUp(t *testing.T, k conformanceKind) {
+	ownServers(t, k)
+	const lease = 700 * time.Millisecond
+	r := newRig(t, k)
+	a, b := r.locker(), r.locker()
+	held := acquire(t, a, "relook", lock.Options{Lease: lease, ExplicitLease: true})
+	defer held.Release(context.Background())
+	got := make(chan time.Time, 1)
+	go func() {
+		le, err := b.Acquire(context.Background(), "relook", lock.Options{Wait: 5 * time.Second})
+		got <- time.Now()
+		if err != nil {
+			t.Errorf("waiter: %v", err)
+			return
+		}
+		_ = le.Release(context.Background())
+	}()
+	time.Sleep(100 * time.Millisecond) // the waiter sleeps on its fallback
+	var direct []redis.UniversalClient
+	for _, c := range r.direct() {
+		direct = append(direct, c)
+	}
+	free := time.Now().Add(freeAfter(t, k, direct, "relook"))
+	lag := (<-got).Sub(free)
+	t.Logf("%s: taken %s after the lock expired", k.name, lag.Round(time.Millisecond))
+	if relook := relookBound(k, lease); lag > relook+slack {
+		t.Fatalf("%s: a lock that expired unreleased was taken %s after its expiry, want within %s (a lost wake-up)", k.name, lag, relook)
+	}
+}
+
+// clauseRestart (14): a waiter sleeps behind a holder in another process (its fallback is the
+// holder's 30 s TTL, and the release would wake it); every server restarts empty, so the lock is
+// gone and no release will ever come: the waiter acquires within 1 s of the restart, woken when
+// its subscription comes back (waiting.go rule 11), long before its wait or the holder's lease.
+func clauseRestart(t *testing.T, k conformanceKind) {
+	ownServers(t, k)
+	r := newRig(t, k)
+	// Clients of their own on the servers, not through the rig's proxies: a proxy accepts a
+	// connection while its server is down and then drops it, which a client cannot tell from a
+	// broken connection (a real stopped server refuses it).
+	locker := func() *lock.Locker {
+		var cs []redis.UniversalClient
+		for _, c := range r.direct() {
+			cs = append(cs, c)
+		}
+		l, err := k.build(cs[0], cs, k.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Close() })
+		return l
+	}
+	a, b := locker(), locker()
+	const key = "restart"
+	_ = acquire(t, a, key, lock.Options{Lease: 30 * time.Second})
+	const wait = 20 * time.Second
+	got := make(chan error, 1)
+	go func() {
+		le, err := b.Acquire(context.Background(), key, lock.Options{Wait: wait, Lease: 30 * time.Second})
+		if err == nil {
+			err = le.Release(context.Background())
+		}
+		got <- err
+	}()
+	time.Sleep(500 * time.Millisecond) // the waiter has tried, subscribed and gone to sleep
+	for _, s := range r.servers {
+		s.Stop()
+	}
+	time.Sleep(300 * time.Millisecond)
+	for _, s := range r.servers {
+		if err := s.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restarted := time.Now()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("%s: the waiter after the restart: %v", k.name, err)
+		}
+		took := time.Since(restarted)
+		t.Logf("%s: the waiter got the lock %s after the restart (wait %s, holder's lease 30s)", k.name, took.Round(time.Millisecond), wait)
+		if took > time.Second+slack {
+			t.Fatalf("%s: the waiter got the lock %s after the restart, want within 1 s", k.name, took)
+		}
+	case <-time.After(wait / 2):
+		t.Fatalf("%s: the waiter still waits %s after it started, behind a holder the restarted Redis no longer knows", k.name, wait/2)
 	}
 }

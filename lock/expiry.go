@@ -8,7 +8,7 @@ import (
 )
 
 // expiry closes lost when a lease that nothing renews runs out by this process's clock: the
-// Lost channel of NewLua's leases and of explicit leases (Guarantees, clause 9).
+// Lost channel of NewLua's leases and of explicit leases (Guarantees, clause 8).
 type expiry struct {
 	lost chan struct{}
 

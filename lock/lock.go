@@ -85,7 +85,7 @@ type Locker struct {
 }
 
 // answerGrace is how long past its wait an acquisition may take when a server does not answer
-// (Guarantees, clause 7), and abandonGrace how long a goroutine of the kind is given to return on
+// (Guarantees, clause 6), and abandonGrace how long a goroutine of the kind is given to return on
 // its own once the acquisition's context has ended, before Acquire returns without it.
 const (
 	answerGrace  = 350 * time.Millisecond

@@ -53,7 +53,9 @@ import "time"
 //     looks again when the PTTL it read runs out and takes it, the others find it taken; in the
 //     fair queue the first waiter looks again at its estimated turn, rule 29). All kinds.
 //     Checked by TestHandoffExpiredLockPassesOn/<mode>, TestRecoversFromACrashedProcess/<kind>-holder,
-//     TestHandoffWaitEnds/<mode> and TestConformance/<kind>/5-cancel-mid-wait.
+//     TestConformance/<kind>/11-crashed-holder and 13-no-lost-wake-up (taken within the kind's
+//     relook bound of the expiry), TestHandoffWaitEnds/<mode> and
+//     TestConformance/<kind>/5-cancel-mid-wait.
 //  7. A head that won leaves a hint for the next: the lock is held in this process until at most
 //     now + lease, and its release will ring, so the next head need not try before that ring or
 //     that time. The hint is used only where the ring is sure to come (the kind rings its own
@@ -87,7 +89,7 @@ import "time"
 //  11. A subscription that breaks and comes back rings every head of the Locker (releases, and
 //     grants, published meanwhile went unheard, and a restarted Redis has lost its lines too), so
 //     they look again at once rather than at their next timer. All kinds.
-//     Checked by TestWaiterRecoversWhenRedisRestarts/<kind> (lua, fenced, reentrant, fair).
+//     Checked by TestConformance/<kind>/14-restart.
 //  12. Sharded pub/sub (WithShardedPubSub, or a Redis 7 cluster): a channel is subscribed with
 //     SSUBSCRIBE on the node that serves its slot; when the slot moves, the channel is subscribed
 //     again on its new owner and its listeners are rung once that is confirmed. The grant channel
@@ -163,8 +165,9 @@ import "time"
 //     head at once (not one thread wait after another) and rings its own first waiter. The
 //     other kinds hold it by rules 17, 19 and 26; multilock's and redlock's waiters queue only in
 //     their own process (rule 3), so a dead process's hold nobody up. All kinds.
-//     Checked by TestRecoversFromACrashedProcess/<kind>, which also bounds, with a dead holder,
-//     the time from the lock's expiry to its next holder by the kind's relook bound.
+//     Checked by TestRecoversFromACrashedProcess/<kind> (with a dead holder, it also bounds the
+//     time from the lock's expiry to its next holder by the kind's relook bound) and
+//     TestConformance/<kind>/12-crashed-waiters.
 //  23. What a crash leaves in Redis expires: the keys of the Redis lines live until their last
 //     waiter's deadline (the fair queue's, without a thread wait, a quarter of the wait longer,
 //     at most a second), so a crash of everyone leaves nothing behind for longer (the fenced
