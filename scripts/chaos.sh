@@ -15,8 +15,8 @@
 #                lease + drift (the Redlock page's delayed restart): still no overlap
 #   3 multilock  kill -9 one master: only 503s, nothing sold, no lock key left on the others;
 #                selling resumes by itself once it is back
-#   4 reentrant  SIGSTOP the data Redis: only 503s while it is stopped, no partial sale; selling
-#                resumes after SIGCONT without restarting the service
+#   4 every safe mode  SIGSTOP the data Redis for 5 s: only 503s while it is stopped, no partial
+#                sale; selling resumes within FREEZE_BOUND (1 s) of SIGCONT without restarting the service
 #   5 fenced     SIGSTOP the instance holding the lock past its lease while the others sell, then
 #                SIGCONT: its write carries an old token and is rejected and counted
 #   6 redlock    slow network (tc netem in a network namespace): SKIPPED with the reason when
@@ -26,9 +26,13 @@
 #                first good sale comes within RECOVERY_BOUND (1 s) of the restock in every mode, and the audit
 #                of the restocked stock holds. Run it with the default lease and wait, where a lock
 #                left behind would cost 30 s: CASES=7 LOCK_LEASE=30s LOCK_WAIT=5s scripts/chaos.sh
+#   8 every safe mode  kill -9 one of two selling instances: while it holds the lock, the survivor
+#                sells again within max(lease, wait) + 1 s; while it has sales queued behind the
+#                survivor's hold, within 1 s of the lock being free (atomic: of the kill)
 # One summary line per case at the end; exit status 1 when any case failed.
 #
-# Environment (defaults in brackets): CASES ["1 2 3 4 5 6"]  LOCK_LEASE [3s]  LOCK_WAIT [2s]
+# Environment (defaults in brackets): CASES ["1 2 3 4 5 6 8"]  LOCK_LEASE [3s]  LOCK_WAIT [2s]
+#   FREEZE_MODES [the 8 safe modes] and FREEZE_BOUND [1] s (case 4), KILL_MODES [the 8 safe modes] (case 8)
 #   RECOVERY_MODES ["lua fair fenced reentrant"] and RECOVERY_BOUND [1] s (case 7)
 #   CONCURRENCY [20] hey clients  STOCK [1000000] (never sold out)  KEEP_RUN_DIR [0] (1 keeps logs)
 #   SECKILL_BIN (a prebuilt binary; else cluster.sh builds one)
@@ -41,7 +45,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=scripts/testbed.sh
 source "$ROOT/scripts/testbed.sh"
 
-CASES="${CASES:-1 2 3 4 5 6}"
+CASES="${CASES:-1 2 3 4 5 6 8}"
 export LOCK_LEASE="${LOCK_LEASE:-3s}" LOCK_WAIT="${LOCK_WAIT:-2s}"
 CONCURRENCY="${CONCURRENCY:-20}"
 STOCK="${STOCK:-1000000}"
@@ -53,7 +57,11 @@ case "${1:-}" in -h | --help)
 	;;
 esac
 need_whole CONCURRENCY STOCK
-for c in $CASES; do [[ "$c" =~ ^[1-7]$ ]] || die "CASES has $c; cases are 1..7"; done
+for c in $CASES; do [[ "$c" =~ ^[1-8]$ ]] || die "CASES has $c; cases are 1..8"; done
+SAFE_MODES="lua fenced reentrant fair multilock redlock redlock-fenced atomic"
+FREEZE_MODES="${FREEZE_MODES:-$SAFE_MODES}"
+FREEZE_BOUND="${FREEZE_BOUND:-1}"
+KILL_MODES="${KILL_MODES:-$SAFE_MODES}"
 RECOVERY_MODES="${RECOVERY_MODES:-lua fair fenced reentrant}"
 RECOVERY_BOUND="${RECOVERY_BOUND:-1}"
 # ms DURATION: a Go-style duration of whole s or ms, in ms.
@@ -361,67 +369,74 @@ case3() {
 
 # ---- case 4 ----------------------------------------------------------------------------------
 case4() {
-	case_begin 4 "reentrant: SIGSTOP the data Redis during load, then SIGCONT"
-	local victim=redis-data f="$RUN_DIR/case4.csv" pid t_stop t_cont all during first p pids_before pids_after
-	local sample_file="$RUN_DIR/case4-sample.txt" ok200 lock_after bound
-	# Why SIGSTOP: a killed data Redis comes back from its append-only file (appendfsync everysec),
-	# without the last second of writes, so the audit could no longer compare orders with
-	# decrements (case 7 is the restart, audited from a restock). SIGSTOP makes it unavailable in
-	# the nastiest way (connections are accepted by
-	# the kernel, nothing answers, clients time out) and loses nothing. A command already sent
-	# still runs after SIGCONT, so a sale whose client gave up may be recorded after all: the
-	# audit counts orders, so orders == decrements must hold anyway; such sales show as
-	# sold > 200 answers.
-	obs "fault" "SIGSTOP, not a restart: a restart replays the append-only file without its last second of writes and voids the audit; a stopped Redis keeps it"
+	case_begin 4 "every safe mode: SIGSTOP the data Redis 5 s during load, then SIGCONT"
+	local m
+	CASE4_FIGURES=()
+	# Why SIGSTOP: this case is the freeze, the nastiest way to be unavailable (connections are
+	# accepted by the kernel, nothing answers, clients time out), and it loses nothing, so the
+	# audit covers the whole load (a killed data Redis replays its append-only file; case 7 kills
+	# it and removes the file, and audits from a restock). A command already sent still runs after SIGCONT, so a sale whose client
+	# gave up may be recorded after all: the audit counts orders, so orders == decrements must
+	# hold anyway; such sales show as sold > 200 answers. An acquire queued in the stopped Redis
+	# for a buyer that gave up also runs at SIGCONT: the library gives back what it takes
+	# (lock/waiting.go rule 37), so selling resumes within 1 s, not a lease later.
+	obs "fault" "SIGSTOP for 5 s in each mode: connections accepted, nothing answers, nothing lost (case 7 is the restart)"
+	for m in $FREEZE_MODES; do
+		case4_mode "$m"
+	done
+	case_end "first 200 after SIGCONT (bound ${FREEZE_BOUND} s): ${CASE4_FIGURES[*]}"
+}
+
+# case4_mode MODE: one mode's freeze; adds "MODE Ns" to CASE4_FIGURES.
+CASE4_FIGURES=()
+case4_mode() {
+	local m="$1" victim=redis-data f="$RUN_DIR/case4-$1.csv" pid t_stop t_cont all during first p pids_before pids_after
+	local sample_file="$RUN_DIR/case4-$1-sample.txt" ok200 lock_after
 	reset_stock "$URL" "$STOCK" || {
-		fail "reset failed"
-		case_end -
+		fail "$m: reset failed"
 		return
 	}
 	pids_before="$(for p in seckill-1 seckill-2 seckill-3; do tb_pid "$p" || echo -; done | paste -sd' ')"
-	tb_load_start "$f" "lock=reentrant" "$CONCURRENCY" 11 15
-	tb_sleep_until 2
+	tb_load_start "$f" "lock=$m" "$CONCURRENCY" 9 15
+	tb_sleep_until 1.5
 	pid="$(tb_pid "$victim")" || die "$victim is not running"
 	kill -STOP "$pid"
 	t_stop="$(tb_at)"
-	obs "SIGSTOP" "$victim (pid $pid) at t=${t_stop}s"
 	sleep 0.2
-	curl -s --max-time 10 -X POST -w ' HTTP %{http_code} in %{time_total}s' "$URL/inventory/sale?lock=reentrant" >"$sample_file" 2>/dev/null &
+	curl -s --max-time 10 -X POST -w ' HTTP %{http_code} in %{time_total}s' "$URL/inventory/sale?lock=$m" >"$sample_file" 2>/dev/null &
 	local sample_pid=$!
 	tb_sleep_until "$(awk -v a="$t_stop" 'BEGIN { printf "%.3f", a + 5 }')"
 	kill -CONT "$pid"
 	t_cont="$(tb_at)"
-	obs "SIGCONT" "at t=${t_cont}s (stopped $(awk -v a="$t_cont" -v b="$t_stop" 'BEGIN { printf "%.2f", a - b }') s)"
 	sleep 0.2
-	lock_after="$(lock_state "$(tb_port seckill-1)" reentrant)"
-	obs "lock 0.2 s after CONT" "${lock_after:-free}${lock_after:+ ms left (an acquire queued in the stopped Redis ran at SIGCONT for a client that had given up: nobody renews or releases it, it expires one lease later)}"
+	lock_after="$(lock_state "$(tb_port seckill-1)" "$m")"
 	wait "$sample_pid" || true
-	tb_load_wait "$f" || fail "hey failed"
-	obs "a sale while stopped" "$(sed 's/ HTTP.*//' "$sample_file" | jq -r '.error // .message' 2>/dev/null | cut -c1-150) $(grep -o 'HTTP.*' "$sample_file" || true)"
+	tb_load_wait "$f" || fail "$m: hey failed"
 	all="$(tb_answers "$f")"
-	during="$(tb_answers "$f" "$t_stop" "$t_cont")"
+	# The answers that came while it was stopped, whenever their requests started: 0.5 s in (a
+	# sale answered just before SIGSTOP), until 0.3 s before SIGCONT (hey's clock starts after
+	# TB_LOAD_T0, later on a busy machine, so its times read early: a sale of the first
+	# milliseconds after SIGCONT must not count as sold while stopped).
+	during="$(tb_answers "$f" "$(awk -v a="$t_stop" 'BEGIN { printf "%.3f", a + 0.5 }')" "$(awk -v a="$t_cont" 'BEGIN { printf "%.3f", a - 0.3 }')" end)"
 	first="$(tb_first_after "$f" "$t_cont" 200)"
 	pids_after="$(for p in seckill-1 seckill-2 seckill-3; do tb_pid "$p" || echo -; done | paste -sd' ')"
-	obs "answers" "$all"
-	obs "while stopped" "$during (started and ended in the outage)"
-	obs "first 200 after CONT" "${first:-never} s; instances' pids before $pids_before, after $pids_after"
-	[[ -n "$(tb_others "$all" 200 503)" ]] && fail "answers other than 200/503 (no 500, no partial sale): $(tb_others "$all" 200 503)"
-	[[ -n "$(tb_others "$during" 503)" ]] && fail "answers other than 503 while stopped: $(tb_others "$during" 503)"
-	(($(tb_count "$during" 503) > 0)) || fail "no request was answered while the data Redis was stopped"
-	# Selling resumes at the latest when a lock orphaned by a queued acquire has expired.
-	bound="$(awk -v l="$LEASE_S" 'BEGIN { printf "%.3f", l + 2 }')"
+	obs "$m" "SIGSTOP at t=${t_stop}s, SIGCONT at t=${t_cont}s; lock 0.2 s after: ${lock_after:-free}; first 200 ${first:-never} s after SIGCONT; answers $all; answered while stopped $during"
+	obs "$m: a sale while stopped" "$(sed 's/ HTTP.*//' "$sample_file" | jq -r '.error // .message' 2>/dev/null | cut -c1-150) $(grep -o 'HTTP.*' "$sample_file" || true)"
+	[[ -n "$(tb_others "$all" 200 503)" ]] && fail "$m: answers other than 200/503 (no 500, no partial sale): $(tb_others "$all" 200 503)"
+	[[ -n "$(tb_others "$during" 503)" ]] && fail "$m: answers other than 503 while stopped: $(tb_others "$during" 503)"
+	(($(tb_count "$during" 503) > 0)) || fail "$m: no request was answered while the data Redis was stopped"
 	if [[ -z "$first" ]]; then
-		fail "selling did not resume after SIGCONT"
-	elif ! num_lt "$first" "$bound"; then
-		fail "selling resumed only $first s after SIGCONT (more than lease + 2 s = $bound s)"
+		fail "$m: selling did not resume after SIGCONT"
+	elif ! num_lt "$first" "$FREEZE_BOUND"; then
+		fail "$m: selling resumed only $first s after SIGCONT (bound $FREEZE_BOUND s)"
 	fi
-	[[ "$pids_before" == "$pids_after" ]] || fail "an instance was restarted ($pids_before -> $pids_after)"
+	[[ "$pids_before" == "$pids_after" ]] || fail "$m: an instance was restarted ($pids_before -> $pids_after)"
 	ok200="$(tb_count "$all" 200)"
 	audit ge "$ok200"
 	if [[ "$A_SOLD" =~ ^[0-9]+$ ]] && ((A_SOLD > ok200)); then
-		obs "answer lost" "$((A_SOLD - ok200)) sale(s) committed by a command queued in the stopped Redis after their client had timed out (503): recorded, consistent"
+		obs "$m: answer lost" "$((A_SOLD - ok200)) sale(s) committed by a command queued in the stopped Redis after their client had timed out (503): recorded, consistent"
 	fi
-	case_end "while stopped: $during; first 200 ${first:-never} s after SIGCONT, no restart; sold $A_SOLD ($ok200 answered 200), lost $A_LOST, oversold $A_OVER"
+	CASE4_FIGURES+=("$m ${first:-never}s")
 }
 
 # ---- case 5 ----------------------------------------------------------------------------------
@@ -582,6 +597,97 @@ case7() {
 		figures+=("$m ${first}s")
 	done
 	case_end "first good sale after the restock: ${figures[*]} (bound ${RECOVERY_BOUND} s, lease $LOCK_LEASE, wait $LOCK_WAIT)"
+}
+
+# ---- case 8 ----------------------------------------------------------------------------------
+# lock_held PORT: whether some server (the data Redis, a master) has a lock key of the default SKU
+# held (a holder or a value, with a TTL), read through the instance on PORT (GET /locks).
+lock_held() {
+	curl -sf --max-time 2 "http://127.0.0.1:$1/locks" | jq -e '
+		[.servers[] | (.keys // [])[] | select((.pttlMs // -1) > 0 and (((.holders // []) | length) > 0 or (.value // "") != ""))] | length > 0' >/dev/null 2>&1
+}
+
+# case8: kill -9 one of two selling instances (seckill-3 gets no traffic), in every safe mode:
+# once while it holds the lock (a long sale of its own), once while the survivor holds it and
+# the victim has sales queued behind. The survivor sells again within max(lease, wait) + 1 s of
+# the kill when the dead one held the lock, within 1 s of the lock being free (the kill, or the
+# survivor's release after it) when it did not, whatever the dead one had queued. atomic has no
+# lock: only the second applies (the survivor sells on within 1 s of the kill).
+case8() {
+	case_begin 8 "every safe mode: kill -9 one of two instances, holding the lock or not"
+	local m
+	CASE8_FIGURES=()
+	for m in $KILL_MODES; do
+		[[ "$m" == atomic ]] || case8_kill "$m" holder
+		case8_kill "$m" waiter
+	done
+	case_end "first 200 on the survivor after the kill: ${CASE8_FIGURES[*]} (bounds: holder max(lease, wait) + 1 s, else 1 s)"
+}
+
+CASE8_FIGURES=()
+# case8_kill MODE holder|waiter
+case8_kill() {
+	local m="$1" how="$2" victim=seckill-2 vport sport f="$RUN_DIR/case8-$1-$2.csv" pid t_kill t_free first bound
+	local long_pid long_code i all free_s
+	vport="$(tb_port "$victim")" sport="$(tb_port seckill-1)"
+	reset_stock "$URL" "$STOCK" || {
+		fail "$m $how: reset failed"
+		return
+	}
+	if [[ "$how" == holder ]]; then
+		# The victim's long sale holds the lock alone; the survivor's buyers wait behind it.
+		curl -s -o /dev/null --max-time 60 -X POST "http://127.0.0.1:$vport/inventory/sale?lock=$m&workMs=8000" >/dev/null 2>&1 &
+		long_pid=$!
+		for ((i = 0; i < 60; i++)); do
+			lock_held "$sport" && break
+			sleep 0.05
+		done
+		((i < 60)) || fail "$m holder: the victim's long sale never held the lock"
+		URL="http://127.0.0.1:$sport" tb_load_start "$f" "lock=$m" "$CONCURRENCY" "$(((LEASE_MS > WAIT_MS ? LEASE_MS : WAIT_MS) / 1000 + 5))" 10
+		tb_sleep_until 0.5
+		bound="$(awk -v l="$LEASE_S" -v w="$WAIT_S" 'BEGIN { printf "%.3f", (l > w ? l : w) + 1 }')"
+	else
+		# The survivor's long sale holds the lock; the victim's buyers queue behind it.
+		curl -s -o "$RUN_DIR/case8-long.code" -w '%{http_code}' --max-time 60 -X POST "http://127.0.0.1:$sport/inventory/sale?lock=$m&workMs=1500" >/dev/null 2>&1 &
+		long_pid=$!
+		if [[ "$m" != atomic ]]; then
+			for ((i = 0; i < 60; i++)); do
+				lock_held "$sport" && break
+				sleep 0.05
+			done
+			((i < 60)) || fail "$m waiter: the survivor's long sale never held the lock"
+		fi
+		URL="http://127.0.0.1:$vport" tb_load_start "$RUN_DIR/case8-$m-victim.csv" "lock=$m" 5 3 10
+		local victim_load=$TB_LOAD_PID
+		URL="http://127.0.0.1:$sport" tb_load_start "$f" "lock=$m" "$CONCURRENCY" 5 10
+		tb_sleep_until 0.5
+		bound=1
+	fi
+	pid="$(tb_pid "$victim")" || die "$victim is not running"
+	kill -KILL "$pid"
+	t_kill="$(tb_at)"
+	t_free="$t_kill"
+	if [[ "$how" == waiter ]]; then
+		wait "$long_pid" || true # the survivor's long sale ends: the lock is free from here
+		t_free="$(tb_at)"
+		num_lt "$t_free" "$t_kill" && t_free="$t_kill"
+		wait "$victim_load" 2>/dev/null || true
+	fi
+	tb_load_wait "$f" || fail "$m $how: hey failed"
+	[[ "$how" == waiter ]] || wait "$long_pid" || true
+	all="$(tb_answers "$f")"
+	first="$(tb_first_after "$f" "$t_free" 200)"
+	free_s="$(awk -v a="$t_free" -v b="$t_kill" 'BEGIN { printf "%.2f", a - b }')"
+	obs "$m $how" "kill -9 $victim at t=${t_kill}s (lock free ${free_s} s later); survivor's first 200 ${first:-never} s after (bound $bound s); survivor answers $all"
+	[[ -n "$(tb_others "$all" 200 503)" ]] && fail "$m $how: survivor answers other than 200/503: $(tb_others "$all" 200 503)"
+	if [[ -z "$first" ]]; then
+		fail "$m $how: the survivor sold nothing after the kill"
+	elif ! num_lt "$first" "$bound"; then
+		fail "$m $how: the survivor sold again $first s after the lock was free (bound $bound s)"
+	fi
+	audit
+	tb_up_part "$victim" || fail "$victim did not start again"
+	CASE8_FIGURES+=("$m/$how ${first:-never}s")
 }
 
 # ---- main ------------------------------------------------------------------------------------
