@@ -37,10 +37,7 @@ func newLua(d settings) (locker, error) {
 func (l *luaLocker) Name() string { return "lua" }
 
 func (l *luaLocker) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
-	lease := opts.Lease
-	if lease <= 0 {
-		lease = l.lease
-	}
+	lease := leaseOrDefault(opts, l.lease)
 	value := l.line.newValue()
 	hold, err := l.line.acquire(ctx, key, value, lease, opts.Wait)
 	if err != nil {
