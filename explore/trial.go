@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"slices"
 	"sync"
@@ -114,7 +113,7 @@ func (r *Rig) Run(ctx context.Context, mode modes.Mode, s Schedule) (Outcome, er
 		for i := range s.Instances {
 			in := r.inst[i]
 			l, err := mode.New(modes.Deps{Data: in.clients[0], Masters: in.clients[:], InstanceID: uuid.NewString(),
-				Lease: s.lease(), Logger: slog.New(slog.DiscardHandler), Steps: lab.Steps()})
+				Options: []lock.Option{lock.WithLease(s.lease())}, Steps: lab.Steps()})
 			if err != nil {
 				t.closeLocks()
 				return Outcome{}, fmt.Errorf("explore: build mode %s: %w", mode.Name, err)

@@ -84,8 +84,9 @@ func (e *Env) newFailoverRig(ctx context.Context, sku string, wait int) (*failov
 	for _, name := range []string{"A", "B"} {
 		c := topo.FailoverClient()
 		e.closers = append(e.closers, func() { _ = c.Close() })
-		reg, err := modes.NewRegistry(modes.Deps{Data: c, InstanceID: uuid.NewString(), Lease: failoverLease,
-			WaitReplicas: wait, Logger: e.runner.log().With("instance", "lab-"+name)})
+		reg, err := modes.NewRegistry(modes.Deps{Data: c, InstanceID: uuid.NewString(), Options: []lock.Option{
+			lock.WithLease(failoverLease), lock.WithLogger(e.runner.log().With("instance", "lab-"+name)),
+			lock.WithReplicas(wait, 0).Optional()}})
 		if err != nil {
 			return nil, fmt.Errorf("lab: lock registry for %s: %w", name, err)
 		}

@@ -48,7 +48,7 @@ type Settings struct {
 	Stock    int64    // what a reset puts in by default
 	Mode     string   // the default lock mode
 	// Wait bounds each sale's wait for its lock (lock.wait); the lease is the mode's Locker's
-	// (lock.lease, modes.Deps), unless a sale asks for an explicit one.
+	// (lock.lease, app.LockOptions), unless a sale asks for an explicit one.
 	Wait         time.Duration
 	LabEnabled   bool
 	MaxWork      time.Duration

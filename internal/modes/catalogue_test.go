@@ -35,7 +35,7 @@ func TestRedlockRegistered(t *testing.T) {
 func fairRegistry(t *testing.T) (*modes.Registry, modes.Locker, *redis.Client) {
 	t.Helper()
 	c := testredis.Client(t, testredis.Start(t))
-	reg, err := modes.NewRegistry(modes.Deps{Data: c, InstanceID: "inst", Lease: 5 * time.Second})
+	reg, err := modes.NewRegistry(modes.Deps{Data: c, InstanceID: "inst", Options: []lock.Option{lock.WithLease(5 * time.Second)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestFairDeadlinesShownAsRedissonWould(t *testing.T) {
 // RFencedLock's counter as a fencing counter, kept without TTL.
 func TestFencedLayoutShownByInspect(t *testing.T) {
 	c := testredis.Client(t, testredis.Start(t))
-	reg, err := modes.NewRegistry(modes.Deps{Data: c, InstanceID: "inst", Lease: 5 * time.Second, RFencedLayout: true})
+	reg, err := modes.NewRegistry(modes.Deps{Data: c, InstanceID: "inst", Options: []lock.Option{lock.WithLease(5 * time.Second), lock.WithRFencedLockLayout().Optional()}})
 	if err != nil {
 		t.Fatal(err)
 	}
