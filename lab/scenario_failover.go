@@ -11,10 +11,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/ctxtime"
 	"seckill/internal/modes"
 	"seckill/internal/redisproc"
 	"seckill/store"
+
+	"github.com/seckill-lab/seckill/lock/lockutil"
 
 	"github.com/seckill-lab/seckill/lock"
 )
@@ -170,7 +171,7 @@ func (in *failoverInstance) acquire(ctx context.Context, key, owner string, wait
 			time.Now().After(deadline) {
 			return le, err
 		}
-		if !ctxtime.Sleep(ctx, 50*time.Millisecond) {
+		if !lockutil.Sleep(ctx, 50*time.Millisecond) {
 			return nil, err
 		}
 	}

@@ -18,9 +18,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/seckill-lab/seckill/lock"
 
-	"seckill/internal/ctxtime"
 	"seckill/internal/modes"
 	"seckill/store"
+
+	"github.com/seckill-lab/seckill/lock/lockutil"
 )
 
 // Errors of the service, mapped to HTTP statuses by the handler. Check with errors.Is.
@@ -433,7 +434,7 @@ func (s *Service) critical(ctx context.Context, req SaleRequest, counter string,
 		res.Message = fmt.Sprintf("sold out: %s has no stock left (served by %s)", req.SKU, s.set.Instance)
 		return "soldout", ErrSoldOut
 	}
-	if req.Work > 0 && !ctxtime.Sleep(ctx, req.Work) {
+	if req.Work > 0 && !lockutil.Sleep(ctx, req.Work) {
 		return "error", fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
 	}
 	if lost := lease.Lost(); lost != nil {

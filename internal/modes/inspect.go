@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill-lab/seckill/lock/lockutil"
 )
 
 // maxInspectKeys bounds how many keys Inspect reads per server, so a read-only view stays cheap
@@ -94,7 +95,7 @@ func (r *Registry) Inspect(ctx context.Context, prefix string, lockKey func(mode
 		if s.c == nil {
 			continue
 		}
-		sl := ServerLocks{Name: s.name, Addr: ClientAddr(s.c), Keys: []KeyState{}}
+		sl := ServerLocks{Name: s.name, Addr: lockutil.Addr(s.c), Keys: []KeyState{}}
 		keys, truncated, err := inspectServer(ctx, s.c, prefix, locks, r.deps.InstanceID)
 		if err != nil {
 			sl.Error = err.Error()
@@ -111,7 +112,7 @@ func (r *Registry) Inspect(ctx context.Context, prefix string, lockKey func(mode
 func inspectServer(ctx context.Context, c redis.UniversalClient, prefix string, locks [][]string, self string) ([]KeyState, bool, error) {
 	var names []string
 	truncated := false
-	iter := c.Scan(ctx, 0, globEscape(prefix)+"*", 100).Iterator()
+	iter := c.Scan(ctx, 0, lockutil.GlobEscape(prefix)+"*", 100).Iterator()
 	for iter.Next(ctx) {
 		if len(names) == maxInspectKeys {
 			truncated = true
@@ -336,11 +337,6 @@ func splitField(field, self string) (instance, owner string, this bool) {
 	return instance, owner, instance == self
 }
 
-// globEscape quotes the characters SCAN MATCH treats as a pattern.
-func globEscape(s string) string { return globSpecials.Replace(s) }
-
-var globSpecials = strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`, `\`, `\\`)
-
 // PTTL is one reading of a key's remaining time to live.
 type PTTL struct {
 	Ms  int64 // -1: no TTL; -2: no such key (or unreadable, then Err says why)
@@ -365,7 +361,7 @@ func (r *Registry) MasterPTTLs(ctx context.Context, key string) []PTTL {
 func (r *Registry) MasterAddrs() []string {
 	out := make([]string, len(r.deps.Masters))
 	for i, m := range r.deps.Masters {
-		out[i] = ClientAddr(m)
+		out[i] = lockutil.Addr(m)
 	}
 	return out
 }

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/lock"
+	"github.com/seckill-lab/seckill/lock/lockutil"
 )
 
 // Locker is what the service needs of a lock mode: the library's locks and the broken modes of
@@ -50,17 +50,6 @@ type MultiLease interface{ Parts() []*lock.Lease }
 // ErrForeignUnlock: the release deleted a lock that another holder owned. Only the deliberately
 // broken modes can return it; it is how the lab observes the bug.
 var ErrForeignUnlock = errors.New("lock: released a lock held by someone else")
-
-// ClientAddr names the server a client talks to ("host:port"), for messages and views.
-func ClientAddr(c redis.UniversalClient) string {
-	if o, ok := c.(interface{ Options() *redis.Options }); ok {
-		return o.Options().Addr
-	}
-	if cc, ok := c.(*redis.ClusterClient); ok {
-		return "cluster " + strings.Join(cc.Options().Addrs, ",")
-	}
-	return fmt.Sprintf("%v", c)
-}
 
 // plainLease is the lease of the broken modes: no watchdog, no token.
 type plainLease struct {
@@ -115,23 +104,12 @@ func retryUntil(ctx context.Context, key string, wait time.Duration,
 		if pause <= 0 {
 			return fmt.Errorf("%w: %s", lock.ErrNotObtained, key)
 		}
-		select {
-		case <-time.After(pause):
-		case <-ctx.Done():
+		if !lockutil.Sleep(ctx, pause) {
 			return fmt.Errorf("%w: %s: %w", lock.ErrNotObtained, key, ctx.Err())
 		}
 	}
 }
 
-// redisErr wraps a failed Redis call of a broken mode: a reply error as it is, anything else as
-// lock.ErrUnavailable too.
-func redisErr(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var reply redis.Error
-	if errors.As(err, &reply) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("lock: %s: %w", op, err)
-	}
-	return fmt.Errorf("lock: %s: %w: %w", op, lock.ErrUnavailable, err)
-}
+// redisErr wraps a failed Redis call of a broken mode or a view as the library wraps its own: a
+// reply error as it is, anything else (lockutil.Unavailable) as lock.ErrUnavailable too.
+func redisErr(op string, err error) error { return lockutil.RedisErr(op, err, lock.ErrUnavailable) }

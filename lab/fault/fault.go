@@ -14,6 +14,7 @@ import (
 	"time"
 
 	lockfault "github.com/seckill-lab/seckill/lock/locktest/fault"
+	"github.com/seckill-lab/seckill/lock/lockutil"
 )
 
 // ErrCrashed is what a crashed holder's commands, and an acquisition that died half way, fail with.
@@ -72,12 +73,8 @@ func BeforeDel(ctx context.Context, key string) error {
 	if From(ctx) == nil || d <= 0 {
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
+	if !lockutil.Sleep(ctx, d) {
 		return fmt.Errorf("fault: pause before DEL of %s: %w", key, ctx.Err())
 	}
+	return nil
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill-lab/seckill/lock/internal/ctxsleep"
+	"github.com/seckill-lab/seckill/lock/lockutil"
 )
 
 // The faults of one lock holder, injected from outside the lock through its Redis connection.
@@ -160,4 +160,4 @@ func Install(clients ...redis.UniversalClient) {
 }
 
 // sleep is the lock module's context-aware sleep.
-var sleep = ctxsleep.Sleep
+var sleep = lockutil.Sleep
