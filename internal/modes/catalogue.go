@@ -3,6 +3,7 @@ package modes
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seckill-lab/seckill/lock"
@@ -158,6 +159,10 @@ func (blindLease) Lost() <-chan struct{} { return nil }
 func (a libLocker) Close() error { return a.l.Close() }
 
 func (a libLocker) Keys(name string) []string { return a.l.Keys(name) }
+
+func (a libLocker) Queue(ctx context.Context, name string) ([]string, []time.Time, error) {
+	return a.l.Queue(ctx, name)
+}
 
 // noMasters stands for a mode over independent masters when none are configured: every
 // acquisition says so.

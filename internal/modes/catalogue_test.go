@@ -158,7 +158,7 @@ func TestFairDeadlinesShownAsRedissonWould(t *testing.T) {
 	}
 }
 
-// TestFencedLayoutShownByInspect: Deps.RFencedLayout (lock.fencedLayout: redisson) reaches the
+// TestFencedLayoutShownByInspect: WithRFencedLockLayout (lock.fencedLayout: redisson) reaches the
 // library, and the /locks view shows the lock as a Redisson hash held by this instance and
 // RFencedLock's counter as a fencing counter, kept without TTL.
 func TestFencedLayoutShownByInspect(t *testing.T) {
@@ -184,7 +184,14 @@ func TestFencedLayoutShownByInspect(t *testing.T) {
 			got[k.Key] = k
 		}
 	}
-	ks, counter := got[key], got["redisson_lock_token:"+key]
+	// RFencedLock's counter is among the keys the library names beside the lock.
+	var counter modes.KeyState
+	for _, k := range l.Keys(key)[1:] {
+		if got[k].Type == "string" {
+			counter = got[k]
+		}
+	}
+	ks := got[key]
 	if ks.Type != "hash" || len(ks.Holders) != 1 || ks.Holders[0].Owner != "holder" || !ks.Holders[0].ThisInstance {
 		t.Fatalf("lock %+v: want RLock's hash held by this instance's owner", ks)
 	}
