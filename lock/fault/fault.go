@@ -1,6 +1,7 @@
 // Package fault injects the faults of one lock holder from outside the lock, through its Redis
 // connection: a crash, a stop-the-world pause, a pause after a reply. It does not import package
-// testing, so a program (a fault lab) may use it; package locktest re-exports it for tests.
+// testing, so a program (a fault lab) may link it; that is why it lives here and not under
+// lock/locktest, whose packages are for tests only. Package locktest re-exports it for tests.
 package fault
 
 import (
