@@ -357,9 +357,7 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 			res.ReleaseError = "the release got no answer from Redis (logged); the lock ends with its lease"
 		}
 	}
-	if r, ok := lease.(modes.Renewer); ok {
-		res.Renewals = r.Renewals()
-	}
+	res.Renewals = lease.Renewals()
 	s.observer.ObserveRenewals(mode.Name, res.Renewals)
 	if isClosed(lease.Lost()) {
 		s.observer.ObserveLeaseLost(mode.Name)
@@ -485,12 +483,11 @@ func (s *Service) counter(mode string) string {
 	return store.CounterFenced
 }
 
-// commit writes the sale; with joined, and a lease that can, the release follows it in the same
-// pipeline (behind the leave of the section, when overlaps are counted), so the next holder gets
-// the lock one round trip sooner.
+// commit writes the sale; with joined, the release follows it in the same pipeline (behind the
+// leave of the section, when overlaps are counted), so the next holder gets the lock one round
+// trip sooner where the lease can join it.
 func (s *Service) commit(ctx context.Context, sku string, stock int64, order store.Order, lease modes.Lease, joined *joinedRelease) (store.CommitResult, error) {
-	pr, ok := lease.(modes.PipelineReleaser)
-	if joined == nil || !ok || ctx.Err() != nil {
+	if joined == nil || ctx.Err() != nil {
 		return s.store.Commit(ctx, sku, stock, order)
 	}
 	p := s.store.Pipeline()
@@ -503,7 +500,7 @@ func (s *Service) commit(ctx context.Context, sku string, stock int64, order sto
 	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWithin)
 	defer cancel()
 	joined.leaveSent = time.Now()
-	joined.sent, joined.err = true, pr.ReleaseAfter(relCtx, p)
+	joined.sent, joined.err = true, lease.ReleaseAfter(relCtx, p)
 	joined.left = leave != nil && leave() == nil
 	return read()
 }

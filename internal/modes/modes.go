@@ -24,22 +24,19 @@ type Locker interface {
 	Close() error
 }
 
-// Lease is one held lock of a mode. *lock.Lease is one.
+// Lease is one held lock of a mode: all a sale needs of it. *lock.Lease is one; the broken modes'
+// leases are too, with no token, no watchdog and no renewals.
 type Lease interface {
 	Key() string
 	Token() int64
 	Lost() <-chan struct{}
 	Release(ctx context.Context) error
-}
-
-// PipelineReleaser is a lease that can release at the end of the holder's own pipeline, so the
-// last writes and the release take one round trip (*lock.Lease: Lease.ReleaseAfter).
-type PipelineReleaser interface {
+	// ReleaseAfter releases at the end of the holder's own pipeline p (the last writes), in one
+	// round trip where the lock can (*lock.Lease), else p first and the release after it.
 	ReleaseAfter(ctx context.Context, p redis.Pipeliner) error
+	// Renewals counts the watchdog's renewals (0 without one).
+	Renewals() int64
 }
-
-// Renewer is a lease whose watchdog counts its renewals.
-type Renewer interface{ Renewals() int64 }
 
 // HashLease is a lease in Redisson's hash layout (Field is "" for the other layouts).
 type HashLease interface{ Field() string }
@@ -61,6 +58,16 @@ type plainLease struct {
 func (l *plainLease) Key() string           { return l.key }
 func (l *plainLease) Token() int64          { return 0 }
 func (l *plainLease) Lost() <-chan struct{} { return nil }
+func (l *plainLease) Renewals() int64       { return 0 }
+
+// ReleaseAfter sends the holder's pipeline p, then releases: a broken mode's release is commands
+// of its own, which do not join p.
+func (l *plainLease) ReleaseAfter(ctx context.Context, p redis.Pipeliner) error {
+	if p != nil {
+		_, _ = p.Exec(ctx) // each command keeps its own error, for the holder to read
+	}
+	return l.Release(ctx)
+}
 
 func (l *plainLease) Release(ctx context.Context) error {
 	if !l.released.CompareAndSwap(false, true) {
