@@ -28,10 +28,10 @@ import (
 // service instances A and B reach the master only through Sentinel, as the service does with
 // redis.sentinelMaster.
 
-// failoverLease is the lease of the row-12 locks: Redisson's default watchdog timeout. It is far
-// longer than a failover, so no lock expires during the scenario: when B gets the lock, it is
-// only because the promoted replica never had A's.
-const failoverLease = 30 * time.Second
+// failoverLease is the lease of the row-12 locks: the library's default (Redisson's default
+// watchdog timeout, 30 s). It is far longer than a failover, so no lock expires during the
+// scenario: when B gets the lock, it is only because the promoted replica never had A's.
+var failoverLease = (*lock.Locker)(nil).DefaultLease()
 
 // failoverStock is the stock each row-12 experiment starts with.
 const failoverStock = 10
@@ -86,7 +86,7 @@ func (e *Env) newFailoverRig(ctx context.Context, sku string, wait int) (*failov
 		c := topo.FailoverClient()
 		e.closers = append(e.closers, func() { _ = c.Close() })
 		reg, err := modes.NewRegistry(modes.Deps{Data: c, InstanceID: uuid.NewString(), Options: []lock.Option{
-			lock.WithLease(failoverLease), lock.WithLogger(e.runner.log().With("instance", "lab-"+name)),
+			lock.WithLogger(e.runner.log().With("instance", "lab-"+name)),
 			lock.WithReplicas(wait, 0).Optional()}})
 		if err != nil {
 			return nil, fmt.Errorf("lab: lock registry for %s: %w", name, err)
