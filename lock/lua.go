@@ -71,6 +71,7 @@ func (l *luaLocker) release(ctx context.Context, p redis.Pipeliner, key, value s
 // Close ends the pub/sub connection of the waiters.
 func (l *luaLocker) Close() error { return l.line.close() }
 
+// logOf is d's logger, or the default, one that discards (apply gives every Locker its result).
 func logOf(d settings) *slog.Logger {
 	if d.Logger == nil {
 		return slog.New(slog.DiscardHandler)

@@ -3,7 +3,6 @@ package lock
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
@@ -96,9 +95,7 @@ func apply(k kindSpec, base settings, opts []Option) (settings, error) {
 	if d.WaitReplicas > 0 && d.WaitReplicasTimeout == 0 {
 		d.WaitReplicasTimeout = defaultWaitReplicasTimeout
 	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
+	d.Logger = logOf(d)
 	return d, nil
 }
 
