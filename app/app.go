@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill-lab/seckill/lock"
 
 	"seckill/config"
 	"seckill/embedded"
@@ -131,12 +132,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		a.Masters = append(a.Masters, m)
 		pingers[fmt.Sprintf("master%d", i+1)] = pinger{m, a.inMemory(addr)}
 	}
-	deps := modes.Deps{
-		Data: a.Data, Masters: a.Masters, InstanceID: uuid.NewString(), Lease: cfg.Lock.Lease, Logger: log,
-		WaitReplicas: cfg.Lock.WaitReplicas, WaitReplicasTimeout: cfg.Lock.WaitReplicasTimeout,
-		Subscription: cfg.Lock.SubscriptionMode, FairThreadWait: cfg.Lock.FairThreadWait,
-		RFencedLayout: cfg.Lock.FencedLayout == "redisson",
-	}
+	deps := modes.Deps{Data: a.Data, Masters: a.Masters, InstanceID: uuid.NewString(), Options: LockOptions(cfg.Lock, log)}
 	if cfg.Lab.Enabled {
 		// The faults a sale may ask for act through a hook on the clients and the broken
 		// modes' knobs; without the lab, the service refuses them.
@@ -178,6 +174,33 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	opts.Mount = a.lab.Mount
 	a.Handler = handler.New(a.Service, opts)
 	return a, nil
+}
+
+// LockOptions are the lock library's options for the configuration's lock.*: the one place the
+// configuration becomes options. What is left at its zero value is not given, so the library's
+// defaults hold (a lease of 30 s, a 1 s wait for replicas); the options only some kinds honour are
+// lock.Option.Optional, so every constructor can be given all of them.
+func LockOptions(c config.Lock, log *slog.Logger) []lock.Option {
+	opts := []lock.Option{lock.WithLogger(log)}
+	if c.Lease > 0 {
+		opts = append(opts, lock.WithLease(c.Lease))
+	}
+	if c.WaitReplicas > 0 {
+		opts = append(opts, lock.WithReplicas(c.WaitReplicas, c.WaitReplicasTimeout).Optional())
+	}
+	switch c.SubscriptionMode {
+	case "sharded":
+		opts = append(opts, lock.WithShardedPubSub(true).Optional())
+	case "classic":
+		opts = append(opts, lock.WithShardedPubSub(false).Optional())
+	}
+	if c.FairThreadWait > 0 {
+		opts = append(opts, lock.WithThreadWait(c.FairThreadWait).Optional())
+	}
+	if c.FencedLayout == "redisson" {
+		opts = append(opts, lock.WithRFencedLockLayout().Optional())
+	}
+	return opts
 }
 
 // Settings derives the service settings from the configuration.

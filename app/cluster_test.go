@@ -21,6 +21,7 @@ import (
 	"seckill/store"
 
 	"github.com/seckill-lab/seckill/lock"
+	"github.com/seckill-lab/seckill/lock/script"
 )
 
 // startCluster gives a 3-master Redis Cluster for t, or skips when redis-server/redis-cli are
@@ -231,7 +232,9 @@ return 1`)
 				t.Fatal(err)
 			}
 			key := store.LockKey(sku, mode)
-			queue, channel := "redisson_lock_queue:"+key, "redisson_lock__channel:"+key
+			// The names a Redisson client uses, from the library (lock/script), not spelled here.
+			queue := script.Prefixed(script.RedissonQueuePrefix, key)
+			channel := script.Prefixed(script.RedissonChannelPrefix, key)
 			if err := cc.HSet(ctx, key, "java-uuid:1", 1).Err(); err != nil {
 				t.Fatal(err)
 			}

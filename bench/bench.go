@@ -25,6 +25,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill-lab/seckill/lock"
 
 	"seckill/internal/modes"
 	"seckill/internal/redisproc"
@@ -64,13 +65,15 @@ type Options struct {
 	Log       *slog.Logger
 }
 
+// DefaultLease is the lock library's default lease (Redisson's lockWatchdogTimeout).
+var DefaultLease = (*lock.Locker)(nil).DefaultLease()
+
 // Defaults. 10 strategies × 3 crowd sizes × (5 s + 2 × 0.3 s of warm-up) is about 2 min 50 s,
 // inside a 3 min budget.
 const (
 	DefaultDuration = 5 * time.Second
 	DefaultWarmup   = 300 * time.Millisecond
 	DefaultRounds   = 2
-	DefaultLease    = 30 * time.Second
 	DefaultWait     = 10 * time.Second
 	// benchStock never runs out: even the fastest strategy sells far less in a cell.
 	benchStock = int64(1) << 40
@@ -204,7 +207,7 @@ func (e *env) newInstances(n, buyers int) (ins []*instance, closeAll func(), err
 			in.masters = append(in.masters, m)
 		}
 		in.reg, err = modes.NewRegistry(modes.Deps{Data: in.data, Masters: in.masters, InstanceID: uuid.NewString(),
-			Lease: e.opt.Lease, Logger: e.log})
+			Options: e.opt.lockOptions()})
 		if err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("bench: %w", err)
@@ -277,7 +280,7 @@ func Run(ctx context.Context, opt Options) (Report, error) {
 	}
 
 	reg, err := modes.NewRegistry(modes.Deps{Data: data, Masters: masters, InstanceID: uuid.NewString(),
-		Lease: opt.Lease, Logger: opt.Log})
+		Options: opt.lockOptions()})
 	if err != nil {
 		return rep, fmt.Errorf("bench: %w", err)
 	}
@@ -553,4 +556,9 @@ func Write(w io.Writer, rep Report, asJSON bool) error {
 		return writeJSON(w, rep)
 	}
 	return writeTable(w, rep)
+}
+
+// lockOptions are the lock library's options of the lock modes: the lease and the log.
+func (o Options) lockOptions() []lock.Option {
+	return []lock.Option{lock.WithLease(o.Lease), lock.WithLogger(o.Log)}
 }

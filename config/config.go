@@ -92,11 +92,13 @@ type Inventory struct {
 
 // Lock chooses the lock mode and its timings.
 type Lock struct {
-	Mode  string        `mapstructure:"mode"`
+	Mode string `mapstructure:"mode"`
+	// Lease is the locks' default lease; 0: the lock library's default (app.LockOptions).
 	Lease time.Duration `mapstructure:"lease"`
 	Wait  time.Duration `mapstructure:"wait"`
 	// WaitReplicas > 0 makes mode reentrant WAIT for that many replicas of the data Redis after
-	// each acquisition, within WaitReplicasTimeout; fewer acknowledgements undo it (row 12).
+	// each acquisition, within WaitReplicasTimeout (0: the lock library's default); fewer
+	// acknowledgements undo it (row 12).
 	WaitReplicas        int           `mapstructure:"waitreplicas"`
 	WaitReplicasTimeout time.Duration `mapstructure:"waitreplicastimeout"`
 	// AllowedModes are the modes a sale may use without the lab's operator (with lab.enabled
@@ -190,13 +192,16 @@ func (c *Config) Validate(modes []string) error {
 	}
 	for key, d := range map[string]time.Duration{
 		"server.readTimeout": c.Server.ReadTimeout, "server.writeTimeout": c.Server.WriteTimeout,
-		"server.shutdownTimeout": c.Server.ShutdownTimeout, "server.idleTimeout": c.Server.IdleTimeout, "lock.lease": c.Lock.Lease,
+		"server.shutdownTimeout": c.Server.ShutdownTimeout, "server.idleTimeout": c.Server.IdleTimeout,
 		"lab.maxWork": c.Lab.MaxWork, "lab.maxFreeze": c.Lab.MaxFreeze, "lab.maxPause": c.Lab.MaxPause,
 		"lab.maxLease": c.Lab.MaxLease,
 	} {
 		if d <= 0 {
 			return bad(key, "%s must be a positive duration such as 30s", d)
 		}
+	}
+	if c.Lock.Lease < 0 {
+		return bad("lock.lease", "%s must not be negative (0: the lock library's default, 30s)", c.Lock.Lease)
 	}
 	if c.Lock.Wait < 0 {
 		return bad("lock.wait", "%s must not be negative", c.Lock.Wait)
@@ -217,8 +222,8 @@ func (c *Config) Validate(modes []string) error {
 	if c.Lock.WaitReplicas < 0 || c.Lock.WaitReplicas > 100 {
 		return bad("lock.waitReplicas", "%d is out of range 0..100", c.Lock.WaitReplicas)
 	}
-	if c.Lock.WaitReplicasTimeout <= 0 || c.Lock.WaitReplicasTimeout > time.Minute {
-		return bad("lock.waitReplicasTimeout", "%s must be a positive duration of at most 1m, such as 1s", c.Lock.WaitReplicasTimeout)
+	if c.Lock.WaitReplicasTimeout < 0 || c.Lock.WaitReplicasTimeout > time.Minute {
+		return bad("lock.waitReplicasTimeout", "%s must be a duration of at most 1m, such as 1s (0: the lock library's default, 1s)", c.Lock.WaitReplicasTimeout)
 	}
 	if c.Redis.Addr == "" {
 		return bad("redis.addr", "must not be empty")

@@ -27,7 +27,7 @@ func TestDefaults(t *testing.T) {
 	if cfg.Server.Host != "127.0.0.1" || cfg.Server.AdminToken != "" || !cfg.Lab.Enabled {
 		t.Fatalf("host %q, token set %v, lab %v: want 127.0.0.1, none, on", cfg.Server.Host, cfg.Server.AdminToken != "", cfg.Lab.Enabled)
 	}
-	if cfg.Lock.Lease != 30*time.Second || cfg.Lock.Wait != 5*time.Second || cfg.Lock.Mode != "lua" ||
+	if cfg.Lock.Lease != 0 || cfg.Lock.WaitReplicasTimeout != 0 || cfg.Lock.Wait != 5*time.Second || cfg.Lock.Mode != "lua" ||
 		cfg.Lock.SubscriptionMode != "auto" || cfg.Lock.FairThreadWait != 0 || cfg.Lock.FencedLayout != "line" {
 		t.Fatalf("lock defaults: %+v", cfg.Lock)
 	}

@@ -1386,7 +1386,7 @@ const docTemplate = `{
                     "example": "{inventory001}:lock:reentrant"
                 },
                 "kind": {
-                    "description": "Kind is \"lock\", or \"fencing counter\" for a fenced lock's token counter\n(redisson_lock_token:\u003ckey\u003e, or redlock-fenced's \u003ckey\u003e:token), which\nhas no TTL by design: its tokens must keep rising past every lock's expiry.",
+                    "description": "Kind is \"lock\", or \"fencing counter\" for a fenced lock's token counter (the string among\nthe keys Locker.Keys lists beside the lock), which has no TTL by design: its tokens must\nkeep rising past every lock's expiry.",
                     "type": "string",
                     "example": "lock"
                 },
@@ -1444,7 +1444,7 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "deadlineMs": {
-                    "description": "DeadlineMs is the waiter's deadline (unix ms, its score in redisson_lock_timeout:{name}\nless the move-ups it still owes): should it not take the lock by then, the next acquire or\nrelease passes it over. 0: none found.",
+                    "description": "DeadlineMs is the waiter's deadline (unix ms): should it not take the lock by then, the\nnext acquire or release passes it over. 0: none found.",
                     "type": "integer",
                     "example": 1763900000000
                 },

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"slices"
 	"sync"
@@ -13,11 +12,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/ctxtime"
 	"seckill/internal/modes"
 	"seckill/lab"
 	"seckill/lab/fault"
 	"seckill/store"
+
+	"github.com/seckill-lab/seckill/lock/lockutil"
 
 	"github.com/seckill-lab/seckill/lock"
 )
@@ -114,7 +114,7 @@ func (r *Rig) Run(ctx context.Context, mode modes.Mode, s Schedule) (Outcome, er
 		for i := range s.Instances {
 			in := r.inst[i]
 			l, err := mode.New(modes.Deps{Data: in.clients[0], Masters: in.clients[:], InstanceID: uuid.NewString(),
-				Lease: s.lease(), Logger: slog.New(slog.DiscardHandler), Steps: lab.Steps()})
+				Options: []lock.Option{lock.WithLease(s.lease())}, Steps: lab.Steps()})
 			if err != nil {
 				t.closeLocks()
 				return Outcome{}, fmt.Errorf("explore: build mode %s: %w", mode.Name, err)
@@ -190,7 +190,7 @@ func (t *trial) buy(ctx context.Context, i int) (rec Record) {
 			rec.SlowReplies = true
 		}
 	}
-	ctxtime.Sleep(ctx, time.Duration(b.StartMs)*time.Millisecond)
+	lockutil.Sleep(ctx, time.Duration(b.StartMs)*time.Millisecond)
 	ctx, holder := fault.Attach(ctx, plan)
 	rc := &replyCrash{holder: holder}
 	if replies > 0 {
@@ -260,7 +260,7 @@ func (t *trial) buy(ctx context.Context, i int) (rec Record) {
 		opts.Wait = max(time.Until(deadline), time.Millisecond)
 		lease, err = locker.Acquire(ctx, key, opts)
 		if err == nil || holder.Crashed() || classify(err) != "unavailable" || time.Until(deadline) <= 0 ||
-			!ctxtime.Sleep(ctx, min(20*time.Millisecond, time.Until(deadline))) {
+			!lockutil.Sleep(ctx, min(20*time.Millisecond, time.Until(deadline))) {
 			break
 		}
 	}
@@ -303,7 +303,7 @@ func (t *trial) critical(ctx context.Context, lease modes.Lease, order store.Ord
 	if stock <= 0 {
 		return "soldout"
 	}
-	if !ctxtime.Sleep(ctx, time.Duration(b.WorkMs)*time.Millisecond) {
+	if !lockutil.Sleep(ctx, time.Duration(b.WorkMs)*time.Millisecond) {
 		return "error"
 	}
 	if lost := lease.Lost(); lost != nil {
@@ -351,7 +351,7 @@ func classify(err error) string {
 
 // nemesis applies one server fault at its time.
 func (t *trial) nemesis(ctx context.Context, f Fault) {
-	if !ctxtime.Sleep(ctx, time.Duration(f.AtMs)*time.Millisecond) {
+	if !lockutil.Sleep(ctx, time.Duration(f.AtMs)*time.Millisecond) {
 		return
 	}
 	dur := time.Duration(f.DurMs) * time.Millisecond
@@ -361,7 +361,7 @@ func (t *trial) nemesis(ctx context.Context, f Fault) {
 	case MasterDown:
 		s := t.rig.server(f.Master)
 		if err = s.Pause(); err == nil {
-			ctxtime.Sleep(ctx, dur)
+			lockutil.Sleep(ctx, dur)
 			err = s.Resume()
 		}
 	case MasterRestartEmpty:
@@ -378,7 +378,7 @@ func (t *trial) nemesis(ctx context.Context, f Fault) {
 		for _, m := range f.Masters {
 			in.cut[m].cutFor(dur)
 		}
-		if !ctxtime.Sleep(ctx, dur) {
+		if !lockutil.Sleep(ctx, dur) {
 			for _, m := range f.Masters {
 				in.cut[m].heal()
 			}
@@ -401,7 +401,7 @@ func (t *trial) clockFast(ctx context.Context, m int, rate float64, dur time.Dur
 	last := time.Now()
 	carry := 0.0
 	for time.Now().Before(end) {
-		if !ctxtime.Sleep(ctx, 5*time.Millisecond) {
+		if !lockutil.Sleep(ctx, 5*time.Millisecond) {
 			return ctx.Err()
 		}
 		now := time.Now()
@@ -431,7 +431,7 @@ func (t *trial) failover(ctx context.Context, lag time.Duration) error {
 	if err := topo.HoldBackReplication(ctx); err != nil {
 		return err
 	}
-	if !ctxtime.Sleep(ctx, lag) {
+	if !lockutil.Sleep(ctx, lag) {
 		return ctx.Err()
 	}
 	topo.Master.Stop()
@@ -445,12 +445,12 @@ func (t *trial) failover(ctx context.Context, lag time.Duration) error {
 		if err == nil {
 			break
 		}
-		if !ctxtime.Sleep(ctx, 20*time.Millisecond) {
+		if !lockutil.Sleep(ctx, 20*time.Millisecond) {
 			return fmt.Errorf("explore: SENTINEL FAILOVER: %w", err)
 		}
 	}
 	for t.rig.admin[0].Ping(ctx).Err() != nil {
-		if !ctxtime.Sleep(ctx, 10*time.Millisecond) {
+		if !lockutil.Sleep(ctx, 10*time.Millisecond) {
 			return fmt.Errorf("explore: the promoted replica: %w", ctx.Err())
 		}
 	}

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"seckill/config"
 	"seckill/internal/apptest"
 	"seckill/store"
@@ -233,10 +231,19 @@ func TestResetClearsTheFairQueue(t *testing.T) {
 	t.Parallel()
 	f := apptest.New(t, nil)
 	ctx := t.Context()
-	keys := []string{"{inventory001}:lock:fair", "redisson_lock_queue:{inventory001}:lock:fair", "redisson_lock_timeout:{inventory001}:lock:fair"}
+	l, _, err := f.App.Locks.Locker("fair")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lock, its queue, the waiters' deadlines and the rest, as the library names them.
+	keys := l.Keys("{inventory001}:lock:fair")
+	if len(keys) < 3 {
+		t.Fatalf("the fair lock's keys %v: want the lock, its queue and their deadlines at least", keys)
+	}
 	f.RDB.HSet(ctx, keys[0], "ghost:1", 1)
-	f.RDB.RPush(ctx, keys[1], "ghost:2")
-	f.RDB.ZAdd(ctx, keys[2], redis.Z{Score: 1, Member: "ghost:2"})
+	for _, k := range keys[1:] {
+		f.RDB.RPush(ctx, k, "ghost:2")
+	}
 	if r := do(t, http.MethodPost, f.HTTP.URL+"/inventory/reset?stock=5", nil); r.status != 200 {
 		t.Fatalf("reset: %d %s", r.status, r.raw)
 	}

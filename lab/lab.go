@@ -22,6 +22,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill-lab/seckill/lock"
 
 	"seckill/internal/modes"
 	"seckill/lab/fault"
@@ -420,7 +421,7 @@ func (e *Env) buildFleet(sku string, data redis.UniversalClient, masters []redis
 	for i := range e.runner.instances() {
 		name := fmt.Sprintf("lab-%c", 'A'+i)
 		reg, err := modes.NewRegistry(modes.Deps{Data: data, Masters: masters, InstanceID: uuid.NewString(),
-			Lease: e.Lease, Logger: e.runner.log().With("instance", name), Steps: Steps()})
+			Options: []lock.Option{lock.WithLease(e.Lease), lock.WithLogger(e.runner.log().With("instance", name))}, Steps: Steps()})
 		if err != nil {
 			return nil, fmt.Errorf("lab: lock registry for %s: %w", name, err)
 		}

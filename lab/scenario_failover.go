@@ -11,10 +11,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/ctxtime"
 	"seckill/internal/modes"
 	"seckill/internal/redisproc"
 	"seckill/store"
+
+	"github.com/seckill-lab/seckill/lock/lockutil"
 
 	"github.com/seckill-lab/seckill/lock"
 )
@@ -27,10 +28,10 @@ import (
 // service instances A and B reach the master only through Sentinel, as the service does with
 // redis.sentinelMaster.
 
-// failoverLease is the lease of the row-12 locks: Redisson's default watchdog timeout. It is far
-// longer than a failover, so no lock expires during the scenario: when B gets the lock, it is
-// only because the promoted replica never had A's.
-const failoverLease = 30 * time.Second
+// failoverLease is the lease of the row-12 locks: the library's default (Redisson's default
+// watchdog timeout, 30 s). It is far longer than a failover, so no lock expires during the
+// scenario: when B gets the lock, it is only because the promoted replica never had A's.
+var failoverLease = (*lock.Locker)(nil).DefaultLease()
 
 // failoverStock is the stock each row-12 experiment starts with.
 const failoverStock = 10
@@ -84,8 +85,9 @@ func (e *Env) newFailoverRig(ctx context.Context, sku string, wait int) (*failov
 	for _, name := range []string{"A", "B"} {
 		c := topo.FailoverClient()
 		e.closers = append(e.closers, func() { _ = c.Close() })
-		reg, err := modes.NewRegistry(modes.Deps{Data: c, InstanceID: uuid.NewString(), Lease: failoverLease,
-			WaitReplicas: wait, Logger: e.runner.log().With("instance", "lab-"+name)})
+		reg, err := modes.NewRegistry(modes.Deps{Data: c, InstanceID: uuid.NewString(), Options: []lock.Option{
+			lock.WithLogger(e.runner.log().With("instance", "lab-"+name)),
+			lock.WithReplicas(wait, 0).Optional()}})
 		if err != nil {
 			return nil, fmt.Errorf("lab: lock registry for %s: %w", name, err)
 		}
@@ -169,7 +171,7 @@ func (in *failoverInstance) acquire(ctx context.Context, key, owner string, wait
 			time.Now().After(deadline) {
 			return le, err
 		}
-		if !ctxtime.Sleep(ctx, 50*time.Millisecond) {
+		if !lockutil.Sleep(ctx, 50*time.Millisecond) {
 			return nil, err
 		}
 	}

@@ -9,11 +9,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/ctxtime"
 	"seckill/internal/modes"
 	"seckill/internal/redisproc"
 	"seckill/lab/fault"
 	"seckill/service"
+
+	"github.com/seckill-lab/seckill/lock/lockutil"
 
 	"github.com/seckill-lab/seckill/lock"
 )
@@ -219,7 +220,7 @@ func driveRedlockRestartDelayed(ctx context.Context, e *Env) error {
 	down := e.Lease + time.Duration(float64(e.Lease)*redlockDrift) + 2*time.Millisecond
 	return twoMajorities(ctx, e, live, "restart master 2 after the lease plus the drift ("+ms(down)+")", func() error {
 		srv[1].Stop()
-		if !ctxtime.Sleep(ctx, down) {
+		if !lockutil.Sleep(ctx, down) {
 			return ctx.Err()
 		}
 		return srv[1].Restart()

@@ -134,6 +134,18 @@ func fairLagModel(t *testing.T, lagCap int64, foreign bool) {
 					step, f, got, score, owed, want)
 			}
 		}
+		if ours {
+			// Locker.Queue reads the same deadlines.
+			fields, deadlines, err := readQueue(ctx, rdb, key)
+			if err != nil || !slices.Equal(fields, queue) {
+				t.Fatalf("%s: readQueue %v, %v; want %v", step, fields, err, queue)
+			}
+			for i, f := range fields {
+				if got := deadlines[i].UnixMilli(); got != m.deadline[f] {
+					t.Fatalf("%s: readQueue gives %s the deadline %d, Redisson's would be %d", step, f, got, m.deadline[f])
+				}
+			}
+		}
 		if ours && len(queue) > 0 && st["h"] != queue[0] {
 			t.Fatalf("%s: the exact deadline is %q's, the first waiter is %s", step, st["h"], queue[0])
 		}

@@ -33,7 +33,6 @@
 package lock
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -105,7 +104,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 	if l.closing.Err() != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotObtained, key, ErrClosed)
 	}
-	ttl := cmp.Or(opts.Lease, l.lease)
+	ttl := leaseOrDefault(opts, l.lease)
 	start := time.Now()
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -37,10 +37,7 @@ func newLua(d settings) (locker, error) {
 func (l *luaLocker) Name() string { return "lua" }
 
 func (l *luaLocker) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
-	lease := opts.Lease
-	if lease <= 0 {
-		lease = l.lease
-	}
+	lease := leaseOrDefault(opts, l.lease)
 	value := l.line.newValue()
 	hold, err := l.line.acquire(ctx, key, value, lease, opts.Wait)
 	if err != nil {
@@ -74,6 +71,7 @@ func (l *luaLocker) release(ctx context.Context, p redis.Pipeliner, key, value s
 // Close ends the pub/sub connection of the waiters.
 func (l *luaLocker) Close() error { return l.line.close() }
 
+// logOf is d's logger, or the default, one that discards (apply gives every Locker its result).
 func logOf(d settings) *slog.Logger {
 	if d.Logger == nil {
 		return slog.New(slog.DiscardHandler)

@@ -1,10 +1,8 @@
 package lock
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// construct applies opts over the defaults, checks the result (an option the kind would ignore is
-// an error) and builds the kind from it.
+// construct applies opts over the defaults (apply), checks the result and builds the kind from
+// it.
 func construct(k kindSpec, d settings, opts []Option) (*Locker, error) {
 	name := k.name
 	if isNil(d.Data) && len(d.Masters) == 0 {
@@ -25,18 +23,9 @@ func construct(k kindSpec, d settings, opts []Option) (*Locker, error) {
 			return nil, fmt.Errorf("lock: %s: %w: master %d is a nil client", name, ErrUnavailable, i+1)
 		}
 	}
-	d.Lease = defaultLease
-	d.DriftFactor = defaultDriftFactor
-	for _, o := range opts {
-		if o != nil {
-			o(&d)
-		}
-	}
-	honoured := append(slices.Clone(common), k.options(d)...)
-	for _, g := range d.given {
-		if !slices.Contains(honoured, g) {
-			return nil, fmt.Errorf("lock: %s: option %s does not apply to New%s (it honours %s)", name, g, constructorOf(name), strings.Join(honoured, ", "))
-		}
+	d, err := apply(k, d, opts)
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case d.Lease <= 0:
@@ -50,20 +39,64 @@ func construct(k kindSpec, d settings, opts []Option) (*Locker, error) {
 	case d.ThreadWait < 0:
 		return nil, fmt.Errorf("lock: %s: thread wait %s: want 0 (each acquisition's wait) or above", name, d.ThreadWait)
 	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
 	impl, err := k.newMode(d)
 	if err != nil {
 		return nil, err
 	}
 	var extra time.Duration
 	if d.WaitReplicas > 0 {
-		extra = cmp.Or(d.WaitReplicasTimeout, defaultWaitReplicasTimeout)
+		extra = d.WaitReplicasTimeout
 	}
 	closing, closeFn := context.WithCancelCause(context.Background())
 	return &Locker{impl: impl, kind: name, extra: extra, lease: d.Lease, owners: k.owners != nil && k.owners(d),
 		closing: closing, close: closeFn}, nil
+}
+
+// apply sets the defaults, the one place they are applied, then opts over them: an option the
+// kind does not honour is an error, unless it was given as Option.Optional (then it is left
+// out).
+func apply(k kindSpec, base settings, opts []Option) (settings, error) {
+	base.Lease = defaultLease
+	base.DriftFactor = defaultDriftFactor
+	d := base
+	for _, o := range opts {
+		if o != nil {
+			o(&d)
+		}
+	}
+	honoured := append(slices.Clone(common), k.options(d)...)
+	leaveOut := false
+	for _, g := range d.given {
+		switch {
+		case slices.Contains(honoured, g.name):
+		case g.optional:
+			leaveOut = true
+		default:
+			return d, fmt.Errorf("lock: %s: option %s does not apply to New%s (it honours %s)", k.name, g.name, constructorOf(k.name), strings.Join(honoured, ", "))
+		}
+	}
+	if leaveOut {
+		// Apply again, without the optional options the kind does not honour. What a kind
+		// honours depends only on options it always honours (NewFenced's layout), so honoured
+		// stays as it was.
+		d = base
+		for _, o := range opts {
+			if o == nil {
+				continue
+			}
+			probe := settings{}
+			o(&probe)
+			if g := probe.given; len(g) == 1 && g[0].optional && !slices.Contains(honoured, g[0].name) {
+				continue
+			}
+			o(&d)
+		}
+	}
+	if d.WaitReplicas > 0 && d.WaitReplicasTimeout == 0 {
+		d.WaitReplicasTimeout = defaultWaitReplicasTimeout
+	}
+	d.Logger = logOf(d)
+	return d, nil
 }
 
 // constructorOf is the constructor's name after New for a kind's name.

@@ -48,3 +48,52 @@ func TestConstructorsRefuseBadOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOptionalOptions: a constructor leaves out an option given as Optional that it does not
+// honour (where it refuses it given plainly), and takes one it honours.
+func TestOptionalOptions(t *testing.T) {
+	t.Parallel()
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	t.Cleanup(func() { _ = c.Close() })
+	if _, err := lock.NewLua(c, lock.WithThreadWait(time.Second)); err == nil || !strings.Contains(err.Error(), "WithThreadWait does not apply to NewLua") {
+		t.Errorf("plain WithThreadWait on NewLua: %v, want refused", err)
+	}
+	config := []lock.Option{
+		lock.WithLease(2 * time.Second).Optional(), lock.WithThreadWait(time.Second).Optional(),
+		lock.WithShardedPubSub(false).Optional(), lock.WithRFencedLockLayout().Optional(),
+		lock.WithReplicas(1, 0).Optional(), lock.WithRetryDelay(time.Millisecond, 2*time.Millisecond).Optional(),
+	}
+	for _, tc := range []struct {
+		name      string
+		new       func(...lock.Option) (*lock.Locker, error)
+		reentrant bool
+	}{
+		{"lua", func(o ...lock.Option) (*lock.Locker, error) { return lock.NewLua(c, o...) }, false},
+		{"reentrant", func(o ...lock.Option) (*lock.Locker, error) { return lock.NewReentrant(c, o...) }, true},
+		{"fair", func(o ...lock.Option) (*lock.Locker, error) { return lock.NewFair(c, o...) }, true},
+		// The layout is taken: the lock keeps owners, as RFencedLock does.
+		{"fenced", func(o ...lock.Option) (*lock.Locker, error) { return lock.NewFenced(c, o...) }, true},
+		{"multilock", func(o ...lock.Option) (*lock.Locker, error) {
+			return lock.NewMultilock([]redis.UniversalClient{c, c}, o...)
+		}, true},
+		{"redlock", func(o ...lock.Option) (*lock.Locker, error) {
+			return lock.NewRedlock([]redis.UniversalClient{c, c, c}, o...)
+		}, false},
+	} {
+		l, err := tc.new(config...)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if got := l.DefaultLease(); got != 2*time.Second {
+			t.Errorf("%s: default lease %s, want the optional WithLease's 2s", tc.name, got)
+		}
+		if l.Reentrant() != tc.reentrant {
+			t.Errorf("%s: Reentrant() = %v, want %v", tc.name, l.Reentrant(), tc.reentrant)
+		}
+		_ = l.Close()
+	}
+	if _, err := lock.NewRedlock([]redis.UniversalClient{c, c, c}, lock.WithDriftFactor(0.7).Optional()); err == nil {
+		t.Error("an optional option out of range: built, want refused")
+	}
+}

@@ -53,11 +53,36 @@ type settings struct {
 	// (WithRFencedLockLayout; rfenced.go).
 	RFencedLayout bool
 	// given names the options applied, in order, so a constructor can refuse one it ignores.
-	given []string
+	given []givenOption
+	// optional is set while an Option made by Option.Optional is applied.
+	optional bool
+}
+
+// givenOption is one option applied: its name and whether it was given as Option.Optional.
+type givenOption struct {
+	name     string
+	optional bool
 }
 
 // mark records that the option called name was given.
-func (o *settings) mark(name string) { o.given = append(o.given, name) }
+func (o *settings) mark(name string) {
+	o.given = append(o.given, givenOption{name: name, optional: o.optional})
+}
+
+// Optional returns o for a constructor to take when it honours it and to leave out when it does
+// not, where it would otherwise refuse it: one list of options (a program's configuration) can
+// then be given to every constructor, and each takes what applies to its kind.
+func (o Option) Optional() Option {
+	if o == nil {
+		return nil
+	}
+	return func(s *settings) {
+		was := s.optional
+		s.optional = true
+		o(s)
+		s.optional = was
+	}
+}
 
 // kindSpec is what a constructor honours: the options that mean something to it (given the
 // settings: NewFenced honours Redisson's options only in RFencedLock's layout) and whether
@@ -130,7 +155,7 @@ func retryOr(d settings, lo, hi time.Duration) func() time.Duration {
 }
 
 // WithReplicas makes NewReentrant wait, after each acquisition, until n replicas of its Redis
-// have acknowledged it (WAIT), within timeout (0: 1 s). Fewer acknowledgements undo the
+// have acknowledged it (WAIT), within timeout (0: 1 s, Redisson's slavesSyncTimeout). Fewer acknowledgements undo the
 // acquisition with ErrNotReplicated, so a failover to a replica that never saw the lock cannot
 // hand it to a second holder. Default 0: no wait. The other constructors refuse it.
 func WithReplicas(n int, timeout time.Duration) Option {

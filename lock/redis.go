@@ -4,27 +4,16 @@ package lock
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill-lab/seckill/lock/lockutil"
 )
 
-// clientAddr names the server a client talks to ("host:port"), for error messages.
-func clientAddr(c redis.UniversalClient) string {
-	if o, ok := c.(interface{ Options() *redis.Options }); ok {
-		return o.Options().Addr
-	}
-	if cc, ok := c.(*redis.ClusterClient); ok {
-		return "cluster " + strings.Join(cc.Options().Addrs, ",")
-	}
-	return fmt.Sprintf("%v", c)
-}
-
-// globEscape quotes the glob characters of s for a pattern subscription.
-func globEscape(s string) string { return globSpecials.Replace(s) }
-
-var globSpecials = strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`, `\`, `\\`)
+// clientAddr and globEscape are lockutil's, the one copy, which the programs around the locks share too.
+var (
+	clientAddr = lockutil.Addr
+	globEscape = lockutil.GlobEscape
+)
 
 // runScript runs a release script on rdb, after p, the holder's pipeline of last commands, when
 // there is one (nil: the script alone). On a client that sends a pipeline on one connection, in

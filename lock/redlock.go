@@ -142,10 +142,7 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 	if l.nodes == 0 {
 		return nil, fmt.Errorf("%w: %s: redlock has no masters configured: %w", ErrNotObtained, key, ErrUnavailable)
 	}
-	ttl := opts.Lease
-	if ttl <= 0 {
-		ttl = l.lease
-	}
+	ttl := leaseOrDefault(opts, l.lease)
 	// One Mutex per acquisition: it keeps the value and validity of this acquisition, so it is
 	// never shared (redsync's Mutex is not safe to reuse across holders).
 	var value string // the last attempt's

@@ -85,15 +85,8 @@ func newReentrantOn(name string, rdb redis.UniversalClient, d settings) *reentra
 	if id == "" {
 		id = uuid.NewString()
 	}
-	lease := d.Lease
-	if lease <= 0 {
-		lease = 30 * time.Second // Redisson's lockWatchdogTimeout
-	}
-	log := d.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	l := &reentrantLocker{name: name, rdb: rdb, id: id, lease: lease, log: log,
+	log := logOf(d)
+	l := &reentrantLocker{name: name, rdb: rdb, id: id, lease: d.Lease, log: log,
 		entries: map[string]*renewal{}, holds: map[string]int{}}
 	l.sub, l.queue = newSubscribedQueue(rdb, log, unlockOnly, false)
 	return l
@@ -122,10 +115,7 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 	}
 	owner := ownerOf(opts)
 	field := l.id + ":" + owner
-	lease := opts.Lease
-	if lease <= 0 {
-		lease = l.lease
-	}
+	lease := leaseOrDefault(opts, l.lease)
 	leaseMs := max(lease.Milliseconds(), 1)
 	watch := !opts.ExplicitLease
 

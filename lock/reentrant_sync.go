@@ -32,11 +32,7 @@ func newReplicaSync(d settings) *replicaSync {
 	if d.WaitReplicas <= 0 {
 		return nil
 	}
-	timeout := d.WaitReplicasTimeout
-	if timeout <= 0 {
-		timeout = defaultWaitReplicasTimeout
-	}
-	return &replicaSync{n: d.WaitReplicas, timeout: timeout}
+	return &replicaSync{n: d.WaitReplicas, timeout: d.WaitReplicasTimeout} // defaulted in apply
 }
 
 // stickyConn is one connection to the server that owns key: WAIT counts the acknowledgements of

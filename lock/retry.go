@@ -9,11 +9,11 @@ import (
 	"net"
 	"time"
 
-	"github.com/seckill-lab/seckill/lock/internal/ctxsleep"
+	"github.com/seckill-lab/seckill/lock/lockutil"
 )
 
 // sleep waits for d or until ctx ends, whichever is first; it reports whether d elapsed.
-var sleep = ctxsleep.Sleep
+var sleep = lockutil.Sleep
 
 // jitter returns a retry interval between lo and hi, so that pollers do not move in lockstep.
 func jitter(lo, hi time.Duration) func() time.Duration {

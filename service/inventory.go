@@ -18,9 +18,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/seckill-lab/seckill/lock"
 
-	"seckill/internal/ctxtime"
 	"seckill/internal/modes"
 	"seckill/store"
+
+	"github.com/seckill-lab/seckill/lock/lockutil"
 )
 
 // Errors of the service, mapped to HTTP statuses by the handler. Check with errors.Is.
@@ -48,7 +49,7 @@ type Settings struct {
 	Stock    int64    // what a reset puts in by default
 	Mode     string   // the default lock mode
 	// Wait bounds each sale's wait for its lock (lock.wait); the lease is the mode's Locker's
-	// (lock.lease, modes.Deps), unless a sale asks for an explicit one.
+	// (lock.lease, app.LockOptions), unless a sale asks for an explicit one.
 	Wait         time.Duration
 	LabEnabled   bool
 	MaxWork      time.Duration
@@ -356,9 +357,7 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 			res.ReleaseError = "the release got no answer from Redis (logged); the lock ends with its lease"
 		}
 	}
-	if r, ok := lease.(modes.Renewer); ok {
-		res.Renewals = r.Renewals()
-	}
+	res.Renewals = lease.Renewals()
 	s.observer.ObserveRenewals(mode.Name, res.Renewals)
 	if isClosed(lease.Lost()) {
 		s.observer.ObserveLeaseLost(mode.Name)
@@ -433,7 +432,7 @@ func (s *Service) critical(ctx context.Context, req SaleRequest, counter string,
 		res.Message = fmt.Sprintf("sold out: %s has no stock left (served by %s)", req.SKU, s.set.Instance)
 		return "soldout", ErrSoldOut
 	}
-	if req.Work > 0 && !ctxtime.Sleep(ctx, req.Work) {
+	if req.Work > 0 && !lockutil.Sleep(ctx, req.Work) {
 		return "error", fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
 	}
 	if lost := lease.Lost(); lost != nil {
@@ -484,12 +483,11 @@ func (s *Service) counter(mode string) string {
 	return store.CounterFenced
 }
 
-// commit writes the sale; with joined, and a lease that can, the release follows it in the same
-// pipeline (behind the leave of the section, when overlaps are counted), so the next holder gets
-// the lock one round trip sooner.
+// commit writes the sale; with joined, the release follows it in the same pipeline (behind the
+// leave of the section, when overlaps are counted), so the next holder gets the lock one round
+// trip sooner where the lease can join it.
 func (s *Service) commit(ctx context.Context, sku string, stock int64, order store.Order, lease modes.Lease, joined *joinedRelease) (store.CommitResult, error) {
-	pr, ok := lease.(modes.PipelineReleaser)
-	if joined == nil || !ok || ctx.Err() != nil {
+	if joined == nil || ctx.Err() != nil {
 		return s.store.Commit(ctx, sku, stock, order)
 	}
 	p := s.store.Pipeline()
@@ -502,7 +500,7 @@ func (s *Service) commit(ctx context.Context, sku string, stock int64, order sto
 	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWithin)
 	defer cancel()
 	joined.leaveSent = time.Now()
-	joined.sent, joined.err = true, pr.ReleaseAfter(relCtx, p)
+	joined.sent, joined.err = true, lease.ReleaseAfter(relCtx, p)
 	joined.left = leave != nil && leave() == nil
 	return read()
 }

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"seckill/internal/ctxtime"
 	"seckill/internal/modes"
+
+	"github.com/seckill-lab/seckill/lock/lockutil"
 
 	"github.com/seckill-lab/seckill/lock"
 )
@@ -24,7 +25,7 @@ func (s *Service) release(ctx context.Context, lease modes.Lease) error {
 			return err
 		}
 		s.log.Warn("release failed, retrying", "key", lease.Key(), "err", err)
-		if !ctxtime.Sleep(ctx, backoff) {
+		if !lockutil.Sleep(ctx, backoff) {
 			return err
 		}
 		backoff = min(2*backoff, 400*time.Millisecond)

@@ -60,7 +60,8 @@ func KeysFor(sku string) Keys {
 const (
 	// CounterFenced: mode fenced in its line layout, <lock key>:token on the data Redis (Keys.Fence).
 	CounterFenced = ""
-	// CounterRFenced: mode fenced in Redisson RFencedLock's layout, redisson_lock_token:{key}.
+	// CounterRFenced: mode fenced in Redisson RFencedLock's layout, Redisson's counter beside the
+	// lock (the library names it: Locker.Keys).
 	CounterRFenced = "fenced-redisson"
 	// CounterRedlock: mode redlock-fenced, a counter on the independent masters.
 	CounterRedlock = "redlock-fenced"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/seckill-lab/seckill/lock"
 
+	"seckill/app"
+	"seckill/config"
 	"seckill/internal/modes"
 	"seckill/internal/redisproc"
 )
@@ -113,7 +116,7 @@ func TestClusterUnlockIsSharded(t *testing.T) {
 }
 
 // TestClusterSubscriptionModeSetting: lock.subscriptionMode reaches the library through the
-// service's mode registry: "classic" on a cluster makes the reentrant and fenced releases
+// configuration's options (app.LockOptions) and the service's mode registry: "classic" on a cluster makes the reentrant and fenced releases
 // classic again, "auto" sharded (the fenced lock in RFencedLock's layout, lock.fencedLayout:
 // redisson, whose release is Redisson's unlock).
 func TestClusterSubscriptionModeSetting(t *testing.T) {
@@ -121,7 +124,9 @@ func TestClusterSubscriptionModeSetting(t *testing.T) {
 	cc := startCluster(t)
 	ctx := context.Background()
 	for _, setting := range []string{"auto", "classic"} {
-		reg, err := modes.NewRegistry(modes.Deps{Data: cc, Lease: 5 * time.Second, Subscription: setting, RFencedLayout: true})
+		opts := app.LockOptions(config.Lock{Lease: 5 * time.Second, SubscriptionMode: setting, FencedLayout: "redisson"},
+			slog.New(slog.DiscardHandler))
+		reg, err := modes.NewRegistry(modes.Deps{Data: cc, Options: opts})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,6 @@ package modes_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -27,7 +26,7 @@ func brokenSetup(t *testing.T, name string, lease time.Duration) (modes.Locker, 
 	// The lab's faults, wired as the service wires them: the hook on the client, the knobs.
 	fault.Install(c)
 	steps := modes.StepHooks{BeforeExpire: fault.BeforeExpire, BeforeDel: fault.BeforeDel}
-	l, err := m.New(modes.Deps{Data: c, Lease: lease, InstanceID: "test", Logger: slog.New(slog.DiscardHandler), Steps: steps})
+	l, err := m.New(modes.Deps{Data: c, InstanceID: "test", Options: []lock.Option{lock.WithLease(lease)}, Steps: steps})
 	if err != nil {
 		t.Fatalf("build %s: %v", name, err)
 	}

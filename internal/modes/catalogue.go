@@ -3,7 +3,7 @@ package modes
 import (
 	"context"
 	"fmt"
-	"slices"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seckill-lab/seckill/lock"
@@ -17,7 +17,7 @@ func init() {
 		Summary: "Redisson RFairLock layout: the reentrant hash and watchdog plus a queue and deadlines in Redis; " +
 			"waiters are served in the order they queued, across instances, each woken on its own channel",
 		Faults: watchdogFaults,
-		New:    build(lock.NewFair, optPubSub, optThreadWait),
+		New:    build(lock.NewFair),
 	})
 
 	register(Mode{
@@ -27,7 +27,7 @@ func init() {
 			"the stock write is accepted only with a token not older than the newest written, so a frozen " +
 			"holder's stale write is rejected (no lost update)",
 		Faults: watchdogFaults,
-		New:    build(lock.NewFenced, optRFenced, optPubSub),
+		New:    build(lock.NewFenced),
 	})
 
 	register(Mode{
@@ -43,7 +43,7 @@ func init() {
 		Summary: "Redisson MultiLock: one reentrant lock on every master, all required, taken in order and " +
 			"given back on any failure; renewed on every master; with a master down it fails cleanly",
 		Faults: watchdogFaults,
-		New:    buildMasters(lock.NewMultilock, optRetry),
+		New:    buildMasters(lock.NewMultilock),
 	})
 
 	register(Mode{
@@ -53,7 +53,7 @@ func init() {
 			"extended every ttl/3 while held, " +
 			"a failed extension tells the holder the lock is lost",
 		Faults: watchdogFaults,
-		New:    buildMasters(lock.NewRedlock, optDrift, optRetry),
+		New:    buildMasters(lock.NewRedlock),
 	})
 
 	register(Mode{
@@ -63,10 +63,7 @@ func init() {
 			"the stock write is accepted only with a token not older than the newest written, so a holder whose lock " +
 			"expired early (a pause, a clock jump) cannot overwrite the next holder's sale; a master restarted empty forgets the counter",
 		Faults: watchdogFaults,
-		New: func(d Deps) (Locker, error) {
-			d.Fencing = true
-			return buildMasters(lock.NewRedlock, optDrift, optRetry, optFencing)(d)
-		},
+		New:    buildMasters(lock.NewRedlock, lock.WithFencingTokens()),
 	})
 
 	register(Mode{
@@ -74,7 +71,7 @@ func init() {
 		Summary: "Redisson RLock layout: hash field <instance>:<owner> = hold count, renewed every lease/3 by a " +
 			"watchdog, waiters woken by the unlock PUBLISH; never overlaps, a crashed holder's lock expires one lease later",
 		Faults: watchdogFaults,
-		New:    build(lock.NewReentrant, optReplicas, optPubSub),
+		New:    build(lock.NewReentrant),
 	})
 
 	register(Mode{
@@ -91,10 +88,11 @@ func init() {
 
 }
 
-// build adapts a single-server constructor of the library to a mode.
-func build(newLock func(rdb redis.UniversalClient, opts ...lock.Option) (*lock.Locker, error), takes ...libOpt) func(Deps) (Locker, error) {
+// build adapts a single-server constructor of the library to a mode: it is given every option
+// of Deps (and the mode's own, extra) and takes what it honours.
+func build(newLock func(rdb redis.UniversalClient, opts ...lock.Option) (*lock.Locker, error), extra ...lock.Option) func(Deps) (Locker, error) {
 	return func(d Deps) (Locker, error) {
-		l, err := newLock(d.Data, libOptions(d, takes)...)
+		l, err := newLock(d.Data, d.options(extra...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -102,71 +100,18 @@ func build(newLock func(rdb redis.UniversalClient, opts ...lock.Option) (*lock.L
 	}
 }
 
-// buildMasters adapts a constructor over the independent masters to a mode.
-func buildMasters(newLock func(masters []redis.UniversalClient, opts ...lock.Option) (*lock.Locker, error), takes ...libOpt) func(Deps) (Locker, error) {
+// buildMasters adapts a constructor over the independent masters to a mode, as build does.
+func buildMasters(newLock func(masters []redis.UniversalClient, opts ...lock.Option) (*lock.Locker, error), extra ...lock.Option) func(Deps) (Locker, error) {
 	return func(d Deps) (Locker, error) {
 		if len(d.Masters) == 0 {
 			return noMasters{}, nil
 		}
-		l, err := newLock(d.Masters, libOptions(d, takes)...)
+		l, err := newLock(d.Masters, d.options(extra...)...)
 		if err != nil {
 			return nil, err
 		}
 		return libLocker{l: l}, nil
 	}
-}
-
-// libOpt names an option of the library that only some of its constructors take (they refuse
-// the others): a mode lists the ones its constructor takes.
-type libOpt int
-
-const (
-	optDrift libOpt = iota
-	optRetry
-	optFencing
-	optReplicas
-	optPubSub
-	optThreadWait
-	optRFenced
-)
-
-// libOptions are the library's options for deps: only what deps sets and the mode's constructor
-// takes, so the library's defaults hold for the rest.
-func libOptions(d Deps, takes []libOpt) []lock.Option {
-	has := func(o libOpt) bool { return slices.Contains(takes, o) }
-	opts := []lock.Option{lock.WithLease(d.Lease)}
-	if d.InstanceID != "" {
-		opts = append(opts, lock.WithInstanceID(d.InstanceID))
-	}
-	if d.Logger != nil {
-		opts = append(opts, lock.WithLogger(d.Logger))
-	}
-	if d.DriftFactor > 0 && has(optDrift) {
-		opts = append(opts, lock.WithDriftFactor(d.DriftFactor))
-	}
-	if d.RetryMax > 0 && has(optRetry) {
-		opts = append(opts, lock.WithRetryDelay(d.RetryMin, d.RetryMax))
-	}
-	if d.Fencing && has(optFencing) {
-		opts = append(opts, lock.WithFencingTokens())
-	}
-	if d.WaitReplicas > 0 && has(optReplicas) {
-		opts = append(opts, lock.WithReplicas(d.WaitReplicas, d.WaitReplicasTimeout))
-	}
-	switch sub := d.Subscription; {
-	case !has(optPubSub) || (has(optRFenced) && !d.RFencedLayout):
-	case sub == "sharded":
-		opts = append(opts, lock.WithShardedPubSub(true))
-	case sub == "classic":
-		opts = append(opts, lock.WithShardedPubSub(false))
-	}
-	if d.FairThreadWait > 0 && has(optThreadWait) {
-		opts = append(opts, lock.WithThreadWait(d.FairThreadWait))
-	}
-	if d.RFencedLayout && has(optRFenced) {
-		opts = append(opts, lock.WithRFencedLockLayout())
-	}
-	return opts
 }
 
 // libLocker is a library Locker as a mode's Locker.
@@ -214,6 +159,10 @@ func (blindLease) Lost() <-chan struct{} { return nil }
 func (a libLocker) Close() error { return a.l.Close() }
 
 func (a libLocker) Keys(name string) []string { return a.l.Keys(name) }
+
+func (a libLocker) Queue(ctx context.Context, name string) ([]string, []time.Time, error) {
+	return a.l.Queue(ctx, name)
+}
 
 // noMasters stands for a mode over independent masters when none are configured: every
 // acquisition says so.

@@ -35,7 +35,7 @@ func TestRedlockRegistered(t *testing.T) {
 func fairRegistry(t *testing.T) (*modes.Registry, modes.Locker, *redis.Client) {
 	t.Helper()
 	c := testredis.Client(t, testredis.Start(t))
-	reg, err := modes.NewRegistry(modes.Deps{Data: c, InstanceID: "inst", Lease: 5 * time.Second})
+	reg, err := modes.NewRegistry(modes.Deps{Data: c, InstanceID: "inst", Options: []lock.Option{lock.WithLease(5 * time.Second)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,12 +158,12 @@ func TestFairDeadlinesShownAsRedissonWould(t *testing.T) {
 	}
 }
 
-// TestFencedLayoutShownByInspect: Deps.RFencedLayout (lock.fencedLayout: redisson) reaches the
+// TestFencedLayoutShownByInspect: WithRFencedLockLayout (lock.fencedLayout: redisson) reaches the
 // library, and the /locks view shows the lock as a Redisson hash held by this instance and
 // RFencedLock's counter as a fencing counter, kept without TTL.
 func TestFencedLayoutShownByInspect(t *testing.T) {
 	c := testredis.Client(t, testredis.Start(t))
-	reg, err := modes.NewRegistry(modes.Deps{Data: c, InstanceID: "inst", Lease: 5 * time.Second, RFencedLayout: true})
+	reg, err := modes.NewRegistry(modes.Deps{Data: c, InstanceID: "inst", Options: []lock.Option{lock.WithLease(5 * time.Second), lock.WithRFencedLockLayout().Optional()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,14 @@ func TestFencedLayoutShownByInspect(t *testing.T) {
 			got[k.Key] = k
 		}
 	}
-	ks, counter := got[key], got["redisson_lock_token:"+key]
+	// RFencedLock's counter is among the keys the library names beside the lock.
+	var counter modes.KeyState
+	for _, k := range l.Keys(key)[1:] {
+		if got[k].Type == "string" {
+			counter = got[k]
+		}
+	}
+	ks := got[key]
 	if ks.Type != "hash" || len(ks.Holders) != 1 || ks.Holders[0].Owner != "holder" || !ks.Holders[0].ThisInstance {
 		t.Fatalf("lock %+v: want RLock's hash held by this instance's owner", ks)
 	}

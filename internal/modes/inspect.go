@@ -8,8 +8,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill-lab/seckill/lock/lockutil"
 )
 
 // maxInspectKeys bounds how many keys Inspect reads per server, so a read-only view stays cheap
@@ -41,22 +43,21 @@ type KeyState struct {
 	Holders []Holder `json:"holders,omitempty"`
 	// Queue lists a fair lock's waiters, first first, each with its deadline.
 	Queue []Waiter `json:"queue,omitempty"`
-	// Kind is "lock", or "fencing counter" for a fenced lock's token counter
-	// (redisson_lock_token:<key>, or redlock-fenced's <key>:token), which
-	// has no TTL by design: its tokens must keep rising past every lock's expiry.
+	// Kind is "lock", or "fencing counter" for a fenced lock's token counter (the string among
+	// the keys Locker.Keys lists beside the lock), which has no TTL by design: its tokens must
+	// keep rising past every lock's expiry.
 	Kind string `json:"kind" example:"lock"`
 	// Deadlock: a lock key with no TTL, which nobody will ever free (never set on a counter).
 	Deadlock bool `json:"deadlock,omitempty"`
 }
 
-// Waiter is one entry of a fair lock's queue (redisson_lock_queue:{name}).
+// Waiter is one entry of a fair lock's queue in Redis (Locker.Queue reads it).
 type Waiter struct {
 	Field    string `json:"field" example:"6f1c...:order-43"`
 	Instance string `json:"instance,omitempty"`
 	Owner    string `json:"owner,omitempty"`
-	// DeadlineMs is the waiter's deadline (unix ms, its score in redisson_lock_timeout:{name}
-	// less the move-ups it still owes): should it not take the lock by then, the next acquire or
-	// release passes it over. 0: none found.
+	// DeadlineMs is the waiter's deadline (unix ms): should it not take the lock by then, the
+	// next acquire or release passes it over. 0: none found.
 	DeadlineMs int64 `json:"deadlineMs" example:"1763900000000"`
 	// ThisInstance: the waiter came through this service instance.
 	ThisInstance bool `json:"thisInstance"`
@@ -76,8 +77,8 @@ type Holder struct {
 }
 
 // Inspect reads, without changing anything, on the data Redis and on every master, every key
-// starting with prefix, the fencing counters each mode keeps beside its lock named lockKey(mode)
-// and the fair lock's queue (Registry.Keys names them). A server that cannot be read is
+// starting with prefix and the fencing counters each mode keeps beside its lock named
+// lockKey(mode) (Registry.Keys names them), and the fair lock's queue (the library reads it). A server that cannot be read is
 // reported in its entry, not as an error.
 func (r *Registry) Inspect(ctx context.Context, prefix string, lockKey func(mode string) string) []ServerLocks {
 	type server struct {
@@ -94,8 +95,11 @@ func (r *Registry) Inspect(ctx context.Context, prefix string, lockKey func(mode
 		if s.c == nil {
 			continue
 		}
-		sl := ServerLocks{Name: s.name, Addr: ClientAddr(s.c), Keys: []KeyState{}}
+		sl := ServerLocks{Name: s.name, Addr: lockutil.Addr(s.c), Keys: []KeyState{}}
 		keys, truncated, err := inspectServer(ctx, s.c, prefix, locks, r.deps.InstanceID)
+		if err == nil && s.name == "data" {
+			keys, err = r.attachQueues(ctx, lockKey, keys)
+		}
 		if err != nil {
 			sl.Error = err.Error()
 		}
@@ -107,11 +111,11 @@ func (r *Registry) Inspect(ctx context.Context, prefix string, lockKey func(mode
 
 // inspectServer reads c's keys under prefix and the side keys of locks (each lock's keys, the
 // lock key first) that are fencing counters (strings: the lines, queues and hashes beside a lock
-// are not), and attaches the fair locks' queues.
+// are not).
 func inspectServer(ctx context.Context, c redis.UniversalClient, prefix string, locks [][]string, self string) ([]KeyState, bool, error) {
 	var names []string
 	truncated := false
-	iter := c.Scan(ctx, 0, globEscape(prefix)+"*", 100).Iterator()
+	iter := c.Scan(ctx, 0, lockutil.GlobEscape(prefix)+"*", 100).Iterator()
 	for iter.Next(ctx) {
 		if len(names) == maxInspectKeys {
 			truncated = true
@@ -182,8 +186,7 @@ func inspectServer(ctx context.Context, c redis.UniversalClient, prefix string, 
 		}
 		keys[i].Deadlock = keys[i].Kind == "lock" && keys[i].PTTLMs == -1
 	}
-	keys, err = fairQueues(ctx, c, locks, sideTypes, self, keys)
-	return keys, truncated, err
+	return keys, truncated, nil
 }
 
 // typesOf reads the type of every side key of locks (each lock's keys after the first) that
@@ -215,102 +218,45 @@ func typesOf(ctx context.Context, c redis.UniversalClient, locks [][]string) (ma
 	return out, nil
 }
 
-// fairQueue is a fair lock's queue as found among its keys: Redisson's layout keeps the waiters
-// in a list and their deadlines in a sorted set beside the lock (no other lock keeps both), and
-// the library its hash of owed move-ups (fields x and h).
-type fairQueue struct {
-	lock, queue, deadlines string
-	hashes                 []string
+// queuer is a mode's Locker that can read the waiters it keeps in Redis (the library's
+// Locker.Queue: only the fair lock has any).
+type queuer interface {
+	Queue(ctx context.Context, name string) (fields []string, deadlines []time.Time, err error)
 }
 
-// fairQueues adds the fair locks' queues to keys: a queue whose lock key is not there (the lock
-// is free, the first waiter not yet in) gets an entry of its own.
-func fairQueues(ctx context.Context, c redis.UniversalClient, locks [][]string, types map[string]string, self string, keys []KeyState) ([]KeyState, error) {
-	var queues []fairQueue
-	for _, l := range locks {
-		if len(l) < 2 {
+// attachQueues adds to keys (the data Redis's) the queue of every mode that keeps one, as the
+// library reads it: a queue whose lock key is not there (the lock is free, the first waiter not
+// yet in) gets an entry of its own.
+func (r *Registry) attachQueues(ctx context.Context, lockKey func(mode string) string, keys []KeyState) ([]KeyState, error) {
+	for _, m := range Modes() {
+		q, ok := r.lockers[m.Name].(queuer)
+		if !ok {
 			continue
 		}
-		q := fairQueue{lock: l[0]}
-		for _, k := range l[1:] {
-			switch types[k] {
-			case "list":
-				q.queue = k
-			case "zset":
-				q.deadlines = k
-			case "hash":
-				q.hashes = append(q.hashes, k)
-			}
+		name := lockKey(m.Name)
+		fields, deadlines, err := q.Queue(ctx, name)
+		if err != nil {
+			return keys, err
 		}
-		if q.queue != "" && q.deadlines != "" {
-			queues = append(queues, q)
-		}
-	}
-	lists := make([]*redis.StringSliceCmd, len(queues))
-	deadlines := make([]*redis.ZSliceCmd, len(queues))
-	lags := make([][]*redis.SliceCmd, len(queues))
-	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, q := range queues {
-			lists[i] = p.LRange(ctx, q.queue, 0, -1)
-			deadlines[i] = p.ZRangeWithScores(ctx, q.deadlines, 0, -1)
-			for _, h := range q.hashes {
-				lags[i] = append(lags[i], p.HMGet(ctx, h, "x", "h"))
-			}
-		}
-		return nil
-	}); err != nil && !errors.Is(err, redis.Nil) {
-		return keys, redisErr("LRANGE/ZRANGE", err)
-	}
-	for i, q := range queues {
-		// Every waiter but the one the lag hash names owes the lag: its score is that much
-		// later than its deadline (the library's deferred move-ups, lock/script/lua/fair_lag.lua).
-		var lag int64
-		var exact string
-		for _, h := range lags[i] {
-			if l, x := owedLag(h.Val()); l != 0 || x != "" {
-				lag, exact = l, x
-			}
-		}
-		due := map[string]int64{}
-		for _, z := range deadlines[i].Val() {
-			if m, ok := z.Member.(string); ok {
-				due[m] = int64(z.Score)
-				if m != exact {
-					due[m] -= lag
-				}
-			}
-		}
-		var line []Waiter
-		for _, f := range lists[i].Val() {
-			w := Waiter{Field: f, DeadlineMs: due[f]}
-			w.Instance, w.Owner, w.ThisInstance = splitField(f, self)
-			line = append(line, w)
-		}
-		if len(line) == 0 {
+		if len(fields) == 0 {
 			continue
 		}
-		at := slices.IndexFunc(keys, func(k KeyState) bool { return k.Key == q.lock })
+		line := make([]Waiter, len(fields))
+		for i, f := range fields {
+			line[i] = Waiter{Field: f}
+			if !deadlines[i].IsZero() {
+				line[i].DeadlineMs = deadlines[i].UnixMilli()
+			}
+			line[i].Instance, line[i].Owner, line[i].ThisInstance = splitField(f, r.deps.InstanceID)
+		}
+		at := slices.IndexFunc(keys, func(k KeyState) bool { return k.Key == name })
 		if at < 0 {
-			keys = append(keys, KeyState{Key: q.lock, Type: "none", PTTLMs: -2, Kind: "lock"})
+			keys = append(keys, KeyState{Key: name, Type: "none", PTTLMs: -2, Kind: "lock"})
 			at = len(keys) - 1
 		}
 		keys[at].Queue = line
 	}
 	return keys, nil
-}
-
-// owedLag reads the fair lock's lag hash (HMGET x h): the move-ups owed by every waiter but the
-// exact one, in ms (0 when there is no hash).
-func owedLag(v []any) (lag int64, exact string) {
-	if len(v) != 2 {
-		return 0, ""
-	}
-	if x, ok := v[0].(string); ok {
-		f, _ := strconv.ParseFloat(x, 64)
-		lag = int64(f)
-	}
-	exact, _ = v[1].(string)
-	return lag, exact
 }
 
 func holders(h map[string]string, self string) []Holder {
@@ -336,11 +282,6 @@ func splitField(field, self string) (instance, owner string, this bool) {
 	return instance, owner, instance == self
 }
 
-// globEscape quotes the characters SCAN MATCH treats as a pattern.
-func globEscape(s string) string { return globSpecials.Replace(s) }
-
-var globSpecials = strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`, `\`, `\\`)
-
 // PTTL is one reading of a key's remaining time to live.
 type PTTL struct {
 	Ms  int64 // -1: no TTL; -2: no such key (or unreadable, then Err says why)
@@ -365,7 +306,7 @@ func (r *Registry) MasterPTTLs(ctx context.Context, key string) []PTTL {
 func (r *Registry) MasterAddrs() []string {
 	out := make([]string, len(r.deps.Masters))
 	for i, m := range r.deps.Masters {
-		out[i] = ClientAddr(m)
+		out[i] = lockutil.Addr(m)
 	}
 	return out
 }

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/lock"
+	"github.com/seckill-lab/seckill/lock/lockutil"
 )
 
 // Locker is what the service needs of a lock mode: the library's locks and the broken modes of
@@ -24,22 +24,19 @@ type Locker interface {
 	Close() error
 }
 
-// Lease is one held lock of a mode. *lock.Lease is one.
+// Lease is one held lock of a mode: all a sale needs of it. *lock.Lease is one; the broken modes'
+// leases are too, with no token, no watchdog and no renewals.
 type Lease interface {
 	Key() string
 	Token() int64
 	Lost() <-chan struct{}
 	Release(ctx context.Context) error
-}
-
-// PipelineReleaser is a lease that can release at the end of the holder's own pipeline, so the
-// last writes and the release take one round trip (*lock.Lease: Lease.ReleaseAfter).
-type PipelineReleaser interface {
+	// ReleaseAfter releases at the end of the holder's own pipeline p (the last writes), in one
+	// round trip where the lock can (*lock.Lease), else p first and the release after it.
 	ReleaseAfter(ctx context.Context, p redis.Pipeliner) error
+	// Renewals counts the watchdog's renewals (0 without one).
+	Renewals() int64
 }
-
-// Renewer is a lease whose watchdog counts its renewals.
-type Renewer interface{ Renewals() int64 }
 
 // HashLease is a lease in Redisson's hash layout (Field is "" for the other layouts).
 type HashLease interface{ Field() string }
@@ -51,17 +48,6 @@ type MultiLease interface{ Parts() []*lock.Lease }
 // broken modes can return it; it is how the lab observes the bug.
 var ErrForeignUnlock = errors.New("lock: released a lock held by someone else")
 
-// ClientAddr names the server a client talks to ("host:port"), for messages and views.
-func ClientAddr(c redis.UniversalClient) string {
-	if o, ok := c.(interface{ Options() *redis.Options }); ok {
-		return o.Options().Addr
-	}
-	if cc, ok := c.(*redis.ClusterClient); ok {
-		return "cluster " + strings.Join(cc.Options().Addrs, ",")
-	}
-	return fmt.Sprintf("%v", c)
-}
-
 // plainLease is the lease of the broken modes: no watchdog, no token.
 type plainLease struct {
 	key      string
@@ -72,6 +58,16 @@ type plainLease struct {
 func (l *plainLease) Key() string           { return l.key }
 func (l *plainLease) Token() int64          { return 0 }
 func (l *plainLease) Lost() <-chan struct{} { return nil }
+func (l *plainLease) Renewals() int64       { return 0 }
+
+// ReleaseAfter sends the holder's pipeline p, then releases: a broken mode's release is commands
+// of its own, which do not join p.
+func (l *plainLease) ReleaseAfter(ctx context.Context, p redis.Pipeliner) error {
+	if p != nil {
+		_, _ = p.Exec(ctx) // each command keeps its own error, for the holder to read
+	}
+	return l.Release(ctx)
+}
 
 func (l *plainLease) Release(ctx context.Context) error {
 	if !l.released.CompareAndSwap(false, true) {
@@ -115,23 +111,12 @@ func retryUntil(ctx context.Context, key string, wait time.Duration,
 		if pause <= 0 {
 			return fmt.Errorf("%w: %s", lock.ErrNotObtained, key)
 		}
-		select {
-		case <-time.After(pause):
-		case <-ctx.Done():
+		if !lockutil.Sleep(ctx, pause) {
 			return fmt.Errorf("%w: %s: %w", lock.ErrNotObtained, key, ctx.Err())
 		}
 	}
 }
 
-// redisErr wraps a failed Redis call of a broken mode: a reply error as it is, anything else as
-// lock.ErrUnavailable too.
-func redisErr(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var reply redis.Error
-	if errors.As(err, &reply) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("lock: %s: %w", op, err)
-	}
-	return fmt.Errorf("lock: %s: %w: %w", op, lock.ErrUnavailable, err)
-}
+// redisErr wraps a failed Redis call of a broken mode or a view as the library wraps its own: a
+// reply error as it is, anything else (lockutil.Unavailable) as lock.ErrUnavailable too.
+func redisErr(op string, err error) error { return lockutil.RedisErr(op, err, lock.ErrUnavailable) }

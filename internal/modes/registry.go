@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -63,35 +62,38 @@ type Deps struct {
 	Data redis.UniversalClient
 	// Masters are the independent masters used by multilock and redlock.
 	Masters []redis.UniversalClient
-	// InstanceID identifies this process, like the UUID of a Redisson client.
+	// InstanceID identifies this process, like the UUID of a Redisson client: the library's
+	// locks write it (lock.WithInstanceID) and Inspect marks the holders and waiters it finds
+	// with it. "": a random id for each lock, and none marked.
 	InstanceID string
-	// Lease is the default lease (lock.lease): the watchdog timeout of reentrant modes.
-	Lease time.Duration
-	// WaitReplicas (lock.waitReplicas), when above 0, makes mode reentrant WAIT for that many
-	// replicas of the data Redis to acknowledge each acquisition, within WaitReplicasTimeout
-	// (default 1s); fewer undo the acquisition (ErrNotReplicated). See reentrant_sync.go.
-	WaitReplicas        int
-	WaitReplicasTimeout time.Duration
-	Logger              *slog.Logger
-	// DriftFactor is redlock's clock-drift allowance (0: redsync's default, 0.01).
-	DriftFactor float64
-	// RetryMin..RetryMax is the random pause between attempts where no release will wake a
-	// waiter (0: each mode's default; see WithRetryDelay).
-	RetryMin, RetryMax time.Duration
-	// Fencing makes redlock draw a fencing token for every acquisition from a counter on the
-	// masters (mode redlock-fenced; see WithFencingTokens). Other modes ignore it.
-	Fencing bool
-	// Subscription (lock.subscriptionMode): "sharded" or "classic" force the pub/sub of the
-	// reentrant and fair modes; "" or "auto" leave the library's choice (WithShardedPubSub).
-	Subscription string
-	// FairThreadWait (lock.fairThreadWait) is the fair mode's thread wait (WithThreadWait);
-	// 0: each acquisition's wait.
-	FairThreadWait time.Duration
-	// RFencedLayout (lock.fencedLayout: redisson) keeps the fenced mode's lock in Redisson
-	// RFencedLock's layout (WithRFencedLockLayout).
-	RFencedLayout bool
+	// Options are the library's options, given to every library lock mode (app.LockOptions
+	// makes the service's from lock.*): those only some kinds honour given as
+	// lock.Option.Optional, so each constructor takes what applies to its kind and the library's
+	// defaults hold for the rest. The broken modes take their lease from them too (Deps.lease).
+	Options []lock.Option
 	// Steps are the knobs of the deliberately broken modes (zero: none).
 	Steps StepHooks
+}
+
+// options are d's library options, with its instance id and extra.
+func (d Deps) options(extra ...lock.Option) []lock.Option {
+	opts := slices.Clone(d.Options)
+	if d.InstanceID != "" {
+		opts = append(opts, lock.WithInstanceID(d.InstanceID))
+	}
+	return append(opts, extra...)
+}
+
+// lease is the default lease d's options give the library's locks (WithLease's, or the
+// library's default), asked of the library, which alone reads its options: the broken modes
+// expire their keys after it, and the multilock demo reports it.
+func (d Deps) lease() time.Duration {
+	l, err := lock.NewLua(d.Data, d.options()...)
+	if err != nil {
+		return (*lock.Locker)(nil).DefaultLease()
+	}
+	defer func() { _ = l.Close() }()
+	return l.DefaultLease()
 }
 
 // StepHooks are the deliberately broken modes' own knobs. Each runs between the two commands that
@@ -133,18 +135,13 @@ func LookupMode(name string) (Mode, error) {
 // Registry holds one built Locker per mode, shared by all requests.
 type Registry struct {
 	deps    Deps
+	lease   time.Duration
 	lockers map[string]Locker
 }
 
 // NewRegistry builds every registered mode from deps.
 func NewRegistry(deps Deps) (*Registry, error) {
-	if deps.Logger == nil {
-		deps.Logger = slog.New(slog.DiscardHandler)
-	}
-	if deps.Lease <= 0 {
-		deps.Lease = (*lock.Locker)(nil).DefaultLease() // the library's default, for every mode
-	}
-	r := &Registry{deps: deps, lockers: map[string]Locker{}}
+	r := &Registry{deps: deps, lease: deps.lease(), lockers: map[string]Locker{}}
 	for _, m := range Modes() {
 		if m.New == nil {
 			continue
@@ -229,5 +226,5 @@ func (r *Registry) ClearMasters(ctx context.Context, prefix string, keys []strin
 // InstanceID is the id this process writes into Redisson-layout hash fields.
 func (r *Registry) InstanceID() string { return r.deps.InstanceID }
 
-// Lease is the default lease of the modes (lock.lease).
-func (r *Registry) Lease() time.Duration { return r.deps.Lease }
+// Lease is the default lease of the modes (lock.lease, or the library's default).
+func (r *Registry) Lease() time.Duration { return r.lease }

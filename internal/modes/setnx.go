@@ -167,7 +167,7 @@ func init() {
 			"leaves the key with no TTL (deadlock)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultCrashBeforeExpire, FaultHolderPause},
 		New: func(d Deps) (Locker, error) {
-			return &setnxExpireLocker{rdb: d.Data, lease: d.Lease, beforeExpire: d.Steps.BeforeExpire}, nil
+			return &setnxExpireLocker{rdb: d.Data, lease: d.lease(), beforeExpire: d.Steps.BeforeExpire}, nil
 		},
 	})
 	register(Mode{
@@ -176,7 +176,7 @@ func init() {
 			"B acquires and A's DEL removes B's lock (foreign unlock, overlap, lost updates)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultHolderPause},
 		New: func(d Deps) (Locker, error) {
-			return &setnxExLocker{rdb: d.Data, lease: d.Lease}, nil
+			return &setnxExLocker{rdb: d.Data, lease: d.lease()}, nil
 		},
 	})
 }

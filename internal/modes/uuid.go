@@ -63,7 +63,7 @@ func init() {
 			"if the lock expires between compare and DEL and B acquires, A deletes B's lock (foreign unlock)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultHolderPause, FaultPauseBeforeDel},
 		New: func(d Deps) (Locker, error) {
-			return &uuidLocker{rdb: d.Data, lease: d.Lease, beforeDel: d.Steps.BeforeDel}, nil
+			return &uuidLocker{rdb: d.Data, lease: d.lease(), beforeDel: d.Steps.BeforeDel}, nil
 		},
 	})
 }

@@ -8,7 +8,7 @@ package redisproc
 import (
 	"os"
 
-	"github.com/seckill-lab/seckill/lock/locktest/redisserver"
+	"github.com/seckill-lab/seckill/lock/redisserver"
 )
 
 // Kinds of server.

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/seckill-lab/seckill/lock/locktest/redisserver"
+	"github.com/seckill-lab/seckill/lock/redisserver"
 )
 
 // SentinelInstalled reports whether StartReplicated can run: real servers in use and

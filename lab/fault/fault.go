@@ -2,7 +2,7 @@
 // they happen to a real process: through its Redis connection and its own goroutine.
 //
 // The crash, the stop-the-world pause and the pause after a reply are the lock library's own test
-// hook (package lock/locktest/fault): a sale that may meet a fault runs under [Attach], and the hook that
+// hook (package lock/fault): a sale that may meet a fault runs under [Attach], and the hook that
 // [Install] adds to the clients acts for that holder alone. The two faults that hit a deliberately
 // broken mode between its two non-atomic steps are [BeforeExpire] and [BeforeDel], the knobs those
 // modes offer (modes.StepHooks).
@@ -13,7 +13,8 @@ import (
 	"fmt"
 	"time"
 
-	lockfault "github.com/seckill-lab/seckill/lock/locktest/fault"
+	lockfault "github.com/seckill-lab/seckill/lock/fault"
+	"github.com/seckill-lab/seckill/lock/lockutil"
 )
 
 // ErrCrashed is what a crashed holder's commands, and an acquisition that died half way, fail with.
@@ -72,12 +73,8 @@ func BeforeDel(ctx context.Context, key string) error {
 	if From(ctx) == nil || d <= 0 {
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
+	if !lockutil.Sleep(ctx, d) {
 		return fmt.Errorf("fault: pause before DEL of %s: %w", key, ctx.Err())
 	}
+	return nil
 }

@@ -18,8 +18,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill-lab/seckill/lock/locktest/fault"
-	"github.com/seckill-lab/seckill/lock/locktest/redisserver"
+	"github.com/seckill-lab/seckill/lock/fault"
+	"github.com/seckill-lab/seckill/lock/redisserver"
 )
 
 // The servers (package redisserver).

@@ -1,4 +1,4 @@
-package ctxtime
+package lockutil
 
 import (
 	"context"

@@ -1,6 +1,7 @@
 // Package fault injects the faults of one lock holder from outside the lock, through its Redis
 // connection: a crash, a stop-the-world pause, a pause after a reply. It does not import package
-// testing, so a program (a fault lab) may use it; package locktest re-exports it for tests.
+// testing, so a program (a fault lab) may link it; that is why it lives here and not under
+// lock/locktest, whose packages are for tests only. Package locktest re-exports it for tests.
 package fault
 
 import (
@@ -12,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill-lab/seckill/lock/internal/ctxsleep"
+	"github.com/seckill-lab/seckill/lock/lockutil"
 )
 
 // The faults of one lock holder, injected from outside the lock through its Redis connection.
@@ -160,4 +161,4 @@ func Install(clients ...redis.UniversalClient) {
 }
 
 // sleep is the lock module's context-aware sleep.
-var sleep = ctxsleep.Sleep
+var sleep = lockutil.Sleep
