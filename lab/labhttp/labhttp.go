@@ -195,6 +195,9 @@ func (l *labAPI) public(res lab.Result) lab.Result {
 		notes := make([]string, 0, len(res.Notes))
 		for _, n := range res.Notes {
 			if strings.Contains(n, res.HistoryFile) {
+				if res.HistoryKept {
+					continue // the note that it is kept in Redis says where to find it
+				}
 				n = "history: its drawing is " + cmp.Or(res.HistoryURL, "on the machine that ran it")
 			}
 			notes = append(notes, n)
