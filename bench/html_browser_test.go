@@ -113,7 +113,7 @@ func TestHTMLInChromium(t *testing.T) {
 	if got.Resources != 0 {
 		t.Errorf("the page loaded %d resources; it must load nothing", got.Resources)
 	}
-	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}

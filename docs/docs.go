@@ -673,7 +673,7 @@ const docTemplate = `{
         },
         "/lab/scenarios/{name}/history": {
             "get": {
-                "description": "porcupine's visualisation (HTML) of the smallest part of the scenario's last recorded\nhistory that is not linearizable: the buyers' calls and answers against the stock\ncounter, under a title, the scenario and a legend. Only pages this instance wrote\nfor its own runs (the result's historyUrl). 404 for an unknown scenario, and when\nits last run here was linearizable or it has not run on this instance.",
+                "description": "porcupine's visualisation (HTML) of the smallest part of the scenario's last recorded\nhistory that is not linearizable: the buyers' calls and answers against the stock\ncounter, under a title, the scenario and a legend. Served for the last run wherever it\nwas started (this instance, another one over the same Redis, or ` + "`" + `seckill lab` + "`" + `): the\ndata Redis keeps the page with the run (up to 256 KiB compressed; a larger one is\nnot kept), and this instance also serves the page it wrote for its own run. 404 for\nan unknown scenario, and when its last run was linearizable, has not run, or its page\nwas not kept.",
                 "produces": [
                     "text/html"
                 ],
@@ -698,7 +698,7 @@ const docTemplate = `{
                         }
                     },
                     "404": {
-                        "description": "unknown scenario, or no failing history for it here",
+                        "description": "unknown scenario, or no failing history kept for its last run",
                         "schema": {
                             "$ref": "#/definitions/handler.ErrorBody"
                         }
@@ -708,7 +708,7 @@ const docTemplate = `{
         },
         "/lab/scenarios/{name}/result": {
             "get": {
-                "description": "The result of the scenario's last run, timeline included, whoever started it: this\ninstance, another one over the same Redis, or ` + "`" + `seckill lab` + "`" + `. historyUrl links the\nfailing history's page when this instance ran it.",
+                "description": "The result of the scenario's last run, timeline included, whoever started it: this\ninstance, another one over the same Redis, or ` + "`" + `seckill lab` + "`" + `. historyUrl links the\nfailing history's page when one was kept (GET /lab/scenarios/{name}/history).",
                 "produces": [
                     "application/json"
                 ],
@@ -1159,8 +1159,12 @@ const docTemplate = `{
                     "description": "HistoryFile is porcupine's visualisation of a history that is NOT linearizable, a file\non the machine that ran the scenario (` + "`" + `seckill lab` + "`" + `; the service answers HistoryURL).",
                     "type": "string"
                 },
+                "historyKept": {
+                    "description": "HistoryKept says the data Redis keeps that visualisation with this run (when it is at most\n256 KiB compressed, MaxKeptHistory), so every instance of the service on that Redis serves\nit, wherever the run was started (` + "`" + `seckill lab` + "`" + ` included).",
+                    "type": "boolean"
+                },
                 "historyUrl": {
-                    "description": "HistoryURL is where the service that ran the scenario serves that visualisation.",
+                    "description": "HistoryURL is where the service serves that visualisation: for a run whose drawing is kept\nin Redis, or that this instance ran and drew to a file.",
                     "type": "string"
                 },
                 "initialStock": {

@@ -107,8 +107,9 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 	}
 
-	// A run of none by another process, as `go run . lab` on the same Redis makes (no drawing kept):
-	// its row says NO and why there is no drawing to link (issue 37, item 5).
+	// A run of none by another process, as `go run . lab` on the same Redis makes (no file written,
+	// the drawing kept in Redis with the run): its row links the drawing, which this instance,
+	// which did not run it, serves (issue 37, item 5).
 	var masters []redis.UniversalClient
 	for _, m := range f.Masters {
 		c := redis.NewClient(&redis.Options{Addr: m.Addr})
@@ -119,14 +120,22 @@ func TestDashboardInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := (&lab.Runner{Data: f.RDB, Masters: masters, NoHistoryFiles: true}).Run(ctx, sc); res.History != lab.NotLinearizable {
-		t.Fatalf("none, run as the CLI does: history %q", res.History)
+	if res := (&lab.Runner{Data: f.RDB, Masters: masters, NoHistoryFiles: true}).Run(ctx, sc); res.History != lab.NotLinearizable ||
+		!res.HistoryKept || res.HistoryFile != "" {
+		t.Fatalf("none, run as the CLI does: history %q, kept in Redis %v, file %q", res.History, res.HistoryKept, res.HistoryFile)
 	}
 
 	step("open the dashboard", chromedp.Navigate(f.HTTP.URL+"/"),
 		chromedp.WaitVisible(css(`button.run[data-scenario="none"]`)))
-	waitJS("none's row from the other process", `(() => { const h = document.querySelector('#row-none td[data-col="history"]');
-		return h.textContent.startsWith('NO') && h.textContent.includes('no drawing here') && !h.querySelector('a') && h.title.includes('--history-dir'); })()`, 10*time.Second)
+	waitJS("none's row from the other process", `document.querySelector('#row-none td[data-col="history"] a')?.textContent.startsWith('NO')`, 10*time.Second)
+	cliLink, err := chromedp.Run(bctx, chromedp.AttributeValue(css(`#row-none td[data-col="history"] a`), "href"))
+	if err != nil || cliLink.Value != "/lab/scenarios/none/history" {
+		t.Fatalf("the history link of none, run as the CLI does: %q %v", cliLink.Value, err)
+	}
+	if r := do(t, http.MethodGet, f.HTTP.URL+cliLink.Value, nil); r.status != http.StatusOK ||
+		!strings.Contains(r.raw, "<title>seckill lab, row 1 none: ") || !strings.Contains(r.raw, "<b>Scenario</b> none (row 1") {
+		t.Fatalf("the history link of none, run as the CLI does: %d %.300s", r.status, r.raw)
+	}
 	modes := text("#burst-mode")
 	step("fire a burst", chromedp.SetValue(css("#burst-n"), "150"), chromedp.SetValue(css("#burst-work"), "2"),
 		chromedp.Click(css("#burst")))

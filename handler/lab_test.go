@@ -306,6 +306,48 @@ func TestFailingHistoryIsServed(t *testing.T) {
 	}
 }
 
+// TestFailingHistoryIsServedByEveryInstance: the drawing of a failing history is kept in the
+// data Redis with the run, so an instance that did not run the row links and serves it: after a
+// run of `seckill lab` (its own Runner, no file written), and after a run another instance made
+// over HTTP (which serves the same page from the file it wrote).
+func TestFailingHistoryIsServedByEveryInstance(t *testing.T) {
+	f := apptest.New(t, nil)
+	sc, err := lab.Lookup("none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := &lab.Runner{Data: testredis.Client(t, f.Data), NoHistoryFiles: true}
+	if res := cli.Run(context.Background(), sc); res.History != lab.NotLinearizable || !res.HistoryKept || res.HistoryFile != "" {
+		t.Fatalf("none, run as the CLI does: history %q, kept %v, file %q", res.History, res.HistoryKept, res.HistoryFile)
+	}
+	page := func(base string) string {
+		t.Helper()
+		if last := lastRuns(t, base)["none"]; last.HistoryURL != "/lab/scenarios/none/history" {
+			t.Fatalf("%s lists none's last run with history link %q", base, last.HistoryURL)
+		}
+		r := do(t, http.MethodGet, base+"/lab/scenarios/none/history", nil)
+		if r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") ||
+			!strings.Contains(r.raw, "<title>seckill lab, row 1 none: ") {
+			t.Fatalf("GET %s/lab/scenarios/none/history: %d %q %.300s", base, r.status, r.header.Get("Content-Type"), r.raw)
+		}
+		return r.raw
+	}
+	fromCLI := page(f.HTTP.URL)
+
+	other := labhttp.New(f.App.Service, &lab.Runner{Data: testredis.Client(t, f.Data), HistoryDir: t.TempDir()}, nil, nil)
+	srv := httptest.NewServer(handler.New(f.App.Service, handler.Options{Mount: other.Mount}))
+	defer srv.Close()
+	defer other.Close()
+	if r := do(t, http.MethodPost, srv.URL+"/lab/scenarios/none/run", nil); r.status != http.StatusOK {
+		t.Fatalf("run none on the other instance: %d %s", r.status, r.raw)
+	}
+	own := page(srv.URL)
+	if served := page(f.HTTP.URL); served != own || served == fromCLI {
+		t.Fatalf("the first instance serves a drawing of %d bytes; the other instance's run drew %d (the CLI's run %d); want the other's",
+			len(served), len(own), len(fromCLI))
+	}
+}
+
 // TestLabHistoryFilesAreRemovedOnClose: the history files of the last runs go with the service.
 func TestLabHistoryFilesAreRemovedOnClose(t *testing.T) {
 	f := apptest.New(t, nil)

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"html"
 	"os"
@@ -183,8 +184,20 @@ func ScenarioHistory(name string) HistorySource {
 // visualisation under a header saying where it comes from (src), written to a file in dir (the
 // OS temp dir when empty); file is "" otherwise. Where a small part of the history already
 // fails on its own (witness), that part is what porcupine checks and draws; otherwise the
-// whole history. HistoryVerdict is the same check without the file.
+// whole history. HistoryVerdict is the same check without the file, HistoryPage the same
+// check with the page in memory.
 func CheckHistory(src HistorySource, initial int64, origin time.Time, outs []Outcome, dir string) (verdict, file string, err error) {
+	verdict, page, err := HistoryPage(src, initial, origin, outs)
+	if err != nil || page == nil {
+		return verdict, "", err
+	}
+	file, err = writeHistoryFile(dir, src.Name, page)
+	return verdict, file, err
+}
+
+// HistoryPage is CheckHistory's check with the page kept in memory: the verdict and, for a
+// violation, the page CheckHistory would write (nil otherwise).
+func HistoryPage(src HistorySource, initial int64, origin time.Time, outs []Outcome) (verdict string, page []byte, err error) {
 	ops := historyOps(origin, outs)
 	model, checked := modelFrom(initial), ops
 	if part := witness(initial, ops); part != nil {
@@ -193,29 +206,35 @@ func CheckHistory(src HistorySource, initial int64, origin time.Time, outs []Out
 	res, info := porcupine.CheckOperationsVerbose(model, checked, historyTimeout)
 	switch res {
 	case porcupine.Ok:
-		return Linearizable, "", nil
+		return Linearizable, nil, nil
 	case porcupine.Unknown:
-		return HistoryTimeout, "", nil
+		return HistoryTimeout, nil, nil
 	}
+	var buf bytes.Buffer
+	if err := porcupine.Visualize(model, info, &buf); err != nil {
+		return NotLinearizable, nil, fmt.Errorf("lab: history visualisation: %w", err)
+	}
+	return NotLinearizable, withHeader(buf.Bytes(), src, len(checked), len(ops)), nil
+}
+
+// writeHistoryFile writes a history's page to a new file seckill-history-NAME-*.html in dir (the
+// OS temp dir when empty) and returns its name.
+func writeHistoryFile(dir, name string, page []byte) (string, error) {
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	var page bytes.Buffer
-	if err := porcupine.Visualize(model, info, &page); err != nil {
-		return NotLinearizable, "", fmt.Errorf("lab: history visualisation: %w", err)
-	}
-	f, err := os.CreateTemp(dir, "seckill-history-"+src.Name+"-*.html")
+	f, err := os.CreateTemp(dir, "seckill-history-"+name+"-*.html")
 	if err != nil {
-		return NotLinearizable, "", fmt.Errorf("lab: history visualisation: %w", err)
+		return "", fmt.Errorf("lab: history visualisation: %w", err)
 	}
-	_, err = f.Write(withHeader(page.Bytes(), src, len(checked), len(ops)))
+	_, err = f.Write(page)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return NotLinearizable, "", fmt.Errorf("lab: history visualisation %s: %w", f.Name(), err)
+		return "", fmt.Errorf("lab: history visualisation %s: %w", f.Name(), err)
 	}
-	return NotLinearizable, f.Name(), nil
+	return f.Name(), nil
 }
 
 // withHeader gives porcupine's page (which is titled "Porcupine" and opens on its drawing) a
@@ -284,23 +303,58 @@ func (e *Env) checkHistory() {
 		e.Note("history: not checked: %s", na)
 		return
 	}
-	if e.runner.NoHistoryFiles {
-		verdict := HistoryVerdict(stocks[0], e.origin, outs)
-		e.res.History = verdict
-		e.Note("history: the %d answers the buyers recorded, from stock %d, are %s (porcupine)", len(outs), stocks[0], verdict)
-		if verdict == NotLinearizable {
-			e.Note("history: its drawing is not kept (--history-dir DIR keeps it)")
-		}
+	verdict, page, err := HistoryPage(ScenarioHistory(e.Scenario.Name), stocks[0], e.origin, outs)
+	e.res.History = verdict
+	e.Note("history: the %d answers the buyers recorded, from stock %d, are %s (porcupine)", len(outs), stocks[0], verdict)
+	if err != nil {
+		e.Note("history: %v", err)
 		return
 	}
-	verdict, file, err := CheckHistory(ScenarioHistory(e.Scenario.Name), stocks[0], e.origin, outs, e.runner.HistoryDir)
-	e.res.History, e.res.HistoryFile = verdict, file
-	e.Note("history: the %d answers the buyers recorded, from stock %d, are %s (porcupine)", len(outs), stocks[0], verdict)
+	if page == nil {
+		return
+	}
+	e.keepPage(page)
+	if e.runner.NoHistoryFiles {
+		e.Note("history: no file is written (--history-dir DIR keeps it in a file)")
+		return
+	}
+	file, err := writeHistoryFile(e.runner.HistoryDir, e.Scenario.Name, page)
+	if err != nil {
+		e.Note("history: %v", err)
+		return
+	}
+	e.res.HistoryFile = file
+	e.Note("history: visualisation in %s", file)
+}
+
+// MaxKeptHistory bounds the drawing of a failing history kept in the data Redis with the run
+// (gzip-compressed, as it is kept): a larger one is not kept, and the run says so. The nine
+// failing rows of a full lab run drew 33.8-33.9 KB each, 9.8-9.9 KB compressed (porcupine draws
+// the smallest failing part: one or two sales, under the page's own script).
+const MaxKeptHistory = 256 << 10
+
+// keepPage compresses the drawing of the run's failing history to be kept with the run in the
+// data Redis (record), when there is one and it fits MaxKeptHistory.
+func (e *Env) keepPage(page []byte) {
+	if e.runner.Data == nil {
+		return
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, err := zw.Write(page)
+	if cerr := zw.Close(); err == nil {
+		err = cerr
+	}
 	switch {
 	case err != nil:
-		e.Note("history: %v", err)
-	case file != "":
-		e.Note("history: visualisation in %s", file)
+		e.Note("history: its drawing is not kept in Redis: compress: %v", err)
+	case buf.Len() > MaxKeptHistory:
+		e.Note("history: its drawing (%d bytes compressed) is over the %d kept in Redis: not kept there", buf.Len(), MaxKeptHistory)
+	default:
+		e.keptPage = buf.Bytes()
+		e.res.HistoryKept = true
+		e.Note("history: its drawing is kept in Redis with this run: GET /lab/scenarios/%s/history on any instance of the service",
+			e.Scenario.Name)
 	}
 }
 

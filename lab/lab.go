@@ -135,7 +135,12 @@ type Result struct {
 	// HistoryFile is porcupine's visualisation of a history that is NOT linearizable, a file
 	// on the machine that ran the scenario (`seckill lab`; the service answers HistoryURL).
 	HistoryFile string `json:"historyFile,omitempty"`
-	// HistoryURL is where the service that ran the scenario serves that visualisation.
+	// HistoryKept says the data Redis keeps that visualisation with this run (when it is at most
+	// 256 KiB compressed, MaxKeptHistory), so every instance of the service on that Redis serves
+	// it, wherever the run was started (`seckill lab` included).
+	HistoryKept bool `json:"historyKept,omitempty"`
+	// HistoryURL is where the service serves that visualisation: for a run whose drawing is kept
+	// in Redis, or that this instance ran and drew to a file.
 	HistoryURL string `json:"historyUrl,omitempty"`
 	// Timeline is every sale of the main SKU as its buyer saw it, for the dashboard's drawing.
 	Timeline []Span `json:"timeline,omitempty"`
@@ -234,13 +239,14 @@ func (r *Runner) RunAll(ctx context.Context, names []string) ([]Result, error) {
 // UNEXPECTED verdict with the reason. The result is kept in the data Redis as the scenario's
 // last run (LastRuns).
 func (r *Runner) Run(ctx context.Context, sc Scenario) Result {
-	res := r.run(ctx, sc)
+	res, page := r.run(ctx, sc)
 	res.FinishedAt = time.Now().UTC()
-	r.record(ctx, res)
-	return res
+	return r.record(ctx, res, page)
 }
 
-func (r *Runner) run(ctx context.Context, sc Scenario) Result {
+// run runs sc and judges it; page is the drawing of its failing history to keep with it in
+// Redis (compressed; nil when there is none to keep).
+func (r *Runner) run(ctx context.Context, sc Scenario) (_ Result, page []byte) {
 	start := time.Now()
 	lease := r.lease() * time.Duration(max(sc.LeaseFactor, 1))
 	res := Result{Name: sc.Name, Row: sc.Row, Mode: sc.Mode, Step: sc.Step, Expect: sc.Expect, Short: sc.Short, Safe: sc.Safe,
@@ -248,7 +254,7 @@ func (r *Runner) run(ctx context.Context, sc Scenario) Result {
 	if _, err := modes.LookupMode(sc.Mode); err != nil {
 		res.Verdict = Unexpected
 		res.Reason = fmt.Sprintf("lock mode %s is not available in this build: %v", sc.Mode, err)
-		return res
+		return res, nil
 	}
 	// The faults act through a hook on the clients (once per client, however often Run runs).
 	fault.Install(append([]redis.UniversalClient{r.Data}, r.Masters...)...)
@@ -293,7 +299,7 @@ func (r *Runner) run(ctx context.Context, sc Scenario) Result {
 			res.Verdict = Reproduced
 		}
 	}
-	return res
+	return res, e.keptPage
 }
 
 // Outcome is what one buyer saw.
@@ -386,6 +392,8 @@ type Env struct {
 	closers  []func()
 	// lockKeys are every key the fleets' locks may use beside the lock keys, deleted at the end.
 	lockKeys []string
+	// keptPage is the drawing of the failing history, compressed, to keep with the run (keepPage).
+	keptPage []byte
 }
 
 // NewFleet builds the main fleet on e.SKU with the given lock wait, and resets its stock.

@@ -333,8 +333,8 @@ function fillRow(name, res) {
     if (c === 'durationMs') val = val < 1000 ? Math.round(val) + ' ms' : (val / 1000).toFixed(1) + ' s';
     td.textContent = val;
   }
-  // The history verdict; NO links the drawing of the sales no stock counter can explain, when
-  // this service ran the row and so has the page.
+  // The history verdict; NO links the drawing of the sales no stock counter can explain, kept in
+  // Redis with the run whoever started it (or written by this service for its own run).
   const h = tr.querySelector('td[data-col="history"]');
   const short = { linearizable: 'yes', 'NOT linearizable': 'NO' }[res.history] ||
     (String(res.history || '').startsWith('n/a') ? 'n/a' : res.history ? '?' : '');
@@ -348,15 +348,14 @@ function fillRow(name, res) {
     a.title = 'NOT linearizable: open the drawing of the sales no stock counter can explain (porcupine)';
     h.append(a);
   } else if (short === 'NO') {
-    // Run by another process (`go run . lab`, another instance): its drawing, if it kept one, is
-    // on the machine that ran it. Say so, and how to get one here.
+    // A run whose drawing was not kept (over the size Redis keeps, or recorded by an older
+    // version): say so, and how to get one here.
     h.textContent = 'NO ';
     const why = document.createElement('span');
     why.className = 'dim why';
-    why.textContent = '(no drawing here: run it here)';
-    h.title = 'NOT linearizable. This run was made by another process (go run . lab, or another instance), ' +
-      'which keeps its drawing only where --history-dir asks, on its own machine; press "run" to run the row ' +
-      'here and link its drawing.';
+    why.textContent = '(no drawing kept: run it here)';
+    h.title = 'NOT linearizable. The drawing of this run was not kept with it in Redis (too large, or the run ' +
+      'was recorded by an older version); press "run" to run the row here and link its drawing.';
     h.append(why);
   } else {
     h.textContent = short;

@@ -36,6 +36,9 @@ type Runner interface {
 // started on another instance or by `seckill lab`. Without it, the lab knows its own runs only.
 type LastRunner interface {
 	LastRuns(ctx context.Context) (map[string]lab.Result, error)
+	// LastHistory reads one scenario's last run with the drawing of its failing history kept
+	// beside it (nil when none was kept); ok is false when it has not run.
+	LastHistory(ctx context.Context, name string) (res lab.Result, page []byte, ok bool, err error)
 }
 
 // Service is what the lab's routes use of the service.
@@ -181,16 +184,20 @@ func (l *labAPI) lastRuns(ctx context.Context) map[string]lab.Result {
 	return out
 }
 
-// public is res as the service answers it: the link to its history page when this instance
-// wrote that page, and no path on the machine that ran it. l.mu is held.
+// public is res as the service answers it: the link to its history page when the data Redis
+// keeps that page with the run (any instance serves it) or this instance wrote it, and no path
+// on the machine that ran it. l.mu is held.
 func (l *labAPI) public(res lab.Result) lab.Result {
-	if res.HistoryFile != "" && l.histories[res.Name] == res.HistoryFile {
+	if res.HistoryKept || res.HistoryFile != "" && l.histories[res.Name] == res.HistoryFile {
 		res.HistoryURL = "/lab/scenarios/" + url.PathEscape(res.Name) + "/history"
 	}
 	if res.HistoryFile != "" {
 		notes := make([]string, 0, len(res.Notes))
 		for _, n := range res.Notes {
 			if strings.Contains(n, res.HistoryFile) {
+				if res.HistoryKept {
+					continue // the note that it is kept in Redis says where to find it
+				}
 				n = "history: its drawing is " + cmp.Or(res.HistoryURL, "on the machine that ran it")
 			}
 			notes = append(notes, n)
@@ -225,7 +232,7 @@ func (l *labAPI) listScenarios(c *gin.Context) {
 //	@Summary		The last run of a scenario
 //	@Description	The result of the scenario's last run, timeline included, whoever started it: this
 //	@Description	instance, another one over the same Redis, or `seckill lab`. historyUrl links the
-//	@Description	failing history's page when this instance ran it.
+//	@Description	failing history's page when one was kept (GET /lab/scenarios/{name}/history).
 //	@Tags			lab
 //	@Produce		json
 //	@Param			name	path		string	true	"scenario name (GET /lab/scenarios)"
@@ -320,14 +327,17 @@ func (l *labAPI) runScenario(c *gin.Context) {
 //	@Summary		The failing history of a scenario's last run
 //	@Description	porcupine's visualisation (HTML) of the smallest part of the scenario's last recorded
 //	@Description	history that is not linearizable: the buyers' calls and answers against the stock
-//	@Description	counter, under a title, the scenario and a legend. Only pages this instance wrote
-//	@Description	for its own runs (the result's historyUrl). 404 for an unknown scenario, and when
-//	@Description	its last run here was linearizable or it has not run on this instance.
+//	@Description	counter, under a title, the scenario and a legend. Served for the last run wherever it
+//	@Description	was started (this instance, another one over the same Redis, or `seckill lab`): the
+//	@Description	data Redis keeps the page with the run (up to 256 KiB compressed; a larger one is
+//	@Description	not kept), and this instance also serves the page it wrote for its own run. 404 for
+//	@Description	an unknown scenario, and when its last run was linearizable, has not run, or its page
+//	@Description	was not kept.
 //	@Tags			lab
 //	@Produce		html
 //	@Param			name	path	string	true	"scenario name (GET /lab/scenarios)"
 //	@Success		200		{string}	string	"the visualisation"
-//	@Failure		404		{object}	handler.ErrorBody	"unknown scenario, or no failing history for it here"
+//	@Failure		404		{object}	handler.ErrorBody	"unknown scenario, or no failing history kept for its last run"
 //	@Router			/lab/scenarios/{name}/history [get]
 func (l *labAPI) history(c *gin.Context) {
 	sc, err := lab.Lookup(c.Param("name"))
@@ -335,18 +345,34 @@ func (l *labAPI) history(c *gin.Context) {
 		c.AbortWithStatusJSON(http.StatusNotFound, handler.ErrorBody{Error: err.Error(), Status: http.StatusNotFound})
 		return
 	}
-	// Only a file this instance's own run wrote is ever served: the name picks from that map.
+	// The last run kept in Redis and its page, read together.
+	var kept lab.Result
+	var page []byte
+	if lr, ok := l.runner.(LastRunner); ok {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+		kept, page, _, err = lr.LastHistory(ctx, sc.Name)
+		cancel()
+		if err != nil {
+			l.log.Warn("lab: read the last run's history", "scenario", sc.Name, "err", err)
+		}
+	}
+	// This instance's own last run, and the file it wrote for it: only a file one of its own
+	// runs wrote is ever served (the name picks from that map).
 	l.mu.Lock()
+	own, ran := l.last[sc.Name]
 	file := l.histories[sc.Name]
 	l.mu.Unlock()
-	if file == "" {
+	switch {
+	case ran && !own.FinishedAt.Before(kept.FinishedAt) && file != "":
+		c.Header("Content-Type", "text/html; charset=utf-8")
+		c.File(file)
+	case page != nil && (!ran || !kept.FinishedAt.Before(own.FinishedAt)):
+		c.Data(http.StatusOK, "text/html; charset=utf-8", page)
+	default:
 		c.AbortWithStatusJSON(http.StatusNotFound, handler.ErrorBody{
-			Error:  "no failing history for scenario " + sc.Name + " here (its last run on this instance was linearizable, or it has not run on this instance)",
+			Error:  "no failing history for scenario " + sc.Name + " (its last run was linearizable, has not run, or its drawing was not kept)",
 			Status: http.StatusNotFound})
-		return
 	}
-	c.Header("Content-Type", "text/html; charset=utf-8")
-	c.File(file)
 }
 
 // burst godoc
