@@ -27,7 +27,8 @@ type orphans struct {
 // owner in Redis, so it never frees another's lock; it answers ErrNotHeld (or nil) when there
 // was nothing of its own, and an error retryable says when it got no answer.
 func orphaned(ctx context.Context, err error, id string, giveBack func(context.Context) error) {
-	if err == nil || !retryable(err) {
+	// ErrNotReplicated is an answer: the attempt ran, and the kind has given back what it took.
+	if err == nil || !retryable(err) || errors.Is(err, ErrNotReplicated) {
 		return
 	}
 	c, ok := ctx.Value(attemptKey{}).(*attemptClock)
