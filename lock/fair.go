@@ -139,12 +139,12 @@ func fairChannelKeys(name string) []string {
 
 // A process with waiters in a fair queue says it is alive every aliveEvery, for aliveFor from
 // then: after a crash its waiters are dropped within aliveFor + aliveEvery, by the heartbeat of
-// any live process with waiters, which then rings its waiter if it is first. aliveFor is five
+// any live process with waiters, which then rings its waiter if it is first. aliveFor is four
 // beats, so a live process on a busy machine (a beat late, or one that timed out) is not taken
 // for dead: that would cost its waiters their places, never the lock.
 const (
-	aliveEvery = 200 * time.Millisecond
-	aliveFor   = time.Second
+	aliveEvery = 125 * time.Millisecond
+	aliveFor   = 500 * time.Millisecond
 )
 
 // fairLagCap is how far (ms) the waiters behind the first may owe their move-ups before the

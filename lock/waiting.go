@@ -282,7 +282,7 @@ const (
 	// maxGrantTTL bounds how long a lock handed to a waiter lives before its new holder pushes it
 	// out to its lease (at a third of it): a waiter that is gone, or whose grant was lost with a
 	// broken connection, holds the line up this long at most, not its whole wait.
-	maxGrantTTL = time.Second
+	maxGrantTTL = 500 * time.Millisecond
 	// cohort is how many holders in a row one process's waiters may be while waiters of other
 	// processes wait in the Redis line (rule 15): with 8, a process with a single waiter gets
 	// about as many turns as each buyer of a crowd of 8 elsewhere, and a hand-over inside one

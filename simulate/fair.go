@@ -16,12 +16,12 @@ var (
 const (
 	fairLagCap   = "86400000"
 	fairGranted  = script.FairGrantMessage
-	fairBeatMs   = 200  // aliveEvery
-	fairAliveFor = 1000 // aliveFor
+	fairBeatMs   = 125 // aliveEvery
+	fairAliveFor = 500 // aliveFor
 )
 
 // fairKind is NewFair (lock/fair.go): every waiter queues in Redis at once; a release hands the
-// lock to the first waiter and tells it on its own channel; a waiting process beats every 200 ms.
+// lock to the first waiter and tells it on its own channel; a waiting process beats every 125 ms.
 type fairKind struct{ base }
 
 func (fairKind) watchdog() bool    { return true }
@@ -56,7 +56,7 @@ func (k fairKind) nap(c *Client) {
 
 // try is one run of the acquire script (fairLocker.try).
 func (k fairKind) try(s *Sim, w *World, c *Client) {
-	grant := max(min(ms(s.cfg.Lease), ms(s.cfg.Wait), 1000), 1)
+	grant := max(min(ms(s.cfg.Lease), ms(s.cfg.Wait), maxGrantMs), 1)
 	r := s.script(w, c, 0, "FairAcquire", script.FairAcquire, fairKeys, itoa(ms(s.cfg.Lease)), c.Value, itoa(ms(s.cfg.Wait)),
 		itoa(w.Now), itoa(grant), "1", itoa(max(c.Deadline-w.Now+1, 1)), procOf(c), itoa(w.Now+fairAliveFor), fairLagCap)
 	if r == nil {

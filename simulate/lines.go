@@ -36,8 +36,12 @@ func (k lineKind) flag() string {
 	return "0"
 }
 
+// maxGrantMs is the library's maxGrantTTL (lock/waiting.go): a lock handed to a waiter lives at
+// most this long before its new holder pushes it out to its lease.
+const maxGrantMs = 500
+
 func (k lineKind) grantTTL(s *Sim) int64 {
-	return max(min(ms(s.cfg.Lease), ms(s.cfg.Wait), 1000), 1)
+	return max(min(ms(s.cfg.Lease), ms(s.cfg.Wait), maxGrantMs), 1)
 }
 
 func (k lineKind) leftoverOK(key string) bool { return k.tokens && key == lockName+":token" }

@@ -36,7 +36,7 @@ import (
 // give-up in that gap would be a "violation" the protocol allows).
 
 // relook bounds of the kinds (lock/waiting.go): a queued head looks again at least every
-// lostGrantBound (rules 17, 26); the fair lock's head beats every aliveEvery (200 ms) and looks
+// lostGrantBound (rules 17, 26); the fair lock's head beats every aliveEvery (125 ms) and looks
 // at once when the beat finds the lock free (rule 22), within the same bound.
 const relookLine = lostGrant
 
