@@ -77,7 +77,7 @@ func TestHandoffServesOneProcessInArrivalOrder(t *testing.T) {
 				// The head of lua's and fenced's line, queued in Redis behind a holder it did not
 				// see take the lock (a single attempt), looks again every lostGrantBound in case
 				// its grant was lost; on a busy machine one look can fall in the quiet window.
-				wl.lostGrant = time.Minute
+				wl.lostGrant, wl.maxGrant = time.Minute, time.Minute
 			}
 			if mode == "reentrant" {
 				// The same for reentrant's nomination line (waiting.go rule 26): the

@@ -29,8 +29,9 @@ type waitLine struct {
 	fenced bool
 	// cohort is the constant cohort (waiting.go rule 15); a test sets others.
 	cohort int
-	// lostGrant is lostGrantBound (a test that counts commands raises it).
-	lostGrant time.Duration
+	// lostGrant is lostGrantBound and maxGrant maxGrantTTL (a test that counts commands raises
+	// both: a head queued in Redis looks again within either).
+	lostGrant, maxGrant time.Duration
 	// id names this process in its waiters' values ("<id>:<uuid>") and its grant channel.
 	id      string
 	channel string // grantChannelPrefix + id
@@ -108,7 +109,7 @@ func newWaitLine(rdb redis.UniversalClient, log *slog.Logger, fenced bool, insta
 	if instance != "" {
 		id = idUnsafe.Replace(instance) + "." + id
 	}
-	return &waitLine{rdb: rdb, log: log, fenced: fenced, cohort: cohort, lostGrant: lostGrantBound, id: id, channel: grantChannelPrefix + id,
+	return &waitLine{rdb: rdb, log: log, fenced: fenced, cohort: cohort, lostGrant: lostGrantBound, maxGrant: maxGrantTTL, id: id, channel: grantChannelPrefix + id,
 		keys: map[string]*keyLine{}, held: map[string]bool{}}
 }
 
@@ -305,7 +306,7 @@ func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait tim
 		return wl.once(ctx, key, value, leaseMs)
 	}
 	ready := wl.subscribe()
-	w := &lineWaiter{value: value, lease: lease, grantTTL: max(min(lease, wait, maxGrantTTL), time.Millisecond),
+	w := &lineWaiter{value: value, lease: lease, grantTTL: max(min(lease, wait, wl.maxGrant), time.Millisecond),
 		deadline: time.Now().Add(wait), bell: make(chan struct{}, 1), sent: time.Now()}
 	kl := wl.enter(key, w)
 	won := false

@@ -158,7 +158,7 @@ func TestLineOneReleaseWakesOneWaiter(t *testing.T) {
 			for _, l := range ls {
 				// No look for a lost grant during the count: none is lost here, and on a slow
 				// machine the look would come before the hand-over it is a fallback for.
-				lineOf(l).lostGrant = time.Minute
+				lineOf(l).lostGrant, lineOf(l).maxGrant = time.Minute, time.Minute
 			}
 			key := "{line}:lock:one:" + mode
 			holder, err := ls[n].Acquire(t.Context(), key, Options{})
