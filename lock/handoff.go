@@ -35,8 +35,8 @@ type handoff struct {
 
 // queue is one key's waiters in one process. Fields without a comment are guarded by handoff.mu.
 type queue struct {
-	key     string
-	waiters []*place // waiters[0] is the head, the only one contending in Redis
+	key  string
+	fifo fifo[*place] // the waiters, in arrival order; the head is the only one contending in Redis
 	// rings counts the releases heard; the head compares it with what it saw before its last
 	// attempt, so a ring is never lost (counted even when nobody is waiting on bell) and a ring
 	// older than the attempt never wakes it for nothing.
@@ -58,9 +58,12 @@ type queue struct {
 
 // place is one waiter's spot in a queue.
 type place struct {
-	turn     chan struct{}
-	deadline time.Time // the end of its wait
+	turn     chan struct{} // closed when it becomes the head
+	deadline time.Time     // the end of its wait
 }
+
+// becameHead tells the waiter its turn has come (once: a waiter becomes the head once).
+func (p *place) becameHead() { close(p.turn) }
 
 func newHandoff(listen func(string, func()) (<-chan struct{}, func()), poll func() time.Duration) *handoff {
 	return &handoff{listen: listen, poll: poll, linger: time.Second, queues: map[string]*queue{}}
@@ -201,10 +204,7 @@ func (h *handoff) enter(key string, deadline time.Time) (*queue, *place) {
 		ln.idle = nil
 	}
 	p := &place{turn: make(chan struct{}), deadline: deadline}
-	ln.waiters = append(ln.waiters, p)
-	if len(ln.waiters) == 1 {
-		close(p.turn)
-	}
+	ln.fifo.enter(p)
 	return ln, p
 }
 
@@ -214,7 +214,7 @@ func (h *handoff) lastDeadline(key string) time.Time {
 	defer h.mu.Unlock()
 	var last time.Time
 	if ln := h.queues[key]; ln != nil {
-		for _, p := range ln.waiters {
+		for _, p := range ln.fifo.waiters {
 			if p.deadline.After(last) {
 				last = p.deadline
 			}
@@ -301,20 +301,11 @@ func (h *handoff) subscribe(ctx context.Context, ln *queue, deadline time.Time) 
 func (h *handoff) exit(ln *queue, p *place, won bool, seen uint64, until time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	head := len(ln.waiters) > 0 && ln.waiters[0] == p
-	for i, q := range ln.waiters {
-		if q == p {
-			ln.waiters = append(ln.waiters[:i], ln.waiters[i+1:]...)
-			break
-		}
-	}
-	if head {
+	if ln.fifo.leave(p) {
+		// The next head reads the hint under h.mu, so after this.
 		ln.hint, ln.hintSeen, ln.hintUntil = won, seen, until
-		if len(ln.waiters) > 0 {
-			close(ln.waiters[0].turn)
-		}
 	}
-	if len(ln.waiters) > 0 {
+	if !ln.fifo.empty() {
 		return
 	}
 	if !ln.listening {
@@ -326,7 +317,7 @@ func (h *handoff) exit(ln *queue, p *place, won bool, seen uint64, until time.Ti
 	var t *time.Timer
 	t = time.AfterFunc(h.linger, func() {
 		h.mu.Lock()
-		if ln.idle != t || len(ln.waiters) > 0 {
+		if ln.idle != t || !ln.fifo.empty() {
 			h.mu.Unlock()
 			return // someone came back meanwhile
 		}
@@ -372,7 +363,7 @@ func (h *handoff) close() {
 	h.mu.Lock()
 	var stops []func()
 	for key, ln := range h.queues {
-		if len(ln.waiters) > 0 {
+		if !ln.fifo.empty() {
 			continue
 		}
 		if ln.idle != nil {

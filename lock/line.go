@@ -64,7 +64,7 @@ func (wl *waitLine) lineKeys(key string) []string {
 
 // keyLine is one key's waiters in this process. Fields are guarded by waitLine.mu.
 type keyLine struct {
-	waiters []*lineWaiter // waiters[0] is the head, the only one that tries in Redis
+	fifo fifo[*lineWaiter] // the waiters, in arrival order; the head is the only one that tries in Redis
 	// holder is the value of a holder in this process: its release will hand the lock on, or put
 	// the head in the Redis line, so the head need not try before that or holderUntil.
 	holder      string
@@ -94,6 +94,9 @@ type lineWaiter struct {
 	// put it in the Redis line before the grant).
 	sent, since time.Time
 }
+
+// becameHead wakes the waiter to try (it is its process's head now).
+func (w *lineWaiter) becameHead() { w.ring() }
 
 func (w *lineWaiter) ring() {
 	select {
@@ -181,9 +184,9 @@ func (wl *waitLine) lookAgain() {
 	wl.mu.Lock()
 	defer wl.mu.Unlock()
 	for _, kl := range wl.keys {
-		if len(kl.waiters) > 0 {
-			kl.waiters[0].next = time.Time{}
-			kl.waiters[0].ring()
+		if head, ok := kl.fifo.head(); ok {
+			head.next = time.Time{}
+			head.ring()
 		}
 	}
 }
@@ -210,7 +213,7 @@ func (wl *waitLine) deliver(key, value string, token int64, short bool, since ti
 		return true // taken already by its own attempt
 	}
 	if kl := wl.keys[key]; kl != nil {
-		for _, w := range kl.waiters {
+		for _, w := range kl.fifo.waiters {
 			if w.value == value {
 				if !w.granted {
 					w.granted, w.token, w.short = true, token, short
@@ -369,7 +372,7 @@ func (wl *waitLine) next(kl *keyLine, w *lineWaiter, now time.Time) (win lineWin
 	}
 	wake = w.deadline
 	switch {
-	case kl.waiters[0] != w:
+	case !kl.fifo.isHead(w):
 	case kl.holder != "" && now.Before(kl.holderUntil):
 		wake = minTime(wake, kl.holderUntil)
 	case !now.Before(w.next):
@@ -475,7 +478,7 @@ func (wl *waitLine) enter(key string, w *lineWaiter) *keyLine {
 		kl = &keyLine{}
 		wl.keys[key] = kl
 	}
-	kl.waiters = append(kl.waiters, w)
+	kl.fifo.enter(w)
 	return kl
 }
 
@@ -484,12 +487,7 @@ func (wl *waitLine) enter(key string, w *lineWaiter) *keyLine {
 // (waiting.go rules 20 and 21).
 func (wl *waitLine) exit(key string, kl *keyLine, w *lineWaiter, won bool) {
 	wl.mu.Lock()
-	for i, q := range kl.waiters {
-		if q == w {
-			kl.waiters = append(kl.waiters[:i], kl.waiters[i+1:]...)
-			break
-		}
-	}
+	kl.fifo.leave(w)
 	granted := w.granted && !won
 	if won {
 		wl.held[w.value] = true
@@ -497,8 +495,8 @@ func (wl *waitLine) exit(key string, kl *keyLine, w *lineWaiter, won bool) {
 	} else if granted && kl.holder == w.value {
 		kl.holder = ""
 	}
-	if len(kl.waiters) > 0 {
-		kl.waiters[0].ring()
+	if head, ok := kl.fifo.head(); ok {
+		head.ring() // also when w was not the head: the holder here may have changed
 	} else if kl.holder == "" && wl.keys[key] == kl {
 		delete(wl.keys, key)
 	}
@@ -536,8 +534,8 @@ func (wl *waitLine) forget(key, value string) {
 		return
 	}
 	kl.holder = ""
-	if len(kl.waiters) > 0 {
-		kl.waiters[0].ring()
+	if head, ok := kl.fifo.head(); ok {
+		head.ring()
 	} else {
 		delete(wl.keys, key)
 	}
@@ -553,10 +551,12 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 	// ours: that waiter may have the lock before the Redis line (its process's turn lasts).
 	ours := "0"
 	wl.mu.Lock()
-	if kl := wl.keys[key]; kl != nil && wl.ready != nil && isDone(wl.ready) && kl.holder == value && len(kl.waiters) > 0 && kl.waiters[0].next.IsZero() && !kl.waiters[0].granted {
-		next = kl.waiters[0]
-		if kl.turns+1 < wl.cohort {
-			ours = "1"
+	if kl := wl.keys[key]; kl != nil && wl.ready != nil && isDone(wl.ready) && kl.holder == value {
+		if head, ok := kl.fifo.head(); ok && head.next.IsZero() && !head.granted {
+			next = head
+			if kl.turns+1 < wl.cohort {
+				ours = "1"
+			}
 		}
 	}
 	wl.mu.Unlock()
@@ -588,8 +588,8 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 		kl.holder = ""
 		// A waiter that became the head while the script ran saw the holder here and sleeps
 		// until it is told (it was not the next waiter the script put in line): tell it now.
-		if len(kl.waiters) > 0 && kl.waiters[0] != next {
-			kl.waiters[0].ring()
+		if head, ok := kl.fifo.head(); ok && head != next {
+			head.ring()
 		}
 	}
 	if next != nil && to != next.value {

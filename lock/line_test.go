@@ -611,7 +611,7 @@ func TestLineWaiterArrivingDuringARelease(t *testing.T) {
 				wl.mu.Lock()
 				defer wl.mu.Unlock()
 				kl := wl.keys[key]
-				return kl != nil && len(kl.waiters) == 1
+				return kl != nil && len(kl.fifo.waiters) == 1
 			})
 			time.Sleep(20 * time.Millisecond) // let it look and go to sleep
 			close(hold.letGo)

@@ -4,13 +4,14 @@ import "time"
 
 // The rules of waiting, stated once for every kind: who a release wakes, how a waiter sleeps
 // without polling, how a dead or departed waiter is passed over, and what a Redisson client on
-// the same lock sees. handoff.go (the in-process queue), pubsub.go and pubsub_sharded.go (the
-// wake-up), line.go (the line in Redis of lua and fenced), nomination.go (reentrant's line of
-// processes) and fair.go (Redisson's queue) are there to keep them; the Lua scripts they run are
-// in script/lua. Each rule says the kinds it applies to (lua, fenced, reentrant, fair, multilock,
-// redlock; "fenced-rfenced" is NewFenced with WithRFencedLockLayout, built as reentrant without
-// the nomination line, like each part of a multilock) and the tests that check it (in lock/,
-// unless named internal/interop; <kind> and <mode> are the subtests' names).
+// the same lock sees. fifo.go (the in-process queue, which handoff.go and line.go hold), pubsub.go
+// and pubsub_sharded.go (the wake-up), line.go (the line in Redis of lua and fenced), nomination.go
+// (reentrant's line of processes) and fair.go (Redisson's queue) are there to keep them; the Lua
+// scripts they run are in script/lua. Each rule says the kinds it applies to (lua, fenced,
+// reentrant, fair, multilock, redlock; "fenced-rfenced" is NewFenced with WithRFencedLockLayout,
+// built as reentrant without the nomination line, like each part of a multilock) and the tests
+// that check it (in lock/, unless named internal/interop; <kind> and <mode> are the subtests'
+// names).
 //
 // # What decides who holds
 //
@@ -29,12 +30,13 @@ import "time"
 //     TestHandoffReentryDoesNotQueue (reentrant); fair's re-entry only with nobody waiting, by
 //     TestFairReentryAndWatchdog.
 //
-// # The in-process queue (handoff.go)
+// # The in-process queue (fifo.go, handoff.go)
 //
-//  3. One queue per key per Locker (process). Waiters join at the tail and are served in arrival
-//     order; only the head contends in Redis, the others sleep until the head has got the lock
-//     or given up. A later waiter never overtakes an earlier one in the same process. Every kind
-//     but fair (lua and fenced keep the same order in line.go's keyLine, rule 13).
+//  3. One queue per key per Locker (process), the same FIFO (fifo.go) for every kind but fair:
+//     waiters join at the tail and are served in arrival order; only the head contends in Redis,
+//     the others sleep until the head has got the lock or given up, and a waiter is rung when it
+//     becomes the head. A later waiter never overtakes an earlier one in the same process. handoff.go
+//     holds it for reentrant, multilock and redlock, line.go's keyLine for lua and fenced (rule 13).
 //     Checked by TestHandoffServesOneProcessInArrivalOrder/<mode> (lua, reentrant, fenced,
 //     multilock, redlock).
 //  4. A release wakes one waiter per process: it rings the queue (the release's PUBLISH on the

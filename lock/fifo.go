@@ -1,0 +1,52 @@
+package lock
+
+// fifo is one key's waiters in one process, in arrival order: the in-process queue of every kind
+// but fair (waiting.go rules 3 and 13). Only its head contends in Redis; a waiter is rung once,
+// when it becomes the head (on entering an empty queue, or when the head before it leaves), so a
+// later waiter never overtakes an earlier one. It does no locking of its own: its owner (handoff
+// for reentrant, multilock and redlock, waitLine for lua and fenced) guards it with its mutex.
+type fifo[W interface {
+	comparable
+	becameHead()
+}] struct {
+	waiters []W // waiters[0] is the head
+}
+
+// enter puts w at the tail, and rings it when it is the head at once.
+func (f *fifo[W]) enter(w W) {
+	f.waiters = append(f.waiters, w)
+	if len(f.waiters) == 1 {
+		w.becameHead()
+	}
+}
+
+// isHead reports whether w is the head.
+func (f *fifo[W]) isHead(w W) bool { return len(f.waiters) > 0 && f.waiters[0] == w }
+
+// head is the head, if anyone waits.
+func (f *fifo[W]) head() (W, bool) {
+	if len(f.waiters) == 0 {
+		var none W
+		return none, false
+	}
+	return f.waiters[0], true
+}
+
+// leave takes w out wherever it stands; when it was the head, the next waiter becomes the head
+// and is rung. It reports whether w was the head.
+func (f *fifo[W]) leave(w W) (wasHead bool) {
+	for i, q := range f.waiters {
+		if q == w {
+			f.waiters = append(f.waiters[:i], f.waiters[i+1:]...)
+			wasHead = i == 0
+			break
+		}
+	}
+	if wasHead && len(f.waiters) > 0 {
+		f.waiters[0].becameHead()
+	}
+	return wasHead
+}
+
+// empty reports whether nobody waits.
+func (f *fifo[W]) empty() bool { return len(f.waiters) == 0 }
