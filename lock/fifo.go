@@ -1,10 +1,11 @@
 package lock
 
 // fifo is one key's waiters in one process, in arrival order: the in-process queue of every kind
-// but fair (waiting.go rules 3 and 13). Only its head contends in Redis; a waiter is rung once,
-// when it becomes the head (on entering an empty queue, or when the head before it leaves), so a
-// later waiter never overtakes an earlier one. It does no locking of its own: its owner (handoff
-// for reentrant, multilock and redlock, waitLine for lua and fenced) guards it with its mutex.
+// but fair (waiting.go rules 3 and 13). Only its head contends in Redis: a waiter that enters an
+// empty queue is the head at once (enter says so), and one behind is rung when the head before it
+// leaves, so a later waiter never overtakes an earlier one. It does no locking of its own: its
+// owner (handoff for reentrant, multilock and redlock, waitLine for lua and fenced) guards it with
+// its mutex.
 type fifo[W interface {
 	comparable
 	becameHead()
@@ -12,12 +13,10 @@ type fifo[W interface {
 	waiters []W // waiters[0] is the head
 }
 
-// enter puts w at the tail, and rings it when it is the head at once.
-func (f *fifo[W]) enter(w W) {
+// enter puts w at the tail and reports whether it is the head at once.
+func (f *fifo[W]) enter(w W) (head bool) {
 	f.waiters = append(f.waiters, w)
-	if len(f.waiters) == 1 {
-		w.becameHead()
-	}
+	return len(f.waiters) == 1
 }
 
 // isHead reports whether w is the head.

@@ -204,7 +204,9 @@ func (h *handoff) enter(key string, deadline time.Time) (*queue, *place) {
 		ln.idle = nil
 	}
 	p := &place{turn: make(chan struct{}), deadline: deadline}
-	ln.fifo.enter(p)
+	if ln.fifo.enter(p) {
+		p.becameHead()
+	}
 	return ln, p
 }
 

@@ -95,7 +95,8 @@ type lineWaiter struct {
 	sent, since time.Time
 }
 
-// becameHead wakes the waiter to try (it is its process's head now).
+// becameHead wakes the waiter to try: the head before it has left (a waiter that enters an
+// empty line tries at once without it).
 func (w *lineWaiter) becameHead() { w.ring() }
 
 func (w *lineWaiter) ring() {
