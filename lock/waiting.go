@@ -35,8 +35,9 @@ import "time"
 //  3. One queue per key per Locker (process), the same FIFO (fifo.go) for every kind but fair:
 //     waiters join at the tail and are served in arrival order; only the head contends in Redis,
 //     the others sleep until the head has got the lock or given up, and the next is rung when
-//     the head leaves. A later waiter never overtakes an earlier one in the same process. handoff.go
-//     holds it for reentrant, multilock and redlock, line.go's keyLine for lua and fenced (rule 13).
+//     the head leaves. A later waiter never overtakes an earlier one in the same process.
+//     handoff.go holds it for reentrant, multilock and redlock, line.go's keyLine for lua and
+//     fenced (rule 13).
 //     Checked by TestHandoffServesOneProcessInArrivalOrder/<mode> (lua, reentrant, fenced,
 //     multilock, redlock).
 //  4. A release wakes one waiter per process: it rings the queue (the release's PUBLISH on the
