@@ -61,28 +61,6 @@ func TestReleaseAfterAFailedReleaseStillReleases(t *testing.T) {
 	}
 }
 
-// TestRecoversFromACrashedProcess: a process with five waiters queued for a lock dies (its
-// connections are cut; nothing it sends arrives). When the holder, in another process, releases,
-// that process's waiter behind the dead ones gets the lock within a second, in every kind. The
-// fair lock's dead waiters used to hold the queue up one after another (10 s here, one lock
-// handed to a dead waiter for its wait): its processes now say they are alive, and those that
-// stop saying so have their waiters dropped together. With -holder the dead process also held
-// the lock: the waiter gets it within max(lease, wait) + 1 s of the crash, and within the kind's
-// relook bound of the instant the lock became free (no lost wake-up).
-func TestRecoversFromACrashedProcess(t *testing.T) {
-	t.Parallel()
-	for _, k := range conformanceKinds {
-		t.Run(k.name, func(t *testing.T) {
-			t.Parallel()
-			recoversFromACrashedProcess(t, k, false)
-		})
-		t.Run(k.name+"-holder", func(t *testing.T) {
-			t.Parallel()
-			recoversFromACrashedProcess(t, k, true)
-		})
-	}
-}
-
 // relookBound is the longest a waiter of kind k takes to see that a lock has become free when no
 // release tells it (waiting.go): lostGrantBound (250 ms) for the line of lua and fenced (rule 17),
 // reentrant's nomination line (rule 26) and the fair queue (rules 22 and 29, a heartbeat's
@@ -104,33 +82,6 @@ func relookBound(k conformanceKind, lease time.Duration) time.Duration {
 // and nothing the dead process left holds the waiter up any more, waiting.go rules 19 and 22).
 type crash struct {
 	took, freeAfter time.Duration
-}
-
-// recoversFromACrashedProcess: with deadHolder the dead process also held the lock (a 1 s lease):
-// the survivor's waiter then gets it within max(lease, wait) and a second of the crash (the
-// waiters there wait 3 s: in the lua and fenced line a dead waiter first in line holds it up for
-// its own wait, once nothing hands it the lock), and within the kind's relook bound of the lock
-// being free.
-func recoversFromACrashedProcess(t *testing.T, k conformanceKind, deadHolder bool) {
-	const lease = time.Second
-	wait := 10 * time.Second
-	if deadHolder {
-		wait = 3 * time.Second
-	}
-	c := crashProcess(t, k, deadHolder, lease, wait)
-	bound := time.Second
-	if deadHolder {
-		bound += max(lease, wait)
-	}
-	t.Logf("%s (dead holder %v): the survivor's waiter got the lock %s after the crash, behind 5 dead waiters (free %s after it)", k.name, deadHolder, c.took.Round(time.Millisecond), c.freeAfter.Round(time.Millisecond))
-	if c.took > bound+slack {
-		t.Fatalf("%s: the survivor's waiter got the lock %s after the crash (5 dead waiters ahead, %s waits; want within %s)", k.name, c.took, wait, bound)
-	}
-	if deadHolder {
-		if lag, relook := c.took-c.freeAfter, relookBound(k, lease); lag > relook+slack {
-			t.Fatalf("%s: the survivor's waiter got the lock %s after it became free (a lost wake-up; want within %s, the kind's relook bound)", k.name, lag, relook)
-		}
-	}
 }
 
 // crashProcess runs the crash: a doomed process (a Locker whose connections go through proxies)

@@ -55,7 +55,7 @@ import "time"
 //     when it expires, as with polling (in the line of lua and fenced the first live waiter
 //     looks again when the PTTL it read runs out and takes it, the others find it taken; in the
 //     fair queue the first waiter looks again at its estimated turn, rule 29). All kinds.
-//     Checked by TestHandoffExpiredLockPassesOn/<mode>, TestRecoversFromACrashedProcess/<kind>-holder,
+//     Checked by TestHandoffExpiredLockPassesOn/<mode>, TestConformance/<kind>/11-crashed-holder,
 //     TestConformance/<kind>/11-crashed-holder and 13-no-lost-wake-up (taken within the kind's
 //     relook bound of the expiry), TestHandoffWaitEnds/<mode> and
 //     TestConformance/<kind>/5-cancel-mid-wait.
@@ -168,9 +168,9 @@ import "time"
 //     head at once (not one thread wait after another) and rings its own first waiter. The
 //     other kinds hold it by rules 17, 19 and 26; multilock's and redlock's waiters queue only in
 //     their own process (rule 3), so a dead process's hold nobody up. All kinds.
-//     Checked by TestRecoversFromACrashedProcess/<kind> (with a dead holder, it also bounds the
-//     time from the lock's expiry to its next holder by the kind's relook bound) and
-//     TestConformance/<kind>/12-crashed-waiters.
+//     Checked by TestConformance/<kind>/12-crashed-waiters and 11-crashed-holder (with a dead
+//     holder, which also bounds the time from the lock's expiry to its next holder by the kind's
+//     relook bound).
 //  23. What a crash leaves in Redis expires: the keys of the Redis lines live until their last
 //     waiter's deadline (the fair queue's, without a thread wait, a quarter of the wait longer,
 //     at most a second), so a crash of everyone leaves nothing behind for longer (the fenced
