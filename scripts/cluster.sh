@@ -157,12 +157,14 @@ settings() {
 
 # ---- redis -----------------------------------------------------------------------------------
 # Every redis-server part is started by lib.sh's redis_start: no persistence, so each master
-# starts empty, as the lab's scenarios expect. The data Redis keeps an append-only file in
-# RUN_DIR/redis-data (fsynced every second), so the stock and the orders survive its restart
-# (what an acknowledged sale survives: docs/operations.md).
+# starts empty, as the lab's scenarios expect. Whatever holds the stock and the orders keeps an
+# append-only file in its part's directory (fsynced every second), so they survive its restart
+# (what an acknowledged sale survives: docs/operations.md): the data Redis, its replica in the
+# Sentinel topology (the data Redis after a failover) and the Cluster's nodes.
+persist=(--appendonly yes --appendfsync everysec)
 start_redis() {
 	if [[ "$1" == redis-data ]]; then
-		redis_start "$RUN_DIR" "$1" "${PORT[$1]}" --appendonly yes --appendfsync everysec
+		redis_start "$RUN_DIR" "$1" "${PORT[$1]}" "${persist[@]}"
 	else
 		redis_start "$RUN_DIR" "$1" "${PORT[$1]}"
 	fi
@@ -173,7 +175,7 @@ ready_redis() { redis_ping "${PORT[$1]}"; }
 # Diskless sync without its 5 s default delay: whichever is master after a failover syncs its
 # new replica at once.
 start_replica() {
-	redis_start "$RUN_DIR" "$1" "${PORT[$1]}" --repl-diskless-sync-delay 0 --replicaof 127.0.0.1 "${PORT[redis-data]}"
+	redis_start "$RUN_DIR" "$1" "${PORT[$1]}" --repl-diskless-sync-delay 0 --replicaof 127.0.0.1 "${PORT[redis-data]}" "${persist[@]}"
 }
 # Ready once its first sync is done (a replica still syncing answers PING already).
 ready_replica() {
@@ -218,11 +220,11 @@ ready_sentinel() {
 }
 
 # ---- cnode (cluster topology) ----------------------------------------------------------------
-# nodes.conf lives in the part's directory: a node restarted alone rejoins the cluster (empty, as
-# every part here, since nothing is persisted).
+# nodes.conf lives in the part's directory, beside its append-only file: a node restarted alone
+# rejoins the cluster with its keys.
 start_cnode() {
 	redis_start "$RUN_DIR" "$1" "${PORT[$1]}" --cluster-enabled yes --cluster-config-file nodes.conf \
-		--cluster-node-timeout 2000
+		--cluster-node-timeout 2000 "${persist[@]}"
 }
 
 cluster_nodes() {
