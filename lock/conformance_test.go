@@ -993,12 +993,7 @@ func clauseRestart(t *testing.T, k conformanceKind) {
 		for _, c := range r.direct() {
 			cs = append(cs, c)
 		}
-		l, err := k.build(cs[0], cs, k.opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = l.Close() })
-		return l
+		return buildOn(t, k, cs)
 	}
 	a, b := locker(), locker()
 	const key = "restart"
@@ -1036,4 +1031,16 @@ func clauseRestart(t *testing.T, k conformanceKind) {
 	case <-time.After(wait / 2):
 		t.Fatalf("%s: the waiter still waits %s after it started, behind a holder the restarted Redis no longer knows", k.name, wait/2)
 	}
+}
+
+// buildOn builds a Locker of kind k (with its options) on clients (the data Redis first, or the
+// masters), closed when the test ends.
+func buildOn(t *testing.T, k conformanceKind, clients []redis.UniversalClient) *lock.Locker {
+	t.Helper()
+	l, err := k.build(clients[0], clients, k.opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
 }

@@ -295,12 +295,7 @@ func sellsAgainAfterALongFreeze(t *testing.T, k conformanceKind) {
 			t.Cleanup(func() { _ = c.Close() })
 			cs = append(cs, c)
 		}
-		l, err := k.build(cs[0], cs, k.opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = l.Close() })
-		return l
+		return buildOn(t, k, cs)
 	}
 	gone, buyer := build(), build()
 	const key = "long-freeze"
