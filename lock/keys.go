@@ -22,15 +22,14 @@ func (l *Locker) Keys(name string) []string {
 	return []string{name}
 }
 
-func (l *luaLocker) keys(name string) []string { return l.line.lineKeys(name)[:3] }
+func (l *luaLocker) keys(name string) []string { return lineKeys(name) }
 
-func (l *fencedLocker) keys(name string) []string { return l.line.lineKeys(name) }
+func (l *fencedLocker) keys(name string) []string { return l.line.scriptKeys(name) }
 
 func (l *reentrantLocker) keys(name string) []string {
 	keys := []string{name}
 	if l.nom != nil {
-		k := nominationKeys(name)
-		keys = append(keys, k[2], k[3])
+		keys = lineKeys(name)
 	}
 	if l.fenced {
 		keys = append(keys, l.rfencedKeys(name)[1:]...)

@@ -52,14 +52,20 @@ var idUnsafe = strings.NewReplacer(":", "_", "\n", "_", " ", "_", "\t", "_", "\r
 // grantChannelPrefix starts every process's grant channel.
 const grantChannelPrefix = script.GrantChannelPrefix
 
-// lineKeys are the keys of key's Redis line, in the same hash slot as key (as Redisson's
-// prefixName keeps them), and the token counter (the lock key again for lua).
-func (wl *waitLine) lineKeys(key string) []string {
+// lineKeys are a lock and its line in Redis (script/lua/line.lua), the one line of lua, fenced
+// and reentrant, in the same hash slot as the lock (as Redisson's prefixName keeps them).
+func lineKeys(key string) []string {
+	return []string{key, script.Prefixed(script.LinePrefix, key), script.Prefixed(script.LineWaitersPrefix, key)}
+}
+
+// scriptKeys are the keys of this line's scripts: lineKeys and the token counter (the lock key
+// again for lua).
+func (wl *waitLine) scriptKeys(key string) []string {
 	tok := key
 	if wl.fenced {
 		tok = fencedTokenKey(wl.rdb, key)
 	}
-	return []string{key, script.Prefixed(script.LinePrefix, key), script.Prefixed(script.LineWaitersPrefix, key), tok}
+	return append(lineKeys(key), tok)
 }
 
 // keyLine is one key's waiters in this process. Fields are guarded by waitLine.mu.
@@ -444,7 +450,7 @@ func minTime(a, b time.Time) time.Time {
 // try is one run of the acquire script: held and the token, or how long until it is worth
 // looking again (ms). deadline 0: a single attempt that does not queue.
 func (wl *waitLine) try(ctx context.Context, key, value, leaseMs string, deadline, grantMs int64) (bool, int64, int64, error) {
-	r, err := lineAcquire.Run(ctx, wl.rdb, wl.lineKeys(key), value, time.Now().UnixMilli(), wl.fencedArg(),
+	r, err := lineAcquire.Run(ctx, wl.rdb, wl.scriptKeys(key), value, time.Now().UnixMilli(), wl.fencedArg(),
 		leaseMs, deadline, grantMs).Int64Slice()
 	if err != nil {
 		err = redisErr("acquire "+key, err)
@@ -566,7 +572,7 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 		args[5], args[6], args[7], args[8] = next.value, next.deadline.UnixMilli(), next.grantTTL.Milliseconds(), max(next.lease.Milliseconds(), 1)
 	}
 	sent := time.Now()
-	r, err := runScript(ctx, p, wl.rdb, lineRelease, wl.lineKeys(key), args...).Slice()
+	r, err := runScript(ctx, p, wl.rdb, lineRelease, wl.scriptKeys(key), args...).Slice()
 	if err != nil {
 		wl.forget(key, value)
 		return false, redisErr("release "+key, err)

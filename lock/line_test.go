@@ -165,7 +165,7 @@ func TestLineOneReleaseWakesOneWaiter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			line := lineOf(ls[0]).lineKeys(key)[1]
+			line := lineKeys(key)[1]
 			leases, order := queueOneByOne(t, ls[:n], key, func(i int) {
 				// They queue one after the other: each is in the Redis line before the next starts.
 				waitFor(t, fmt.Sprintf("waiter %d in the Redis line", i), func() bool {
@@ -387,7 +387,7 @@ func TestLineWaiterThatGivesUpLeavesTheLine(t *testing.T) {
 	if _, err := ls[1].Acquire(t.Context(), key, Options{Wait: 100 * time.Millisecond}); !errors.Is(err, ErrNotObtained) {
 		t.Fatalf("waiter: %v, want ErrNotObtained", err)
 	}
-	keys := lineOf(ls[0]).lineKeys(key)
+	keys := lineKeys(key)
 	if n, err := srv.all[0].LLen(t.Context(), keys[1]).Result(); err != nil || n != 0 {
 		t.Fatalf("the line still has %d entries (%v) after the waiter gave up", n, err)
 	}
@@ -522,7 +522,7 @@ func TestLineDeadWaiterHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() {
-		keys := lineOf(l).lineKeys(f[2])
+		keys := lineKeys(f[2])
 		for {
 			if n, _ := c.LLen(context.Background(), keys[1]).Result(); n > 0 {
 				fmt.Println("queued")

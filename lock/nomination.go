@@ -11,14 +11,18 @@ import (
 )
 
 var (
+	rlockAcquire = redis.NewScript(script.RLockAcquire)
 	rlockRelease = redis.NewScript(script.RLockRelease)
-	rlockEnlist  = redis.NewScript(script.RLockEnlist)
 	rlockPass    = redis.NewScript(script.RLockPass)
 )
 
-// nominator keeps the nomination line of NewReentrant: across processes, a release sends one
-// process's head to try, not every process's, while Redisson's wire stays as it is. The rules of
-// waiting are in waiting.go: rules 24–26 apply here (with 18–21 and 32–34).
+// nominator is NewReentrant's place in the line in Redis (line.go's, script/lua/line.lua): across
+// processes, a release sends one process's head to try, not every process's, while Redisson's
+// wire stays as it is. Its members are processes, not waiters' values, and a release does not
+// hand the lock over but nominates (script/lua/nominate.lua): a Java Redisson client's release
+// deletes the hash without reading any line, so the waiters here also listen to Redisson's
+// unlock message. The rules of waiting are in waiting.go: rules 24–26 apply here (with 18–21
+// and 32–34).
 type nominator struct {
 	rdb   redis.UniversalClient
 	sub   *subscriber
@@ -35,10 +39,10 @@ func nominationPrefix(name string) string {
 	return script.Prefixed(script.NominationChannelPrefix, name)
 }
 
-// nominationKeys are the line scripts' keys (script/lua/rlock_line.lua).
+// nominationKeys are the keys of the scripts that may nominate (script/lua/nominate.lua): the
+// line's, then the unlock channel and the start of the nomination channels.
 func nominationKeys(name string) []string {
-	return []string{name, unlockChannel(name), script.Prefixed(script.NominationLinePrefix, name),
-		script.Prefixed(script.NominationWaitingPrefix, name), nominationPrefix(name)}
+	return append(lineKeys(name), unlockChannel(name), nominationPrefix(name))
 }
 
 // newNominator gives the reentrant Locker l a nomination line: its queues listen to the unlock
@@ -82,24 +86,13 @@ func (n *nominator) listen(key string, ring func()) (<-chan struct{}, func()) {
 	}
 }
 
-// enlist queues this process in key's line until deadline, after a failed attempt: it reports
-// free when the lock was released meanwhile (try again now). Queued, the head looks again at
-// least every lostGrant (waiting.go rule 26).
-func (n *nominator) enlist(ctx context.Context, key string, deadline time.Time) (free bool, err error) {
-	r, err := rlockEnlist.Run(ctx, n.rdb, nominationKeys(key), time.Now().UnixMilli(), n.id, deadline.UnixMilli()).Int()
-	if err != nil {
-		return false, redisErr("queue for "+key, err)
-	}
-	return r == 0, nil
-}
-
 // pass takes this process out of key's line and, when the lock is free, nominates the next
 // process (waiting.go rules 20 and 21): none of its waiters is left to take the lock up.
 func (n *nominator) pass(key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	err := n.sub.mode.script(ctx, rlockPass).Run(ctx, n.rdb, nominationKeys(key),
-		time.Now().UnixMilli(), n.id, 0, unlockMessage, n.sharded(ctx)).Err()
+		time.Now().UnixMilli(), n.id, unlockMessage, n.sharded(ctx)).Err()
 	if err != nil {
 		n.sub.log.Debug("pass the nomination on", "key", key, "err", err)
 	}

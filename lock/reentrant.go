@@ -130,32 +130,26 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 	// An unanswered re-entry may or may not have counted a hold in Redis: it is not given back
 	// (orphan.go), as that could end the owner's other hold.
 	reentry := l.holding(key, field)
-	// inLine: a waiter queues its process in the nomination line across processes (nomination.go).
-	inLine := l.nom != nil && opts.Wait > 0
+	// A waiter queues its process in the line across processes when its attempt fails
+	// (nomination.go).
+	var queueUntil time.Time
+	if l.nom != nil && opts.Wait > 0 {
+		queueUntil = deadline
+	}
 	err := l.queue.obtain(ctx, key, opts.Wait, lease, l.holding(key, field), func(ctx context.Context) (bool, time.Duration, error) {
 		sent = time.Now()
-		held, ttl, tok, err := l.try(ctx, key, field, leaseMs)
+		held, ttl, tok, err := l.try(ctx, key, field, leaseMs, queueUntil)
 		token = tok
 		if !reentry {
 			l.orphaned(ctx, err, key, field, leaseMs)
 		}
-		if err == nil && !held && inLine {
-			// So a release may nominate this process.
-			free, qerr := l.nom.enlist(ctx, key, deadline)
-			if qerr != nil {
-				return false, 0, qerr
-			}
-			switch {
-			case free:
-				ttl = 0
-			case ttl < 0 || ttl > l.nom.lostGrant:
-				ttl = l.nom.lostGrant // waiting.go rule 26
-			}
+		if err == nil && !held && !queueUntil.IsZero() && (ttl < 0 || ttl > l.nom.lostGrant) {
+			ttl = l.nom.lostGrant // waiting.go rule 26
 		}
 		return held, ttl, err
 	})
 	if err != nil {
-		if inLine && errors.Is(err, ErrNotObtained) && l.queue.lastDeadline(key).IsZero() {
+		if !queueUntil.IsZero() && errors.Is(err, ErrNotObtained) && l.queue.lastDeadline(key).IsZero() {
 			l.nom.pass(key) // the last waiter here gave up: out of the line
 		}
 		return nil, err
@@ -194,17 +188,19 @@ func (l *reentrantLocker) unheld(key, field string) {
 
 // try runs the acquire script once (RFencedLock's when fenced, with the replicas' wait when synced):
 // held with its fencing token (0 but in RFencedLock's layout), or the holder's remaining PTTL
-// (-1ms: no TTL).
-func (l *reentrantLocker) try(ctx context.Context, key, field string, leaseMs int64) (bool, time.Duration, int64, error) {
+// (-1ms: no TTL). A failed attempt with a non-zero queueUntil queues its process in the line
+// until then, in the same script (acquireScript).
+func (l *reentrantLocker) try(ctx context.Context, key, field string, leaseMs int64, queueUntil time.Time) (bool, time.Duration, int64, error) {
 	markAttempt(ctx)
 	switch {
 	case l.fenced:
 		return l.tryFenced(ctx, key, field, leaseMs)
 	case l.sync != nil:
-		held, ttl, err := l.trySynced(ctx, key, field, leaseMs)
+		held, ttl, err := l.trySynced(ctx, key, field, leaseMs, queueUntil)
 		return held, ttl, 0, err
 	}
-	n, err := reentrantAcquire.Run(ctx, l.rdb, []string{key}, leaseMs, field).Int64()
+	sc, keys, args := l.acquireScript(key, field, leaseMs, queueUntil)
+	n, err := sc.Run(ctx, l.rdb, keys, args...).Int64()
 	if errors.Is(err, redis.Nil) {
 		return true, 0, 0, nil
 	}
@@ -212,6 +208,16 @@ func (l *reentrantLocker) try(ctx context.Context, key, field string, leaseMs in
 		return false, 0, 0, redisErr("acquire "+key, err)
 	}
 	return false, holderTTL(n), 0, nil
+}
+
+// acquireScript is Redisson's acquire script with its keys and arguments, or, for a waiter that
+// queues its process in the line until queueUntil, the same acquire with the queueing after it
+// (script/lua/rlock_acquire.lua). Both answer nil (held) or the lock's PTTL.
+func (l *reentrantLocker) acquireScript(key, field string, leaseMs int64, queueUntil time.Time) (*redis.Script, []string, []any) {
+	if l.nom == nil || queueUntil.IsZero() {
+		return reentrantAcquire, []string{key}, []any{leaseMs, field}
+	}
+	return rlockAcquire, lineKeys(key), []any{leaseMs, field, time.Now().UnixMilli(), l.nom.id, queueUntil.UnixMilli()}
 }
 
 // holderTTL turns a PTTL reply (milliseconds) read when the lock was taken into how long the

@@ -56,13 +56,14 @@ func stickyConn(ctx context.Context, rdb redis.UniversalClient, key string) (*re
 // WAIT on the same connection. Too few acknowledgements give the hold just taken back (the
 // release script: a first hold deletes the key and wakes the waiters) and fail with
 // ErrNotReplicated.
-func (l *reentrantLocker) trySynced(ctx context.Context, key, field string, leaseMs int64) (bool, time.Duration, error) {
+func (l *reentrantLocker) trySynced(ctx context.Context, key, field string, leaseMs int64, queueUntil time.Time) (bool, time.Duration, error) {
 	conn, err := stickyConn(ctx, l.rdb, key)
 	if err != nil {
 		return false, 0, err
 	}
 	defer conn.Close()
-	n, err := reentrantAcquire.Run(ctx, conn, []string{key}, leaseMs, field).Int64()
+	sc, keys, args := l.acquireScript(key, field, leaseMs, queueUntil)
+	n, err := sc.Run(ctx, conn, keys, args...).Int64()
 	switch {
 	case errors.Is(err, redis.Nil): // taken: now make sure a replica has it
 	case err != nil:

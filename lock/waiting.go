@@ -5,11 +5,11 @@ import "time"
 // The rules of waiting, stated once for every kind: who a release wakes, how a waiter sleeps
 // without polling, how a dead or departed waiter is passed over, and what a Redisson client on
 // the same lock sees. fifo.go (the in-process queue, which handoff.go and line.go hold), pubsub.go
-// and pubsub_sharded.go (the wake-up), line.go (the line in Redis of lua and fenced), nomination.go
-// (reentrant's line of processes) and fair.go (Redisson's queue) are there to keep them; the Lua
-// scripts they run are in script/lua. Each rule says the kinds it applies to (lua, fenced,
+// and pubsub_sharded.go (the wake-up), line.go (the line in Redis, one for lua, fenced and
+// reentrant), nomination.go (reentrant's place in it) and fair.go (Redisson's queue) are there to
+// keep them; the Lua scripts they run are in script/lua (the line itself in line.lua). Each rule says the kinds it applies to (lua, fenced,
 // reentrant, fair, multilock, redlock; "fenced-rfenced" is NewFenced with WithRFencedLockLayout,
-// built as reentrant without the nomination line, like each part of a multilock) and the tests
+// built as reentrant without the line, like each part of a multilock) and the tests
 // that check it (in lock/, unless named internal/interop; <kind> and <mode> are the subtests'
 // names).
 //
@@ -63,7 +63,7 @@ import "time"
 //     now + lease, and its release will ring, so the next head need not try before that ring or
 //     that time. The hint is used only where the ring is sure to come (the kind rings its own
 //     releases, or the subscription is confirmed); a reentrant release that takes its process
-//     out of the nomination line rings its own queue, so a waiter that comes after it does not
+//     out of the line rings its own queue, so a waiter that comes after it does not
 //     sleep on the hint for a nomination it is not in line for. reentrant, fenced-rfenced,
 //     multilock, redlock (lua and fenced: the holder recorded in keyLine, to the same effect).
 //     Checked by TestHandoffServesOneProcessInArrivalOrder/<mode> (the waiters send nothing while
@@ -106,7 +106,8 @@ import "time"
 //  13. Two lines. In each process the waiters of a key wait in arrival order and only the head
 //     goes to Redis (rule 3); in Redis the heads of the processes wait in one line per key (a list
 //     of their values, with each one's deadline and the TTL a lock handed to it gets), in the
-//     order they first failed to take the lock. lua, fenced.
+//     order they first failed to take the lock. lua, fenced; reentrant's processes wait in the
+//     same line, with the same keys and scripts (script/lua/line.lua), rule 24.
 //     Checked by TestLineOneReleaseWakesOneWaiter/<mode> (served in the order they queued).
 //  14. A release hands the lock to the first live waiter in the Redis line: it writes that
 //     waiter's value into the lock (fenced: and draws its token) and publishes on that waiter's
@@ -135,10 +136,10 @@ import "time"
 //
 // # Dead and departed waiters (script/lua/drop_dead.lua)
 //
-//  18. A waiter whose wait has ended is gone: every line kept in Redis (the line of lua and
-//     fenced, the nomination line, the fair queue) drops the waiters at its head whose deadline
-//     has passed, by the one rule of drop_dead.lua, before a release hands the lock on or an
-//     acquire looks at its turn. lua, fenced, reentrant, fair.
+//  18. A waiter whose wait has ended is gone: both lines kept in Redis (the line of lua, fenced
+//     and reentrant, and the fair queue) drop the waiters at their head whose deadline has
+//     passed, by the one rule of drop_dead.lua, before a release hands the lock on or an acquire
+//     looks at its turn. lua, fenced, reentrant, fair.
 //     Checked by TestLineDeadWaiterHoldsTheLineForItsWait/<mode>,
 //     TestNominationDeadNomineeHoldsTheLineForItsWait, TestFairDeadWaiterHoldsTheLineForItsWait
 //     and internal/interop's TestMixedFairLineKilledWaiter.
@@ -151,7 +152,7 @@ import "time"
 //     script (tried again when a broken connection kept it from Redis, since an entry left
 //     behind would hold the line up until its deadline); out of the fair queue, the ones behind
 //     moving up (Redisson's acquireFailed); and a process whose last waiter gives up leaves the
-//     nomination line. All kinds. Checked by TestHandoffWaitEnds/<mode>,
+//     line. All kinds. Checked by TestHandoffWaitEnds/<mode>,
 //     TestLineWaiterThatGivesUpLeavesTheLine, TestFairWaiterThatGivesUpLeavesTheQueue,
 //     TestNominationWaiterThatGivesUpLeavesTheLine and TestConformance/<kind>/5-cancel-mid-wait.
 //  21. A lock handed to a waiter that has left is passed on by whoever finds out: the leaving
@@ -178,13 +179,16 @@ import "time"
 //     Checked by TestFairQueueOutlivesItsWaitersByLittle and internal/interop's
 //     TestLeftoversAfterCrash.
 //
-// # The reentrant lock's nomination line (nomination.go; reentrant)
+// # The reentrant lock in the line (nomination.go; reentrant)
 //
-//  24. The line. Beside Redisson's keys, in the lock's hash slot, a list of the processes
-//     (Lockers) with a waiter for the lock, in the order they first failed to take it, and each
-//     one's deadline (its last waiter's). A process is in it once: only its head tries (rule 3).
-//     A head that fails to take the lock queues its process (keeping its place); a release by a
-//     process with more waiters keeps it in line for them, in the same script. reentrant (not
+//  24. The line of rule 13, beside Redisson's keys in the lock's hash slot; its members are the
+//     processes (Lockers) with a waiter for the lock, each with its deadline (its last waiter's).
+//     A process is in it once: only its head tries (rule 3). A head whose attempt fails queues its
+//     process in the same script (keeping its place); a release by a process with more waiters
+//     keeps it in line for them, in the same script. What a release does for the first in line
+//     is where reentrant differs from lua and fenced (rules 14, 25): it does not hand Redisson's
+//     hash over, because a Java client's release deletes the hash without reading the line, and
+//     a Java waiter, in no line of ours, takes the lock only when it finds it free. reentrant (not
 //     fenced-rfenced, not multilock's parts). Checked by TestNominationOneReleaseOneAttempt.
 //  25. A release that deletes the lock tells the first process in line whose deadline has not
 //     passed, on that process's own nomination channel, and only that process's head tries: one
@@ -242,7 +246,7 @@ import "time"
 //  33. A Redisson client's waiters wake on every release and race whoever tries; an unlock
 //     message (a Redisson client's release, which names nobody, or one that a Redisson waiter
 //     hears too) rings every process's queue, and every head then tries, as in Redisson.
-//     fenced-rfenced and multilock have no nomination line: each release is the unlock message
+//     fenced-rfenced and multilock are in no line: each release is the unlock message
 //     and every process's head tries (within a process the waiters still take turns, rule 3).
 //     reentrant, fenced-rfenced, multilock. Checked by TestNominationRedissonReleaseWakesEveryone,
 //     TestReentrantExcludesWithJavaRedisson and TestRFencedLayoutWakesTheOtherSide.

@@ -7,16 +7,18 @@ import (
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
-// Keys and channels of Redisson's RLock layout and the library's nomination line.
+// Keys and channels of Redisson's RLock layout and the library's line (the one of lua and fenced,
+// lines.go) with its nomination channels.
 var (
 	unlockChannel  = named(script.RedissonChannelPrefix)
 	nominationPref = named(script.NominationChannelPrefix)
-	nominationKeys = []string{lockName, unlockChannel, named(script.NominationLinePrefix),
-		named(script.NominationWaitingPrefix), nominationPref}
+	rlockLineKeys  = []string{lockName, named(script.LinePrefix), named(script.LineWaitersPrefix)}
+	nominationKeys = append(rlockLineKeys[:3:3], unlockChannel, nominationPref)
 )
 
 // reentrantKind is NewReentrant (lock/reentrant.go, lock/nomination.go): Redisson's acquire
-// script, then the nomination line's enlist; a release nominates the first process in line.
+// script, which queues the waiter's process in the line when it fails; a release nominates the
+// first process in line.
 type reentrantKind struct{ base }
 
 func (reentrantKind) watchdog() bool    { return true }
@@ -36,31 +38,25 @@ func holderTTL(pttl int64) int64 {
 }
 
 func (k reentrantKind) acquire(s *Sim, w *World, c *Client) {
-	switch {
-	case c.Sub == 1: // queue the process after a failed attempt (nominator.enlist)
-		r := s.script(w, c, 0, "RLockEnlist", script.RLockEnlist, nominationKeys, itoa(w.Now), nomID(c), itoa(c.Deadline))
-		ttl := c.Next
-		if n, _ := asInt(r); n == 0 {
-			ttl = 0 // free now: try again at once
-		} else if ttl < 0 || ttl > lostGrant {
-			ttl = lostGrant
-		}
-		c.Sub = 0
-		c.Next = w.Now + ttl
-		c.sleep(min(c.Next, c.Deadline))
-	case w.Now >= c.Deadline:
+	if w.Now >= c.Deadline {
 		// The last waiter of the process gives up: out of the line (nominator.pass).
-		s.script(w, c, 0, "RLockPass", script.RLockPass, nominationKeys, itoa(w.Now), nomID(c), "0", "0", "0")
+		s.script(w, c, 0, "RLockPass", script.RLockPass, nominationKeys, itoa(w.Now), nomID(c), "0", "0")
 		s.giveUp(w, c)
-	default:
-		r := s.script(w, c, 0, "ReentrantAcquire", script.ReentrantAcquire, []string{lockName}, itoa(ms(s.cfg.Lease)), c.Value)
-		if r == nil {
-			s.enter(w, c, 0)
-			return
-		}
-		pttl, _ := asInt(r)
-		c.Next, c.Sub = holderTTL(pttl), 1
+		return
 	}
+	r := s.script(w, c, 0, "RLockAcquire", script.RLockAcquire, rlockLineKeys, itoa(ms(s.cfg.Lease)), c.Value,
+		itoa(w.Now), nomID(c), itoa(c.Deadline))
+	if r == nil {
+		s.enter(w, c, 0)
+		return
+	}
+	pttl, _ := asInt(r)
+	ttl := holderTTL(pttl)
+	if ttl < 0 || ttl > lostGrant {
+		ttl = lostGrant // queued: it looks again at least this often
+	}
+	c.Next = w.Now + ttl
+	c.sleep(min(c.Next, c.Deadline))
 }
 
 func (k reentrantKind) renew(s *Sim, w *World, c *Client) bool {
@@ -78,7 +74,7 @@ func (k reentrantKind) release(s *Sim, w *World, c *Client) {
 
 func (k reentrantKind) passOn(s *Sim, w *World, c *Client) {
 	c.PassOn = ""
-	s.script(w, c, 0, "RLockPass", script.RLockPass, nominationKeys, itoa(w.Now), nomID(c), "0", "0", "0")
+	s.script(w, c, 0, "RLockPass", script.RLockPass, nominationKeys, itoa(w.Now), nomID(c), "0", "0")
 }
 
 // route: a nomination goes to the process its channel names.

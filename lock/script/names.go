@@ -7,7 +7,7 @@ import "strings"
 // from these; a tool that drives the scripts (the simulator) takes them from here too, so no
 // name is spelled twice. A key or channel of lock name is Prefixed(prefix, name).
 const (
-	// The line of NewLua and NewFenced: the list of waiting values and their deadlines.
+	// The line of NewLua, NewFenced and NewReentrant: the list of who waits, and their deadlines.
 	LinePrefix        = "golock_line"
 	LineWaitersPrefix = "golock_waiters"
 	// GrantChannelPrefix starts a process's grant channel: GrantChannelPrefix + its id.
@@ -20,9 +20,8 @@ const (
 	// FairGrantMessage tells a fair waiter on its own channel that the lock was taken for it.
 	FairGrantMessage = "golock:granted"
 
-	// NewReentrant's nomination line: the processes in line, their waiters, their channels.
-	NominationLinePrefix    = "golock_rlock_line"
-	NominationWaitingPrefix = "golock_rlock_waiting"
+	// NominationChannelPrefix starts the channels on which NewReentrant's release tells the
+	// first process in its line to try.
 	NominationChannelPrefix = "golock_rlock_next"
 
 	// Redisson's: RFairLock's queue and timeouts, RFencedLock's token, every lock's unlock

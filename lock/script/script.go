@@ -100,9 +100,9 @@ var (
 	ReentrantAcquire = build("reentrant_acquire.lua", nil)
 	ReentrantRenew   = build("reentrant_renew.lua", nil)
 	ReentrantRelease = build("reentrant_release.lua", nil)
-	// RLockRelease, RLockEnlist, RLockPass: NewReentrant's nomination line (lock/nomination.go).
+	// RLockAcquire, RLockRelease, RLockPass: NewReentrant's waiters in the line (lock/nomination.go).
+	RLockAcquire = build("rlock_acquire.lua", nil)
 	RLockRelease = build("rlock_release.lua", nil)
-	RLockEnlist  = build("rlock_enlist.lua", nil)
 	RLockPass    = build("rlock_pass.lua", nil)
 
 	// FairAcquire, FairBeat, FairRelease, FairCancel: NewFair (Redisson's RFairLock).
@@ -134,7 +134,7 @@ func Sources() map[string]string {
 	return map[string]string{
 		"LineAcquire": LineAcquire, "LineRelease": LineRelease, "FencedRenew": FencedRenew,
 		"ReentrantAcquire": ReentrantAcquire, "ReentrantRenew": ReentrantRenew, "ReentrantRelease": ReentrantRelease,
-		"RLockRelease": RLockRelease, "RLockEnlist": RLockEnlist, "RLockPass": RLockPass,
+		"RLockAcquire": RLockAcquire, "RLockRelease": RLockRelease, "RLockPass": RLockPass,
 		"FairAcquire": FairAcquire, "FairBeat": FairBeat, "FairRelease": FairRelease, "FairCancel": FairCancel,
 		"RFencedAcquire": RFencedAcquire, "RedlockTokenRead": RedlockTokenRead, "RedlockTokenRaise": RedlockTokenRaise,
 	}

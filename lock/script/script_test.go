@@ -296,8 +296,7 @@ func TestShardedBuildsDifferOnlyInPublish(t *testing.T) {
 			t.Errorf("%s: the sharded build does not publish through spublish.lua alone", name)
 		}
 	}
-	// A script without a sharded build publishes nothing through publish.lua: RLockEnlist takes
-	// it in with rlock_line.lua but never nominates; LineRelease's grant channel is classic
+	// A script without a sharded build publishes nothing through publish.lua; LineRelease's grant channel is classic
 	// everywhere (lock/line.go subscribes with SUBSCRIBE).
 	for name, src := range Sources() {
 		if _, ok := ShardedSources()[name]; ok || !strings.Contains(src, includeLine+"publish.lua") {

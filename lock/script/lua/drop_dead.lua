@@ -1,8 +1,8 @@
 -- drop_dead.lua, an include: the one rule by which every line kept in Redis passes over its dead
--- waiters (the line of lua and fenced, line.lua; the reentrant lock's nomination line,
--- rlock_line.lua; the fair lock's queue, fair_queue.lua). A waiter whose wait has ended is gone:
--- its process died, or will take it out of line itself. So the waiters at the head whose deadline
--- is not after now are dropped, and a dead waiter holds the line up for at most its own wait.
+-- waiters (the line of lua, fenced and reentrant, line.lua; the fair lock's queue,
+-- fair_queue.lua). A waiter whose wait has ended is gone: its process died, or will take it out
+-- of line itself. So the waiters at the head whose deadline is not after now are dropped, and a
+-- dead waiter holds the line up for at most its own wait.
 -- What differs between the lines (where a deadline is kept, what leaves with a waiter) comes in
 -- as functions:
 --   first()      the waiter at the head (false or nil: the line is empty)

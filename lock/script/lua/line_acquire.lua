@@ -2,7 +2,7 @@
 -- is free and nobody waits before it; else it queues (once), unless it is a single attempt.
 --
 -- KEYS[1] lock_key     the lock, a string holding its holder's value
--- KEYS[2] line_key     the line: waiter values in arrival order (line.lua)
+-- KEYS[2] line_key     the line: waiter values in the order they queued (line.lua)
 -- KEYS[3] waiters_key  value -> "<deadline unix ms>:<grant ttl ms>" for each waiter in line
 -- KEYS[4] counter_key  the token counter of a fenced lock (the lock key again for lua)
 -- ARGV[1] value        the waiter's value "<instance-id>:<uuid>"
@@ -28,6 +28,7 @@ local lease_ms = ARGV[4]
 local deadline = ARGV[5]
 local grant_ttl = ARGV[6]
 --! include line.lua
+--! include hand_over.lua
 
 local cur = redis.call('get', lock_key)
 if cur == value then
@@ -43,8 +44,7 @@ if (not cur) and ((not head) or head == value) then
   if head then
     leave(head)
   end
-  redis.call('set', lock_key, value, 'PX', lease_ms)
-  return {1, token()}
+  return {1, take(value, lease_ms)}
 end
 if deadline ~= '0' then
   queue(value, deadline, grant_ttl)

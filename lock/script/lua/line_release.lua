@@ -43,23 +43,20 @@ local next_grant_ttl = ARGV[8]
 local next_lease_ms = ARGV[9]
 local cohort = ARGV[10]
 --! include line.lua
+--! include hand_over.lua
 
 if redis.call('get', lock_key) ~= value then
-  if redis.call('hdel', waiters_key, value) == 1 then
-    redis.call('lrem', line_key, 1, value)
-  end
+  remove(value)
   return {0}
 end
 if cohort == '1' and next_waiter ~= '' then
-  redis.call('set', lock_key, next_waiter, 'PX', next_lease_ms)
-  return {3, next_waiter, token(), 1}
+  return {3, next_waiter, take(next_waiter, next_lease_ms), 1}
 end
 local first = first_live()
 if first then
   local _, first_grant_ttl = entry(first)
   leave(first)
-  redis.call('set', lock_key, first, 'PX', first_grant_ttl)
-  local t = token()
+  local t = take(first, first_grant_ttl)
   if next_waiter ~= '' and next_waiter ~= first then
     queue(next_waiter, next_deadline, next_grant_ttl)
   end
@@ -70,8 +67,7 @@ if first then
   return {2, first, t}
 end
 if next_waiter ~= '' then
-  redis.call('set', lock_key, next_waiter, 'PX', next_lease_ms)
-  return {3, next_waiter, token()}
+  return {3, next_waiter, take(next_waiter, next_lease_ms)}
 end
 redis.call('del', lock_key)
 return {1}

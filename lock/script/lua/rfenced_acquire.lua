@@ -21,8 +21,9 @@ local counter_key = KEYS[2]
 local old_counter_key = KEYS[3]
 local lease_ms = ARGV[1]
 local field = ARGV[2]
+--! include take_hold.lua
 
-if (redis.call('exists', lock_key) == 0) or (redis.call('hexists', lock_key, field) == 1) then
+if may_take(lock_key, field) then
   local raw = old_counter_key and redis.call('get', old_counter_key)
   local before = raw and tonumber(raw)
   if before and before > tonumber(redis.call('get', counter_key) or '0') then
@@ -32,8 +33,7 @@ if (redis.call('exists', lock_key) == 0) or (redis.call('hexists', lock_key, fie
   if before then
     redis.call('set', old_counter_key, token)
   end
-  redis.call('hincrby', lock_key, field, 1)
-  redis.call('pexpire', lock_key, lease_ms)
+  take_hold(lock_key, field, lease_ms)
   return {-1, token}
 end
 return {redis.call('pttl', lock_key), 0}

@@ -1,12 +1,12 @@
 -- Redisson's RLock release (release_hold.lua, as in reentrant_release.lua) with NewReentrant's
--- nomination line (rlock_line.lua). When the lock goes, the releasing process first keeps its
--- place in line for its next waiter (stay > 0), then the first in line is nominated, and the
--- unlock message goes out as Redisson's does (nominate).
+-- line (line.lua, nominate.lua). When the lock goes, the releasing process first keeps its place
+-- in line for its next waiter (stay > 0), then the first in line is nominated, and the unlock
+-- message goes out as Redisson's does (nominate).
 --
 -- KEYS[1] lock_key           the lock, Redisson's hash
--- KEYS[2] unlock_channel     "redisson_lock__channel:{<name>}"
--- KEYS[3] line_key           the nomination line: process ids in the order they queued
--- KEYS[4] waiting_key        id -> deadline in unix ms, for each process in line
+-- KEYS[2] line_key           the line: process ids in the order they queued
+-- KEYS[3] waiters_key        process id -> "<deadline unix ms>:0" for each process in line
+-- KEYS[4] unlock_channel     "redisson_lock__channel:{<name>}"
 -- KEYS[5] nomination_prefix  the start of the processes' nomination channels
 -- ARGV[1] now                unix ms
 -- ARGV[2] process_id         this process's id
@@ -19,9 +19,9 @@
 -- Returns nil when the field is not there (not held by this owner), 0 when still held (nested),
 -- 1 when deleted (and the next process nominated).
 local lock_key = KEYS[1]
-local unlock_channel = KEYS[2]
-local line_key = KEYS[3]
-local waiting_key = KEYS[4]
+local line_key = KEYS[2]
+local waiters_key = KEYS[3]
+local unlock_channel = KEYS[4]
 local nomination_prefix = KEYS[5]
 local now = tonumber(ARGV[1])
 local process_id = ARGV[2]
@@ -31,14 +31,14 @@ local sharded = ARGV[5]
 local lease_ms = ARGV[6]
 local field = ARGV[7]
 --! include release_hold.lua
---! include rlock_line.lua
+--! include nominate.lua
 
 local released = release_hold(lock_key, field, lease_ms)
 if released ~= 1 then
   return released
 end
 if tonumber(stay) > 0 then
-  enlist(process_id, stay)
+  queue(process_id, stay, 0)
 end
 nominate(unlock_message, sharded)
 return 1
