@@ -36,14 +36,17 @@ type waitLine struct {
 	id      string
 	channel string // grantChannelPrefix + id
 
+	// sub is the Locker's pub/sub connection (pubsub.go), on which the grant channel is
+	// subscribed once, on the first wait, for the Locker's life.
+	sub        *subscriber
+	subscribed sync.Once
+
 	mu   sync.Mutex
 	keys map[string]*keyLine
 	// held are the values this process holds, from the moment a waiter got the lock until its
 	// release has run, so a late grant message for one of them is not taken for an orphan.
-	held   map[string]bool
-	ps     *redis.PubSub
-	ready  chan struct{} // closed once the grant channel's subscription is confirmed
-	closed bool
+	held  map[string]bool
+	ready <-chan struct{} // closed once the grant channel's subscription is confirmed
 }
 
 // idUnsafe makes an instance id safe inside a line id.
@@ -119,8 +122,9 @@ func newWaitLine(rdb redis.UniversalClient, log *slog.Logger, fenced bool, insta
 	if instance != "" {
 		id = idUnsafe.Replace(instance) + "." + id
 	}
+	everything := func(string) bool { return true } // every payload on the grant channel is a grant
 	return &waitLine{rdb: rdb, log: log, fenced: fenced, cohort: cohort, lostGrant: lostGrantBound, maxGrant: maxGrantTTL, id: id, channel: grantChannelPrefix + id,
-		keys: map[string]*keyLine{}, held: map[string]bool{}}
+		sub: newSubscriber(rdb, log, everything), keys: map[string]*keyLine{}, held: map[string]bool{}}
 }
 
 // newValue is the value of a new acquisition: it names this process, so a release elsewhere
@@ -130,60 +134,25 @@ func (wl *waitLine) newValue() string { return wl.id + ":" + uuid.NewString() }
 // subscribe starts listening on this process's grant channel (once), and returns a channel that
 // closes when Redis has confirmed it.
 func (wl *waitLine) subscribe() <-chan struct{} {
-	wl.mu.Lock()
-	defer wl.mu.Unlock()
-	if wl.ps != nil || wl.closed {
-		if wl.ready == nil {
-			wl.ready = make(chan struct{})
-			close(wl.ready)
-		}
-		return wl.ready
-	}
-	wl.ready = make(chan struct{})
-	wl.ps = wl.rdb.Subscribe(context.Background(), wl.channel)
-	ps, ready := wl.ps, wl.ready
-	// Read by this goroutine itself rather than through go-redis's Channel, one hop fewer
-	// between the release's PUBLISH and the waiter. Receive dials again and resubscribes after a
-	// broken connection; it fails for good only once the PubSub is closed.
-	go func() {
-		confirmed := false
-		defer func() {
-			if !confirmed {
-				close(ready)
-			}
-		}()
-		for {
-			m, err := ps.Receive(context.Background())
-			if err != nil {
-				wl.mu.Lock()
-				closed := wl.closed
-				wl.mu.Unlock()
-				if closed {
-					return
-				}
-				time.Sleep(100 * time.Millisecond)
-				continue
-			}
-			switch m := m.(type) {
-			case *redis.Subscription:
-				if m.Kind != "subscribe" {
-					break
-				}
-				if !confirmed {
-					confirmed = true
-					close(ready)
-					break
-				}
+	wl.subscribed.Do(func() {
+		// Not under wl.mu: the subscriber calls heard with its own lock held, and heard takes wl.mu.
+		h := wl.sub.listen(context.Background(), wl.channel, false, func(_, payload string) {
+			if payload == "" {
 				// Confirmed again: the connection broke and came back, and grants published
 				// meanwhile went unheard (a restarted Redis has lost its line too), so every
 				// head looks again now rather than at its next timer.
 				wl.lookAgain()
-			case *redis.Message:
-				wl.heard(m.Payload)
+				return
 			}
-		}
-	}()
-	return ready
+			wl.heard(payload)
+		})
+		wl.mu.Lock()
+		wl.ready = h.ready
+		wl.mu.Unlock()
+	})
+	wl.mu.Lock()
+	defer wl.mu.Unlock()
+	return wl.ready
 }
 
 // lookAgain makes the head of every key's line in this process try again at once.
@@ -624,13 +593,4 @@ func (wl *waitLine) extend(ctx context.Context, key, value string, lease time.Du
 }
 
 // close ends the grant subscription. Waiters still waiting fall back to their timers.
-func (wl *waitLine) close() error {
-	wl.mu.Lock()
-	ps := wl.ps
-	wl.closed = true
-	wl.mu.Unlock()
-	if ps == nil {
-		return nil
-	}
-	return redisErr("close pub/sub", ps.Close())
-}
+func (wl *waitLine) close() error { return wl.sub.Close() }

@@ -22,7 +22,8 @@ func unlockChannel(name string) string {
 }
 
 // subscriber is one Locker's pub/sub connection, shared by all its waiters (Redisson keeps one
-// per client too). A channel is subscribed while a local queue of waiters needs it; every release
+// per client too): every kind wakes through it, lua and fenced on their process's grant channel
+// (line.go). A channel is subscribed while a local queue of waiters needs it; every release
 // message rings that queue, which wakes only its head, like a semaphore permit in Redisson's
 // LockPubSub. The rules it serves are in waiting.go: rules 9–12.
 type subscriber struct {

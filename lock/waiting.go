@@ -79,7 +79,8 @@ import "time"
 //     milliseconds, woken by the release (an in-process hand-over or a message), and while the
 //     lock is held a waiting Locker sends only its bounded looks (rules 17 and 26). One pub/sub
 //     connection per Locker (per master for redlock, per node for sharded pub/sub), shared by
-//     all its waiters, as Redisson keeps one per client. All kinds.
+//     all its waiters, as Redisson keeps one per client, and one type that keeps it for every
+//     kind (pubsub.go's subscriber). All kinds.
 //     Checked by TestConformance/<kind>/9-wake-without-polling,
 //     TestReentrantWaiterWokenByUnlockMessage and TestLineOneReleaseWakesOneWaiter.
 //  10. Subscribe, then look once more. A release between a failed attempt and the subscription
