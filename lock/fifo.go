@@ -4,8 +4,7 @@ package lock
 // but fair (waiting.go rules 3 and 13). Only its head contends in Redis: a waiter that enters an
 // empty queue is the head at once (enter says so), and one behind is rung when the head before it
 // leaves, so a later waiter never overtakes an earlier one. It does no locking of its own: its
-// owner (handoff for reentrant, multilock and redlock, waitLine for lua and fenced) guards it with
-// its mutex.
+// owner, handoff, guards it with its mutex.
 type fifo[W interface {
 	comparable
 	becameHead()

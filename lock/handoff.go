@@ -60,6 +60,7 @@ type queue struct {
 type place struct {
 	turn     chan struct{} // closed when it becomes the head
 	deadline time.Time     // the end of its wait
+	who      string        // the waiter's name for the kind ("" but for lua and fenced: its value)
 }
 
 // becameHead tells the waiter its turn has come (once: a waiter becomes the head once).
@@ -92,10 +93,10 @@ func (ln *queue) ring() {
 // the current holder's remaining TTL (< 0: unknown). lease is how long a won lock lives at most
 // (the next head's fallback). An error from try ends the acquisition with that error, unless
 // brokenRetry has it made again.
-func (h *handoff) acquire(ctx context.Context, key string, wait, lease time.Duration,
+func (h *handoff) acquire(ctx context.Context, key, who string, wait, lease time.Duration,
 	try func(context.Context) (bool, time.Duration, error)) error {
 	deadline := time.Now().Add(wait)
-	ln, p := h.enter(key, deadline)
+	ln, p := h.enter(key, who, deadline)
 	won := false
 	var seen uint64
 	var until time.Time
@@ -151,9 +152,10 @@ func (h *handoff) acquire(ctx context.Context, key string, wait, lease time.Dura
 
 // obtain runs the rules every waiting mode shares around acquire: a zero wait is one attempt, and
 // so is an attempt the mode wants made at once (direct: an owner re-entering a lock it holds must
-// not queue behind the waiters for it); otherwise the key's queue. An error that comes while ctx
-// is ending is ErrNotObtained wrapping ctx.Err(), not Redis trouble.
-func (h *handoff) obtain(ctx context.Context, key string, wait, lease time.Duration, direct bool,
+// not queue behind the waiters for it); otherwise the key's queue, in which the waiter is who
+// (headOf). An error that comes while ctx is ending is ErrNotObtained wrapping ctx.Err(), not
+// Redis trouble.
+func (h *handoff) obtain(ctx context.Context, key, who string, wait, lease time.Duration, direct bool,
 	try func(context.Context) (bool, time.Duration, error)) error {
 	if wait <= 0 || direct {
 		held, _, err := try(ctx)
@@ -166,7 +168,7 @@ func (h *handoff) obtain(ctx context.Context, key string, wait, lease time.Durat
 			return notObtained(ctx, key)
 		}
 	}
-	return obtainErr(ctx, key, h.acquire(ctx, key, wait, lease, try))
+	return obtainErr(ctx, key, h.acquire(ctx, key, who, wait, lease, try))
 }
 
 func obtainErr(ctx context.Context, key string, err error) error {
@@ -190,8 +192,8 @@ func newSubscribedQueue(rdb redis.UniversalClient, log *slog.Logger, accept func
 	return sub, queue
 }
 
-// enter joins key's queue until deadline; the first in an empty queue is its head at once.
-func (h *handoff) enter(key string, deadline time.Time) (*queue, *place) {
+// enter joins key's queue as who until deadline; the first in an empty queue is its head at once.
+func (h *handoff) enter(key, who string, deadline time.Time) (*queue, *place) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ln := h.queues[key]
@@ -203,11 +205,36 @@ func (h *handoff) enter(key string, deadline time.Time) (*queue, *place) {
 		ln.idle.Stop()
 		ln.idle = nil
 	}
-	p := &place{turn: make(chan struct{}), deadline: deadline}
+	p := &place{turn: make(chan struct{}), deadline: deadline, who: who}
 	if ln.fifo.enter(p) {
 		p.becameHead()
 	}
 	return ln, p
+}
+
+// headOf is who the head of key's queue is; false when nobody waits.
+func (h *handoff) headOf(key string) (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ln := h.queues[key]; ln != nil {
+		if p, ok := ln.fifo.head(); ok {
+			return p.who, true
+		}
+	}
+	return "", false
+}
+
+// ringAll rings every queue: releases may have gone unheard.
+func (h *handoff) ringAll() {
+	h.mu.Lock()
+	queues := make([]*queue, 0, len(h.queues))
+	for _, ln := range h.queues {
+		queues = append(queues, ln)
+	}
+	h.mu.Unlock()
+	for _, ln := range queues {
+		ln.ring()
+	}
 }
 
 // lastDeadline is when the last of key's waiters here stops waiting; zero when none is waiting.

@@ -20,9 +20,14 @@ var (
 	lineRelease = redis.NewScript(script.LineRelease)
 )
 
-// waitLine is the waiter line of modes lua and fenced, across processes: one release wakes one
-// waiter, whichever process it is in. The rules of waiting are in waiting.go: rules 13–17 apply
-// here (with 3, 6, 7, 9–11 and 18–23).
+// waitLine is how modes lua and fenced wait: in this process in the key's queue (handoff.go, the
+// queue every kind but fair waits in), whose head alone goes to Redis, and across processes in
+// the line in Redis (script/lua/line.lua), from which a release hands the lock to one waiter,
+// whichever process it is in, by writing that waiter's value into the lock. This file keeps what
+// the hand-over adds to the queue: a waiter told it holds the lock does not try, a waiter the
+// release put in the Redis line waits for its grant, and a release passes this process's next
+// waiter on itself (the cohort). The rules of waiting are in waiting.go: rules 13–17 apply here
+// (with 3, 6, 7, 9–11 and 18–23).
 type waitLine struct {
 	rdb    redis.UniversalClient
 	log    *slog.Logger
@@ -35,18 +40,55 @@ type waitLine struct {
 	// id names this process in its waiters' values ("<id>:<uuid>") and its grant channel.
 	id      string
 	channel string // grantChannelPrefix + id
-
+	// queue is the in-process queue of each key; a waiter's place is named by its value.
+	queue *handoff
 	// sub is the Locker's pub/sub connection (pubsub.go), on which the grant channel is
 	// subscribed once, on the first wait, for the Locker's life.
 	sub        *subscriber
 	subscribed sync.Once
 
-	mu   sync.Mutex
-	keys map[string]*keyLine
-	// held are the values this process holds, from the moment a waiter got the lock until its
-	// release has run, so a late grant message for one of them is not taken for an orphan.
-	held  map[string]bool
-	ready <-chan struct{} // closed once the grant channel's subscription is confirmed
+	mu sync.Mutex
+	// waiting are this process's waiters, by value, from the start of their wait to its end.
+	waiting map[string]*lineWaiter
+	// turns counts, per key, the releases in a row here that handed the lock to this process's
+	// next waiter before the Redis line (waiting.go rule 15; the script does not look whether
+	// anyone waits in it, so the count is reset only by a release that does).
+	turns map[string]int
+	// holders are, per key, the holder in this process, from the moment a waiter got the lock
+	// until its release has run, and until when its lock lives at most: its release will hand
+	// the lock on, or put the head in the Redis line, and ring the key's queue, so the head need
+	// not try before that or until (waiting.go rule 7); and a late grant message for it is not
+	// taken for an orphan.
+	holders map[string]holding
+	ready   <-chan struct{} // closed once the grant channel's subscription is confirmed
+}
+
+// holding is a holder in this process.
+type holding struct {
+	value string
+	until time.Time
+}
+
+// lineWaiter is one waiter. Fields other than the first four are guarded by waitLine.mu.
+type lineWaiter struct {
+	value    string
+	lease    time.Duration
+	grantTTL time.Duration // min(lease, wait, maxGrant): how long a lock handed to it lives unrenewed
+	deadline time.Time
+
+	// granted: a release handed it the lock (with token; short: with grantTTL, less than the
+	// lease, waiting.go rule 16), sent at since.
+	granted bool
+	token   int64
+	short   bool
+	since   time.Time
+	// queued: it is in the Redis line (its attempt put it there, or a release did). until is
+	// when it tries again at the latest, without a grant: a ring before then does not make it
+	// try (its last attempt's answer, or a release that queued it, said when it is worth it).
+	queued bool
+	until  time.Time
+	// sent is when its last attempt was sent (its creation before any).
+	sent time.Time
 }
 
 // idUnsafe makes an instance id safe inside a line id.
@@ -71,50 +113,6 @@ func (wl *waitLine) scriptKeys(key string) []string {
 	return append(lineKeys(key), tok)
 }
 
-// keyLine is one key's waiters in this process. Fields are guarded by waitLine.mu.
-type keyLine struct {
-	fifo fifo[*lineWaiter] // the waiters, in arrival order; the head is the only one that tries in Redis
-	// holder is the value of a holder in this process: its release will hand the lock on, or put
-	// the head in the Redis line, so the head need not try before that or holderUntil.
-	holder      string
-	holderUntil time.Time
-	// turns counts the releases in a row here that handed the lock to this process's next
-	// waiter before the Redis line (waiting.go rule 15; the script does not look whether anyone
-	// waits in it, so the count is reset only by a release that does).
-	turns int
-}
-
-// lineWaiter is one waiter. Fields other than the first four are guarded by waitLine.mu.
-type lineWaiter struct {
-	value    string
-	lease    time.Duration
-	grantTTL time.Duration // min(lease, wait): how long a lock handed to it lives unrenewed
-	deadline time.Time
-	bell     chan struct{} // capacity 1: its turn, a release here, a grant
-
-	granted bool
-	token   int64
-	// short: the lock was handed over with grantTTL, less than the lease (waiting.go rule 16).
-	short bool
-	// next is when the head tries again at the latest (after a failed attempt: the lock's PTTL).
-	next time.Time
-	// sent is when its last attempt was sent (its creation before any); since, when the release
-	// that handed it the lock was sent (a grant from another process: its last attempt, which
-	// put it in the Redis line before the grant).
-	sent, since time.Time
-}
-
-// becameHead wakes the waiter to try: the head before it has left (a waiter that enters an
-// empty line tries at once without it).
-func (w *lineWaiter) becameHead() { w.ring() }
-
-func (w *lineWaiter) ring() {
-	select {
-	case w.bell <- struct{}{}:
-	default:
-	}
-}
-
 // newWaitLine builds a Locker's line; instance (WithInstanceID) starts its id, so a lock's value
 // names the process that holds it (with ':' and white space, which the scripts split on, made '_').
 func newWaitLine(rdb redis.UniversalClient, log *slog.Logger, fenced bool, instance string) *waitLine {
@@ -123,8 +121,14 @@ func newWaitLine(rdb redis.UniversalClient, log *slog.Logger, fenced bool, insta
 		id = idUnsafe.Replace(instance) + "." + id
 	}
 	everything := func(string) bool { return true } // every payload on the grant channel is a grant
-	return &waitLine{rdb: rdb, log: log, fenced: fenced, cohort: cohort, lostGrant: lostGrantBound, maxGrant: maxGrantTTL, id: id, channel: grantChannelPrefix + id,
-		sub: newSubscriber(rdb, log, everything), keys: map[string]*keyLine{}, held: map[string]bool{}}
+	wl := &waitLine{rdb: rdb, log: log, fenced: fenced, cohort: cohort, lostGrant: lostGrantBound, maxGrant: maxGrantTTL,
+		id: id, channel: grantChannelPrefix + id, sub: newSubscriber(rdb, log, everything),
+		waiting: map[string]*lineWaiter{}, turns: map[string]int{}, holders: map[string]holding{}}
+	// The grant channel is the process's, not the key's: a queue joins it, and is rung by deliver.
+	wl.queue = newHandoff(func(string, func()) (<-chan struct{}, func()) { return wl.subscribe(), func() {} }, nil)
+	// A release here rings its key's queue itself (release, forget).
+	wl.queue.localRing = true
+	return wl
 }
 
 // newValue is the value of a new acquisition: it names this process, so a release elsewhere
@@ -155,16 +159,14 @@ func (wl *waitLine) subscribe() <-chan struct{} {
 	return wl.ready
 }
 
-// lookAgain makes the head of every key's line in this process try again at once.
+// lookAgain makes the head of every key's queue in this process try again at once.
 func (wl *waitLine) lookAgain() {
 	wl.mu.Lock()
-	defer wl.mu.Unlock()
-	for _, kl := range wl.keys {
-		if head, ok := kl.fifo.head(); ok {
-			head.next = time.Time{}
-			head.ring()
-		}
+	for _, w := range wl.waiting {
+		w.until = time.Time{}
 	}
+	wl.mu.Unlock()
+	wl.queue.ringAll()
 }
 
 // heard handles a grant message "<lock>\n<value>\n<token>" from a release in another process.
@@ -184,27 +186,25 @@ func (wl *waitLine) heard(payload string) {
 // waits (and the value is not held here either): nobody has the lock that was handed to it.
 func (wl *waitLine) deliver(key, value string, token int64, short bool, since time.Time) bool {
 	wl.mu.Lock()
-	defer wl.mu.Unlock()
-	if wl.held[value] {
+	if wl.holders[key].value == value {
+		wl.mu.Unlock()
 		return true // taken already by its own attempt
 	}
-	if kl := wl.keys[key]; kl != nil {
-		for _, w := range kl.fifo.waiters {
-			if w.value == value {
-				if !w.granted {
-					w.granted, w.token, w.short = true, token, short
-					w.since = since
-					if since.IsZero() {
-						w.since = w.sent
-					}
-					kl.holder, kl.holderUntil = value, time.Now().Add(w.lease)
-					w.ring()
-				}
-				return true
-			}
+	w := wl.waiting[value]
+	if w == nil {
+		wl.mu.Unlock()
+		return false
+	}
+	if !w.granted {
+		w.granted, w.token, w.short = true, token, short
+		w.since = since
+		if since.IsZero() {
+			w.since = w.sent
 		}
 	}
-	return false
+	wl.mu.Unlock()
+	wl.queue.ring(key) // it is the head: only a head is in the Redis line, or passed on by a release
+	return true
 }
 
 // passOn hands on a lock that was handed to a waiter that had left (waiting.go rule 21).
@@ -278,50 +278,32 @@ type lineWin struct {
 	since    time.Time
 }
 
-// wait waits in key's line until value holds the lock, the wait runs out or ctx ends.
+// wait waits in key's queue and line until value holds the lock, the wait runs out or ctx ends.
 func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait time.Duration) (lineWin, error) {
 	leaseMs := strconv.FormatInt(max(lease.Milliseconds(), 1), 10)
 	if wait <= 0 {
-		return wl.once(ctx, key, value, leaseMs)
+		return wl.once(ctx, key, value, lease, leaseMs)
 	}
 	ready := wl.subscribe()
 	w := &lineWaiter{value: value, lease: lease, grantTTL: max(min(lease, wait, wl.maxGrant), time.Millisecond),
-		deadline: time.Now().Add(wait), bell: make(chan struct{}, 1), sent: time.Now()}
-	kl := wl.enter(key, w)
-	won := false
-	var retry brokenRetry
-	defer func() { wl.exit(key, kl, w, won) }()
-	for {
-		subscribed := isDone(ready)
-		now := time.Now()
-		win, granted, tryNow, wake := wl.next(kl, w, now)
-		switch {
-		case granted:
-			won = true
-			return win, nil
-		case tryNow:
-			win, held, err := wl.attempt(ctx, key, value, leaseMs, w, subscribed)
-			if err != nil {
-				if retry.again(ctx, err, w.deadline) {
-					continue
-				}
-				return win, obtainErr(ctx, key, err)
-			}
-			retry.answered()
-			if held {
-				won = true
-				return win, nil
-			}
-		case !now.Before(w.deadline) || ctx.Err() != nil:
-			return lineWin{}, notObtained(ctx, key)
-		default:
-			wl.sleep(ctx, w, wake, ready, subscribed)
-		}
-	}
+		deadline: time.Now().Add(wait), sent: time.Now()}
+	wl.mu.Lock()
+	wl.waiting[value] = w
+	wl.mu.Unlock()
+	var win lineWin
+	err := wl.queue.obtain(ctx, key, value, wait, lease, false, func(ctx context.Context) (bool, time.Duration, error) {
+		var held bool
+		var next time.Duration
+		var err error
+		win, held, next, err = wl.attempt(ctx, key, value, leaseMs, w, isDone(ready))
+		return held, next, err
+	})
+	wl.exit(key, w, err == nil)
+	return win, err
 }
 
 // once is a single attempt that does not queue (no wait).
-func (wl *waitLine) once(ctx context.Context, key, value, leaseMs string) (lineWin, error) {
+func (wl *waitLine) once(ctx context.Context, key, value string, lease time.Duration, leaseMs string) (lineWin, error) {
 	win := lineWin{since: time.Now()}
 	held, tok, _, err := wl.try(ctx, key, value, leaseMs, 0, 0)
 	switch {
@@ -331,50 +313,41 @@ func (wl *waitLine) once(ctx context.Context, key, value, leaseMs string) (lineW
 		return win, notObtained(ctx, key)
 	}
 	wl.mu.Lock()
-	wl.held[value] = true
+	wl.holders[key] = holding{value: value, until: win.since.Add(lease)}
 	wl.mu.Unlock()
 	win.token = tok
 	return win, nil
 }
 
-// next says, under the line's lock, what w does now: it was handed the lock (granted, with win),
-// it is the head and its next attempt is due (tryNow), or it sleeps until wake: the end of its
-// wait, the end of a hold in this process, or its next attempt.
-func (wl *waitLine) next(kl *keyLine, w *lineWaiter, now time.Time) (win lineWin, granted, tryNow bool, wake time.Time) {
+// attempt is the head's turn: a lock handed to it is taken without a word to Redis, and so is
+// the wait for a grant a release queued it for; else it runs the acquire script. A grant
+// published before this process's subscription is confirmed would be lost (and found only by the
+// waiter's next attempt), so until then the head tries without queueing, every few milliseconds,
+// as a poll would. It returns the win, or how long until it is worth looking again.
+func (wl *waitLine) attempt(ctx context.Context, key, value, leaseMs string, w *lineWaiter, subscribed bool) (lineWin, bool, time.Duration, error) {
+	sent := time.Now()
 	wl.mu.Lock()
-	defer wl.mu.Unlock()
-	if w.granted {
-		return lineWin{token: w.token, short: w.short, grantTTL: w.grantTTL, since: w.since}, true, false, time.Time{}
-	}
-	wake = w.deadline
 	switch {
-	case !kl.fifo.isHead(w):
-	case kl.holder != "" && now.Before(kl.holderUntil):
-		wake = minTime(wake, kl.holderUntil)
-	case !now.Before(w.next):
-		tryNow = true
-	default:
-		wake = minTime(wake, w.next)
+	case w.granted:
+		wl.mu.Unlock()
+		return lineWin{token: w.token, short: w.short, grantTTL: w.grantTTL, since: w.since}, true, 0, nil
+	case sent.Before(w.until):
+		wl.mu.Unlock()
+		return lineWin{}, false, w.until.Sub(sent), nil
 	}
-	return win, false, tryNow, wake
-}
-
-// attempt is the head's try. A grant published before this process's subscription is confirmed
-// would be lost (and found only by the waiter's next attempt), so until then the head tries
-// without queueing, every few milliseconds, as a poll would. A failed attempt sets when to look
-// again.
-func (wl *waitLine) attempt(ctx context.Context, key, value, leaseMs string, w *lineWaiter, subscribed bool) (lineWin, bool, error) {
+	if h, ok := wl.holders[key]; ok && sent.Before(h.until) {
+		wl.mu.Unlock()
+		return lineWin{}, false, h.until.Sub(sent), nil
+	}
+	w.sent = sent
+	wl.mu.Unlock()
 	queueUntil := w.deadline.UnixMilli()
 	if !subscribed {
 		queueUntil = 0
 	}
-	sent := time.Now()
-	wl.mu.Lock()
-	w.sent = sent
-	wl.mu.Unlock()
 	held, tok, ms, err := wl.try(ctx, key, value, leaseMs, queueUntil, w.grantTTL.Milliseconds())
 	if err != nil || held {
-		return lineWin{token: tok, since: sent}, held, err
+		return lineWin{token: tok, since: sent}, held, 0, err
 	}
 	d := time.Duration(ms) * time.Millisecond
 	if d < 0 {
@@ -383,37 +356,13 @@ func (wl *waitLine) attempt(ctx context.Context, key, value, leaseMs string, w *
 	if !subscribed {
 		d = min(d, unsubscribedPoll)
 	}
+	d = max(min(d, w.grantTTL, wl.lostGrant), time.Millisecond)
 	wl.mu.Lock()
-	w.next = time.Now().Add(max(min(d, w.grantTTL, wl.lostGrant), time.Millisecond))
+	// A ring before then (a release here that handed the lock elsewhere) is no reason to try:
+	// only a grant, or a lookAgain, is.
+	w.queued, w.until = w.queued || subscribed, time.Now().Add(d)
 	wl.mu.Unlock()
-	return lineWin{}, false, nil
-}
-
-// sleep waits for w's bell, wake or ctx, and while this process's subscription is not confirmed
-// for its confirmation too (then the head tries again at once, queueing this time).
-func (wl *waitLine) sleep(ctx context.Context, w *lineWaiter, wake time.Time, ready <-chan struct{}, subscribed bool) {
-	var confirm <-chan struct{}
-	if !subscribed {
-		confirm = ready
-	}
-	t := time.NewTimer(time.Until(wake))
-	defer t.Stop()
-	select {
-	case <-w.bell:
-	case <-t.C:
-	case <-ctx.Done():
-	case <-confirm:
-		wl.mu.Lock()
-		w.next = time.Time{}
-		wl.mu.Unlock()
-	}
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
+	return lineWin{}, false, d, nil
 }
 
 // try is one run of the acquire script: held and the token, or how long until it is worth
@@ -445,42 +394,21 @@ func (wl *waitLine) fencedArg() string {
 	return "0"
 }
 
-// enter joins key's line in this process.
-func (wl *waitLine) enter(key string, w *lineWaiter) *keyLine {
-	wl.mu.Lock()
-	defer wl.mu.Unlock()
-	kl := wl.keys[key]
-	if kl == nil {
-		kl = &keyLine{}
-		wl.keys[key] = kl
-	}
-	kl.fifo.enter(w)
-	return kl
-}
-
-// exit leaves the line. With the lock (won) the value is held from now on. Without it: a lock
+// exit ends value's wait. With the lock (won) the value is held from now on. Without it: a lock
 // handed to it that it did not take is passed on, else its entry in the Redis line is removed
 // (waiting.go rules 20 and 21).
-func (wl *waitLine) exit(key string, kl *keyLine, w *lineWaiter, won bool) {
+func (wl *waitLine) exit(key string, w *lineWaiter, won bool) {
 	wl.mu.Lock()
-	kl.fifo.leave(w)
+	delete(wl.waiting, w.value)
+	if won {
+		wl.holders[key] = holding{value: w.value, until: time.Now().Add(w.lease)}
+	}
 	granted := w.granted && !won
-	if won {
-		wl.held[w.value] = true
-		kl.holder, kl.holderUntil = w.value, time.Now().Add(w.lease)
-	} else if granted && kl.holder == w.value {
-		kl.holder = ""
-	}
-	if head, ok := kl.fifo.head(); ok {
-		head.ring() // also when w was not the head: the holder here may have changed
-	} else if kl.holder == "" && wl.keys[key] == kl {
-		delete(wl.keys, key)
-	}
 	wl.mu.Unlock()
-	if won {
+	switch {
+	case won:
 		return
-	}
-	if granted {
+	case granted:
 		go wl.passOn(key, w.value)
 		return
 	}
@@ -500,20 +428,16 @@ func (wl *waitLine) exit(key string, kl *keyLine, w *lineWaiter, won bool) {
 	}
 }
 
-// forget ends a hold of value in this process.
+// forget ends a hold of value in this process: its key's head may try now.
 func (wl *waitLine) forget(key, value string) {
 	wl.mu.Lock()
-	defer wl.mu.Unlock()
-	delete(wl.held, value)
-	kl := wl.keys[key]
-	if kl == nil || kl.holder != value {
-		return
+	was := wl.holders[key].value == value
+	if was {
+		delete(wl.holders, key)
 	}
-	kl.holder = ""
-	if head, ok := kl.fifo.head(); ok {
-		head.ring()
-	} else {
-		delete(wl.keys, key)
+	wl.mu.Unlock()
+	if was {
+		wl.queue.ring(key)
 	}
 }
 
@@ -521,21 +445,7 @@ func (wl *waitLine) forget(key, value string) {
 // after the holder's pipeline p when there is one (runScript); when the lock is not value's, it
 // only takes value out of the Redis line. It reports whether the lock was value's.
 func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value string) (bool, error) {
-	// The next waiter of this process, if it is not in the Redis line yet (it is the head and
-	// has not tried: a holder here was going to pass it on).
-	var next *lineWaiter
-	// ours: that waiter may have the lock before the Redis line (its process's turn lasts).
-	ours := "0"
-	wl.mu.Lock()
-	if kl := wl.keys[key]; kl != nil && wl.ready != nil && isDone(wl.ready) && kl.holder == value {
-		if head, ok := kl.fifo.head(); ok && head.next.IsZero() && !head.granted {
-			next = head
-			if kl.turns+1 < wl.cohort {
-				ours = "1"
-			}
-		}
-	}
-	wl.mu.Unlock()
+	next, ours := wl.nextWaiter(key, value)
 	args := []any{value, time.Now().UnixMilli(), wl.fencedArg(), wl.id + ":", grantChannelPrefix, "", 0, 0, 0, ours}
 	if next != nil {
 		args[5], args[6], args[7], args[8] = next.value, next.deadline.UnixMilli(), next.grantTTL.Milliseconds(), max(next.lease.Milliseconds(), 1)
@@ -554,30 +464,47 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 	to, _ := r[1].(string)
 	tok, _ := r[2].(int64)
 	wl.mu.Lock()
-	delete(wl.held, value)
-	if kl := wl.keys[key]; kl != nil && kl.holder == value {
-		if code == 3 && len(r) > 3 {
-			kl.turns++ // before the Redis line
-		} else {
-			kl.turns = 0 // handed to the Redis line, or nobody was in it
-		}
-		kl.holder = ""
-		// A waiter that became the head while the script ran saw the holder here and sleeps
-		// until it is told (it was not the next waiter the script put in line): tell it now.
-		if head, ok := kl.fifo.head(); ok && head != next {
-			head.ring()
-		}
+	if wl.holders[key].value == value {
+		delete(wl.holders, key)
+	}
+	if code == 3 && len(r) > 3 {
+		wl.turns[key]++ // before the Redis line
+	} else {
+		delete(wl.turns, key) // handed to the Redis line, or nobody was in it
 	}
 	if next != nil && to != next.value {
 		// Queued behind in the Redis line by the release: it waits for its grant.
-		next.next = time.Now().Add(next.grantTTL)
-		next.ring()
+		next.queued, next.until = true, time.Now().Add(next.grantTTL)
 	}
 	wl.mu.Unlock()
 	if strings.HasPrefix(to, wl.id+":") && !wl.deliver(key, to, tok, code == 2, sent) {
 		go wl.passOn(key, to)
 	}
+	// The head looks at what the release did: a waiter that became the head while the script
+	// ran, or the next waiter queued behind, learns it without a word to Redis.
+	wl.queue.ring(key)
 	return true, nil
+}
+
+// nextWaiter is what a release of value passes on to this process's next waiter: that waiter
+// (the head of key's queue, when the release is a holder's here and the head is not in the Redis
+// line yet) and whether it may have the lock before the Redis line ("1": its process's turn
+// lasts, waiting.go rule 15).
+func (wl *waitLine) nextWaiter(key, value string) (*lineWaiter, string) {
+	head, ok := wl.queue.headOf(key)
+	wl.mu.Lock()
+	defer wl.mu.Unlock()
+	if !ok || wl.holders[key].value != value || wl.ready == nil || !isDone(wl.ready) {
+		return nil, "0"
+	}
+	w := wl.waiting[head]
+	if w == nil || w.queued || w.granted {
+		return nil, "0"
+	}
+	if wl.turns[key]+1 < wl.cohort {
+		return w, "1"
+	}
+	return w, "0"
 }
 
 // extend pushes a lock handed over with less than its lease out to the lease, while it is still

@@ -607,11 +607,9 @@ func TestLineWaiterArrivingDuringARelease(t *testing.T) {
 				got <- err
 			}()
 			wl := lineOf(ls[0])
-			waitFor(t, "the new waiter in its process's line", func() bool {
-				wl.mu.Lock()
-				defer wl.mu.Unlock()
-				kl := wl.keys[key]
-				return kl != nil && len(kl.fifo.waiters) == 1
+			waitFor(t, "the new waiter in its process's queue", func() bool {
+				_, ok := wl.queue.headOf(key)
+				return ok
 			})
 			time.Sleep(20 * time.Millisecond) // let it look and go to sleep
 			close(hold.letGo)

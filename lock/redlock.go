@@ -197,7 +197,7 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 		if held, _, err = try(ctx); err == nil && !held {
 			err = l.notObtained(ctx, key, attempts, last)
 		}
-	} else if err = l.line.acquire(ctx, key, opts.Wait, ttl, try); errors.Is(err, ErrNotObtained) && attempts > 0 {
+	} else if err = l.line.acquire(ctx, key, "", opts.Wait, ttl, try); errors.Is(err, ErrNotObtained) && attempts > 0 {
 		err = l.notObtained(ctx, key, attempts, last)
 	}
 	if err != nil {

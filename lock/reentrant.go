@@ -136,7 +136,7 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 	if l.nom != nil && opts.Wait > 0 {
 		queueUntil = deadline
 	}
-	err := l.queue.obtain(ctx, key, opts.Wait, lease, l.holding(key, field), func(ctx context.Context) (bool, time.Duration, error) {
+	err := l.queue.obtain(ctx, key, "", opts.Wait, lease, l.holding(key, field), func(ctx context.Context) (bool, time.Duration, error) {
 		sent = time.Now()
 		held, ttl, tok, err := l.try(ctx, key, field, leaseMs, queueUntil)
 		token = tok

@@ -4,12 +4,13 @@ import "time"
 
 // The rules of waiting, stated once for every kind: who a release wakes, how a waiter sleeps
 // without polling, how a dead or departed waiter is passed over, and what a Redisson client on
-// the same lock sees. fifo.go (the in-process queue, which handoff.go and line.go hold), pubsub.go
-// and pubsub_sharded.go (the wake-up), line.go (the line in Redis, one for lua, fenced and
-// reentrant), nomination.go (reentrant's place in it) and fair.go (Redisson's queue) are there to
-// keep them; the Lua scripts they run are in script/lua (the line itself in line.lua). Each rule says the kinds it applies to (lua, fenced,
-// reentrant, fair, multilock, redlock; "fenced-rfenced" is NewFenced with WithRFencedLockLayout,
-// built as reentrant without the line, like each part of a multilock) and the tests
+// the same lock sees. handoff.go (the in-process queue of every kind but fair, with fifo.go),
+// pubsub.go and pubsub_sharded.go (the wake-up), line.go (the hand-over from the line in Redis, of
+// lua and fenced), nomination.go (reentrant's place in the same line) and fair.go (Redisson's
+// queue) are there to keep them; the Lua scripts they run are in script/lua (the line itself in
+// line.lua). Each rule says the kinds it applies to (lua, fenced, reentrant, fair, multilock,
+// redlock; "fenced-rfenced" is NewFenced with WithRFencedLockLayout, built as reentrant without
+// the line, like each part of a multilock) and the tests
 // that check it (in lock/, unless named internal/interop; <kind> and <mode> are the subtests'
 // names).
 //
@@ -36,8 +37,8 @@ import "time"
 //     waiters join at the tail and are served in arrival order; only the head contends in Redis,
 //     the others sleep until the head has got the lock or given up, and the next is rung when
 //     the head leaves. A later waiter never overtakes an earlier one in the same process.
-//     handoff.go holds it for reentrant, multilock and redlock, line.go's keyLine for lua and
-//     fenced (rule 13).
+//     handoff.go holds it for every kind but fair; line.go adds to it, for lua and fenced, what a
+//     hand-over from the Redis line needs (rule 13).
 //     Checked by TestHandoffServesOneProcessInArrivalOrder/<mode> (lua, reentrant, fenced,
 //     multilock, redlock).
 //  4. A release wakes one waiter per process: it rings the queue (the release's PUBLISH on the
@@ -47,8 +48,8 @@ import "time"
 //     Checked by TestReentrantHandoffWakesOneWaiterAtATime and TestHandoffWakesOtherProcesses/<mode>.
 //  5. No ring is lost: the queue counts rings, and the head compares the count with the one it
 //     saw before its last attempt (a ring between the attempt and the sleep is not missed, and a
-//     ring older than the attempt does not wake it for nothing). reentrant, fenced-rfenced,
-//     multilock, redlock. Checked by TestReentrantHandoffWakesOneWaiterAtATime (no lost wake-up).
+//     ring older than the attempt does not wake it for nothing). All kinds but fair. Checked by
+//     TestReentrantHandoffWakesOneWaiterAtATime (no lost wake-up).
 //  6. Every sleep is bounded by a fallback: the holder's PTTL (the lock is free by then anyway),
 //     a short random poll where the TTL is unknown (redlock), and always the waiter's own wait
 //     and ctx. So every kind keeps its expiry semantics: a lock whose holder vanished is taken
@@ -64,14 +65,16 @@ import "time"
 //     that time. The hint is used only where the ring is sure to come (the kind rings its own
 //     releases, or the subscription is confirmed); a reentrant release that takes its process
 //     out of the line rings its own queue, so a waiter that comes after it does not
-//     sleep on the hint for a nomination it is not in line for. reentrant, fenced-rfenced,
-//     multilock, redlock (lua and fenced: the holder recorded in keyLine, to the same effect).
+//     sleep on the hint for a nomination it is not in line for. lua and fenced also record the
+//     holder of each key in this process (line.go's holders), which outlives an empty queue, and
+//     the head does not try while it holds. All kinds but fair.
 //     Checked by TestHandoffServesOneProcessInArrivalOrder/<mode> (the waiters send nothing while
 //     they wait); the ring of a release out of line is not checked by a test.
 //  8. An empty queue keeps its subscription for a while (linger) so a crowd that thins out for a
 //     moment does not resubscribe on every sale; talking to Redis (subscribe, unsubscribe) is
 //     never done under the queue's lock, so a slow or dead Redis blocks no other key.
-//     reentrant, fenced-rfenced, multilock, redlock. Not checked by a test.
+//     reentrant, fenced-rfenced, multilock, redlock (lua's and fenced's subscription is their
+//     process's grant channel, kept for the Locker's life). Not checked by a test.
 //
 // # Waking without polling (pubsub.go, pubsub_sharded.go)
 //
