@@ -12,8 +12,7 @@ local lease_ms = ARGV[1]
 local field = ARGV[2]
 --! include take_hold.lua
 
-if may_take(lock_key, field) then
-  take_hold(lock_key, field, lease_ms)
+if take_hold(lock_key, field, lease_ms) then
   return nil
 end
 return redis.call('pttl', lock_key)

@@ -23,7 +23,7 @@ local lease_ms = ARGV[1]
 local field = ARGV[2]
 --! include take_hold.lua
 
-if may_take(lock_key, field) then
+if take_hold(lock_key, field, lease_ms) then
   local raw = old_counter_key and redis.call('get', old_counter_key)
   local before = raw and tonumber(raw)
   if before and before > tonumber(redis.call('get', counter_key) or '0') then
@@ -33,7 +33,6 @@ if may_take(lock_key, field) then
   if before then
     redis.call('set', old_counter_key, token)
   end
-  take_hold(lock_key, field, lease_ms)
   return {-1, token}
 end
 return {redis.call('pttl', lock_key), 0}

@@ -24,8 +24,7 @@ local deadline = ARGV[5]
 --! include take_hold.lua
 --! include line.lua
 
-if may_take(lock_key, field) then
-  take_hold(lock_key, field, lease_ms)
+if take_hold(lock_key, field, lease_ms) then
   return nil
 end
 queue(process_id, deadline, 0)

@@ -3,15 +3,15 @@
 -- rlock_acquire.lua, rfenced_acquire.lua). The lock is a hash whose one field
 -- "<instance-id>:<owner>" holds the hold count.
 --! requires (nothing)
---! defines may_take, take_hold
+--! defines take_hold
 
--- may_take says whether field may take key: nobody holds it, or field does (a re-entry).
-local function may_take(key, field)
-  return redis.call('exists', key) == 0 or redis.call('hexists', key, field) == 1
-end
-
--- take_hold counts one more hold of field on key and re-arms the lease.
+-- take_hold takes one hold of key for field when nobody holds it or field does (a re-entry): the
+-- count goes up by one and the lease is re-armed. It reports whether it took it.
 local function take_hold(key, field, lease_ms)
+  if redis.call('exists', key) == 1 and redis.call('hexists', key, field) == 0 then
+    return false
+  end
   redis.call('hincrby', key, field, 1)
   redis.call('pexpire', key, lease_ms)
+  return true
 end
