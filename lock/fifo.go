@@ -18,9 +18,6 @@ func (f *fifo[W]) enter(w W) (head bool) {
 	return len(f.waiters) == 1
 }
 
-// isHead reports whether w is the head.
-func (f *fifo[W]) isHead(w W) bool { return len(f.waiters) > 0 && f.waiters[0] == w }
-
 // head is the head, if anyone waits.
 func (f *fifo[W]) head() (W, bool) {
 	if len(f.waiters) == 0 {

@@ -11,8 +11,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// handoff holds the queues of one Locker. The rules of waiting are in waiting.go: rules 3–8 apply
-// here (with 9–12, kept with pubsub.go).
+// handoff holds the queues of one Locker: the in-process waiting of every kind but fair, whose
+// waiters all queue in Redis. What a kind adds is in how it tries (the try func of obtain) and
+// what it listens to (listen): lua and fenced add the hand-over from the line in Redis (line.go),
+// reentrant its nominations (nomination.go). The rules of waiting are in waiting.go: rules 3–8
+// apply here (with 9–12, kept with pubsub.go).
 type handoff struct {
 	// listen subscribes to the release messages of key: ring is called for every release
 	// heard. ready closes once the subscription is confirmed; stop ends it. nil: this mode hears
@@ -24,9 +27,9 @@ type handoff struct {
 	// linger keeps an empty queue (and its subscription) for a while, so a crowd that thins out
 	// for a moment does not resubscribe on every sale.
 	linger time.Duration
-	// localRing: the mode rings the queue itself on every release made in this process (and its
-	// subscriber ignores this process's own messages), so a holder here is sure to ring even
-	// before the queue's subscription is confirmed.
+	// localRing: the mode rings the queue itself on every release made in this process (lua and
+	// fenced; redlock, whose subscriber ignores this process's own messages), so a holder here is
+	// sure to ring even before the queue's subscription is confirmed.
 	localRing bool
 
 	mu     sync.Mutex
@@ -178,17 +181,15 @@ func obtainErr(ctx context.Context, key string, err error) error {
 	return err
 }
 
-// newSubscribedQueue builds the queue of a mode whose releases PUBLISH on the key's unlock channel
-// (unlockChannel): one subscriber on rdb, which passes on the messages accept lets through, and
-// a handoff whose queues join it per key. localRing: the mode rings its own releases (and accept
-// drops their messages).
-func newSubscribedQueue(rdb redis.UniversalClient, log *slog.Logger, accept func(payload string) bool, localRing bool) (*subscriber, *handoff) {
-	sub := newSubscriber(rdb, log, accept)
+// newSubscribedQueue builds the queue of a mode whose releases PUBLISH Redisson's unlock message
+// on the key's unlock channel (unlockChannel): one subscriber on rdb and a handoff whose queues
+// join it per key.
+func newSubscribedQueue(rdb redis.UniversalClient, log *slog.Logger) (*subscriber, *handoff) {
+	sub := newSubscriber(rdb, log, unlockOnly)
 	queue := newHandoff(func(key string, ring func()) (<-chan struct{}, func()) {
 		h := sub.join(context.Background(), unlockChannel(key), ring)
 		return h.ready, func() { sub.leave(h) }
 	}, nil)
-	queue.localRing = localRing
 	return sub, queue
 }
 

@@ -88,7 +88,7 @@ func newReentrantOn(name string, rdb redis.UniversalClient, d settings) *reentra
 	log := logOf(d)
 	l := &reentrantLocker{name: name, rdb: rdb, id: id, lease: d.Lease, log: log,
 		entries: map[string]*renewal{}, holds: map[string]int{}}
-	l.sub, l.queue = newSubscribedQueue(rdb, log, unlockOnly, false)
+	l.sub, l.queue = newSubscribedQueue(rdb, log)
 	return l
 }
 

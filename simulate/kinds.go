@@ -19,7 +19,6 @@ type kind interface {
 	lockKey() string
 	fenced() bool   // the resource refuses writes with a token older than the newest
 	watchdog() bool // a holder renews every lease/3
-	broken() bool   // a mode of the lab, unsafe by design
 	acquire(s *Sim, w *World, c *Client)
 	renew(s *Sim, w *World, c *Client) bool // one step of a watchdog round; true when the round is over
 	release(s *Sim, w *World, c *Client)
@@ -46,7 +45,6 @@ func (base) masters() int                                { return 1 }
 func (base) lockKey() string                             { return lockName }
 func (base) fenced() bool                                { return false }
 func (base) watchdog() bool                              { return false }
-func (base) broken() bool                                { return false }
 func (base) renew(s *Sim, w *World, c *Client) bool      { return true }
 func (base) deliver(s *Sim, w *World, c *Client, m msg)  {}
 func (base) passOn(s *Sim, w *World, c *Client)          { c.PassOn = "" }
@@ -74,12 +72,6 @@ func KindNames() []string {
 	}
 	sort.Strings(n)
 	return n
-}
-
-// Broken reports whether kind is one of the lab's deliberately broken modes.
-func Broken(name string) bool {
-	k, ok := kinds[name]
-	return ok && k.broken()
 }
 
 // retryOrGiveUp ends a failed attempt of a polling client: it tries again after the retry

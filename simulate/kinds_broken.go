@@ -6,8 +6,6 @@ package simulate
 // setnxKind is mode setnx: SETNX with no expiry, polled; released by a blind DEL.
 type setnxKind struct{ base }
 
-func (setnxKind) broken() bool { return true }
-
 func (setnxKind) acquire(s *Sim, w *World, c *Client) {
 	if n, _ := asInt(s.cmd(w, c, 0, "SETNX", lockName, c.Value)); n == 1 {
 		s.enter(w, c, 0)
@@ -68,8 +66,6 @@ func (uuidKind) release(s *Sim, w *World, c *Client) {
 // noneKind is mode none: no lock at all. Each client reads the resource, works and writes it back
 // (the lab's read-check-write of the stock); nothing is sent to Redis.
 type noneKind struct{ base }
-
-func (noneKind) broken() bool { return true }
 
 func (noneKind) acquire(s *Sim, w *World, c *Client) {
 	s.note(w, c.name(), "no lock taken", "-")

@@ -23,9 +23,6 @@ type Server = redisserver.Server
 // Options choose how to start a server.
 type Options = redisserver.Options
 
-// Installed reports whether a redis-server binary is on PATH.
-func Installed() bool { return redisserver.Installed() }
-
 // UseReal reports whether Start would run a real redis-server: installed, and not forced off by
 // SECKILL_TEST_REDIS=embedded.
 func UseReal() bool { return redisserver.UseReal() && os.Getenv("SECKILL_TEST_REDIS") != "embedded" }

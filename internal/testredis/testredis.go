@@ -65,20 +65,8 @@ func Client(t testing.TB, s *redisproc.Server) *redis.Client {
 	return c
 }
 
-// Universal wraps clients as the UniversalClient interface the lock package takes.
-func Universal(cs ...*redis.Client) []redis.UniversalClient {
-	out := make([]redis.UniversalClient, len(cs))
-	for i, c := range cs {
-		out[i] = c
-	}
-	return out
-}
-
 // Counter counts the commands its clients send (see locktest.Counter).
 type Counter = locktest.Counter
-
-// Count installs a counting hook on every client and returns the counter.
-func Count(cs ...*redis.Client) *Counter { return locktest.Count(cs...) }
 
 // RunParallel is a TestMain for packages whose tests mostly wait: up to n of their parallel tests
 // at once (locktest.RunParallel).
