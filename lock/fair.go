@@ -33,7 +33,7 @@ var (
 // that dies stays at most its wait (Redisson's threadWaitTime) at the head before the next
 // acquire or release drops it.
 //
-// Unlike the other modes it has no per-process line (handoff.go): every waiter queues in Redis
+// Unlike the other modes it has no in-process queue (handoff.go): every waiter queues in Redis
 // at once, which is what makes the order global. The rules of waiting are in waiting.go: rules
 // 27–31 apply here (with 16, 18–23 and 35).
 type fairLocker struct {

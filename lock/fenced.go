@@ -21,7 +21,7 @@ var fencedRenew = redis.NewScript(script.FencedRenew)
 // write only if no newer token has been written (store/lua/commit.lua), so a stale holder's write
 // is rejected instead of overwriting a newer holder's.
 //
-// Waiters do not poll: they wait in line as in mode lua (line.go), and a release hands the lock
+// Waiters do not poll: they wait in turn as in mode lua (line.go), and a release hands the lock
 // to the first waiter in the line kept in Redis, drawing its token in the same script.
 type fencedLocker struct {
 	rdb   redis.UniversalClient

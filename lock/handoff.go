@@ -76,17 +76,17 @@ func newHandoff(listen func(string, func()) (<-chan struct{}, func()), poll func
 // ring records a release of key made by this process.
 func (h *handoff) ring(key string) {
 	h.mu.Lock()
-	ln := h.queues[key]
+	q := h.queues[key]
 	h.mu.Unlock()
-	if ln != nil {
-		ln.ring()
+	if q != nil {
+		q.ring()
 	}
 }
 
-func (ln *queue) ring() {
-	ln.rings.Add(1)
+func (q *queue) ring() {
+	q.rings.Add(1)
 	select {
-	case ln.bell <- struct{}{}:
+	case q.bell <- struct{}{}:
 	default: // the head has a wake-up pending already; it reads rings, not the bell
 	}
 }
@@ -99,11 +99,11 @@ func (ln *queue) ring() {
 func (h *handoff) acquire(ctx context.Context, key, who string, wait, lease time.Duration,
 	try func(context.Context) (bool, time.Duration, error)) error {
 	deadline := time.Now().Add(wait)
-	ln, p := h.enter(key, who, deadline)
+	q, p := h.enter(key, who, deadline)
 	won := false
 	var seen uint64
 	var until time.Time
-	defer func() { h.exit(ln, p, won, seen, until) }()
+	defer func() { h.exit(q, p, won, seen, until) }()
 
 	if !waitTurn(ctx, p, deadline) {
 		return notObtained(ctx, key)
@@ -111,10 +111,10 @@ func (h *handoff) acquire(ctx context.Context, key, who string, wait, lease time
 	var wake time.Time
 	hinted := false
 	var retry brokenRetry
-	seen, wake, hinted = h.takeHint(ln)
+	seen, wake, hinted = h.takeHint(q)
 	for {
 		if !hinted {
-			seen = ln.rings.Load()
+			seen = q.rings.Load()
 			sent := time.Now()
 			held, ttl, err := try(ctx)
 			if err != nil {
@@ -128,7 +128,7 @@ func (h *handoff) acquire(ctx context.Context, key, who string, wait, lease time
 				won, until = true, sent.Add(lease)
 				return nil
 			}
-			if h.subscribe(ctx, ln, deadline) {
+			if h.subscribe(ctx, q, deadline) {
 				// Just subscribed: a release between the attempt and the subscription
 				// would not ring, so look again now that any later one will.
 				continue
@@ -147,7 +147,7 @@ func (h *handoff) acquire(ctx context.Context, key, who string, wait, lease time
 		if left <= 0 {
 			return notObtained(ctx, key)
 		}
-		if !ln.sleep(ctx, seen, min(time.Until(wake), left)) {
+		if !q.sleep(ctx, seen, min(time.Until(wake), left)) {
 			return notObtained(ctx, key)
 		}
 	}
@@ -197,28 +197,28 @@ func newSubscribedQueue(rdb redis.UniversalClient, log *slog.Logger) (*subscribe
 func (h *handoff) enter(key, who string, deadline time.Time) (*queue, *place) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ln := h.queues[key]
-	if ln == nil {
-		ln = &queue{key: key, bell: make(chan struct{}, 1)}
-		h.queues[key] = ln
+	q := h.queues[key]
+	if q == nil {
+		q = &queue{key: key, bell: make(chan struct{}, 1)}
+		h.queues[key] = q
 	}
-	if ln.idle != nil {
-		ln.idle.Stop()
-		ln.idle = nil
+	if q.idle != nil {
+		q.idle.Stop()
+		q.idle = nil
 	}
 	p := &place{turn: make(chan struct{}), deadline: deadline, who: who}
-	if ln.fifo.enter(p) {
+	if q.fifo.enter(p) {
 		p.becameHead()
 	}
-	return ln, p
+	return q, p
 }
 
 // headOf is who the head of key's queue is; false when nobody waits.
 func (h *handoff) headOf(key string) (string, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if ln := h.queues[key]; ln != nil {
-		if p, ok := ln.fifo.head(); ok {
+	if q := h.queues[key]; q != nil {
+		if p, ok := q.fifo.head(); ok {
 			return p.who, true
 		}
 	}
@@ -229,12 +229,12 @@ func (h *handoff) headOf(key string) (string, bool) {
 func (h *handoff) ringAll() {
 	h.mu.Lock()
 	queues := make([]*queue, 0, len(h.queues))
-	for _, ln := range h.queues {
-		queues = append(queues, ln)
+	for _, q := range h.queues {
+		queues = append(queues, q)
 	}
 	h.mu.Unlock()
-	for _, ln := range queues {
-		ln.ring()
+	for _, q := range queues {
+		q.ring()
 	}
 }
 
@@ -243,8 +243,8 @@ func (h *handoff) lastDeadline(key string) time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var last time.Time
-	if ln := h.queues[key]; ln != nil {
-		for _, p := range ln.fifo.waiters {
+	if q := h.queues[key]; q != nil {
+		for _, p := range q.fifo.waiters {
 			if p.deadline.After(last) {
 				last = p.deadline
 			}
@@ -281,39 +281,39 @@ func waitTurn(ctx context.Context, p *place, deadline time.Time) bool {
 // takeHint returns the hint the previous head left, if it is usable: only when the holder's
 // release is sure to ring, i.e. the mode rings its own releases, or the queue's subscription is
 // confirmed.
-func (h *handoff) takeHint(ln *queue) (seen uint64, until time.Time, ok bool) {
+func (h *handoff) takeHint(q *queue) (seen uint64, until time.Time, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !ln.hint {
+	if !q.hint {
 		return 0, time.Time{}, false
 	}
-	ln.hint = false
+	q.hint = false
 	if !h.localRing && h.listen != nil {
-		if !ln.listening || ln.ready == nil || !isDone(ln.ready) {
+		if !q.listening || q.ready == nil || !isDone(q.ready) {
 			return 0, time.Time{}, false
 		}
 	}
-	return ln.hintSeen, ln.hintUntil, true
+	return q.hintSeen, q.hintUntil, true
 }
 
 // subscribe makes sure the queue hears releases from other processes; it reports true when it
 // has just subscribed (and waited, within the deadline, for Redis to confirm).
-func (h *handoff) subscribe(ctx context.Context, ln *queue, deadline time.Time) bool {
+func (h *handoff) subscribe(ctx context.Context, q *queue, deadline time.Time) bool {
 	if h.listen == nil {
 		return false
 	}
 	h.mu.Lock()
-	if ln.listening {
+	if q.listening {
 		h.mu.Unlock()
 		return false
 	}
-	ln.listening = true
+	q.listening = true
 	h.mu.Unlock()
 	// Outside the lock: it talks to Redis. Only the head gets here, and the queue cannot be torn
 	// down while it is in it.
-	ready, stop := h.listen(ln.key, ln.ring)
+	ready, stop := h.listen(q.key, q.ring)
 	h.mu.Lock()
-	ln.ready, ln.stop = ready, stop
+	q.ready, q.stop = ready, stop
 	h.mu.Unlock()
 	// A subscription slow to confirm costs latency, not correctness: wait a bounded time.
 	t := time.NewTimer(min(time.Until(deadline), 250*time.Millisecond))
@@ -328,46 +328,46 @@ func (h *handoff) subscribe(ctx context.Context, ln *queue, deadline time.Time) 
 
 // exit leaves the queue. A head that leaves hands the turn to the next waiter, with a hint when
 // it got the lock. An empty queue is torn down (and unsubscribed) after linger.
-func (h *handoff) exit(ln *queue, p *place, won bool, seen uint64, until time.Time) {
+func (h *handoff) exit(q *queue, p *place, won bool, seen uint64, until time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if ln.fifo.leave(p) {
+	if q.fifo.leave(p) {
 		// The next head reads the hint under h.mu, so after this.
-		ln.hint, ln.hintSeen, ln.hintUntil = won, seen, until
+		q.hint, q.hintSeen, q.hintUntil = won, seen, until
 	}
-	if !ln.fifo.empty() {
+	if !q.fifo.empty() {
 		return
 	}
-	if !ln.listening {
-		if h.queues[ln.key] == ln {
-			delete(h.queues, ln.key)
+	if !q.listening {
+		if h.queues[q.key] == q {
+			delete(h.queues, q.key)
 		}
 		return
 	}
 	var t *time.Timer
 	t = time.AfterFunc(h.linger, func() {
 		h.mu.Lock()
-		if ln.idle != t || !ln.fifo.empty() {
+		if q.idle != t || !q.fifo.empty() {
 			h.mu.Unlock()
 			return // someone came back meanwhile
 		}
-		ln.idle = nil
-		if h.queues[ln.key] == ln {
-			delete(h.queues, ln.key)
+		q.idle = nil
+		if h.queues[q.key] == q {
+			delete(h.queues, q.key)
 		}
-		stop := ln.stop
+		stop := q.stop
 		h.mu.Unlock()
 		// Outside the lock: unsubscribing talks to Redis, which may be slow or down.
 		if stop != nil {
 			stop()
 		}
 	})
-	ln.idle = t
+	q.idle = t
 }
 
 // sleep waits until a ring newer than seen, d, or the end of ctx; false only when ctx ended.
-func (ln *queue) sleep(ctx context.Context, seen uint64, d time.Duration) bool {
-	if ln.rings.Load() != seen {
+func (q *queue) sleep(ctx context.Context, seen uint64, d time.Duration) bool {
+	if q.rings.Load() != seen {
 		return true
 	}
 	if d <= 0 {
@@ -375,9 +375,9 @@ func (ln *queue) sleep(ctx context.Context, seen uint64, d time.Duration) bool {
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
-	for ln.rings.Load() == seen {
+	for q.rings.Load() == seen {
 		select {
-		case <-ln.bell:
+		case <-q.bell:
 		case <-t.C:
 			return true
 		case <-ctx.Done():
@@ -392,17 +392,17 @@ func (ln *queue) sleep(ctx context.Context, seen uint64, d time.Duration) bool {
 func (h *handoff) close() {
 	h.mu.Lock()
 	var stops []func()
-	for key, ln := range h.queues {
-		if !ln.fifo.empty() {
+	for key, q := range h.queues {
+		if !q.fifo.empty() {
 			continue
 		}
-		if ln.idle != nil {
-			ln.idle.Stop()
-			ln.idle = nil
+		if q.idle != nil {
+			q.idle.Stop()
+			q.idle = nil
 		}
 		delete(h.queues, key)
-		if ln.stop != nil {
-			stops = append(stops, ln.stop)
+		if q.stop != nil {
+			stops = append(stops, q.stop)
 		}
 	}
 	h.mu.Unlock()

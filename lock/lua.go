@@ -15,13 +15,14 @@ import (
 // holder's lock. It has no watchdog: with business time longer than the lease, two holders
 // still overlap, which is what motivates Redisson's watchdog.
 //
-// Unlike a retry loop with a fixed sleep, waiters wait in line (line.go): in this process behind
-// each other, and across processes in a line kept in Redis. The release script hands the lock to
-// the first waiter in that line (it writes that waiter's value in, the compare of the
-// compare-and-delete unchanged) and tells only that waiter's process, so one release wakes one
-// waiter wherever it is, after at most a cohort of holders of the releasing process in a row
-// (lock cohorting, line.go); with nobody waiting it deletes the lock. A lock whose holder died still
-// passes on when it expires, exactly as with polling.
+// Unlike a retry loop with a fixed sleep, waiters wait in turn: in this process behind each
+// other in the key's queue (handoff.go), and across processes in the line kept in Redis
+// (line.go). The release script hands the lock to the first waiter in that line (it writes that
+// waiter's value in, the compare of the compare-and-delete unchanged) and tells only that
+// waiter's process, so one release wakes one waiter wherever it is, after at most a cohort of
+// holders of the releasing process in a row (lock cohorting, line.go); with nobody waiting it
+// deletes the lock. A lock whose holder died still passes on when it expires, exactly as with
+// polling.
 type luaLocker struct {
 	rdb   redis.UniversalClient
 	lease time.Duration

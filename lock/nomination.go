@@ -45,8 +45,8 @@ func nominationKeys(name string) []string {
 	return append(lineKeys(name), unlockChannel(name), nominationPrefix(name))
 }
 
-// newNominator gives the reentrant Locker l a nomination line: its queues listen to the unlock
-// channel and to this process's nomination channel.
+// newNominator gives the reentrant Locker l its place in the line: its queues listen to the
+// unlock channel and to this process's nomination channel.
 func newNominator(l *reentrantLocker) *nominator {
 	n := &nominator{rdb: l.rdb, sub: l.sub, queue: l.queue, id: uuid.NewString(), lostGrant: lostGrantBound}
 	l.sub.accept = func(payload string) bool { return payload == unlockMessage || payload == nominated }

@@ -36,8 +36,8 @@ import (
 // by the per-node timeout, see maxNodeTimeout, and by the client's read timeout). Between
 // attempts it does not sleep a fixed delay (redsync's default, 50-250 ms, leaves the lock idle
 // for most of each handoff: 0.3-1.1 k sales/s were measured with it): the waiters of this
-// process wait in line (handoff.go) and only the head attempts; a release here wakes it at once,
-// a release by another process wakes it through a PUBLISH on a master (redlockChannel), and
+// process wait in its queue (handoff.go) and only the head attempts; a release here wakes it at
+// once, a release by another process wakes it through a PUBLISH on a master (redlockChannel), and
 // where no release will come (a split vote, a crashed holder) it retries after a random 1-10 ms,
 // bounded by Options.Wait and ctx. Drift is redsync's default unless WithDriftFactor says
 // otherwise (0.01: 1% of the ttl).
@@ -54,11 +54,11 @@ type redlockLocker struct {
 	name  string
 	// instance is WithInstanceID's id, which starts every value.
 	instance string
-	// id is the payload of this Locker's release messages: its own releases wake its line
+	// id is the payload of this Locker's release messages: its own releases wake its queue
 	// directly, so its subscribers ignore them.
-	id   string
-	subs []*subscriber
-	line *handoff
+	id    string
+	subs  []*subscriber
+	queue *handoff
 
 	mu    sync.Mutex
 	local map[string]map[*redlockLease]struct{} // leases held in this process, by key
@@ -92,8 +92,8 @@ func newRedlock(d settings) (locker, error) {
 	for _, m := range d.Masters {
 		l.subs = append(l.subs, newSubscriber(m, log, func(payload string) bool { return payload != l.id }))
 	}
-	l.line = newHandoff(l.listen, retryOr(d, time.Millisecond, 10*time.Millisecond))
-	l.line.localRing = true
+	l.queue = newHandoff(l.listen, retryOr(d, time.Millisecond, 10*time.Millisecond))
+	l.queue.localRing = true
 	return l, nil
 }
 
@@ -128,7 +128,7 @@ func (l *redlockLocker) listen(key string, ring func()) (<-chan struct{}, func()
 
 // Close ends the subscriptions on the masters.
 func (l *redlockLocker) Close() error {
-	l.line.close()
+	l.queue.close()
 	var errs []error
 	for _, s := range l.subs {
 		errs = append(errs, s.Close())
@@ -197,7 +197,7 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 		if held, _, err = try(ctx); err == nil && !held {
 			err = l.notObtained(ctx, key, attempts, last)
 		}
-	} else if err = l.line.acquire(ctx, key, "", opts.Wait, ttl, try); errors.Is(err, ErrNotObtained) && attempts > 0 {
+	} else if err = l.queue.acquire(ctx, key, "", opts.Wait, ttl, try); errors.Is(err, ErrNotObtained) && attempts > 0 {
 		err = l.notObtained(ctx, key, attempts, last)
 	}
 	if err != nil {
@@ -321,13 +321,13 @@ func (l *redlockLocker) forget(le *redlockLease) {
 	}
 }
 
-// released tells the waiters that key was given back: this process's line at once, other
-// processes through a PUBLISH on one master (their lines listen on every master, so one message
+// released tells the waiters that key was given back: this process's queue at once, other
+// processes through a PUBLISH on one master (their queues listen on every master, so one message
 // is enough and wakes each of them once; a master that does not take it passes the message to
 // the next). It runs in the background, each PUBLISH bounded by maxNodeTimeout, so a slow master
 // never delays a release; a waiter that misses the message retries after its poll delay.
 func (l *redlockLocker) released(key string) {
-	l.line.ring(key)
+	l.queue.ring(key)
 	if len(l.masters) == 0 {
 		return
 	}
