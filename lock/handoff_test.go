@@ -80,7 +80,7 @@ func TestHandoffServesOneProcessInArrivalOrder(t *testing.T) {
 				wl.lostGrant, wl.maxGrant = time.Minute, time.Minute
 			}
 			if mode == "reentrant" {
-				// The same for reentrant's nomination line (waiting.go rule 26): the
+				// The same for reentrant's nominations (waiting.go rule 26): the
 				// process in line looks again every lostGrantBound unless told.
 				nominatorOf(l).lostGrant = time.Minute
 			}

@@ -13,10 +13,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The nomination line of NewReentrant (nomination.go): a release sends one process's head to
-// try, the lock and its unlock message stay Redisson's, a Redisson client's release (which names
-// nobody) still wakes every process, and a nominee that died holds the others up for its own
-// wait at most (waiting.go rules 24–26, 18–21 and 32–33).
+// The nominations of NewReentrant (nomination.go), from the line it shares with lua and fenced:
+// a release sends one process's head to try, the lock and its unlock message stay Redisson's, a
+// Redisson client's release (which names nobody) still wakes every process, and a nominee that
+// died holds the others up for its own wait at most (waiting.go rules 24–26, 18–21 and 32–33).
 
 // TestNominationOneReleaseOneAttempt: eight processes queue one after the other behind a holder
 // in a ninth. Each release costs the release script and one attempt, by the process first in
@@ -69,7 +69,7 @@ func TestNominationOneReleaseOneAttempt(t *testing.T) {
 	}
 }
 
-// nominatorOf is the nomination line of a reentrant *Locker.
+// nominatorOf is the nominator (the place in the line) of a reentrant *Locker.
 func nominatorOf(l *Locker) *nominator { return l.impl.(*reentrantLocker).nom }
 
 // TestNominationRedissonReleaseWakesEveryone: a Redisson client's release (the plain RLock

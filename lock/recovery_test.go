@@ -63,7 +63,7 @@ func TestReleaseAfterAFailedReleaseStillReleases(t *testing.T) {
 
 // relookBound is the longest a waiter of kind k takes to see that a lock has become free when no
 // release tells it (waiting.go): lostGrantBound (250 ms) for the line of lua and fenced (rule 17),
-// reentrant's nomination line (rule 26) and the fair queue (rules 22 and 29, a heartbeat's
+// reentrant's place in the line (rule 26) and the fair queue (rules 22 and 29, a heartbeat's
 // period on top); fenced-rfenced and multilock sleep until the holder's PTTL (rule 6), within the
 // same bound; redlock looks again when a quorum of the holder's keys would expire, but the bound
 // its simulation keeps (docs/simulate.md) is a lease.

@@ -93,7 +93,7 @@ func (s *Sim) effectAt(w *World, x int64) string {
 
 // mentions: some key alive at x names c's process in a value, list element, hash field or
 // value, or sorted set member: its lock, or its entry in a line or queue ("p<id>:…"), or its
-// process in the nomination line ("n<id>"). The fair lock's alive marker ("p<id>" alone) holds
+// reentrant process in the line ("n<id>"). The fair lock's alive marker ("p<id>" alone) holds
 // nobody up and is not counted.
 func (s *Sim) mentions(w *World, x int64, c *Client) bool {
 	proc, nom := "p"+strconv.Itoa(c.ID)+":", "n"+strconv.Itoa(c.ID)
