@@ -16,15 +16,17 @@
 //
 // A Locker is shared and safe for concurrent use: every Acquire hands out a *Lease that carries
 // its own token. Waiters are woken by the release (pub/sub, and in-process hand-over) instead of
-// polling. Every lease can be renewed by hand (Lease.Refresh); the locks with a watchdog also renew
+// polling: within a process they take turns in one queue per lock, and across processes a
+// release wakes one waiter (one per process for NewMultilock, NewRedlock and RFencedLock's
+// layout). For a maintainer, the rules of waiting are one numbered list, in waiting.go. Every lease can be renewed by hand (Lease.Refresh); the locks with a watchdog also renew
 // on their own every lease/3 until Release, and close Lease.Lost when they cannot. One renewal
 // policy holds for every lock: a renewal that fails on a transient error (no answer, a timeout)
 // is retried while the lock is surely still held (until 0.9 × the lease since the last success);
 // only then, or when Redis says the lock is someone else's, is the lease lost.
 //
-// Errors tell the cases apart with errors.Is: ErrNotObtained (the wait ran out; with
-// ctx.Err() joined when the context ended first; ErrClosed joined when the Locker was closed), ErrNotHeld, ErrUnavailable (a server
-// did not answer), ErrNotReplicated.
+// Errors tell the cases apart with errors.Is: ErrNotObtained (the wait ran out; with ctx.Err()
+// joined when the context ended first; ErrClosed joined when the Locker was closed), ErrNotHeld,
+// ErrUnavailable (a server did not answer), ErrNotReplicated.
 //
 // The commands of an acquisition, its watchdog's renewals included, run under the values of the
 // context given to Acquire (not its cancellation), so tracing and go-redis hooks see a renewal as
