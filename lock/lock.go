@@ -18,7 +18,8 @@
 // its own token. Waiters are woken by the release (pub/sub, and in-process hand-over) instead of
 // polling: within a process they take turns in one queue per lock, and across processes a
 // release wakes one waiter (one per process for NewMultilock, NewRedlock and RFencedLock's
-// layout). For a maintainer, the rules of waiting are one numbered list, in waiting.go. Every lease can be renewed by hand (Lease.Refresh); the locks with a watchdog also renew
+// layout, and where a Redisson client waits for the same lock). For a maintainer, the rules of
+// waiting are one numbered list, in waiting.go. Every lease can be renewed by hand (Lease.Refresh); the locks with a watchdog also renew
 // on their own every lease/3 until Release, and close Lease.Lost when they cannot. One renewal
 // policy holds for every lock: a renewal that fails on a transient error (no answer, a timeout)
 // is retried while the lock is surely still held (until 0.9 × the lease since the last success);
