@@ -647,12 +647,7 @@ func (le *fairLease) Release(ctx context.Context) error { return le.releaseAfter
 
 // releaseAfter is Release after the holder's pipeline p, when there is one (runScript).
 func (le *fairLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
-	first, ok := le.gate.begin()
-	if !ok {
-		execHeld(ctx, p)
-		return fmt.Errorf("%w: %s: this lease was already released", ErrNotHeld, le.key)
-	}
-	if first {
+	return le.gate.release(ctx, p, le.key, func() {
 		le.wd.Stop()
 		if le.stopPush != nil {
 			le.stopPush()
@@ -663,8 +658,7 @@ func (le *fairLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error 
 			delete(le.l.holds, id)
 		}
 		le.l.mu.Unlock()
-	}
-	return le.gate.end(le.l.release(ctx, le.key, le.field, le.leaseMs, le.waitMs, p))
+	}, func() error { return le.l.release(ctx, le.key, le.field, le.leaseMs, le.waitMs, p) })
 }
 
 // refresh pushes the lock's expiry out by the lease, while the field is still ours.

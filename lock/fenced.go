@@ -107,19 +107,17 @@ func (l *fencedLease) Release(ctx context.Context) error { return l.releaseAfter
 
 // releaseAfter is Release after the holder's pipeline p, when there is one (runScript).
 func (l *fencedLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
-	first, ok := l.gate.begin()
-	if !ok {
-		execHeld(ctx, p)
-		return fmt.Errorf("%w: %s (token %d) was already released", ErrNotHeld, l.key, l.token)
-	}
-	if first {
+	var ours bool
+	err := l.gate.release(ctx, p, l.key, func() {
 		l.wd.Stop()
 		if l.stop != nil {
 			l.stop()
 		}
-	}
-	ours, err := l.l.line.release(ctx, p, l.key, l.value)
-	if err = l.gate.end(err); err != nil {
+	}, func() (err error) {
+		ours, err = l.l.line.release(ctx, p, l.key, l.value)
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	if !ours {

@@ -104,9 +104,5 @@ func (l *plainLease) Lost() <-chan struct{} { return nil }
 func (l *plainLease) Release(ctx context.Context) error { return l.releaseAfter(ctx, nil) }
 
 func (l *plainLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
-	if _, ok := l.gate.begin(); !ok {
-		execHeld(ctx, p)
-		return ErrNotHeld
-	}
-	return l.gate.end(l.release(ctx, p))
+	return l.gate.release(ctx, p, l.key, nil, func() error { return l.release(ctx, p) })
 }

@@ -114,7 +114,6 @@ type multiLease struct {
 	parts []*reentrantLease
 	lost  chan struct{} // nil when the parts have no watchdog
 	stop  chan struct{}
-	once  sync.Once
 	gate  releaseGate
 }
 
@@ -166,18 +165,16 @@ func (ml *multiLease) Parts() []heldLock {
 // Release gives the lock back on every master; any master where it was no longer held makes
 // the whole release ErrNotHeld.
 func (ml *multiLease) Release(ctx context.Context) error {
-	if _, ok := ml.gate.begin(); !ok {
-		return fmt.Errorf("%w: %s: this lease was already released", ErrNotHeld, ml.key)
-	}
-	ml.once.Do(func() { close(ml.stop) })
-	// A retry sends the release only to the masters where it did not get through.
-	var left []*reentrantLease
-	for _, p := range ml.parts {
-		if !p.gate.settled() {
-			left = append(left, p)
+	return ml.gate.release(ctx, nil, ml.key, func() { close(ml.stop) }, func() error {
+		// A retry sends the release only to the masters where it did not get through.
+		var left []*reentrantLease
+		for _, p := range ml.parts {
+			if !p.gate.settled() {
+				left = append(left, p)
+			}
 		}
-	}
-	return ml.gate.end(releaseParts(ctx, left))
+		return releaseParts(ctx, left)
+	})
 }
 
 // refresh renews the lock on every master; any master where it is no longer held is ErrNotHeld.

@@ -432,7 +432,7 @@ type redlockLease struct {
 	until    atomic.Int64 // validity end (unix ns), written by the watchdog goroutine
 	lost     chan struct{}
 	lostOnce sync.Once
-	released atomic.Bool
+	gate     releaseGate
 
 	vmu      sync.Mutex // guards validity and stopped
 	validity *time.Timer
@@ -467,7 +467,7 @@ func (l *redlockLease) extend(ctx context.Context) (renewOutcome, error) {
 
 // refresh extends the lock on a quorum of masters and moves the validity with it.
 func (l *redlockLease) refresh(ctx context.Context) error {
-	if l.released.Load() {
+	if l.gate.state.Load() != gateHeld {
 		return fmt.Errorf("%w: redlock %s: this lease was released", ErrNotHeld, l.key)
 	}
 	l.mmu.Lock()
@@ -525,11 +525,14 @@ func (l *redlockLease) Renewals() int64 { return l.wd.Renewals() }
 // It succeeds when a quorum did; when the lock had already expired or was taken by another
 // holder on some master it is ErrNotHeld, when the masters did not answer, ErrUnavailable.
 func (l *redlockLease) Release(ctx context.Context) error {
-	if !l.released.CompareAndSwap(false, true) {
-		return ErrNotHeld
-	}
-	l.stop()
-	l.l.forget(l)
+	return l.gate.release(ctx, nil, l.key, func() {
+		l.stop()
+		l.l.forget(l)
+	}, func() error { return l.release(ctx) })
+}
+
+// release sends the deletes (again, after the masters did not answer).
+func (l *redlockLease) release(ctx context.Context) error {
 	// The release returns as soon as a quorum has deleted (fail-fast), so a dead or slow master
 	// does not hold up the holder; the deletes still under way finish in the background within
 	// releaseTimeout (the context is not cancelled when Release returns), and where one does not
@@ -555,6 +558,6 @@ func (l *redlockLease) Release(ctx context.Context) error {
 	if notOurs {
 		return fmt.Errorf("%w: redlock %s: no longer ours on a quorum of masters: %w", ErrNotHeld, l.key, err)
 	}
-	l.released.Store(false) // the masters did not answer: the lease may be released again
+	// The masters did not answer: the gate lets the lease be released again.
 	return fmt.Errorf("lock: redlock release %s: %w: %w", l.key, ErrUnavailable, err)
 }

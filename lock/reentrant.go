@@ -353,18 +353,12 @@ func (le *reentrantLease) Release(ctx context.Context) error { return le.release
 
 // releaseAfter is Release after the holder's pipeline p, when there is one (runScript).
 func (le *reentrantLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
-	first, ok := le.gate.begin()
-	if !ok {
-		execHeld(ctx, p)
-		return fmt.Errorf("%w: %s: this lease was already released", ErrNotHeld, le.key)
-	}
-	if first {
+	return le.gate.release(ctx, p, le.key, func() {
 		le.l.unheld(le.key, le.field)
 		if le.entry != nil {
 			le.l.unhold(le.key+"\x00"+le.field, le.entry)
 		}
-	}
-	return le.gate.end(le.release(ctx, p))
+	}, func() error { return le.release(ctx, p) })
 }
 
 // release sends the release script (again, after a failure to reach Redis), after the holder's

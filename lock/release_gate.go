@@ -3,7 +3,10 @@ package lock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // releaseGate makes a lease's Release retryable when it could not reach Redis. The first call
@@ -19,6 +22,23 @@ const (
 	gateReleased
 	gateRetry
 )
+
+// release is one Release of a lease of key through the gate, the same for every kind: a lease
+// released already (or being released by another call) only executes the holder's pipeline p
+// and is ErrNotHeld; the first call does the lease's local bookkeeping (first: stop its
+// watchdog, count a hold less; nil: none); then send sends the release, again on a later call
+// when it could not reach Redis.
+func (g *releaseGate) release(ctx context.Context, p redis.Pipeliner, key string, first func(), send func() error) error {
+	isFirst, ok := g.begin()
+	if !ok {
+		execHeld(ctx, p)
+		return fmt.Errorf("%w: %s: this lease was already released", ErrNotHeld, key)
+	}
+	if isFirst && first != nil {
+		first()
+	}
+	return g.end(send())
+}
 
 // begin reports whether this call may send the release (ok) and whether it is the first (first:
 // do the local bookkeeping).
