@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,8 +39,8 @@ type handoff struct {
 
 // queue is one key's waiters in one process. Fields without a comment are guarded by handoff.mu.
 type queue struct {
-	key  string
-	fifo fifo[*place] // the waiters, in arrival order; the head is the only one contending in Redis
+	key     string
+	waiters []*place // in arrival order; waiters[0] is the head, the only one contending in Redis
 	// rings counts the releases heard; the head compares it with what it saw before its last
 	// attempt, so a ring is never lost (counted even when nobody is waiting on bell) and a ring
 	// older than the attempt never wakes it for nothing.
@@ -65,9 +66,6 @@ type place struct {
 	deadline time.Time     // the end of its wait
 	who      string        // the waiter's name for the kind ("" but for lua and fenced: its value)
 }
-
-// becameHead tells the waiter its turn has come (once: a waiter becomes the head once).
-func (p *place) becameHead() { close(p.turn) }
 
 func newHandoff(listen func(string, func()) (<-chan struct{}, func()), poll func() time.Duration) *handoff {
 	return &handoff{listen: listen, poll: poll, linger: time.Second, queues: map[string]*queue{}}
@@ -207,8 +205,9 @@ func (h *handoff) enter(key, who string, deadline time.Time) (*queue, *place) {
 		q.idle = nil
 	}
 	p := &place{turn: make(chan struct{}), deadline: deadline, who: who}
-	if q.fifo.enter(p) {
-		p.becameHead()
+	q.waiters = append(q.waiters, p)
+	if len(q.waiters) == 1 {
+		close(p.turn)
 	}
 	return q, p
 }
@@ -217,10 +216,8 @@ func (h *handoff) enter(key, who string, deadline time.Time) (*queue, *place) {
 func (h *handoff) headOf(key string) (string, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if q := h.queues[key]; q != nil {
-		if p, ok := q.fifo.head(); ok {
-			return p.who, true
-		}
+	if q := h.queues[key]; q != nil && len(q.waiters) > 0 {
+		return q.waiters[0].who, true
 	}
 	return "", false
 }
@@ -244,7 +241,7 @@ func (h *handoff) lastDeadline(key string) time.Time {
 	defer h.mu.Unlock()
 	var last time.Time
 	if q := h.queues[key]; q != nil {
-		for _, p := range q.fifo.waiters {
+		for _, p := range q.waiters {
 			if p.deadline.After(last) {
 				last = p.deadline
 			}
@@ -331,11 +328,16 @@ func (h *handoff) subscribe(ctx context.Context, q *queue, deadline time.Time) b
 func (h *handoff) exit(q *queue, p *place, won bool, seen uint64, until time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if q.fifo.leave(p) {
+	head := q.waiters[0] == p
+	q.waiters = slices.DeleteFunc(q.waiters, func(w *place) bool { return w == p })
+	if head {
 		// The next head reads the hint under h.mu, so after this.
 		q.hint, q.hintSeen, q.hintUntil = won, seen, until
+		if len(q.waiters) > 0 {
+			close(q.waiters[0].turn)
+		}
 	}
-	if !q.fifo.empty() {
+	if len(q.waiters) > 0 {
 		return
 	}
 	if !q.listening {
@@ -347,7 +349,7 @@ func (h *handoff) exit(q *queue, p *place, won bool, seen uint64, until time.Tim
 	var t *time.Timer
 	t = time.AfterFunc(h.linger, func() {
 		h.mu.Lock()
-		if q.idle != t || !q.fifo.empty() {
+		if q.idle != t || len(q.waiters) > 0 {
 			h.mu.Unlock()
 			return // someone came back meanwhile
 		}
@@ -393,7 +395,7 @@ func (h *handoff) close() {
 	h.mu.Lock()
 	var stops []func()
 	for key, q := range h.queues {
-		if !q.fifo.empty() {
+		if len(q.waiters) > 0 {
 			continue
 		}
 		if q.idle != nil {

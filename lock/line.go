@@ -291,10 +291,7 @@ func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait tim
 	wl.waiting[value] = w
 	wl.mu.Unlock()
 	var win lineWin
-	err := wl.queue.obtain(ctx, key, value, wait, lease, false, func(ctx context.Context) (bool, time.Duration, error) {
-		var held bool
-		var next time.Duration
-		var err error
+	err := wl.queue.obtain(ctx, key, value, wait, lease, false, func(ctx context.Context) (held bool, next time.Duration, err error) {
 		win, held, next, err = wl.attempt(ctx, key, value, leaseMs, w, isDone(ready))
 		return held, next, err
 	})
@@ -327,15 +324,14 @@ func (wl *waitLine) once(ctx context.Context, key, value string, lease time.Dura
 func (wl *waitLine) attempt(ctx context.Context, key, value, leaseMs string, w *lineWaiter, subscribed bool) (lineWin, bool, time.Duration, error) {
 	sent := time.Now()
 	wl.mu.Lock()
-	switch {
+	switch h, here := wl.holders[key]; {
 	case w.granted:
 		wl.mu.Unlock()
 		return lineWin{token: w.token, short: w.short, grantTTL: w.grantTTL, since: w.since}, true, 0, nil
 	case sent.Before(w.until):
 		wl.mu.Unlock()
 		return lineWin{}, false, w.until.Sub(sent), nil
-	}
-	if h, ok := wl.holders[key]; ok && sent.Before(h.until) {
+	case here && sent.Before(h.until): // a holder here: its release rings (waiting.go rule 7)
 		wl.mu.Unlock()
 		return lineWin{}, false, h.until.Sub(sent), nil
 	}
@@ -431,14 +427,20 @@ func (wl *waitLine) exit(key string, w *lineWaiter, won bool) {
 // forget ends a hold of value in this process: its key's head may try now.
 func (wl *waitLine) forget(key, value string) {
 	wl.mu.Lock()
-	was := wl.holders[key].value == value
-	if was {
-		delete(wl.holders, key)
-	}
+	was := wl.dropHolder(key, value)
 	wl.mu.Unlock()
 	if was {
 		wl.queue.ring(key)
 	}
+}
+
+// dropHolder forgets value as key's holder here, if it is; wl.mu is held.
+func (wl *waitLine) dropHolder(key, value string) bool {
+	if wl.holders[key].value != value {
+		return false
+	}
+	delete(wl.holders, key)
+	return true
 }
 
 // release gives back key's lock held by value and passes it on (waiting.go rules 14 and 15),
@@ -464,9 +466,7 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 	to, _ := r[1].(string)
 	tok, _ := r[2].(int64)
 	wl.mu.Lock()
-	if wl.holders[key].value == value {
-		delete(wl.holders, key)
-	}
+	wl.dropHolder(key, value)
 	if code == 3 && len(r) > 3 {
 		wl.turns[key]++ // before the Redis line
 	} else {

@@ -136,7 +136,7 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 	if l.nom != nil && opts.Wait > 0 {
 		queueUntil = deadline
 	}
-	err := l.queue.obtain(ctx, key, "", opts.Wait, lease, l.holding(key, field), func(ctx context.Context) (bool, time.Duration, error) {
+	err := l.queue.obtain(ctx, key, "", opts.Wait, lease, reentry, func(ctx context.Context) (bool, time.Duration, error) {
 		sent = time.Now()
 		held, ttl, tok, err := l.try(ctx, key, field, leaseMs, queueUntil)
 		token = tok
@@ -214,7 +214,7 @@ func (l *reentrantLocker) try(ctx context.Context, key, field string, leaseMs in
 // queues its process in the line until queueUntil, the same acquire with the queueing after it
 // (script/lua/rlock_acquire.lua). Both answer nil (held) or the lock's PTTL.
 func (l *reentrantLocker) acquireScript(key, field string, leaseMs int64, queueUntil time.Time) (*redis.Script, []string, []any) {
-	if l.nom == nil || queueUntil.IsZero() {
+	if queueUntil.IsZero() { // set only where there is a line (l.nom)
 		return reentrantAcquire, []string{key}, []any{leaseMs, field}
 	}
 	return rlockAcquire, lineKeys(key), []any{leaseMs, field, time.Now().UnixMilli(), l.nom.id, queueUntil.UnixMilli()}

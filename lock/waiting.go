@@ -4,10 +4,10 @@ import "time"
 
 // The rules of waiting, stated once for every kind: who a release wakes, how a waiter sleeps
 // without polling, how a dead or departed waiter is passed over, and what a Redisson client on
-// the same lock sees. handoff.go (the in-process queue of every kind but fair, with fifo.go),
-// pubsub.go and pubsub_sharded.go (the wake-up), line.go (the hand-over from the line in Redis, of
-// lua and fenced), nomination.go (reentrant's place in the same line) and fair.go (Redisson's
-// queue) are there to keep them; the Lua scripts they run are in script/lua (the line itself in
+// the same lock sees. handoff.go (the in-process queue of every kind but fair), pubsub.go and
+// pubsub_sharded.go (the wake-up), line.go (the hand-over from the line in Redis, of lua and
+// fenced), nomination.go (reentrant's place in the same line) and fair.go (Redisson's queue) are
+// there to keep them; the Lua scripts they run are in script/lua (the line itself in
 // line.lua). Each rule says the kinds it applies to (lua, fenced, reentrant, fair, multilock,
 // redlock; "fenced-rfenced" is NewFenced with WithRFencedLockLayout, built as reentrant without
 // the line, like each part of a multilock) and the tests
@@ -31,9 +31,9 @@ import "time"
 //     TestHandoffReentryDoesNotQueue (reentrant); fair's re-entry only with nobody waiting, by
 //     TestFairReentryAndWatchdog.
 //
-// # The in-process queue (fifo.go, handoff.go)
+// # The in-process queue (handoff.go)
 //
-//  3. One queue per key per Locker (process), the same FIFO (fifo.go) for every kind but fair:
+//  3. One queue per key per Locker (process), the same FIFO for every kind but fair:
 //     waiters join at the tail and are served in arrival order; only the head contends in Redis,
 //     the others sleep until the head has got the lock or given up, and the next is rung when
 //     the head leaves. A later waiter never overtakes an earlier one in the same process.
