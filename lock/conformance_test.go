@@ -135,6 +135,27 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// TestShardedResubscription: clause 14 (a subscription that comes back rings every head,
+// waiting.go rule 11) for the kinds that can wait with SSUBSCRIBE, made to, on one Redis 7
+// server: the cluster run cannot restart its servers.
+func TestShardedResubscription(t *testing.T) {
+	t.Parallel()
+	if s := locktest.New(t); s.Kind != locktest.KindReal {
+		t.Skip("the in-process Redis has no SSUBSCRIBE")
+	}
+	for _, k := range conformanceKinds {
+		if k.masters || !slices.Contains(k.honoured, "WithShardedPubSub") {
+			continue
+		}
+		k.name += "-sharded"
+		k.opts = append(slices.Clone(k.opts), lock.WithShardedPubSub(true))
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			clauseRestart(t, k)
+		})
+	}
+}
+
 // TestConformanceOnCluster runs the clauses over the single-server kinds through a cluster
 // client on a real Redis Cluster (with LOCKTEST_LONG=1, which CI sets: a cluster takes seconds to
 // form). The clauses of one kind share its cluster, one after the other; those that stop the
@@ -656,10 +677,24 @@ func clauseLost(t *testing.T, k conformanceKind) {
 	}
 	// The lease counts from when the attempt that took it was sent, so the clock starts before
 	// Acquire: an acquisition slowed down (three masters under -race) spends part of the lease.
+	// A lease given back, by Release or ReleaseAfter, is not lost when its lease would have run
+	// out: both are taken before c8, so c8's Lost closes after theirs would have.
+	var given []*lock.Lease
+	for _, name := range []string{"c8-released", "c8-released-after"} {
+		given = append(given, acquire(t, a, name, lock.Options{Lease: 300 * time.Millisecond, ExplicitLease: true}))
+	}
 	start := time.Now()
 	le := acquire(t, a, "c8", lock.Options{Lease: 300 * time.Millisecond, ExplicitLease: true})
 	if le.Lost() == nil {
 		t.Fatal("Lost of an explicit lease is nil")
+	}
+	if err := given[0].Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p := r.direct()[0].Pipeline()
+	ping := p.Ping(context.Background())
+	if err := given[1].ReleaseAfter(context.Background(), p); err != nil || ping.Err() != nil {
+		t.Fatalf("ReleaseAfter: %v, its pipeline: %v", err, ping.Err())
 	}
 	select {
 	case <-le.Lost():
@@ -668,6 +703,13 @@ func clauseLost(t *testing.T, k conformanceKind) {
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("Lost not closed 2 s after a 300ms explicit lease")
+	}
+	for i, g := range given {
+		select {
+		case <-g.Lost():
+			t.Errorf("a lease given back by %s was lost when its lease ran out", []string{"Release", "ReleaseAfter"}[i])
+		default:
+		}
 	}
 	// A lease taken after a wait longer than itself is not lost at once: its lease counts from
 	// when it was taken, not from when the wait began.

@@ -91,7 +91,7 @@ func (w *fairWaiter) ring() {
 }
 
 func newFair(d settings) (locker, error) {
-	l := &fairLocker{rdb: d.Data, id: cmp.Or(d.InstanceID, uuid.NewString()), lease: d.Lease, log: logOf(d),
+	l := &fairLocker{rdb: d.Data, id: cmp.Or(d.InstanceID, uuid.NewString()), lease: d.Lease, log: d.Logger,
 		threadWait: d.ThreadWait, lagCap: fairLagCap, waiters: map[string]*fairWaiter{}, holds: map[string]int{},
 		beats: map[string]*fairHeartbeat{}}
 	if d.ThreadWait > 0 {
@@ -163,8 +163,6 @@ const fairGrantMessage = script.FairGrantMessage
 
 // fairChannel is the channel on which the waiter with field is told that its turn has come.
 func fairChannel(name, field string) string { return unlockChannel(name) + ":" + field }
-
-func (l *fairLocker) Name() string { return "fair" }
 
 // Acquire joins the queue for key and waits for its turn, at most opts.Wait. The wait is also
 // the thread wait of Redisson's tryLock(wait, ...): how long this waiter may stay at the head of
@@ -282,6 +280,10 @@ func (fw *fairWait) subscribe(ctx context.Context, before uint64) (waitHandle, b
 		before = 0
 	} else {
 		h = l.sub.joinPattern(ctx, fw.pattern, func(ch, payload string) {
+			if ch == fw.pattern {
+				l.ringAll(fw.key) // resubscribed: a grant may have gone unheard
+				return
+			}
 			l.ringLocal(fw.key, strings.TrimPrefix(ch, unlockChannel(fw.key)+":"), payload)
 		})
 	}
@@ -643,8 +645,6 @@ func (le *fairLease) Lost() <-chan struct{} { return le.wd.Lost() }
 func (le *fairLease) Renewals() int64 { return le.wd.Renewals() }
 
 // Release gives back one hold; the last one deletes the lock and tells the first waiter.
-func (le *fairLease) Release(ctx context.Context) error { return le.releaseAfter(ctx, nil) }
-
 // releaseAfter is Release after the holder's pipeline p, when there is one (runScript).
 func (le *fairLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
 	return le.gate.release(ctx, p, le.key, func() {

@@ -22,9 +22,12 @@ func (l *Locker) Keys(name string) []string {
 	return []string{name}
 }
 
-func (l *luaLocker) keys(name string) []string { return lineKeys(name) }
-
-func (l *fencedLocker) keys(name string) []string { return l.line.scriptKeys(name) }
+func (l *valueLocker) keys(name string) []string {
+	if l.fenced {
+		return l.line.scriptKeys(name)
+	}
+	return lineKeys(name)
+}
 
 func (l *reentrantLocker) keys(name string) []string {
 	keys := []string{name}

@@ -16,20 +16,17 @@ type locker interface {
 	Close() error
 }
 
-// heldLock is what every lock's lease implements; Lease wraps one. A Release that failed on a
-// transient error (the server did not answer, the context ended) leaves it releasable again.
+// heldLock is what every lock's lease implements; Lease wraps one.
 type heldLock interface {
 	Key() string
 	Token() int64
 	Lost() <-chan struct{}
-	Release(ctx context.Context) error
-	refresh(ctx context.Context) error
-}
-
-// pipelineReleaser is implemented by the leases whose release can join the holder's pipeline
-// (Lease.ReleaseAfter).
-type pipelineReleaser interface {
+	// releaseAfter releases the lock after the holder's pipeline p (nil: none), sent with the
+	// release where the lock allows it (runScript), else executed first. A release that failed on
+	// a transient error (the server did not answer, the context ended) leaves the lease
+	// releasable again (releaseGate).
 	releaseAfter(ctx context.Context, p redis.Pipeliner) error
+	refresh(ctx context.Context) error
 }
 
 // renewer is implemented by the leases with a watchdog.

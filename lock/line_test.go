@@ -87,10 +87,7 @@ func (s *redisClientSet) reset() {
 
 // lineOf is the wait line of a lua or fenced *Locker.
 func lineOf(l *Locker) *waitLine {
-	switch l := l.impl.(type) {
-	case *luaLocker:
-		return l.line
-	case *fencedLocker:
+	if l, ok := l.impl.(*valueLocker); ok {
 		return l.line
 	}
 	return nil
@@ -352,7 +349,7 @@ func TestLineSharesTurnsAcrossProcesses(t *testing.T) {
 func TestLineGrantToAWaiterThatLeft(t *testing.T) {
 	t.Parallel()
 	srv := newClientSet(t)
-	l := lineLockers(t, srv, "lua", 1, 5*time.Second)[0].impl.(*luaLocker)
+	l := lineLockers(t, srv, "lua", 1, 5*time.Second)[0].impl.(*valueLocker)
 	key := "{line}:lock:left"
 	value := l.line.newValue()
 	// What a release elsewhere does when it hands over, for a waiter that is gone.

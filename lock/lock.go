@@ -133,7 +133,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 	}, func(h heldLock) {
 		rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
-		_ = h.Release(rctx)
+		_ = h.releaseAfter(rctx, nil)
 	})
 	if err != nil {
 		return nil, l.acquireErr(ctx, actx, key, err)
@@ -269,12 +269,6 @@ type Lease struct {
 	pending *pendingRelease
 }
 
-// pendingRelease is a release running in a goroutine of its own: err is set before done closes.
-type pendingRelease struct {
-	done chan struct{}
-	err  error
-}
-
 // Key is the lock's key.
 func (le *Lease) Key() string { return le.impl.Key() }
 
@@ -297,77 +291,7 @@ func (le *Lease) Lost() <-chan struct{} {
 // ended it) and may be called again; until one succeeds the lock expires on its own at the end of
 // its lease. Release returns when ctx ends, whatever the client's timeouts: the release then goes
 // on in the background (bounded by 2 s), and a later call learns how it ended.
-func (le *Lease) Release(ctx context.Context) error {
-	err := le.release(ctx)
-	if err == nil && le.exp != nil {
-		le.exp.stop()
-	}
-	return err
-}
-
-func (le *Lease) release(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("lock: release %s: %w", le.Key(), err) // nothing sent: release again
-	}
-	le.mu.Lock()
-	p := le.pending
-	if p != nil && isDone(p.done) {
-		// An earlier call's release ended in the background.
-		le.pending = nil
-		if p.err == nil || !retryable(p.err) {
-			le.mu.Unlock()
-			return p.err
-		}
-		p = nil
-	}
-	if p == nil {
-		// The release runs in a goroutine of its own (as an acquisition does), so Release returns
-		// when ctx ends whatever the client's timeouts, and it goes on there while the server
-		// does not answer.
-		p = le.settle(context.WithoutCancel(ctx))
-		le.pending = p
-	}
-	le.mu.Unlock()
-	select {
-	case <-p.done:
-		le.mu.Lock()
-		if le.pending == p {
-			le.pending = nil
-		}
-		le.mu.Unlock()
-		if p.err != nil && retryable(p.err) && ctx.Err() != nil && !errors.Is(p.err, ctx.Err()) {
-			return fmt.Errorf("%w: %w", p.err, ctx.Err())
-		}
-		return p.err
-	case <-ctx.Done():
-		return fmt.Errorf("lock: release %s: %w: no answer before the context ended: %w", le.Key(), ErrUnavailable, ctx.Err())
-	}
-}
-
-// releaseRetry is how often a release that got no answer is sent again in the background.
-const releaseRetry = 100 * time.Millisecond
-
-// settle releases the lease in a goroutine of its own, sending the release again every
-// releaseRetry while the server does not answer, until it gets through, is refused (ErrNotHeld), or the lock would have expired anyway
-// (a lease from the first failure: the watchdog stopped at the first call). So a holder whose
-// release met a frozen or restarting Redis frees the lock as soon as Redis answers again, not a
-// lease later.
-func (le *Lease) settle(ctx context.Context) *pendingRelease {
-	p := &pendingRelease{done: make(chan struct{})}
-	giveUp := time.Now().Add(le.ttl)
-	go func() {
-		defer close(p.done)
-		for {
-			rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
-			p.err = le.impl.Release(rctx)
-			cancel()
-			if p.err == nil || !retryable(p.err) || !time.Now().Add(releaseRetry).Before(giveUp) || !sleep(ctx, releaseRetry) {
-				return
-			}
-		}
-	}()
-	return p
-}
+func (le *Lease) Release(ctx context.Context) error { return le.release(ctx, nil) }
 
 // ReleaseAfter executes p, a pipeline of the holder's last commands (its writes) on the lock's own
 // Redis server, and then releases the lock, as p.Exec followed by Release would, but in one round
@@ -377,15 +301,101 @@ func (le *Lease) settle(ctx context.Context) *pendingRelease {
 // release script Redis has forgotten is sent again on its own, after them). The locks on several
 // masters, and those clients, execute p and then release. Queue scripts in p with Script.Eval,
 // not EvalSha: one Redis does not know fails in p, and sending it again would run it after the
-// release. The commands' results are in the commands p returned as
-// they were queued; the error is the release's, as Release's (a lease released already gets p
-// executed and ErrNotHeld).
+// release. The commands' results are in the commands p returned as they were queued, complete
+// when ReleaseAfter returns (it waits for p's answer even past the end of ctx); the error is the
+// release's, as Release's, and so is what a failure leaves: a lease released already gets p
+// executed and ErrNotHeld, and one whose release did not get through is released again in the
+// background, without p.
 func (le *Lease) ReleaseAfter(ctx context.Context, p redis.Pipeliner) error {
-	if pr, ok := le.impl.(pipelineReleaser); ok {
-		return pr.releaseAfter(ctx, p)
+	return le.release(ctx, p)
+}
+
+// release is Release and ReleaseAfter: the lease's release, after the holder's pipeline p when
+// there is one.
+func (le *Lease) release(ctx context.Context, p redis.Pipeliner) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("lock: release %s: %w", le.Key(), err) // nothing sent: release again
 	}
-	execHeld(ctx, p)
-	return le.impl.Release(ctx)
+	le.mu.Lock()
+	pend := le.pending
+	if pend != nil && isDone(pend.done) {
+		// An earlier call's release ended in the background.
+		le.pending = nil
+		if pend.err == nil || !retryable(pend.err) {
+			le.mu.Unlock()
+			execHeld(ctx, p)
+			return pend.err
+		}
+		pend = nil
+	}
+	carried := false // p goes with this call's send
+	if pend == nil {
+		// The release runs in a goroutine of its own (as an acquisition does), so Release returns
+		// when ctx ends whatever the client's timeouts, and it goes on there while the server
+		// does not answer.
+		pend = le.settle(context.WithoutCancel(ctx), p)
+		le.pending = pend
+		carried = p != nil
+	} else {
+		execHeld(ctx, p) // the release is under way already: p goes alone
+	}
+	le.mu.Unlock()
+	select {
+	case <-pend.done:
+		le.mu.Lock()
+		if le.pending == pend {
+			le.pending = nil
+		}
+		le.mu.Unlock()
+		if pend.err == nil && le.exp != nil {
+			le.exp.stop()
+		}
+		if pend.err != nil && retryable(pend.err) && ctx.Err() != nil && !errors.Is(pend.err, ctx.Err()) {
+			return fmt.Errorf("%w: %w", pend.err, ctx.Err())
+		}
+		return pend.err
+	case <-ctx.Done():
+		if carried {
+			<-pend.sent // p's results are the caller's to read once this returns
+		}
+		return fmt.Errorf("lock: release %s: %w: no answer before the context ended: %w", le.Key(), ErrUnavailable, ctx.Err())
+	}
+}
+
+// pendingRelease is a release running in a goroutine of its own: err is set before done closes;
+// sent closes when the first send (the one carrying the holder's pipeline) has returned.
+type pendingRelease struct {
+	done, sent chan struct{}
+	err        error
+}
+
+// releaseRetry is how often a release that got no answer is sent again in the background.
+const releaseRetry = 100 * time.Millisecond
+
+// settle releases the lease in a goroutine of its own, after the holder's pipeline p on the first
+// send, sending the release again (alone) every releaseRetry while the server does not answer,
+// until it gets through, is refused (ErrNotHeld), or the lock would have expired anyway (a lease
+// from the first failure: the watchdog stopped at the first call). So a holder whose release met
+// a frozen or restarting Redis frees the lock as soon as Redis answers again, not a lease later.
+func (le *Lease) settle(ctx context.Context, p redis.Pipeliner) *pendingRelease {
+	pend := &pendingRelease{done: make(chan struct{}), sent: make(chan struct{})}
+	giveUp := time.Now().Add(le.ttl)
+	go func() {
+		defer close(pend.done)
+		for {
+			rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+			pend.err = le.impl.releaseAfter(rctx, p)
+			cancel()
+			if p != nil {
+				p = nil
+				close(pend.sent)
+			}
+			if pend.err == nil || !retryable(pend.err) || !time.Now().Add(releaseRetry).Before(giveUp) || !sleep(ctx, releaseRetry) {
+				return
+			}
+		}
+	}()
+	return pend
 }
 
 // Refresh extends the lock by its lease from now, as the watchdog does: for a lease without a

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // multiLocker is NewMultilock (Redisson's RedissonMultiLock, https://redisson.org/docs/data-and-services/locks-and-synchronizers/): one
@@ -28,8 +30,6 @@ func newMultilock(d settings) (locker, error) {
 	}
 	return m, nil
 }
-
-func (m *multiLocker) Name() string { return "multilock" }
 
 // Acquire takes key on every master in order, waiting at most opts.Wait in all.
 func (m *multiLocker) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
@@ -90,7 +90,7 @@ func releaseParts(ctx context.Context, parts []*reentrantLease) error {
 			if p.gate.settled() {
 				return // released by an earlier try of this release
 			}
-			if err := p.Release(ctx); err != nil {
+			if err := p.releaseAfter(ctx, nil); err != nil {
 				errs[i] = fmt.Errorf("master %d: %w", i+1, err)
 			}
 		})
@@ -162,10 +162,11 @@ func (ml *multiLease) Parts() []heldLock {
 	return out
 }
 
-// Release gives the lock back on every master; any master where it was no longer held makes
-// the whole release ErrNotHeld.
-func (ml *multiLease) Release(ctx context.Context) error {
-	return ml.gate.release(ctx, nil, ml.key, func() { close(ml.stop) }, func() error {
+// releaseAfter executes the holder's pipeline p (nil: none) and gives the lock back on every
+// master; any master where it was no longer held makes the whole release ErrNotHeld.
+func (ml *multiLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
+	return ml.gate.release(ctx, p, ml.key, func() { close(ml.stop) }, func() error {
+		execHeld(ctx, p)
 		// A retry sends the release only to the masters where it did not get through.
 		var left []*reentrantLease
 		for _, p := range ml.parts {

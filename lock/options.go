@@ -217,6 +217,14 @@ func WithThreadWait(d time.Duration) Option {
 	return func(o *settings) { o.ThreadWait = d; o.mark("WithThreadWait") }
 }
 
+// logOf is d's logger, or the default, one that discards (apply gives every Locker its result).
+func logOf(d settings) *slog.Logger {
+	if d.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return d.Logger
+}
+
 // leaseOrDefault is the lease an acquisition asks for, or the mode's default.
 func leaseOrDefault(opts Options, def time.Duration) time.Duration {
 	if opts.Lease > 0 {

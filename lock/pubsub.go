@@ -97,9 +97,10 @@ func (s *subscriber) join(ctx context.Context, ch string, ring func()) waitHandl
 }
 
 // joinPattern is join for a PSUBSCRIBE pattern: ring is told the channel and payload of each
-// message. The listeners of one pattern must be alike, since each message is handed to one of
-// them only: the fair lock's waiters of one process share their key's pattern, and each message
-// names the one waiter it is for. Handing it to every listener acted on it once per waiter (64
+// message, and the pattern itself as the channel, with payload "", when messages may have gone
+// unheard (a resubscription). The listeners of one pattern must be alike, since each message is
+// handed to one of them only: the fair lock's waiters of one process share their key's pattern,
+// and each message names the one waiter it is for. Handing it to every listener acted on it once per waiter (64
 // times with 64 waiters, each time under the fair lock's mutex and this subscriber's).
 func (s *subscriber) joinPattern(ctx context.Context, pattern string, ring func(channel, payload string)) waitHandle {
 	return s.listen(ctx, pattern, true, ring)
@@ -230,11 +231,10 @@ func (s *subscriber) dispatch(m any) {
 		// A confirmation beyond what was sent is a reconnect's resubscription: releases published
 		// while the connection was broken went unheard, so ring the channel's listeners (a
 		// spurious ring costs one attempt; a lost one would cost a waiter its whole wait, behind
-		// a holder that a restarted Redis no longer knows).
-		if st.confirmed >= st.sent && m.Kind == "subscribe" && st.refs > 0 {
-			for _, ring := range st.rings {
-				ring(m.Channel, "")
-			}
+		// a holder that a restarted Redis no longer knows). A pattern's listener is told the
+		// pattern itself as the channel (joinPattern).
+		if st.confirmed >= st.sent && st.refs > 0 {
+			s.ringEvery(st, m.Channel, m.Kind == "psubscribe")
 		}
 		// A reconnect resubscribes every channel at once; never count past what was sent.
 		st.confirmed = min(st.confirmed+1, st.sent)
@@ -246,9 +246,7 @@ func (s *subscriber) dispatch(m any) {
 		}
 		if st.rehomed && st.confirmed >= st.need {
 			st.rehomed = false
-			for _, ring := range st.rings {
-				ring(m.Channel, "")
-			}
+			s.ringEvery(st, m.Channel, false)
 		}
 		if st.refs == 0 && st.confirmed >= st.sent {
 			delete(s.chans, key)
@@ -270,6 +268,17 @@ func (s *subscriber) dispatch(m any) {
 			if m.Pattern != "" {
 				break // a pattern's listeners are alike (joinPattern): one handles each message
 			}
+		}
+	}
+}
+
+// ringEvery tells st's listeners that messages on ch may have gone unheard (payload ""): every
+// one of them, or one for a pattern, whose listeners are alike (joinPattern).
+func (s *subscriber) ringEvery(st *chanState, ch string, pattern bool) {
+	for _, ring := range st.rings {
+		ring(ch, "")
+		if pattern {
+			return
 		}
 	}
 }

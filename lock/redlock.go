@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,7 +38,7 @@ import (
 // attempts it does not sleep a fixed delay (redsync's default, 50-250 ms, leaves the lock idle
 // for most of each handoff: 0.3-1.1 k sales/s were measured with it): the waiters of this
 // process wait in its queue (handoff.go) and only the head attempts; a release here wakes it at
-// once, a release by another process wakes it through a PUBLISH on a master (redlockChannel), and
+// once, a release by another process wakes it through a PUBLISH on every master (redlockChannel), and
 // where no release will come (a split vote, a crashed holder) it retries after a random 1-10 ms,
 // bounded by Options.Wait and ctx. Drift is redsync's default unless WithDriftFactor says
 // otherwise (0.01: 1% of the ttl).
@@ -51,14 +52,14 @@ type redlockLocker struct {
 	log     *slog.Logger
 	// fence: every acquisition draws a fencing token from the masters (redlock_fence.go).
 	fence bool
-	name  string
 	// instance is WithInstanceID's id, which starts every value.
 	instance string
-	// id is the payload of this Locker's release messages: its own releases wake its queue
-	// directly, so its subscribers ignore them.
-	id    string
-	subs  []*subscriber
-	queue *handoff
+	// id starts the payload of this Locker's release messages, "<id>:<release>": its own
+	// releases wake its queue directly, so its subscribers ignore them.
+	id       string
+	releases atomic.Uint64
+	subs     []*subscriber
+	queue    *handoff
 
 	mu    sync.Mutex
 	local map[string]map[*redlockLease]struct{} // leases held in this process, by key
@@ -72,25 +73,13 @@ func newRedlock(d settings) (locker, error) {
 	for i, m := range d.Masters {
 		pools[i] = goredis.NewPool(m)
 	}
-	log := d.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	lease := d.Lease // above 0: construct refuses anything else
-	// The constructor refuses no masters; built directly without any, Acquire reports it.
 	l := &redlockLocker{
 		rs: redsync.New(pools...), masters: d.Masters, nodes: len(pools), quorum: len(pools)/2 + 1,
-		lease: lease, drift: d.DriftFactor, log: log, id: uuid.NewString(), local: map[string]map[*redlockLease]struct{}{},
-		fence: d.Fencing, name: "redlock", instance: d.InstanceID,
-	}
-	if l.fence {
-		l.name = "redlock-fenced"
-	}
-	if l.drift <= 0 {
-		l.drift = defaultDriftFactor
+		lease: d.Lease, drift: d.DriftFactor, log: d.Logger, id: uuid.NewString(), local: map[string]map[*redlockLease]struct{}{},
+		fence: d.Fencing, instance: d.InstanceID,
 	}
 	for _, m := range d.Masters {
-		l.subs = append(l.subs, newSubscriber(m, log, func(payload string) bool { return payload != l.id }))
+		l.subs = append(l.subs, newSubscriber(m, d.Logger, func(payload string) bool { return !strings.HasPrefix(payload, l.id+":") }))
 	}
 	l.queue = newHandoff(l.listen, retryOr(d, time.Millisecond, 10*time.Millisecond))
 	l.queue.localRing = true
@@ -104,9 +93,23 @@ func (l *redlockLocker) listen(key string, ring func()) (<-chan struct{}, func()
 	var once sync.Once
 	var wg sync.WaitGroup
 	handles := make([]waitHandle, len(l.subs))
+	// Every release is announced on every master, so a waiter subscribed on any one hears it; it
+	// rings once for each release, not once per master (a resubscription, payload "", always
+	// rings).
+	var mu sync.Mutex
+	var last string
+	heard := func(_, payload string) {
+		mu.Lock()
+		again := payload != "" && payload == last
+		last = payload
+		mu.Unlock()
+		if !again {
+			ring()
+		}
+	}
 	for i, s := range l.subs {
 		wg.Go(func() {
-			handles[i] = s.join(context.Background(), redlockChannel(key), ring)
+			handles[i] = s.listen(context.Background(), redlockChannel(key), false, heard)
 			select {
 			case <-handles[i].ready:
 				once.Do(func() { close(ready) })
@@ -136,12 +139,7 @@ func (l *redlockLocker) Close() error {
 	return errors.Join(errs...)
 }
 
-func (l *redlockLocker) Name() string { return l.name }
-
 func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
-	if l.nodes == 0 {
-		return nil, fmt.Errorf("%w: %s: redlock has no masters configured: %w", ErrNotObtained, key, ErrUnavailable)
-	}
 	ttl := leaseOrDefault(opts, l.lease)
 	// One Mutex per acquisition: it keeps the value and validity of this acquisition, so it is
 	// never shared (redsync's Mutex is not safe to reuse across holders).
@@ -322,26 +320,23 @@ func (l *redlockLocker) forget(le *redlockLease) {
 }
 
 // released tells the waiters that key was given back: this process's queue at once, other
-// processes through a PUBLISH on one master (their queues listen on every master, so one message
-// is enough and wakes each of them once; a master that does not take it passes the message to
-// the next). It runs in the background, each PUBLISH bounded by maxNodeTimeout, so a slow master
-// never delays a release; a waiter that misses the message retries after its poll delay.
+// processes through a PUBLISH on every master. A waiter is ready once its subscription on any
+// one master is confirmed (a master that is down must not hold it up), so one message on one
+// master would go unheard by a waiter whose subscription there was still on its way, and it
+// would sleep out the holder's TTL. The PUBLISHes run in the background, each bounded by
+// maxNodeTimeout, so a slow master never delays a release.
 func (l *redlockLocker) released(key string) {
 	l.queue.ring(key)
-	if len(l.masters) == 0 {
-		return
-	}
-	go func() {
-		for _, m := range l.masters {
+	payload := l.id + ":" + strconv.FormatUint(l.releases.Add(1), 10)
+	for _, m := range l.masters {
+		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), maxNodeTimeout)
-			err := m.Publish(ctx, redlockChannel(key), l.id).Err()
-			cancel()
-			if err == nil {
-				return
+			defer cancel()
+			if err := m.Publish(ctx, redlockChannel(key), payload).Err(); err != nil {
+				l.log.Debug("redlock: announce release", "key", key, "master", clientAddr(m), "err", err)
 			}
-			l.log.Debug("redlock: announce release", "key", key, "master", clientAddr(m), "err", err)
-		}
-	}()
+		}()
+	}
 }
 
 // maxNodeTimeout caps how long one attempt waits for a master. Redlock asks for a per-node
@@ -521,18 +516,22 @@ func (l *redlockLease) Lost() <-chan struct{} { return l.lost }
 // Renewals counts the successful extensions on a quorum of masters.
 func (l *redlockLease) Renewals() int64 { return l.wd.Renewals() }
 
-// Release deletes the lock on every master where it still carries this acquisition's value.
+// releaseAfter deletes the lock on every master where it still carries this acquisition's value.
 // It succeeds when a quorum did; when the lock had already expired or was taken by another
 // holder on some master it is ErrNotHeld, when the masters did not answer, ErrUnavailable.
-func (l *redlockLease) Release(ctx context.Context) error {
-	return l.gate.release(ctx, nil, l.key, func() {
+// The holder's pipeline p (nil: none) is executed first.
+func (l *redlockLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
+	return l.gate.release(ctx, p, l.key, func() {
 		l.stop()
 		l.l.forget(l)
-	}, func() error { return l.release(ctx) })
+	}, func() error {
+		execHeld(ctx, p)
+		return l.unlock(ctx)
+	})
 }
 
-// release sends the deletes (again, after the masters did not answer).
-func (l *redlockLease) release(ctx context.Context) error {
+// unlock sends the deletes (again, after the masters did not answer).
+func (l *redlockLease) unlock(ctx context.Context) error {
 	// The release returns as soon as a quorum has deleted (fail-fast), so a dead or slow master
 	// does not hold up the holder; the deletes still under way finish in the background within
 	// releaseTimeout (the context is not cancelled when Release returns), and where one does not

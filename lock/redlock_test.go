@@ -386,13 +386,3 @@ func TestRedlockWaitEndsWithContext(t *testing.T) {
 		t.Fatalf("cancelled acquire returned after %v", el)
 	}
 }
-
-func TestRedlockWithoutMasters(t *testing.T) {
-	l, err := newRedlock(settings{Lease: time.Second})
-	if err != nil {
-		t.Fatalf("newRedlock without masters must build (a caller may build every lock, also one it never uses): %v", err)
-	}
-	if _, err := l.Acquire(context.Background(), rlKey, Options{}); !errors.Is(err, ErrNotObtained) || !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("acquire without masters: %v, want ErrNotObtained and ErrUnavailable", err)
-	}
-}

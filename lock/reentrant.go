@@ -85,10 +85,9 @@ func newReentrantOn(name string, rdb redis.UniversalClient, d settings) *reentra
 	if id == "" {
 		id = uuid.NewString()
 	}
-	log := logOf(d)
-	l := &reentrantLocker{name: name, rdb: rdb, id: id, lease: d.Lease, log: log,
+	l := &reentrantLocker{name: name, rdb: rdb, id: id, lease: d.Lease, log: d.Logger,
 		entries: map[string]*renewal{}, holds: map[string]int{}}
-	l.sub, l.queue = newSubscribedQueue(rdb, log)
+	l.sub, l.queue = newSubscribedQueue(rdb, d.Logger)
 	return l
 }
 
@@ -102,17 +101,12 @@ func newReentrant(d settings) (locker, error) {
 	return l, nil
 }
 
-func (l *reentrantLocker) Name() string { return l.name }
-
 // Acquire takes the lock for opts.Owner (a fresh owner when there is none).
 func (l *reentrantLocker) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
 	return l.acquire(ctx, key, opts)
 }
 
 func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options) (*reentrantLease, error) {
-	if l.rdb == nil {
-		return nil, fmt.Errorf("lock: %s: %w: no Redis configured", l.name, ErrUnavailable)
-	}
 	owner := ownerOf(opts)
 	field := l.id + ":" + owner
 	lease := leaseOrDefault(opts, l.lease)
@@ -346,12 +340,9 @@ func (le *reentrantLease) Renewals() int64 {
 	return le.entry.wd.Renewals()
 }
 
-// Release gives back one hold. A release by someone who no longer holds the lock (its lease ran
+// releaseAfter gives back one hold. A release by someone who no longer holds the lock (its lease ran
 // out, or this lease was already released) is ErrNotHeld, as Redisson's
-// IllegalMonitorStateException.
-func (le *reentrantLease) Release(ctx context.Context) error { return le.releaseAfter(ctx, nil) }
-
-// releaseAfter is Release after the holder's pipeline p, when there is one (runScript).
+// IllegalMonitorStateException. It runs after the holder's pipeline p, when there is one (runScript).
 func (le *reentrantLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
 	return le.gate.release(ctx, p, le.key, func() {
 		le.l.unheld(le.key, le.field)

@@ -91,12 +91,16 @@ import "time"
 //     (the fair lock's waiter looks once its subscription is confirmed). lua and fenced go further:
 //     a waiter is queued in Redis (so a release may hand it the lock) only once its process's
 //     grant subscription is confirmed, and until then its head tries without queueing every
-//     unsubscribedPoll. All kinds. Checked by TestNominationOneReleaseOneAttempt (it counts the
-//     look after subscribing); not checked by a test of its own for the other kinds.
+//     unsubscribedPoll. redlock's head is subscribed once one master confirms (a master that is
+//     down must not hold it up), so every release is announced on every master, and the head
+//     counts one ring per release, not one per master. All kinds. Checked by
+//     TestNominationOneReleaseOneAttempt (it counts the look after subscribing); not checked by a
+//     test of its own for the other kinds.
 //  11. A subscription that breaks and comes back rings every head of the Locker (releases, and
 //     grants, published meanwhile went unheard, and a restarted Redis has lost its lines too), so
-//     they look again at once rather than at their next timer. All kinds.
-//     Checked by TestConformance/<kind>/14-restart.
+//     they look again at once rather than at their next timer (a pattern's listeners: fair's
+//     waiters of the key). All kinds, over classic and sharded pub/sub.
+//     Checked by TestConformance/<kind>/14-restart and TestShardedResubscription.
 //  12. Sharded pub/sub (WithShardedPubSub, or a Redis 7 cluster): a channel is subscribed with
 //     SSUBSCRIBE on the node that serves its slot; when the slot moves, the channel is subscribed
 //     again on its new owner and its listeners are rung once that is confirmed. The grant channel

@@ -1,0 +1,159 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/script"
+)
+
+var fencedRenew = redis.NewScript(script.FencedRenew)
+
+// valueLocker is NewLua and NewFenced in its default layout: the lock is a string holding its
+// holder's value, taken with SET NX PX and released by a compare-and-delete, so a holder never
+// deletes another's lock (the pattern of
+// https://redis.io/docs/latest/develop/use/patterns/distributed-locks/).
+//
+// NewFenced (fenced) adds two things. Every acquisition draws a fencing token from a counter kept
+// beside the lock, in the script that takes it, so tokens strictly increase across holders (a
+// lease alone cannot stop a holder paused past its expiry from writing afterwards; a store that
+// refuses a write older than the newest token it has seen can); and a watchdog renews the lease
+// every lease/3 while held, unless the lease is explicit. NewLua has neither: with business time
+// longer than the lease, two holders overlap, which is what motivates Redisson's watchdog.
+//
+// Waiters do not poll: in this process they wait behind each other in the key's queue
+// (handoff.go), and across processes in the line kept in Redis (line.go). The release hands the
+// lock to the first waiter in that line (it writes that waiter's value in, with a new token for
+// fenced) and tells only that waiter's process, so one release wakes one waiter wherever it is,
+// after at most a cohort of holders of the releasing process in a row; with nobody waiting it
+// deletes the lock. A lock whose holder died still passes on when it expires.
+type valueLocker struct {
+	rdb    redis.UniversalClient
+	lease  time.Duration
+	log    *slog.Logger
+	line   *waitLine
+	fenced bool
+}
+
+func newLua(d settings) (locker, error) {
+	return &valueLocker{rdb: d.Data, lease: d.Lease, log: d.Logger, line: newWaitLine(d.Data, d.Logger, false, d.InstanceID)}, nil
+}
+
+func newFenced(d settings) (locker, error) {
+	if d.RFencedLayout {
+		return newRFenced(d), nil
+	}
+	return &valueLocker{rdb: d.Data, lease: d.Lease, log: d.Logger, fenced: true,
+		line: newWaitLine(d.Data, d.Logger, true, d.InstanceID)}, nil
+}
+
+// Close ends the pub/sub connection of the waiters.
+func (l *valueLocker) Close() error { return l.line.close() }
+
+// fencedTokenKey is the token counter of a fenced lock key, "<key>:token". It must be in the key's
+// hash slot, so the acquire script stays in one: a key with a hash tag shares it; on a cluster, a
+// key without one gets its whole name as the counter's tag, "{<key>}:token" (the same slot; such
+// a key never worked on a cluster before, so no counter is renamed). It has no TTL: tokens must
+// keep increasing across holders.
+func fencedTokenKey(rdb redis.UniversalClient, key string) string {
+	if _, cluster := rdb.(*redis.ClusterClient); cluster && hashTag(key) == "" {
+		return "{" + key + "}:token"
+	}
+	return key + ":token"
+}
+
+// Acquire waits in line until the lock is this acquisition's or the wait runs out. An explicit
+// lease turns fenced's watchdog off, as Redisson's lock(lease) does.
+func (l *valueLocker) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
+	lease := leaseOrDefault(opts, l.lease)
+	value := l.line.newValue()
+	hold, err := l.line.acquire(ctx, key, value, lease, opts.Wait)
+	if err != nil {
+		return nil, err
+	}
+	le := &valueLease{key: key, value: value, l: l, leaseMs: max(lease.Milliseconds(), 1), lineHold: hold}
+	if l.fenced && !opts.ExplicitLease {
+		le.wd = startWatchdog(ctx, max(lease/3, time.Millisecond), func(ctx context.Context) (renewOutcome, error) {
+			return outcome(renewValue(ctx, l.rdb, key, value, le.leaseMs))
+		}, func(err error) {
+			l.log.Warn("fenced lock lost: renewal failed", "key", key, "token", hold.token, "err", err)
+		})
+	}
+	return le, nil
+}
+
+// valueLease is one held lock of a valueLocker.
+type valueLease struct {
+	key, value string
+	l          *valueLocker
+	leaseMs    int64
+	wd         *watchdog // nil without one (NewLua, an explicit lease)
+	// lineHold is the token (0 for NewLua), when the lock runs out and the push of a lock handed
+	// over with less than its lease (waiting.go rule 16).
+	*lineHold
+	gate releaseGate
+}
+
+func (l *valueLease) Key() string  { return l.key }
+func (l *valueLease) Token() int64 { return l.token }
+
+func (l *valueLease) Lost() <-chan struct{} { return l.wd.Lost() }
+
+// Renewals counts the watchdog's successful renewals.
+func (l *valueLease) Renewals() int64 { return l.wd.Renewals() }
+
+// releaseAfter stops the watchdog and, only while the key still holds our value, passes the
+// lock on to the first waiter (with a new token for fenced) or deletes it, after the holder's
+// pipeline p when there is one (runScript).
+func (l *valueLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
+	var ours bool
+	err := l.gate.release(ctx, p, l.key, func() {
+		l.wd.Stop()
+		if l.stop != nil {
+			l.stop()
+		}
+	}, func() (err error) {
+		ours, err = l.l.line.release(ctx, p, l.key, l.value)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !ours {
+		return fmt.Errorf("%w: %s had expired or passed to a newer holder%s", ErrNotHeld, l.key, l.tokenNote())
+	}
+	return nil
+}
+
+// refresh pushes the lock's expiry out by the lease, while the key still holds our value.
+func (l *valueLease) refresh(ctx context.Context) error {
+	if l.gate.state.Load() != gateHeld {
+		return fmt.Errorf("%w: %s%s: this lease was released", ErrNotHeld, l.key, l.tokenNote())
+	}
+	return renewValue(ctx, l.l.rdb, l.key, l.value, l.leaseMs)
+}
+
+// tokenNote names the lease's token in an error, when it has one.
+func (l *valueLease) tokenNote() string {
+	if l.token == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (token %d)", l.token)
+}
+
+// renewValue pushes a string lock's expiry out by leaseMs while it still holds value: ErrNotHeld
+// when it does not.
+func renewValue(ctx context.Context, rdb redis.Scripter, key, value string, leaseMs int64) error {
+	n, err := fencedRenew.Run(ctx, rdb, []string{key}, value, leaseMs).Int()
+	if err != nil {
+		return redisErr("renew "+key, err)
+	}
+	if n != 1 {
+		return fmt.Errorf("%w: %s had expired or passed to a newer holder", ErrNotHeld, key)
+	}
+	return nil
+}
