@@ -212,7 +212,7 @@ type fairWait struct {
 // of this process by its own channel, as a Redisson client publishes it) was confirmed by then.
 func (l *fairLocker) enter(key string, opts Options) *fairWait {
 	field := l.id + ":" + ownerOf(opts)
-	lease := leaseOrDefault(opts, l.lease)
+	lease := opts.Lease
 	wait := max(opts.Wait, 0)
 	fw := &fairWait{l: l, key: key, field: field, id: key + "\x00" + field,
 		pattern: globEscape(fairChannel(key, l.id+":")) + "*",

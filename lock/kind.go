@@ -12,6 +12,7 @@ import (
 
 // locker is what every lock implements; Locker wraps one.
 type locker interface {
+	// Acquire is Locker.Acquire's, with opts.Lease set (the Locker's default when it was 0).
 	Acquire(ctx context.Context, key string, opts Options) (heldLock, error)
 	Close() error
 }

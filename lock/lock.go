@@ -107,7 +107,10 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 	if l.closing.Err() != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotObtained, key, ErrClosed)
 	}
-	ttl := leaseOrDefault(opts, l.lease)
+	if opts.Lease == 0 {
+		opts.Lease = l.lease // the kinds are given the lease to use
+	}
+	ttl := opts.Lease
 	start := time.Now()
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -224,11 +224,3 @@ func logOf(d settings) *slog.Logger {
 	}
 	return d.Logger
 }
-
-// leaseOrDefault is the lease an acquisition asks for, or the mode's default.
-func leaseOrDefault(opts Options, def time.Duration) time.Duration {
-	if opts.Lease > 0 {
-		return opts.Lease
-	}
-	return def
-}

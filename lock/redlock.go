@@ -47,7 +47,6 @@ type redlockLocker struct {
 	masters []redis.UniversalClient
 	nodes   int
 	quorum  int
-	lease   time.Duration
 	drift   float64
 	log     *slog.Logger
 	// fence: every acquisition draws a fencing token from the masters (redlock_fence.go).
@@ -75,7 +74,7 @@ func newRedlock(d settings) (locker, error) {
 	}
 	l := &redlockLocker{
 		rs: redsync.New(pools...), masters: d.Masters, nodes: len(pools), quorum: len(pools)/2 + 1,
-		lease: d.Lease, drift: d.DriftFactor, log: d.Logger, id: uuid.NewString(), local: map[string]map[*redlockLease]struct{}{},
+		drift: d.DriftFactor, log: d.Logger, id: uuid.NewString(), local: map[string]map[*redlockLease]struct{}{},
 		fence: d.Fencing, instance: d.InstanceID,
 	}
 	for _, m := range d.Masters {
@@ -140,7 +139,7 @@ func (l *redlockLocker) Close() error {
 }
 
 func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
-	ttl := leaseOrDefault(opts, l.lease)
+	ttl := opts.Lease
 	// One Mutex per acquisition: it keeps the value and validity of this acquisition, so it is
 	// never shared (redsync's Mutex is not safe to reuse across holders).
 	var value string // the last attempt's

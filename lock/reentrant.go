@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -35,7 +34,6 @@ type reentrantLocker struct {
 	name  string
 	rdb   redis.UniversalClient
 	id    string
-	lease time.Duration
 	log   *slog.Logger
 	sub   *subscriber
 	queue *handoff
@@ -57,27 +55,6 @@ type reentrantLocker struct {
 type renewal struct {
 	wd    *watchdog
 	holds int // guarded by reentrantLocker.mu
-	// lastOK is when the last successful renewal (or the acquisition) was sent, in UnixNano:
-	// the lock is surely ours until lastOK + lease.
-	lastOK atomic.Int64
-	// ctx ends when the renewal is stopped, so a renewal being retried never delays a release.
-	ctx    context.Context
-	cancel context.CancelFunc
-}
-
-// stop ends the renewal and waits for its goroutine.
-func (e *renewal) stop() {
-	e.cancel()
-	e.wd.Stop()
-}
-
-func (e *renewal) dead() bool {
-	select {
-	case <-e.wd.Lost():
-		return true
-	default:
-		return false
-	}
 }
 
 func newReentrantOn(name string, rdb redis.UniversalClient, d settings) *reentrantLocker {
@@ -85,7 +62,7 @@ func newReentrantOn(name string, rdb redis.UniversalClient, d settings) *reentra
 	if id == "" {
 		id = uuid.NewString()
 	}
-	l := &reentrantLocker{name: name, rdb: rdb, id: id, lease: d.Lease, log: d.Logger,
+	l := &reentrantLocker{name: name, rdb: rdb, id: id, log: d.Logger,
 		entries: map[string]*renewal{}, holds: map[string]int{}}
 	l.sub, l.queue = newSubscribedQueue(rdb, d.Logger)
 	return l
@@ -109,17 +86,14 @@ func (l *reentrantLocker) Acquire(ctx context.Context, key string, opts Options)
 func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options) (*reentrantLease, error) {
 	owner := ownerOf(opts)
 	field := l.id + ":" + owner
-	lease := leaseOrDefault(opts, l.lease)
+	lease := opts.Lease
 	leaseMs := max(lease.Milliseconds(), 1)
 	watch := !opts.ExplicitLease
 
 	// A re-entry by an owner that holds the lock here already goes straight to Redis. Otherwise
 	// wait in this process's queue for the key; the head subscribes to the unlock channel before
 	// it tries again, as Redisson does, so a release after its failed try is sure to wake it.
-	var (
-		sent  time.Time
-		token int64
-	)
+	var token int64
 	deadline := time.Now().Add(opts.Wait)
 	// An unanswered re-entry may or may not have counted a hold in Redis: it is not given back
 	// (orphan.go), as that could end the owner's other hold.
@@ -131,7 +105,6 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 		queueUntil = deadline
 	}
 	err := l.queue.obtain(ctx, key, "", opts.Wait, lease, reentry, func(ctx context.Context) (bool, time.Duration, error) {
-		sent = time.Now()
 		held, ttl, tok, err := l.try(ctx, key, field, leaseMs, queueUntil)
 		token = tok
 		if !reentry {
@@ -148,7 +121,7 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 		}
 		return nil, err
 	}
-	le := l.held(ctx, key, field, lease, watch, sent)
+	le := l.held(ctx, key, field, lease, watch)
 	le.token = token
 	return le, nil
 }
@@ -231,7 +204,7 @@ func holderTTL(pttlMs int64) time.Duration {
 
 // held builds the lease of a successful acquisition and, in watchdog mode, joins or starts the
 // owner's renewal of this lock. The renewal carries ctx's values (not its cancellation).
-func (l *reentrantLocker) held(ctx context.Context, key, field string, lease time.Duration, watch bool, acquired time.Time) *reentrantLease {
+func (l *reentrantLocker) held(ctx context.Context, key, field string, lease time.Duration, watch bool) *reentrantLease {
 	le := &reentrantLease{l: l, key: key, field: field, leaseMs: max(lease.Milliseconds(), 1)}
 	id := key + "\x00" + field
 	l.mu.Lock()
@@ -241,37 +214,19 @@ func (l *reentrantLocker) held(ctx context.Context, key, field string, lease tim
 		return le
 	}
 	e := l.entries[id]
-	if e == nil || e.dead() {
+	if e == nil || isDone(e.wd.Lost()) {
 		e = &renewal{}
-		e.ctx, e.cancel = context.WithCancel(context.WithoutCancel(ctx))
-		e.lastOK.Store(acquired.UnixNano())
-		interval := max(lease/3, time.Millisecond)
-		renew := func(context.Context) (renewOutcome, error) {
-			return l.renew(e, key, field, le.leaseMs, interval)
-		}
-		onFail := func(err error) {
+		e.wd = startWatchdog(ctx, max(lease/3, time.Millisecond), func(ctx context.Context) (renewOutcome, error) {
+			return outcome(renewHash(ctx, l.rdb, key, field, le.leaseMs))
+		}, func(err error) {
 			l.log.Warn("watchdog: lock lost", "lock", l.name, "key", key, "field", field, "err", err)
 			l.forget(id, e)
-		}
-		e.wd = startWatchdog(e.ctx, interval, renew, onFail)
+		})
 		l.entries[id] = e
 	}
 	e.holds++
 	le.entry = e
 	return le
-}
-
-// renew is one watchdog round: the renew script once. The watchdog retries a transient failure
-// (watchdog.go); a release (or the Locker closing) that stopped the renewal while the round was
-// under way is not a loss.
-func (l *reentrantLocker) renew(e *renewal, key, field string, leaseMs int64, interval time.Duration) (renewOutcome, error) {
-	ctx, cancel := context.WithTimeout(e.ctx, interval)
-	defer cancel()
-	err := renewHash(ctx, l.rdb, key, field, leaseMs)
-	if err != nil && e.ctx.Err() != nil {
-		return renewStopped, nil
-	}
-	return outcome(err)
 }
 
 // forget drops a lost renewal entry from the map if it is still the current one, with the
@@ -298,7 +253,7 @@ func (l *reentrantLocker) unhold(id string, e *renewal) {
 	}
 	l.mu.Unlock()
 	if last {
-		e.stop()
+		e.wd.Stop()
 	}
 }
 

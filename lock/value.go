@@ -33,21 +33,20 @@ var fencedRenew = redis.NewScript(script.FencedRenew)
 // deletes the lock. A lock whose holder died still passes on when it expires.
 type valueLocker struct {
 	rdb    redis.UniversalClient
-	lease  time.Duration
 	log    *slog.Logger
 	line   *waitLine
 	fenced bool
 }
 
 func newLua(d settings) (locker, error) {
-	return &valueLocker{rdb: d.Data, lease: d.Lease, log: d.Logger, line: newWaitLine(d.Data, d.Logger, false, d.InstanceID)}, nil
+	return &valueLocker{rdb: d.Data, log: d.Logger, line: newWaitLine(d.Data, d.Logger, false, d.InstanceID)}, nil
 }
 
 func newFenced(d settings) (locker, error) {
 	if d.RFencedLayout {
 		return newRFenced(d), nil
 	}
-	return &valueLocker{rdb: d.Data, lease: d.Lease, log: d.Logger, fenced: true,
+	return &valueLocker{rdb: d.Data, log: d.Logger, fenced: true,
 		line: newWaitLine(d.Data, d.Logger, true, d.InstanceID)}, nil
 }
 
@@ -69,7 +68,7 @@ func fencedTokenKey(rdb redis.UniversalClient, key string) string {
 // Acquire waits in line until the lock is this acquisition's or the wait runs out. An explicit
 // lease turns fenced's watchdog off, as Redisson's lock(lease) does.
 func (l *valueLocker) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
-	lease := leaseOrDefault(opts, l.lease)
+	lease := opts.Lease
 	value := l.line.newValue()
 	hold, err := l.line.acquire(ctx, key, value, lease, opts.Wait)
 	if err != nil {
