@@ -57,6 +57,61 @@ func (e *expiry) stop() {
 	e.timer.Stop()
 }
 
+// tenure is how long a new holder's lock lives by our clock: the TTL it was taken or handed over
+// with (less than the lease when handed over short, waiting.go rule 16), until a moment counted
+// from no later than when that TTL was set; and, for a lease without a watchdog, the push of a
+// lock handed over short out to its lease (a watchdog's first round is that push). Lease.Lost
+// follows it (expiresAter, expiryMover).
+type tenure struct {
+	ttl   time.Duration
+	until time.Time
+	push  *time.Timer // nil: nothing to push
+
+	mu    sync.Mutex
+	moved func(time.Time) // told the new expiry a push sets
+}
+
+func (h *tenure) expiresAt() time.Time { return h.until }
+
+func (h *tenure) onExtend(f func(time.Time)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.moved = f
+}
+
+// pushLater pushes the lock out to lease a third of the way into its TTL, by push, when that is
+// shorter than the lease: a live holder keeps the lease it asked for. Not at once: most holds end
+// long before, and their release (stopPush) makes the push needless. A push that fails is given
+// to onFail, and Lost then closes at the end of the TTL.
+func (h *tenure) pushLater(ctx context.Context, lease time.Duration, push func(context.Context) error, onFail func(error)) {
+	if h.ttl >= lease {
+		return
+	}
+	base := context.WithoutCancel(ctx)
+	h.push = time.AfterFunc(h.ttl/3, func() {
+		sent := time.Now()
+		ctx, cancel := context.WithTimeout(base, releaseTimeout)
+		defer cancel()
+		if err := push(ctx); err != nil {
+			onFail(err)
+			return
+		}
+		h.mu.Lock()
+		moved := h.moved
+		h.mu.Unlock()
+		if moved != nil {
+			moved(sent.Add(lease))
+		}
+	})
+}
+
+// stopPush stops the push, if any (the lock is being released).
+func (h *tenure) stopPush() {
+	if h != nil && h.push != nil {
+		h.push.Stop()
+	}
+}
+
 // expiresAter is implemented by the leases that know when their lock runs out by our clock:
 // its TTL counted from when the command that took it (or the release that handed it over) was
 // sent.
@@ -87,6 +142,14 @@ func markAttempt(ctx context.Context) {
 	if c, ok := ctx.Value(attemptKey{}).(*attemptClock); ok {
 		c.last.Store(time.Now().UnixNano())
 	}
+}
+
+// attemptSent is when ctx's acquisition last sent an attempt, or def when none was recorded.
+func attemptSent(ctx context.Context, def time.Time) time.Time {
+	if c, ok := ctx.Value(attemptKey{}).(*attemptClock); ok {
+		return c.since(def)
+	}
+	return def
 }
 
 // since is when the last attempt was sent, or def when none was recorded.

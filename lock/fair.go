@@ -180,7 +180,7 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 		return fw.fail(ctx, err)
 	case held:
 		fw.leave(true)
-		return l.held(ctx, key, fw.field, fw.lease, fw.leaseMs, fw.waitMs, !opts.ExplicitLease), nil
+		return l.held(ctx, key, fw.field, fw.lease, fw.leaseMs, fw.waitMs, !opts.ExplicitLease, nil), nil
 	case fw.wait == 0:
 		return fw.fail(ctx, notObtained(ctx, key))
 	}
@@ -343,26 +343,18 @@ func (fw *fairWait) waitTurn(ctx context.Context, h waitHandle, due time.Duratio
 func (fw *fairWait) take(ctx context.Context, opts Options) (heldLock, error) {
 	l, key := fw.l, fw.key
 	granted := fw.leave(true)
-	var stopPush func()
+	ten := &tenure{ttl: fw.lease}
 	if granted && fw.w.short.Load() && fw.w.grantTTL < fw.lease {
-		// A holder still holding a third of the way in pushes it out to its lease (a dead one
-		// would have held the line for its wait at most).
-		base := context.WithoutCancel(ctx)
-		t := time.AfterFunc(fw.w.grantTTL/3, func() {
-			cctx, cancel := context.WithTimeout(base, releaseTimeout)
-			defer cancel()
-			if err := reentrantRenew.Run(cctx, l.rdb, []string{key}, fw.leaseMs, fw.field).Err(); err != nil {
-				l.log.Warn("fair lock: push a handed-over lock out to its lease", "key", key, "err", err)
-			}
-		})
-		stopPush = func() { t.Stop() }
+		// A release elsewhere handed it over: it lives the grant TTL (the waiter's last attempt
+		// was sent before that release).
+		ten.ttl = fw.w.grantTTL
 	} else if granted && !fw.w.short.Load() && fw.leaseMs != l.lease.Milliseconds() {
 		if err := l.rdb.PExpire(context.WithoutCancel(ctx), key, fw.lease).Err(); err != nil {
 			return fw.fail(ctx, redisErr("fair acquire "+key, err))
 		}
 	}
-	le := l.held(ctx, key, fw.field, fw.lease, fw.leaseMs, fw.waitMs, !opts.ExplicitLease)
-	le.stopPush = stopPush
+	ten.until = attemptSent(ctx, time.Now()).Add(ten.ttl)
+	le := l.held(ctx, key, fw.field, fw.lease, fw.leaseMs, fw.waitMs, !opts.ExplicitLease, ten)
 	return le, nil
 }
 
@@ -576,14 +568,22 @@ func (l *fairLocker) cancel(ctx context.Context, key, field string, waitMs int64
 }
 
 // held builds the lease and, unless the lease is explicit, its watchdog (renewing every lease/3
-// with the acquisition's context values).
-func (l *fairLocker) held(ctx context.Context, key, field string, lease time.Duration, leaseMs, waitMs int64, watch bool) *fairLease {
-	le := &fairLease{l: l, key: key, field: field, leaseMs: leaseMs, waitMs: waitMs}
+// with the acquisition's context values); without one, a lock handed over short is pushed out to
+// its lease (ten: the lock's tenure; nil: its lease, from the last attempt).
+func (l *fairLocker) held(ctx context.Context, key, field string, lease time.Duration, leaseMs, waitMs int64, watch bool, ten *tenure) *fairLease {
+	le := &fairLease{l: l, key: key, field: field, leaseMs: leaseMs, waitMs: waitMs, tenure: ten}
+	if ten == nil {
+		le.tenure = &tenure{ttl: lease} // until: Lease's own clock
+	}
+	renew := func(ctx context.Context) error { return renewHash(ctx, l.rdb, key, field, leaseMs) }
 	if !watch {
+		le.pushLater(ctx, lease, renew, func(err error) {
+			l.log.Warn("fair lock: push a handed-over lock out to its lease", "key", key, "err", err)
+		})
 		return le
 	}
-	le.wd = startWatchdog(ctx, max(lease/3, time.Millisecond), func(ctx context.Context) (renewOutcome, error) {
-		return outcome(renewHash(ctx, l.rdb, key, field, leaseMs))
+	le.wd = startWatchdog(ctx, lease, le.ttl, func(ctx context.Context) (renewOutcome, error) {
+		return outcome(renew(ctx))
 	}, func(err error) {
 		l.log.Warn("fair lock lost: renewal failed", "key", key, "field", field, "err", err)
 	})
@@ -629,9 +629,10 @@ type fairLease struct {
 	leaseMs int64
 	waitMs  int64     // the holder's wait: the thread wait a handover moves the queue's deadlines by
 	wd      *watchdog // nil with an explicit lease
-	// stopPush stops the push of a lock handed over from another process out to its lease.
-	stopPush func()
-	gate     releaseGate
+	// tenure is the TTL the lock was taken with and the push of a lock handed over from
+	// another process out to its lease.
+	*tenure
+	gate releaseGate
 }
 
 func (le *fairLease) Key() string   { return le.key }
@@ -649,9 +650,7 @@ func (le *fairLease) Renewals() int64 { return le.wd.Renewals() }
 func (le *fairLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
 	return le.gate.release(ctx, p, le.key, func() {
 		le.wd.Stop()
-		if le.stopPush != nil {
-			le.stopPush()
-		}
+		le.stopPush()
 		le.l.mu.Lock()
 		id := le.key + "\x00" + le.field
 		if le.l.holds[id]--; le.l.holds[id] <= 0 {

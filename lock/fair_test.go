@@ -514,3 +514,96 @@ func TestFairQueueOutlivesItsWaitersByLittle(t *testing.T) {
 	le, _ := releaseFor(t, h, got)
 	_ = le.Release(t.Context())
 }
+
+// TestFairHandedOverLeasePushed (waiting.go rule 16): a lock a release in another process hands
+// over lives the waiter's grant TTL at first. A live holder pushes it out to its lease a third of
+// the way in (watched: its watchdog's first round; explicit: a push of its own); one that cannot
+// (crashed) closes Lost within the grant TTL, watched or not, instead of a lease later.
+func TestFairHandedOverLeasePushed(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name            string
+		explicit, crash bool
+	}{{"watched", false, false}, {"explicit", true, false}, {"watched-crashed", false, true}, {"explicit-crashed", true, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := locktest.New(t)
+			rc := locktest.NewClient(t, srv)
+			const lease, wait = 20 * time.Second, 900 * time.Millisecond
+			a := fairLocker(t, locktest.NewClient(t, srv), "inst-a", lease)
+			b := fairLocker(t, locktest.NewClient(t, srv), "inst-b", lease)
+			key := "fair-push-" + c.name
+			// handOver has b wait behind a holder in a, and a release it: the lock it hands over,
+			// with b's holder.
+			handOver := func() (*lock.Lease, *locktest.Holder) {
+				holder, err := a.Acquire(t.Context(), key, lock.Options{Owner: "a"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, h := locktest.Attach(t.Context(), locktest.Plan{})
+				got := make(chan *lock.Lease, 1)
+				go func() {
+					le, err := b.Acquire(ctx, key, lock.Options{Owner: "b", Wait: wait, Lease: lease, ExplicitLease: c.explicit})
+					if err != nil {
+						t.Errorf("waiter: %v", err)
+					}
+					got <- le
+				}()
+				waitQueue(t, rc, key, 1)
+				if err := holder.Release(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				le := <-got
+				if le == nil {
+					t.FailNow()
+				}
+				return le, h
+			}
+			// The waiter may take the lock by an attempt of its own, racing the release (it then
+			// has its lease at once): try again until the release hands it over.
+			var le *lock.Lease
+			var h *locktest.Holder
+			for range 10 {
+				if le, h = handOver(); rc.PTTL(t.Context(), key).Val() <= wait {
+					break
+				}
+				t.Log("taken by the waiter's own attempt, not handed over: again")
+				if err := le.Release(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				le = nil
+			}
+			if le == nil {
+				t.Fatal("never handed over in 10 tries")
+			}
+			took := time.Now()
+			if c.crash {
+				h.Crash()
+			}
+			if c.crash {
+				select {
+				case <-le.Lost():
+					t.Logf("Lost closed %s after the crash", time.Since(took).Round(time.Millisecond))
+				case <-time.After(5 * time.Second):
+					t.Fatal("Lost still open 5 s after a crash left a lock handed over short unpushed")
+				}
+				return
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for rc.PTTL(t.Context(), key).Val() <= wait {
+				if time.Now().After(deadline) {
+					t.Fatalf("PTTL %v 5 s after the hand-over: never pushed out to the lease %v", rc.PTTL(t.Context(), key).Val(), lease)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			select {
+			case <-le.Lost():
+				t.Fatal("a lease pushed out to its lease was lost")
+			default:
+			}
+			if err := le.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -216,56 +216,19 @@ func (wl *waitLine) passOn(key, value string) {
 	}
 }
 
-// lineHold is what the line gives a new holder: its fencing token (0 for lua), when its lock runs
-// out by our clock, and the push of a lock handed over with less than its lease (waiting.go
-// rule 16).
-type lineHold struct {
-	token int64
-	until time.Time
-	// stop stops the push (nil: nothing to push).
-	stop func()
-
-	mu sync.Mutex
-	// moved is told the new expiry each push sets (Lease.Lost follows it).
-	moved func(time.Time)
-}
-
-func (h *lineHold) expiresAt() time.Time { return h.until }
-
-func (h *lineHold) onExtend(f func(time.Time)) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.moved = f
-}
-
-// acquire waits until value holds key's lock, the wait runs out (ErrNotObtained) or ctx ends.
-func (wl *waitLine) acquire(ctx context.Context, key, value string, lease, wait time.Duration) (*lineHold, error) {
+// acquire waits until value holds key's lock, the wait runs out (ErrNotObtained) or ctx ends. It
+// returns the lock's fencing token (0 for lua) and its tenure: the TTL it has (less than the lease
+// when handed over short) from when it was taken or handed over.
+func (wl *waitLine) acquire(ctx context.Context, key, value string, lease, wait time.Duration) (int64, *tenure, error) {
 	win, err := wl.wait(ctx, key, value, lease, wait)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
-	h := &lineHold{token: win.token, until: win.since.Add(lease)}
-	grantTTL := win.grantTTL
-	if !win.short || grantTTL >= lease {
-		return h, nil
+	ttl := lease
+	if win.short && win.grantTTL < lease {
+		ttl = win.grantTTL
 	}
-	h.until = win.since.Add(grantTTL)
-	// waiting.go rule 16: a live holder keeps the lease it asked for. Not at once: most holds end
-	// long before, and their release makes the push needless.
-	base := context.WithoutCancel(ctx)
-	t := time.AfterFunc(grantTTL/3, func() {
-		sent := time.Now()
-		if wl.extend(base, key, value, lease) {
-			h.mu.Lock()
-			moved := h.moved
-			h.mu.Unlock()
-			if moved != nil {
-				moved(sent.Add(lease))
-			}
-		}
-	})
-	h.stop = func() { t.Stop() }
-	return h, nil
+	return win.token, &tenure{ttl: ttl, until: win.since.Add(ttl)}, nil
 }
 
 // lineWin is how a waiter got the lock: its token, whether it came handed over with its grant
@@ -505,18 +468,6 @@ func (wl *waitLine) nextWaiter(key, value string) (*lineWaiter, string) {
 		return w, "1"
 	}
 	return w, "0"
-}
-
-// extend pushes a lock handed over with less than its lease out to the lease, while it is still
-// value's (waiting.go rule 16).
-func (wl *waitLine) extend(ctx context.Context, key, value string, lease time.Duration) bool {
-	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
-	defer cancel()
-	n, err := fencedRenew.Run(ctx, wl.rdb, []string{key}, value, max(lease.Milliseconds(), 1)).Int()
-	if err != nil {
-		wl.log.Warn("lock line: extend a lock handed over to its lease", "key", key, "err", err)
-	}
-	return err == nil && n == 1
 }
 
 // close ends the grant subscription. Waiters still waiting fall back to their timers.

@@ -250,19 +250,26 @@ func chainHandovers(t *testing.T, srv *redisClientSet, holder *Lease, leases <-c
 // lease.
 func TestLineHandedOverLockGetsItsLease(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{"lua", "fenced"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, c := range []struct {
+		mode     string
+		explicit bool
+	}{{"lua", true}, {"fenced", true}, {"fenced", false}} {
+		name := c.mode
+		if !c.explicit {
+			name += "-watched" // pushed by its watchdog's first round
+		}
+		t.Run(name, func(t *testing.T) {
 			srv := newClientSet(t)
 			const lease, wait = 20 * time.Second, 900 * time.Millisecond
-			ls := lineLockers(t, srv, mode, 2, lease)
-			key := "{line}:lock:push:" + mode
+			ls := lineLockers(t, srv, c.mode, 2, lease)
+			key := "{line}:lock:push:" + name
 			holder, err := ls[0].Acquire(t.Context(), key, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := make(chan *Lease, 1)
 			go func() {
-				le, err := ls[1].Acquire(t.Context(), key, Options{Wait: wait, ExplicitLease: true, Lease: lease})
+				le, err := ls[1].Acquire(t.Context(), key, Options{Wait: wait, ExplicitLease: c.explicit, Lease: lease})
 				if err != nil {
 					t.Errorf("waiter: %v", err)
 				}
@@ -287,6 +294,51 @@ func TestLineHandedOverLockGetsItsLease(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestLineHandedOverWatchedLeaseLost: a watched lease of a lock handed over short learns within
+// the grant TTL that it could not push the lock out to its lease (its holder crashed): the push is
+// its watchdog's first round, a third of the way into the grant TTL, and Lost closes once the lock
+// may be gone, not after a round at lease/3 and its retries (about 18 s here).
+func TestLineHandedOverWatchedLeaseLost(t *testing.T) {
+	t.Parallel()
+	srv := newClientSet(t)
+	const lease, wait = 20 * time.Second, 900 * time.Millisecond
+	ls := lineLockers(t, srv, "fenced", 2, lease)
+	locktest.Install(srv.all[2]) // the waiter's client
+	key := "{line}:lock:watched-push"
+	holder, err := ls[0].Acquire(t.Context(), key, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, h := locktest.Attach(t.Context(), locktest.Plan{})
+	got := make(chan *Lease, 1)
+	go func() {
+		le, err := ls[1].Acquire(ctx, key, Options{Wait: wait})
+		if err != nil {
+			t.Errorf("waiter: %v", err)
+		}
+		got <- le
+	}()
+	waitQueued(t, srv.all[0], key, 1)
+	if err := holder.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	le := <-got
+	if le == nil {
+		t.FailNow()
+	}
+	h.Crash()
+	crashed := time.Now()
+	if d, err := srv.all[0].PTTL(t.Context(), key).Result(); err != nil || d > wait {
+		t.Fatalf("handed over with PTTL %v (%v), want at most the waiter's wait %v", d, err, wait)
+	}
+	select {
+	case <-le.Lost():
+		t.Logf("Lost closed %s after the crash (grant TTL at most %s)", time.Since(crashed).Round(time.Millisecond), wait)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Lost still open 5 s after a crash left a lock handed over short unpushed")
 	}
 }
 

@@ -71,8 +71,8 @@ func (m *multiLocker) Acquire(ctx context.Context, key string, opts Options) (he
 			}
 			return nil, fmt.Errorf("%w: %s: %w", ErrNotObtained, key, failed)
 		}
-		// A master is unavailable: try the whole set again after a short random pause, as
-		// Redisson's MultiLock retries until its wait runs out.
+		// A master answered with an error (OOM, too many clients, say): try the whole set
+		// again after a short random pause (WithRetryDelay), until the wait runs out.
 		if !sleep(ctx, min(m.retry(), left)) {
 			return nil, fmt.Errorf("%w: %s: %w", ErrNotObtained, key, errors.Join(failed, ctx.Err()))
 		}

@@ -52,44 +52,32 @@ func construct(k kindSpec, d settings, opts []Option) (*Locker, error) {
 		closing: closing, close: closeFn}, nil
 }
 
-// apply sets the defaults, the one place they are applied, then opts over them: an option the
-// kind does not honour is an error, unless it was given as Option.Optional (then it is left
-// out).
+// apply sets the defaults, the one place they are applied, then the options given over them: an
+// option the kind does not honour is an error, unless it was given as Option.Optional (then it is
+// left out).
 func apply(k kindSpec, base settings, opts []Option) (settings, error) {
 	base.Lease = defaultLease
 	base.DriftFactor = defaultDriftFactor
-	d := base
+	var given settings
 	for _, o := range opts {
 		if o != nil {
-			o(&d)
+			o(&given)
 		}
 	}
-	honoured := append(slices.Clone(common), k.options(d)...)
-	leaveOut := false
-	for _, g := range d.given {
+	// What a kind honours depends only on options it always honours (NewFenced's layout), so
+	// every option given, set once, tells it.
+	probe := base
+	for _, g := range given.given {
+		g.set(&probe)
+	}
+	honoured := append(slices.Clone(common), k.options(probe)...)
+	d := base
+	for _, g := range given.given {
 		switch {
 		case slices.Contains(honoured, g.name):
-		case g.optional:
-			leaveOut = true
-		default:
+			g.set(&d)
+		case !g.optional:
 			return d, fmt.Errorf("lock: %s: option %s does not apply to New%s (it honours %s)", k.name, g.name, constructorOf(k.name), strings.Join(honoured, ", "))
-		}
-	}
-	if leaveOut {
-		// Apply again, without the optional options the kind does not honour. What a kind
-		// honours depends only on options it always honours (NewFenced's layout), so honoured
-		// stays as it was.
-		d = base
-		for _, o := range opts {
-			if o == nil {
-				continue
-			}
-			probe := settings{}
-			o(&probe)
-			if g := probe.given; len(g) == 1 && g[0].optional && !slices.Contains(honoured, g[0].name) {
-				continue
-			}
-			o(&d)
 		}
 	}
 	if d.WaitReplicas > 0 && d.WaitReplicasTimeout == 0 {
@@ -100,15 +88,7 @@ func apply(k kindSpec, base settings, opts []Option) (settings, error) {
 }
 
 // constructorOf is the constructor's name after New for a kind's name.
-func constructorOf(name string) string {
-	switch name {
-	case "lua":
-		return "Lua"
-	case "multilock":
-		return "Multilock"
-	}
-	return strings.ToUpper(name[:1]) + name[1:]
-}
+func constructorOf(name string) string { return strings.ToUpper(name[:1]) + name[1:] }
 
 // isNil reports whether c is no client at all: nil, or a nil pointer in the interface.
 func isNil(c redis.UniversalClient) bool {
@@ -121,8 +101,8 @@ func isNil(c redis.UniversalClient) bool {
 
 // NewLua returns a lock on one Redis: SET NX PX with a random value, released by a Lua
 // compare-and-delete, so a holder never deletes another's lock. It has no watchdog: a holder
-// that outlives its lease loses the lock (and Lost is never closed), so keep the critical
-// section well under the lease. Waiters in this process wait in line and are woken by the
+// that outlives its lease loses the lock (Lost closes when the lease runs out by this process's
+// clock), so keep the critical section well under the lease or call Lease.Refresh. Waiters in this process wait in line and are woken by the
 // release; those in other processes by its PUBLISH.
 func NewLua(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
 	return construct(kindSpec{name: "lua", options: none, newMode: newLua}, settings{Data: rdb}, opts)

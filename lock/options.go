@@ -52,21 +52,24 @@ type settings struct {
 	// RFencedLayout keeps NewFenced's lock in Redisson RFencedLock's layout
 	// (WithRFencedLockLayout; rfenced.go).
 	RFencedLayout bool
-	// given names the options applied, in order, so a constructor can refuse one it ignores.
+	// given are the options given, in order: apply sets those the kind honours.
 	given []givenOption
-	// optional is set while an Option made by Option.Optional is applied.
+	// optional is set while an Option made by Option.Optional is given.
 	optional bool
 }
 
-// givenOption is one option applied: its name and whether it was given as Option.Optional.
+// givenOption is one option given: its name, whether it was given as Option.Optional, and what
+// it sets.
 type givenOption struct {
 	name     string
 	optional bool
+	set      func(*settings)
 }
 
-// mark records that the option called name was given.
-func (o *settings) mark(name string) {
-	o.given = append(o.given, givenOption{name: name, optional: o.optional})
+// option is the Option called name: giving it records set, for apply to run if the kind honours
+// it.
+func option(name string, set func(*settings)) Option {
+	return func(o *settings) { o.given = append(o.given, givenOption{name: name, optional: o.optional, set: set}) }
 }
 
 // Optional returns o for a constructor to take when it honours it and to leave out when it does
@@ -99,11 +102,11 @@ var common = []string{"WithLease", "WithLogger", "WithInstanceID"}
 
 // WithLease sets the default lease, used when an acquisition does not give its own
 // (Options.Lease). Default 30 s (Redisson's lockWatchdogTimeout). In the modes with a watchdog
-// (reentrant, multilock, redlock, fenced) it is also the watchdog timeout: a held lock is
+// (reentrant, fair, multilock, redlock, fenced) it is also the watchdog timeout: a held lock is
 // renewed every lease/3 until it is released, and a holder that dies leaves it to expire one
 // lease later.
 func WithLease(d time.Duration) Option {
-	return func(o *settings) { o.Lease = d; o.mark("WithLease") }
+	return option("WithLease", func(o *settings) { o.Lease = d })
 }
 
 // WithInstanceID names this process in what its locks write to Redis, like the UUID of a
@@ -112,19 +115,19 @@ func WithLease(d time.Duration) Option {
 // with it (followed by a random part, so two Lockers given one id still never share a value).
 // Give every process its own. Default: a random UUID for each Locker.
 func WithInstanceID(id string) Option {
-	return func(o *settings) { o.InstanceID = id; o.mark("WithInstanceID") }
+	return option("WithInstanceID", func(o *settings) { o.InstanceID = id })
 }
 
 // WithLogger receives the lock's own troubles (lost subscriptions, failed renewals). Default:
 // discarded.
 func WithLogger(l *slog.Logger) Option {
-	return func(o *settings) { o.Logger = l; o.mark("WithLogger") }
+	return option("WithLogger", func(o *settings) { o.Logger = l })
 }
 
 // WithDriftFactor sets redlock's clock-drift allowance as a fraction of the lease. Default
 // 0.01. The other constructors refuse it.
 func WithDriftFactor(f float64) Option {
-	return func(o *settings) { o.DriftFactor = f; o.mark("WithDriftFactor") }
+	return option("WithDriftFactor", func(o *settings) { o.DriftFactor = f })
 }
 
 // WithFencingTokens makes NewRedlock's leases carry a fencing token (Lease.Token): a counter
@@ -135,15 +138,16 @@ func WithDriftFactor(f float64) Option {
 // acquisition, and it does not survive a master that restarts without its data. The other
 // constructors refuse it (NewFenced has its own token).
 func WithFencingTokens() Option {
-	return func(o *settings) { o.Fencing = true; o.mark("WithFencingTokens") }
+	return option("WithFencingTokens", func(o *settings) { o.Fencing = true })
 }
 
 // WithRetryDelay sets the random pause between two attempts where no release will wake the
-// waiter: a master that did not answer (multilock; default 50–150 ms) or a split vote among the
-// masters (redlock; default 1–10 ms). Waiters for a lock that is held do not poll: a release wakes
+// waiter: a master that answered with an error, such as OOM or too many clients (multilock;
+// default 50–150 ms; a master that does not answer, or is loading or down, fails the acquisition
+// at once with ErrUnavailable), or a split vote among the masters (redlock; default 1–10 ms). Waiters for a lock that is held do not poll: a release wakes
 // them (a redlock waiter also sleeps until a quorum of the holder's keys would expire). The other constructors refuse it.
 func WithRetryDelay(lo, hi time.Duration) Option {
-	return func(o *settings) { o.RetryMin, o.RetryMax = lo, hi; o.mark("WithRetryDelay") }
+	return option("WithRetryDelay", func(o *settings) { o.RetryMin, o.RetryMax = lo, hi })
 }
 
 // retryOr is the retry delay of d, or lo..hi where none was set.
@@ -159,7 +163,7 @@ func retryOr(d settings, lo, hi time.Duration) func() time.Duration {
 // acquisition with ErrNotReplicated, so a failover to a replica that never saw the lock cannot
 // hand it to a second holder. Default 0: no wait. The other constructors refuse it.
 func WithReplicas(n int, timeout time.Duration) Option {
-	return func(o *settings) { o.WaitReplicas, o.WaitReplicasTimeout = n, timeout; o.mark("WithReplicas") }
+	return option("WithReplicas", func(o *settings) { o.WaitReplicas, o.WaitReplicasTimeout = n, timeout })
 }
 
 // WithRFencedLockLayout makes NewFenced keep its lock in the layout of Redisson's RFencedLock,
@@ -177,7 +181,7 @@ func WithReplicas(n int, timeout time.Duration) Option {
 // sharing a lock must use the same layout: one of the other layout fails with a Redis error while
 // the lock is held (WRONGTYPE), never takes it. Default: off. The other constructors refuse it.
 func WithRFencedLockLayout() Option {
-	return func(o *settings) { o.RFencedLayout = true; o.mark("WithRFencedLockLayout") }
+	return option("WithRFencedLockLayout", func(o *settings) { o.RFencedLayout = true })
 }
 
 // WithShardedPubSub forces how NewReentrant, NewFair and NewFenced announce a release and wait
@@ -189,13 +193,12 @@ func WithRFencedLockLayout() Option {
 // waiters sleep out the other's holders. The other constructors refuse it, and so does NewFenced
 // in its default layout (they always use classic pub/sub).
 func WithShardedPubSub(on bool) Option {
-	return func(o *settings) {
-		o.mark("WithShardedPubSub")
+	return option("WithShardedPubSub", func(o *settings) {
 		o.Subscription = subClassic
 		if on {
 			o.Subscription = subSharded
 		}
-	}
+	})
 }
 
 // WithThreadWait sets NewFair's thread wait: how long a waiter may stay first in the queue
@@ -214,7 +217,7 @@ func WithShardedPubSub(on bool) Option {
 // chained deadline, not just until the last waiter's own wait ends. The other constructors
 // refuse it.
 func WithThreadWait(d time.Duration) Option {
-	return func(o *settings) { o.ThreadWait = d; o.mark("WithThreadWait") }
+	return option("WithThreadWait", func(o *settings) { o.ThreadWait = d })
 }
 
 // logOf is d's logger, or the default, one that discards (apply gives every Locker its result).

@@ -442,7 +442,7 @@ func newRedlockLease(ctx context.Context, rl *redlockLocker, m *redsync.Mutex, k
 	if renew {
 		// Extend at a third of the ttl, as Redisson's watchdog does: two more chances before the
 		// validity (ttl - elapsed - drift) runs out.
-		l.wd = startWatchdog(ctx, max(ttl/3, time.Millisecond), l.extend, func(err error) {
+		l.wd = startWatchdog(ctx, ttl, ttl, l.extend, func(err error) {
 			l.markLost(fmt.Errorf("%w: %w", errLost, err))
 		})
 	}

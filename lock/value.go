@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -70,16 +69,21 @@ func fencedTokenKey(rdb redis.UniversalClient, key string) string {
 func (l *valueLocker) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
 	lease := opts.Lease
 	value := l.line.newValue()
-	hold, err := l.line.acquire(ctx, key, value, lease, opts.Wait)
+	token, ten, err := l.line.acquire(ctx, key, value, lease, opts.Wait)
 	if err != nil {
 		return nil, err
 	}
-	le := &valueLease{key: key, value: value, l: l, leaseMs: max(lease.Milliseconds(), 1), lineHold: hold}
+	le := &valueLease{key: key, value: value, token: token, l: l, leaseMs: max(lease.Milliseconds(), 1), tenure: ten}
+	renew := func(ctx context.Context) error { return renewValue(ctx, l.rdb, key, value, le.leaseMs) }
 	if l.fenced && !opts.ExplicitLease {
-		le.wd = startWatchdog(ctx, max(lease/3, time.Millisecond), func(ctx context.Context) (renewOutcome, error) {
-			return outcome(renewValue(ctx, l.rdb, key, value, le.leaseMs))
+		le.wd = startWatchdog(ctx, lease, ten.ttl, func(ctx context.Context) (renewOutcome, error) {
+			return outcome(renew(ctx))
 		}, func(err error) {
-			l.log.Warn("fenced lock lost: renewal failed", "key", key, "token", hold.token, "err", err)
+			l.log.Warn("fenced lock lost: renewal failed", "key", key, "token", token, "err", err)
+		})
+	} else {
+		ten.pushLater(ctx, lease, renew, func(err error) {
+			l.log.Warn("lock line: push a lock handed over to its lease", "key", key, "err", err)
 		})
 	}
 	return le, nil
@@ -91,9 +95,8 @@ type valueLease struct {
 	l          *valueLocker
 	leaseMs    int64
 	wd         *watchdog // nil without one (NewLua, an explicit lease)
-	// lineHold is the token (0 for NewLua), when the lock runs out and the push of a lock handed
-	// over with less than its lease (waiting.go rule 16).
-	*lineHold
+	token      int64     // 0 for NewLua
+	*tenure
 	gate releaseGate
 }
 
@@ -112,9 +115,7 @@ func (l *valueLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error 
 	var ours bool
 	err := l.gate.release(ctx, p, l.key, func() {
 		l.wd.Stop()
-		if l.stop != nil {
-			l.stop()
-		}
+		l.stopPush()
 	}, func() (err error) {
 		ours, err = l.l.line.release(ctx, p, l.key, l.value)
 		return err

@@ -134,8 +134,12 @@ import "time"
 //  16. A lock handed to a waiter lives min(its lease, its wait, maxGrantTTL) at first; a live
 //     holder pushes that out to its lease a third of the way in, unless it has released by then
 //     (fair: a lock handed over with the Locker's default lease gets the lease the waiter asked
-//     for). lua, fenced, fair (the waiters of this library in its grant hash, rule 28).
-//     Checked by TestLineHandedOverLockGetsItsLease/<mode> and TestFairHandoverKeepsTheWaitersLease.
+//     for). A watched lease's push is its watchdog's first round, so a push that fails closes
+//     Lost within the grant TTL, by the renewal policy (watchdog.go); an explicit lease's is one
+//     command, and its Lost follows the grant TTL until that succeeds. lua, fenced, fair (the
+//     waiters of this library in its grant hash, rule 28).
+//     Checked by TestLineHandedOverLockGetsItsLease/<mode>, TestLineHandedOverWatchedLeaseLost
+//     and TestFairHandoverKeepsTheWaitersLease.
 //  17. A head queued in Redis looks again at least every lostGrantBound, and the waiters behind
 //     never sleep longer than the lock's PTTL or the first waiter's grant TTL without looking
 //     again: a grant lost with a broken subscription costs that much, never the rest of the wait.

@@ -16,6 +16,7 @@ import (
 // tracing and client hooks see a renewal as part of the acquisition that started it.
 type watchdog struct {
 	base     context.Context
+	lease    time.Duration
 	interval time.Duration
 	renew    func(ctx context.Context) (renewOutcome, error)
 	onFail   func(error)
@@ -27,6 +28,9 @@ type watchdog struct {
 	// not wait for a renewal stuck on a Redis that does not answer. base ended = stopped.
 	cancel context.CancelFunc
 	lastOK time.Time // when the last successful renewal (or the start) was sent; rounds' alone
+	// ttl is how long the lock lives from lastOK: the lease, or until the first renewal the
+	// shorter TTL of a lock handed over short (waiting.go rule 16); rounds' alone.
+	ttl time.Duration
 
 	// A round runs on a timer's goroutine, not on one of the watchdog's own: most holds end
 	// before the first round, and their release then stops a timer instead of waking a
@@ -65,16 +69,18 @@ func outcome(err error) (renewOutcome, error) {
 	}
 }
 
-// startWatchdog starts renewing every interval, with the values of acquireCtx. onFail (may be
-// nil) is told why renewal ended when it ends by a loss.
-func startWatchdog(acquireCtx context.Context, interval time.Duration, renew func(ctx context.Context) (renewOutcome, error), onFail func(error)) *watchdog {
+// startWatchdog starts renewing a lock of the given lease every lease/3, with the values of
+// acquireCtx; ttl is what the lock has now: the lease, or less for a lock handed over short, which
+// the first round then pushes out to the lease a third of the way into ttl (waiting.go rule 16).
+// onFail (may be nil) is told why renewal ended when it ends by a loss.
+func startWatchdog(acquireCtx context.Context, lease, ttl time.Duration, renew func(ctx context.Context) (renewOutcome, error), onFail func(error)) *watchdog {
 	base, cancel := context.WithCancel(context.WithoutCancel(acquireCtx))
 	w := &watchdog{
-		base: base, cancel: cancel, interval: interval, renew: renew, onFail: onFail,
-		lost: make(chan struct{}), lastOK: time.Now(),
+		base: base, cancel: cancel, lease: lease, interval: max(lease/3, time.Millisecond), renew: renew, onFail: onFail,
+		lost: make(chan struct{}), lastOK: time.Now(), ttl: min(ttl, lease),
 	}
 	w.mu.Lock()
-	w.timer = time.AfterFunc(interval, w.fire)
+	w.timer = time.AfterFunc(max(w.ttl/3, time.Millisecond), w.fire)
 	w.mu.Unlock()
 	return w
 }
@@ -116,13 +122,13 @@ func (w *watchdog) fire() {
 }
 
 // round renews once and, after a transient failure, again every pause, while the lock is surely
-// still ours: until 0.9 × the lease (3 intervals) after the last success. This is the one renewal
-// policy of every lock.
+// still ours: until 0.9 × its TTL (the lease: 3 intervals) after the last success. This is the one
+// renewal policy of every lock.
 func (w *watchdog) round() (renewOutcome, error) {
-	pause := min(max(w.interval/10, time.Millisecond), 50*time.Millisecond)
+	pause := min(max(w.ttl/30, time.Millisecond), 50*time.Millisecond)
 	for {
 		sent := time.Now()
-		ctx, cancel := context.WithTimeout(w.base, w.interval)
+		ctx, cancel := context.WithTimeout(w.base, max(w.ttl/3, time.Millisecond))
 		r, err := w.renew(ctx)
 		cancel()
 		select {
@@ -132,13 +138,13 @@ func (w *watchdog) round() (renewOutcome, error) {
 		}
 		switch r {
 		case renewed:
-			w.lastOK = sent
+			w.lastOK, w.ttl = sent, w.lease
 			return r, nil
 		case renewFailed:
 		default:
 			return r, err
 		}
-		safeUntil := w.lastOK.Add(3 * w.interval * 9 / 10)
+		safeUntil := w.lastOK.Add(w.ttl * 9 / 10)
 		if time.Until(safeUntil) <= pause {
 			return renewLost, err
 		}
