@@ -373,17 +373,11 @@ func (wl *waitLine) exit(key string, w *lineWaiter, won bool) {
 	}
 	// An entry left behind would hold the Redis line up until its deadline (waiting.go rule 18),
 	// so a leave that could not reach Redis (a connection broken by a restart) is tried again.
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	defer cancel()
-	for try := 0; ; try++ {
+	if err := resend(context.Background(), time.Now().Add(releaseTimeout), func(ctx context.Context) error {
 		_, err := wl.release(ctx, nil, key, w.value)
-		if err == nil {
-			return
-		}
-		if try == 4 || !retryable(err) || !sleep(ctx, time.Duration(try+1)*25*time.Millisecond) {
-			wl.log.Warn("lock line: leave the line", "key", key, "err", err)
-			return
-		}
+		return err
+	}); err != nil {
+		wl.log.Warn("lock line: leave the line", "key", key, "err", err)
 	}
 }
 

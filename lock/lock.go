@@ -372,31 +372,25 @@ type pendingRelease struct {
 	err        error
 }
 
-// releaseRetry is how often a release that got no answer is sent again in the background.
-const releaseRetry = 100 * time.Millisecond
-
 // settle releases the lease in a goroutine of its own, after the holder's pipeline p on the first
-// send, sending the release again (alone) every releaseRetry while the server does not answer,
-// until it gets through, is refused (ErrNotHeld), or the lock would have expired anyway (a lease
-// from the first failure: the watchdog stopped at the first call). So a holder whose release met
-// a frozen or restarting Redis frees the lock as soon as Redis answers again, not a lease later.
+// send, sending the release again (alone) by the give-back policy (resend) while the server does
+// not answer, until it gets through, is refused (ErrNotHeld), or the lock would have expired anyway
+// (a lease from the first failure: the watchdog stopped at the first call). So a holder whose
+// release met a frozen or restarting Redis frees the lock as soon as Redis answers again, not a
+// lease later.
 func (le *Lease) settle(ctx context.Context, p redis.Pipeliner) *pendingRelease {
 	pend := &pendingRelease{done: make(chan struct{}), sent: make(chan struct{})}
 	giveUp := time.Now().Add(le.ttl)
 	go func() {
 		defer close(pend.done)
-		for {
-			rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
-			pend.err = le.impl.releaseAfter(rctx, p)
-			cancel()
+		pend.err = resend(ctx, giveUp, func(ctx context.Context) error {
+			err := le.impl.releaseAfter(ctx, p)
 			if p != nil {
 				p = nil
 				close(pend.sent)
 			}
-			if pend.err == nil || !retryable(pend.err) || !time.Now().Add(releaseRetry).Before(giveUp) || !sleep(ctx, releaseRetry) {
-				return
-			}
-		}
+			return err
+		})
 	}()
 	return pend
 }

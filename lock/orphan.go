@@ -7,8 +7,6 @@ import (
 	"errors"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // orphans are the release-if-mine commands of one acquisition's attempts that got no answer.
@@ -58,18 +56,8 @@ func (o *orphans) giveBack(ctx context.Context, lease time.Duration) {
 	giveUp := time.Now().Add(lease)
 	for _, f := range fs {
 		go func() {
-			for answers := 0; answers < 2; {
-				rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
-				err := f(rctx)
-				cancel()
-				switch {
-				case errors.Is(err, redis.ErrClosed):
-					return
-				case err == nil || !retryable(err):
-					answers++
-				case !time.Now().Add(releaseRetry).Before(giveUp) || !sleep(ctx, releaseRetry):
-					return
-				}
+			if err := resend(ctx, giveUp, f); err == nil || !retryable(err) {
+				_ = resend(ctx, giveUp, f) // once more, after the answer
 			}
 		}()
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -61,6 +62,26 @@ func (g *releaseGate) end(err error) error {
 
 // settled reports whether the release got through (nothing left to retry).
 func (g *releaseGate) settled() bool { return g.state.Load() == gateReleased }
+
+// releaseRetry is how often a give-back that got no answer is sent again.
+const releaseRetry = 100 * time.Millisecond
+
+// resend sends send, a command that gives something back (a release, a leave, an orphan's
+// give-back), again every releaseRetry while it gets no answer, each send bounded by
+// releaseTimeout, until it is answered (nil, or an error that is not retryable), the client is
+// closed, ctx ends, or the next send would come after giveUp; it returns the last error. It is
+// the one policy of every give-back.
+func resend(ctx context.Context, giveUp time.Time, send func(context.Context) error) error {
+	for {
+		rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+		err := send(rctx)
+		cancel()
+		if err == nil || !retryable(err) || errors.Is(err, redis.ErrClosed) ||
+			!time.Now().Add(releaseRetry).Before(giveUp) || !sleep(ctx, releaseRetry) {
+			return err
+		}
+	}
+}
 
 // retryable reports whether a failed release may be tried again: the command may not have reached
 // Redis, so the lock may still be ours.
