@@ -97,12 +97,10 @@ func newFair(d settings) (locker, error) {
 	if d.ThreadWait > 0 {
 		l.lagCap = 0 // Redisson clients share the queue (WithThreadWait): write every move-up
 	}
-	if l.rdb != nil {
-		l.sub = newSubscriber(d.Data, l.log, func(payload string) bool {
-			return payload == unlockMessage || payload == fairGrantMessage
-		})
-		l.sub.mode = newPubsubMode(d.Data, d.Subscription)
-	}
+	l.sub = newSubscriber(d.Data, l.log, func(payload string) bool {
+		return payload == unlockMessage || payload == fairGrantMessage
+	})
+	l.sub.mode = newPubsubMode(d.Data, d.Subscription)
 	return l, nil
 }
 
@@ -168,9 +166,6 @@ func fairChannel(name, field string) string { return unlockChannel(name) + ":" +
 // the thread wait of Redisson's tryLock(wait, ...): how long this waiter may stay at the head of
 // the queue without coming for the lock before the others pass it (should it die meanwhile).
 func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
-	if l.rdb == nil {
-		return nil, fmt.Errorf("lock: fair: %w: no Redis configured", ErrUnavailable)
-	}
 	fw := l.enter(key, opts)
 	defer fw.leave(false)
 	before := l.sub.patternRound(fw.pattern)
@@ -614,12 +609,7 @@ func (l *fairLocker) ringLocal(key, field, payload string) {
 }
 
 // Close ends the waiters' pub/sub connection.
-func (l *fairLocker) Close() error {
-	if l.sub == nil {
-		return nil
-	}
-	return l.sub.Close()
-}
+func (l *fairLocker) Close() error { return l.sub.Close() }
 
 // fairLease is one hold of a fair lock.
 type fairLease struct {

@@ -44,12 +44,7 @@ func (l *fairLocker) keys(name string) []string {
 	return []string{name, fairQueue(name), fairDeadlines(name), fairAlive(name), fairGrants(name), fairLag(name)}
 }
 
-func (m *multiLocker) keys(name string) []string {
-	if len(m.parts) == 0 {
-		return []string{name}
-	}
-	return m.parts[0].keys(name)
-}
+func (m *multiLocker) keys(name string) []string { return m.parts[0].keys(name) }
 
 func (l *redlockLocker) keys(name string) []string {
 	if l.fence {

@@ -33,9 +33,6 @@ func newMultilock(d settings) (locker, error) {
 
 // Acquire takes key on every master in order, waiting at most opts.Wait in all.
 func (m *multiLocker) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
-	if len(m.parts) == 0 {
-		return nil, fmt.Errorf("lock: multilock: %w: no masters", ErrUnavailable)
-	}
 	// One owner for every part and every retry, or the parts would not re-enter each other.
 	opts.Owner = ownerOf(opts)
 	deadline := time.Now().Add(opts.Wait)

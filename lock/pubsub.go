@@ -49,12 +49,10 @@ type subscriber struct {
 
 // chanState is one subscribed channel. Fields are guarded by subscriber.mu.
 type chanState struct {
-	refs      int    // local waiters on the channel
-	sent      uint64 // SUBSCRIBE commands sent for it
-	confirmed uint64 // subscribe confirmations received
-	need      uint64 // confirmations needed before ready (the SUBSCRIBE of this round)
-	ready     chan struct{}
-	readyDone bool
+	refs      int           // local waiters on the channel
+	sent      uint64        // SUBSCRIBE commands sent for it
+	confirmed uint64        // subscribe confirmations received
+	ready     chan struct{} // closed once confirmed as often as sent
 	// rings: what each joined listener wants called on a release message, with the channel it
 	// came on (a pattern's listeners hear many channels) and its payload.
 	rings map[uint64]func(channel, payload string)
@@ -81,9 +79,6 @@ type waitHandle struct {
 func unlockOnly(payload string) bool { return payload == unlockMessage }
 
 func newSubscriber(rdb redis.UniversalClient, log *slog.Logger, accept func(payload string) bool) *subscriber {
-	if accept == nil {
-		accept = unlockOnly
-	}
 	return &subscriber{rdb: rdb, log: log, accept: accept, chans: map[string]*chanState{}}
 }
 
@@ -140,16 +135,13 @@ func (s *subscriber) listen(ctx context.Context, ch string, pattern bool, ring f
 	st.refs++
 	if st.refs == 1 {
 		st.ready = make(chan struct{})
-		st.readyDone = false
 		if s.closed {
 			close(st.ready)
-			st.readyDone = true
 			return waitHandle{ch: ch, key: key, pattern: pattern, st: st, id: id, ready: st.ready}
 		}
 		// Sent while holding mu, so SUBSCRIBE and UNSUBSCRIBE of a channel reach Redis in the
 		// order this map saw them.
 		st.sent++
-		st.need = st.sent
 		s.rounds++
 		st.round = s.rounds
 		if !pattern && s.mode.useSharded(ctx) {
@@ -240,11 +232,10 @@ func (s *subscriber) dispatch(m any) {
 		st.confirmed = min(st.confirmed+1, st.sent)
 		s.rounds++
 		st.round = s.rounds
-		if st.confirmed >= st.need && !st.readyDone && st.ready != nil {
+		if st.confirmed >= st.sent && st.ready != nil && !isDone(st.ready) {
 			close(st.ready)
-			st.readyDone = true
 		}
-		if st.rehomed && st.confirmed >= st.need {
+		if st.rehomed && st.confirmed >= st.sent {
 			st.rehomed = false
 			s.ringEvery(st, m.Channel, false)
 		}

@@ -123,7 +123,6 @@ func (s *subscriber) shardLeft(c *shardConn, ch string) {
 	}
 	delete(s.shards.home, ch)
 	st.sent++
-	st.need = st.sent
 	s.rounds++
 	st.round = s.rounds
 	st.rehomed = true

@@ -28,7 +28,7 @@ func (l *Locker) fair() (*fairLocker, bool) {
 		return nil, false
 	}
 	f, ok := l.impl.(*fairLocker)
-	return f, ok && f.rdb != nil
+	return f, ok
 }
 
 // readQueue reads the fair queue of name in one transaction: the list of waiters, their scores
