@@ -7,19 +7,21 @@ import (
 	"time"
 )
 
-// expiry closes lost when a lease that nothing renews runs out by this process's clock: the
-// Lost channel of NewLua's leases and of explicit leases (Guarantees, clause 8).
+// expiry closes lost when a lease runs out by this process's clock, unless extended or stopped
+// first: the Lost channel of NewLua's leases and of explicit leases (Guarantees, clause 8), and of
+// Redlock's, whose validity ends where an extension did not move it.
 type expiry struct {
-	lost chan struct{}
+	lost   chan struct{}
+	onLost func() // run once lost has closed (nil: nothing)
 
 	mu    sync.Mutex
 	at    time.Time
 	timer *time.Timer
-	done  bool // stopped (released) or fired
+	done  bool // stopped (released) or lost
 }
 
-func newExpiry(at time.Time) *expiry {
-	e := &expiry{lost: make(chan struct{}), at: at}
+func newExpiry(at time.Time, onLost func()) *expiry {
+	e := &expiry{lost: make(chan struct{}), at: at, onLost: onLost}
 	e.mu.Lock()
 	e.timer = time.AfterFunc(time.Until(at), e.fire)
 	e.mu.Unlock()
@@ -28,16 +30,38 @@ func newExpiry(at time.Time) *expiry {
 
 func (e *expiry) fire() {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.done {
-		return
+	if !e.done {
+		if d := time.Until(e.at); d > 0 {
+			e.timer.Reset(d) // moved on since the timer was set
+			e.mu.Unlock()
+			return
+		}
 	}
-	if d := time.Until(e.at); d > 0 {
-		e.timer.Reset(d) // moved on since the timer was set
+	e.mu.Unlock()
+	e.lose()
+}
+
+// lose closes lost now (a renewal failed), unless stopped or lost already.
+func (e *expiry) lose() {
+	e.mu.Lock()
+	if e.done {
+		e.mu.Unlock()
 		return
 	}
 	e.done = true
+	e.timer.Stop()
 	close(e.lost)
+	e.mu.Unlock()
+	if e.onLost != nil {
+		e.onLost()
+	}
+}
+
+// end is when the lease runs out now.
+func (e *expiry) end() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.at
 }
 
 // extend moves the end to at, when later: a Refresh, or the push of a lock handed over short.

@@ -149,7 +149,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 		if e, ok := h.(expiresAter); ok && !e.expiresAt().IsZero() {
 			until = e.expiresAt()
 		}
-		le.exp = newExpiry(until)
+		le.exp = newExpiry(until, nil)
 		if m, ok := h.(expiryMover); ok {
 			m.onExtend(le.exp.extend)
 		}

@@ -301,7 +301,7 @@ func (l *redlockLocker) heldHere(key string) (time.Time, bool) {
 	defer l.mu.Unlock()
 	var until time.Time
 	for le := range l.local[key] {
-		if u := time.Unix(0, le.until.Load()); u.After(until) {
+		if u := le.validity.end(); u.After(until) {
 			until = u
 		}
 	}
@@ -423,27 +423,24 @@ type redlockLease struct {
 	wd    *watchdog // nil with an explicit lease: no renewal
 	log   *slog.Logger
 
-	until    atomic.Int64 // validity end (unix ns), written by the watchdog goroutine
-	lost     chan struct{}
-	lostOnce sync.Once
+	// validity closes Lost when the validity ends before an extension moved it.
+	validity *expiry
 	gate     releaseGate
-
-	vmu      sync.Mutex // guards validity and stopped
-	validity *time.Timer
-	stopped  bool
 }
 
 func newRedlockLease(ctx context.Context, rl *redlockLocker, m *redsync.Mutex, key string, ttl time.Duration, token int64, renew bool) *redlockLease {
-	l := &redlockLease{key: key, m: m, l: rl, log: rl.log, rs: rl.rs, token: token, lost: make(chan struct{})}
-	l.until.Store(m.Until().UnixNano())
-	l.vmu.Lock()
-	l.validity = time.AfterFunc(time.Until(m.Until()), l.checkValidity)
-	l.vmu.Unlock()
+	l := &redlockLease{key: key, m: m, l: rl, log: rl.log, rs: rl.rs, token: token}
+	// Lost: the lease no longer counts as held in this process.
+	l.validity = newExpiry(m.Until(), func() {
+		l.log.Warn("redlock lost while held", "key", l.key)
+		l.l.forget(l)
+	})
 	if renew {
 		// Extend at a third of the ttl, as Redisson's watchdog does: two more chances before the
 		// validity (ttl - elapsed - drift) runs out.
 		l.wd = startWatchdog(ctx, ttl, ttl, l.extend, func(err error) {
-			l.markLost(fmt.Errorf("%w: %w", errLost, err))
+			l.log.Warn("redlock: extension failed", "key", l.key, "err", err)
+			l.validity.lose()
 		})
 	}
 	return l
@@ -470,47 +467,19 @@ func (l *redlockLease) refresh(ctx context.Context) error {
 	if err != nil || !ok {
 		return fmt.Errorf("lock: redlock extend %s on a quorum of masters: %w", l.key, errors.Join(err, ErrNotHeld))
 	}
-	l.until.Store(l.m.Until().UnixNano())
+	l.validity.extend(l.m.Until())
 	return nil
-}
-
-// checkValidity fires when the last known validity ends; if an extension moved it meanwhile, it
-// re-arms itself, else the lock may already be someone else's.
-func (l *redlockLease) checkValidity() {
-	l.vmu.Lock()
-	defer l.vmu.Unlock()
-	if l.stopped {
-		return
-	}
-	if left := time.Until(time.Unix(0, l.until.Load())); left > 0 {
-		l.validity.Reset(left)
-		return
-	}
-	l.stopped = true
-	l.markLost(fmt.Errorf("%w: %s: validity ran out before an extension succeeded", errLost, l.key))
-}
-
-// markLost closes Lost; the lease no longer counts as held in this process.
-func (l *redlockLease) markLost(why error) {
-	l.lostOnce.Do(func() {
-		l.log.Warn("redlock lost while held", "key", l.key, "err", why)
-		close(l.lost)
-		l.l.forget(l)
-	})
 }
 
 // stop ends renewal and validity tracking (a release).
 func (l *redlockLease) stop() {
 	l.wd.Stop()
-	l.vmu.Lock()
-	l.stopped = true
-	l.validity.Stop()
-	l.vmu.Unlock()
+	l.validity.stop()
 }
 
 func (l *redlockLease) Key() string           { return l.key }
 func (l *redlockLease) Token() int64          { return l.token }
-func (l *redlockLease) Lost() <-chan struct{} { return l.lost }
+func (l *redlockLease) Lost() <-chan struct{} { return l.validity.lost }
 
 // Renewals counts the successful extensions on a quorum of masters.
 func (l *redlockLease) Renewals() int64 { return l.wd.Renewals() }
