@@ -543,7 +543,7 @@ func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, wa
 
 // giveUp leaves the queue (Redisson's acquireFailedAsync), even when the caller has gone.
 func (l *fairLocker) giveUp(ctx context.Context, key, field string, waitMs int64) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	if err := l.cancel(cctx, key, field, waitMs); err != nil {
 		// The entry then expires by its deadline, as a dead waiter's does.

@@ -40,9 +40,7 @@ func (l *reentrantLocker) keys(name string) []string {
 	return keys
 }
 
-func (l *fairLocker) keys(name string) []string {
-	return []string{name, fairQueue(name), fairDeadlines(name), fairAlive(name), fairGrants(name), fairLag(name)}
-}
+func (l *fairLocker) keys(name string) []string { return fairKeys(name) }
 
 func (m *multiLocker) keys(name string) []string { return m.parts[0].keys(name) }
 

@@ -188,13 +188,8 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 		}
 		return true, 0, nil
 	}
-	var err error
-	if opts.Wait <= 0 {
-		var held bool
-		if held, _, err = try(ctx); err == nil && !held {
-			err = l.notObtained(ctx, key, attempts, last)
-		}
-	} else if err = l.queue.acquire(ctx, key, "", opts.Wait, ttl, try); errors.Is(err, ErrNotObtained) && attempts > 0 {
+	err := l.queue.obtain(ctx, key, "", opts.Wait, ttl, false, try)
+	if errors.Is(err, ErrNotObtained) && attempts > 0 {
 		err = l.notObtained(ctx, key, attempts, last)
 	}
 	if err != nil {
@@ -458,7 +453,7 @@ func (l *redlockLease) extend(ctx context.Context) (renewOutcome, error) {
 
 // refresh extends the lock on a quorum of masters and moves the validity with it.
 func (l *redlockLease) refresh(ctx context.Context) error {
-	if l.gate.state.Load() != gateHeld {
+	if l.gate.released() {
 		return fmt.Errorf("%w: redlock %s: this lease was released", ErrNotHeld, l.key)
 	}
 	l.mmu.Lock()

@@ -76,7 +76,7 @@ func (l *reentrantLocker) trySynced(ctx context.Context, key, field string, leas
 		return true, 0, nil
 	}
 	// Give the hold back even if the request is gone: a lock nobody relies on must not stay.
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	_, uerr := reentrantRelease.Run(uctx, conn, []string{key, unlockChannel(key)}, unlockMessage, leaseMs, field).Result()
 	if uerr != nil && !errors.Is(uerr, redis.Nil) {

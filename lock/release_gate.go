@@ -60,6 +60,9 @@ func (g *releaseGate) end(err error) error {
 	return err
 }
 
+// released reports whether a release has begun (the lease is no longer held to renew).
+func (g *releaseGate) released() bool { return g.state.Load() != gateHeld }
+
 // settled reports whether the release got through (nothing left to retry).
 func (g *releaseGate) settled() bool { return g.state.Load() == gateReleased }
 

@@ -131,7 +131,7 @@ func (l *valueLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error 
 
 // refresh pushes the lock's expiry out by the lease, while the key still holds our value.
 func (l *valueLease) refresh(ctx context.Context) error {
-	if l.gate.state.Load() != gateHeld {
+	if l.gate.released() {
 		return fmt.Errorf("%w: %s%s: this lease was released", ErrNotHeld, l.key, l.tokenNote())
 	}
 	return renewValue(ctx, l.l.rdb, l.key, l.value, l.leaseMs)
