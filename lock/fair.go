@@ -54,7 +54,7 @@ type fairLocker struct {
 	// it holds the lock without a round trip of its own; a release elsewhere rings it as soon as
 	// its PUBLISH arrives.
 	mu      sync.Mutex
-	waiters map[string]*fairWaiter
+	waiters map[string]*fairWait
 	// holds counts the holds of this process by key and field: a field found in the lock hash
 	// that this process does not hold was handed over to its waiter, which takes it as it is
 	// (fair_acquire.lua), instead of re-entering it.
@@ -70,20 +70,8 @@ type fairHeartbeat struct {
 	stop    chan struct{}
 }
 
-// fairWaiter is one waiter of this process.
-type fairWaiter struct {
-	bell    chan struct{} // capacity 1
-	leaseMs int64
-	// granted: a release took the lock for this waiter; set under fairLocker.mu, and only
-	// while the waiter is registered.
-	granted atomic.Bool
-	// short: the release was in another process, and the lock lives grantTTL, not the lease.
-	short    atomic.Bool
-	grantTTL time.Duration
-}
-
 // ring wakes the waiter; a wake-up already pending is enough.
-func (w *fairWaiter) ring() {
+func (w *fairWait) ring() {
 	select {
 	case w.bell <- struct{}{}:
 	default:
@@ -92,7 +80,7 @@ func (w *fairWaiter) ring() {
 
 func newFair(d settings) (locker, error) {
 	l := &fairLocker{rdb: d.Data, id: cmp.Or(d.InstanceID, uuid.NewString()), lease: d.Lease, log: d.Logger,
-		threadWait: d.ThreadWait, lagCap: fairLagCap, waiters: map[string]*fairWaiter{}, holds: map[string]int{},
+		threadWait: d.ThreadWait, lagCap: fairLagCap, waiters: map[string]*fairWait{}, holds: map[string]int{},
 		beats: map[string]*fairHeartbeat{}}
 	if d.ThreadWait > 0 {
 		l.lagCap = 0 // Redisson clients share the queue (WithThreadWait): write every move-up
@@ -188,8 +176,8 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 	return fw.take(ctx, opts)
 }
 
-// fairWait is one acquisition's stay in the fair queue: its waiter, registered with the Locker
-// from enter until leave, and what its scripts are sent.
+// fairWait is one acquisition's stay in the fair queue: a waiter of this process, registered
+// with the Locker from enter until leave, and what its scripts are sent.
 type fairWait struct {
 	l                        *fairLocker
 	key, field, id           string
@@ -197,8 +185,15 @@ type fairWait struct {
 	lease, wait              time.Duration
 	leaseMs, waitMs, grantMs int64
 	deadline                 time.Time
-	w                        *fairWaiter
 	registered               bool
+
+	bell chan struct{} // capacity 1
+	// granted: a release took the lock for this waiter; set under fairLocker.mu, and only
+	// while the waiter is registered.
+	granted atomic.Bool
+	// short: the release was in another process, and the lock lives grantTTL, not the lease.
+	short    atomic.Bool
+	grantTTL time.Duration
 }
 
 // enter registers a waiter for key. The bell is there before the first attempt, so a release in
@@ -217,14 +212,14 @@ func (l *fairLocker) enter(key string, opts Options) *fairWait {
 		// A lock handed to this waiter from another process lives min(lease, wait, 1 s) until it
 		// pushes it out to its lease (a third of the way in), as in the lua and fenced line: a
 		// waiter whose process died meanwhile holds the line up that long at most.
-		w: &fairWaiter{bell: make(chan struct{}, 1), grantTTL: max(min(lease, wait, maxGrantTTL), time.Millisecond)},
+		bell:     make(chan struct{}, 1),
+		grantTTL: max(min(lease, wait, maxGrantTTL), time.Millisecond),
 	}
-	fw.w.leaseMs = fw.leaseMs
 	if wait > 0 {
-		fw.grantMs = fw.w.grantTTL.Milliseconds() // with no wait: not queued, never handed anything
+		fw.grantMs = fw.grantTTL.Milliseconds() // with no wait: not queued, never handed anything
 	}
 	l.mu.Lock()
-	l.waiters[fw.id] = fw.w
+	l.waiters[fw.id] = fw
 	l.mu.Unlock()
 	fw.registered = true
 	return fw
@@ -247,14 +242,14 @@ func (fw *fairWait) leave(won bool) bool {
 		}
 		fw.l.mu.Unlock()
 	}
-	return fw.w.granted.Load()
+	return fw.granted.Load()
 }
 
 // fail ends a wait without the lock: out of the queue, and a lock handed over meanwhile given
 // back on to the next waiter.
 func (fw *fairWait) fail(ctx context.Context, err error) (heldLock, error) {
 	if fw.leave(false) {
-		fw.l.releaseFor(ctx, fw.key, fw.field, fw.w.leaseMs, fw.waitMs)
+		fw.l.releaseFor(ctx, fw.key, fw.field, fw.leaseMs, fw.waitMs)
 	} else {
 		fw.l.giveUp(ctx, fw.key, fw.field, fw.waitMs)
 	}
@@ -296,7 +291,7 @@ func (fw *fairWait) subscribe(ctx context.Context, before uint64) (waitHandle, b
 // waitTurn waits until the lock is this waiter's: handed over by a release, or taken by an
 // attempt made when the bell rang or the estimated turn (due) came.
 func (fw *fairWait) waitTurn(ctx context.Context, h waitHandle, due time.Duration, lookNow bool) error {
-	for !fw.w.granted.Load() {
+	for !fw.granted.Load() {
 		if !lookNow {
 			left := time.Until(fw.deadline)
 			if left <= 0 || ctx.Err() != nil {
@@ -311,12 +306,12 @@ func (fw *fairWait) waitTurn(ctx context.Context, h waitHandle, due time.Duratio
 			nap := min(max(due, 5*time.Millisecond), left, time.Duration(fw.waitMs)*time.Millisecond)
 			t := time.NewTimer(nap)
 			select {
-			case <-fw.w.bell:
+			case <-fw.bell:
 			case <-t.C:
 			case <-ctx.Done():
 			}
 			t.Stop()
-			if fw.w.granted.Load() {
+			if fw.granted.Load() {
 				return nil
 			}
 		}
@@ -339,11 +334,11 @@ func (fw *fairWait) take(ctx context.Context, opts Options) (heldLock, error) {
 	l, key := fw.l, fw.key
 	granted := fw.leave(true)
 	ten := &tenure{ttl: fw.lease}
-	if granted && fw.w.short.Load() && fw.w.grantTTL < fw.lease {
+	if granted && fw.short.Load() && fw.grantTTL < fw.lease {
 		// A release elsewhere handed it over: it lives the grant TTL (the waiter's last attempt
 		// was sent before that release).
-		ten.ttl = fw.w.grantTTL
-	} else if granted && !fw.w.short.Load() && fw.leaseMs != l.lease.Milliseconds() {
+		ten.ttl = fw.grantTTL
+	} else if granted && !fw.short.Load() && fw.leaseMs != l.lease.Milliseconds() {
 		if err := l.rdb.PExpire(context.WithoutCancel(ctx), key, fw.lease).Err(); err != nil {
 			return fw.fail(ctx, redisErr("fair acquire "+key, err))
 		}
