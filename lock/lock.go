@@ -294,28 +294,7 @@ func (le *Lease) Lost() <-chan struct{} {
 // ended it) and may be called again; until one succeeds the lock expires on its own at the end of
 // its lease. Release returns when ctx ends, whatever the client's timeouts: the release then goes
 // on in the background (bounded by 2 s), and a later call learns how it ended.
-func (le *Lease) Release(ctx context.Context) error { return le.release(ctx, nil) }
-
-// ReleaseAfter executes p, a pipeline of the holder's last commands (its writes) on the lock's own
-// Redis server, and then releases the lock, as p.Exec followed by Release would, but in one round
-// trip where the lock allows it: for NewLua, NewFenced, NewReentrant and NewFair on a client that
-// sends a pipeline on one connection (not a Cluster or Ring client), the release joins the end of
-// p, so Redis runs the commands before it and a waiter gets the lock one round trip sooner (a
-// release script Redis has forgotten is sent again on its own, after them). The locks on several
-// masters, and those clients, execute p and then release. Queue scripts in p with Script.Eval,
-// not EvalSha: one Redis does not know fails in p, and sending it again would run it after the
-// release. The commands' results are in the commands p returned as they were queued, complete
-// when ReleaseAfter returns (it waits for p's answer even past the end of ctx); the error is the
-// release's, as Release's, and so is what a failure leaves: a lease released already gets p
-// executed and ErrNotHeld, and one whose release did not get through is released again in the
-// background, without p.
-func (le *Lease) ReleaseAfter(ctx context.Context, p redis.Pipeliner) error {
-	return le.release(ctx, p)
-}
-
-// release is Release and ReleaseAfter: the lease's release, after the holder's pipeline p when
-// there is one.
-func (le *Lease) release(ctx context.Context, p redis.Pipeliner) error {
+func (le *Lease) Release(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("lock: release %s: %w", le.Key(), err) // nothing sent: release again
 	}
@@ -326,21 +305,15 @@ func (le *Lease) release(ctx context.Context, p redis.Pipeliner) error {
 		le.pending = nil
 		if pend.err == nil || !retryable(pend.err) {
 			le.mu.Unlock()
-			execHeld(ctx, p)
 			return pend.err
 		}
 		pend = nil
 	}
-	carried := false // p goes with this call's send
 	if pend == nil {
 		// The release runs in a goroutine of its own (as an acquisition does), so Release returns
 		// when ctx ends whatever the client's timeouts, and it goes on there while the server
 		// does not answer.
-		pend = le.settle(context.WithoutCancel(ctx), p)
-		le.pending = pend
-		carried = p != nil
-	} else {
-		execHeld(ctx, p) // the release is under way already: p goes alone
+		pend = le.settle(context.WithoutCancel(ctx), false)
 	}
 	le.mu.Unlock()
 	select {
@@ -350,47 +323,83 @@ func (le *Lease) release(ctx context.Context, p redis.Pipeliner) error {
 			le.pending = nil
 		}
 		le.mu.Unlock()
-		if pend.err == nil && le.exp != nil {
-			le.exp.stop()
-		}
 		if pend.err != nil && retryable(pend.err) && ctx.Err() != nil && !errors.Is(pend.err, ctx.Err()) {
 			return fmt.Errorf("%w: %w", pend.err, ctx.Err())
 		}
 		return pend.err
 	case <-ctx.Done():
-		if carried {
-			<-pend.sent // p's results are the caller's to read once this returns
-		}
 		return fmt.Errorf("lock: release %s: %w: no answer before the context ended: %w", le.Key(), ErrUnavailable, ctx.Err())
 	}
 }
 
-// pendingRelease is a release running in a goroutine of its own: err is set before done closes;
-// sent closes when the first send (the one carrying the holder's pipeline) has returned.
-type pendingRelease struct {
-	done, sent chan struct{}
-	err        error
+// ReleaseAfter executes p, a pipeline of the holder's last commands (its writes) on the lock's own
+// Redis server, and then releases the lock, as p.Exec followed by Release would, but in one round
+// trip where the lock allows it: for NewLua, NewFenced, NewReentrant and NewFair on a client that
+// sends a pipeline on one connection (not a Cluster or Ring client), the release joins the end of
+// p, so Redis runs the commands before it and a waiter gets the lock one round trip sooner (a
+// release script Redis has forgotten is sent again on its own, after them). The locks on several
+// masters, and those clients, execute p and then release. Queue scripts in p with Script.Eval,
+// not EvalSha: one Redis does not know fails in p, and sending it again would run it after the
+// release. The commands' results are in the commands p returned as they were queued, complete
+// when ReleaseAfter returns: it sends p and the release in the caller's goroutine, so it returns
+// when they are answered (or the client's timeouts end them), not when ctx ends. The error is the
+// release's, as Release's, and so is what a failure leaves: a lease released already gets p
+// executed and ErrNotHeld, and a release that got no answer is sent again in the background,
+// without p, as Release's is.
+func (le *Lease) ReleaseAfter(ctx context.Context, p redis.Pipeliner) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("lock: release %s: %w", le.Key(), err) // nothing sent: release again
+	}
+	le.mu.Lock()
+	busy := le.pending != nil
+	le.mu.Unlock()
+	if p == nil || busy {
+		execHeld(ctx, p) // a release under way already: p goes alone
+		return le.Release(ctx)
+	}
+	// In the caller's goroutine, unlike Release: a sale's last round trip spawns nothing.
+	err := le.impl.releaseAfter(ctx, p)
+	if retryable(err) && !errors.Is(err, redis.ErrClosed) {
+		le.mu.Lock()
+		if le.pending == nil {
+			le.settle(context.WithoutCancel(ctx), true)
+		}
+		le.mu.Unlock()
+	}
+	le.released(err)
+	return err
 }
 
-// settle releases the lease in a goroutine of its own, after the holder's pipeline p on the first
-// send, sending the release again (alone) by the give-back policy (resend) while the server does
-// not answer, until it gets through, is refused (ErrNotHeld), or the lock would have expired anyway
-// (a lease from the first failure: the watchdog stopped at the first call). So a holder whose
-// release met a frozen or restarting Redis frees the lock as soon as Redis answers again, not a
-// lease later.
-func (le *Lease) settle(ctx context.Context, p redis.Pipeliner) *pendingRelease {
-	pend := &pendingRelease{done: make(chan struct{}), sent: make(chan struct{})}
+// released ends what a lease keeps while held, once its release got through.
+func (le *Lease) released(err error) {
+	if err == nil && le.exp != nil {
+		le.exp.stop()
+	}
+}
+
+// pendingRelease is a release running in a goroutine of its own: err is set before done closes.
+type pendingRelease struct {
+	done chan struct{}
+	err  error
+}
+
+// settle releases the lease in a goroutine of its own (le.pending, set with le.mu held), sending
+// the release again by the give-back policy (resend) while the server does not answer, until it
+// gets through, is refused (ErrNotHeld), or the lock would have expired anyway (a lease from the
+// first failure: the watchdog stopped at the first call); after a first send that got no answer
+// (again), it waits releaseRetry first. So a holder whose release met a frozen or restarting
+// Redis frees the lock as soon as Redis answers again, not a lease later.
+func (le *Lease) settle(ctx context.Context, again bool) *pendingRelease {
+	pend := &pendingRelease{done: make(chan struct{})}
+	le.pending = pend
 	giveUp := time.Now().Add(le.ttl)
 	go func() {
 		defer close(pend.done)
-		pend.err = resend(ctx, giveUp, func(ctx context.Context) error {
-			err := le.impl.releaseAfter(ctx, p)
-			if p != nil {
-				p = nil
-				close(pend.sent)
-			}
-			return err
-		})
+		if again && !sleep(ctx, releaseRetry) {
+			return
+		}
+		pend.err = resend(ctx, giveUp, func(ctx context.Context) error { return le.impl.releaseAfter(ctx, nil) })
+		le.released(pend.err)
 	}()
 	return pend
 }
