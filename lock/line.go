@@ -372,11 +372,22 @@ func (wl *waitLine) exit(key string, w *lineWaiter, won bool) {
 		return
 	}
 	// An entry left behind would hold the Redis line up until its deadline (waiting.go rule 18),
-	// so a leave that could not reach Redis (a connection broken by a restart) is tried again.
-	if err := resend(context.Background(), time.Now().Add(releaseTimeout), func(ctx context.Context) error {
+	// so a leave that could not reach Redis (a connection broken by a restart) is sent again, in
+	// the background: the waiter returns at once.
+	leave := func(ctx context.Context) error {
 		_, err := wl.release(ctx, nil, key, w.value)
 		return err
-	}); err != nil {
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	err := leave(ctx)
+	cancel()
+	if retryable(err) {
+		go func() {
+			if err := resend(context.Background(), time.Now().Add(releaseTimeout), leave); err != nil {
+				wl.log.Warn("lock line: leave the line", "key", key, "err", err)
+			}
+		}()
+	} else if err != nil {
 		wl.log.Warn("lock line: leave the line", "key", key, "err", err)
 	}
 }
