@@ -34,8 +34,7 @@ type subscriber struct {
 	accept func(payload string) bool
 
 	mu     sync.Mutex
-	ps     *redis.PubSub
-	done   chan struct{} // closed when the receive loop has ended
+	conn   *psConn // the classic connection (nil until the first SUBSCRIBE)
 	closed bool
 	chans  map[string]*chanState
 	nextID uint64
@@ -149,12 +148,12 @@ func (s *subscriber) listen(ctx context.Context, ch string, pattern bool, ring f
 			s.shardSubscribe(ctx, ch)
 			return waitHandle{ch: ch, key: key, pattern: pattern, st: st, id: id, ready: st.ready}
 		}
-		if s.ps == nil {
-			s.start()
+		if s.conn == nil {
+			s.conn = s.receive("", s.rdb.Subscribe(context.Background()))
 		}
-		subscribe := s.ps.Subscribe
+		subscribe := s.conn.ps.Subscribe
 		if pattern {
-			subscribe = s.ps.PSubscribe
+			subscribe = s.conn.ps.PSubscribe
 		}
 		if err := subscribe(ctx, ch); err != nil {
 			// go-redis keeps the channel and subscribes it again when it reconnects.
@@ -176,10 +175,10 @@ func (s *subscriber) leave(h waitHandle) {
 	}
 	if st.sharded {
 		s.shardUnsubscribe(h.ch)
-	} else if s.ps != nil && !s.closed {
-		unsubscribe := s.ps.Unsubscribe
+	} else if s.conn != nil && !s.closed {
+		unsubscribe := s.conn.ps.Unsubscribe
 		if h.pattern {
-			unsubscribe = s.ps.PUnsubscribe
+			unsubscribe = s.conn.ps.PUnsubscribe
 		}
 		if err := unsubscribe(context.Background(), h.ch); err != nil {
 			s.log.Debug("unsubscribe from unlock channel", "channel", h.ch, "pattern", h.pattern, "err", err)
@@ -190,17 +189,37 @@ func (s *subscriber) leave(h waitHandle) {
 	}
 }
 
-// start opens the pub/sub connection and its receive loop. Called with mu held.
-func (s *subscriber) start() {
-	s.ps = s.rdb.Subscribe(context.Background())
-	s.done = make(chan struct{})
-	msgs := s.ps.ChannelWithSubscriptions(redis.WithChannelSize(256))
+// psConn is one pub/sub connection of the subscriber and its receive loop: the classic one, or
+// the sharded one of a node (addr; "" on a single server).
+type psConn struct {
+	addr string
+	ps   *redis.PubSub
+	done chan struct{} // closed when the receive loop has ended
+}
+
+// receive starts ps's receive loop, which hands every message and confirmation to dispatch and a
+// SUNSUBSCRIBE to shardLeft (pubsub_sharded.go). Called with mu held.
+func (s *subscriber) receive(addr string, ps *redis.PubSub) *psConn {
+	c := &psConn{addr: addr, ps: ps, done: make(chan struct{})}
+	msgs := ps.ChannelWithSubscriptions(redis.WithChannelSize(256))
 	go func() {
-		defer close(s.done)
+		defer close(c.done)
 		for m := range msgs {
+			if sub, ok := m.(*redis.Subscription); ok && sub.Kind == "sunsubscribe" {
+				s.shardLeft(c, sub.Channel)
+				continue
+			}
 			s.dispatch(m)
 		}
 	}()
+	return c
+}
+
+// close ends the connection and waits for its receive loop.
+func (c *psConn) close() error {
+	err := c.ps.Close()
+	<-c.done
+	return err
 }
 
 func (s *subscriber) dispatch(m any) {
@@ -274,21 +293,27 @@ func (s *subscriber) ringEvery(st *chanState, ch string, pattern bool) {
 	}
 }
 
-// Close ends the pub/sub connection. Waiters still waiting fall back to their timers.
+// Close ends the pub/sub connections. Waiters still waiting fall back to their timers.
 func (s *subscriber) Close() error {
 	s.mu.Lock()
-	already := s.closed
-	s.closed = true
-	ps, done := s.ps, s.done
-	s.mu.Unlock()
-	if already {
+	if s.closed {
+		s.mu.Unlock()
 		return nil
 	}
-	err := s.closeShards()
-	if ps == nil {
-		return err
+	s.closed = true
+	var conns []*psConn
+	if s.conn != nil {
+		conns = append(conns, s.conn)
 	}
-	err = errors.Join(err, ps.Close())
-	<-done
+	if s.shards != nil {
+		for _, c := range s.shards.conns {
+			conns = append(conns, c)
+		}
+	}
+	s.mu.Unlock()
+	var err error
+	for _, c := range conns {
+		err = errors.Join(err, c.close())
+	}
 	return redisErr("close pub/sub", err)
 }

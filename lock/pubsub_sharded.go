@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,18 +17,11 @@ import (
 
 // shardConns are a subscriber's sharded connections.
 type shardConns struct {
-	conns map[string]*shardConn // by node address ("" on a single server)
-	home  map[string]*shardConn // channel -> the connection it is subscribed on
+	conns map[string]*psConn // by node address ("" on a single server)
+	home  map[string]*psConn // channel -> the connection it is subscribed on
 	// ours counts the SUNSUBSCRIBE commands we sent per node and channel whose confirmation has not come
 	// back yet, to tell them from the pushes of a node that lost the slot.
 	ours map[string]int
-}
-
-// shardConn is the sharded connection to one node.
-type shardConn struct {
-	addr string
-	ps   *redis.PubSub
-	done chan struct{}
 }
 
 // nodeFor is the client of the node that serves ch: its slot's master on a cluster, else the
@@ -51,7 +43,7 @@ func (s *subscriber) nodeFor(ctx context.Context, ch string) (redis.UniversalCli
 // again when the connection comes back.
 func (s *subscriber) shardSubscribe(ctx context.Context, ch string) {
 	if s.shards == nil {
-		s.shards = &shardConns{conns: map[string]*shardConn{}, home: map[string]*shardConn{}, ours: map[string]int{}}
+		s.shards = &shardConns{conns: map[string]*psConn{}, home: map[string]*psConn{}, ours: map[string]int{}}
 	}
 	node, addr, err := s.nodeFor(ctx, ch)
 	if err != nil {
@@ -60,19 +52,8 @@ func (s *subscriber) shardSubscribe(ctx context.Context, ch string) {
 	}
 	c := s.shards.conns[addr]
 	if c == nil {
-		c = &shardConn{addr: addr, ps: node.SSubscribe(context.Background()), done: make(chan struct{})}
+		c = s.receive(addr, node.SSubscribe(context.Background()))
 		s.shards.conns[addr] = c
-		msgs := c.ps.ChannelWithSubscriptions(redis.WithChannelSize(256))
-		go func() {
-			defer close(c.done)
-			for m := range msgs {
-				if sub, ok := m.(*redis.Subscription); ok && sub.Kind == "sunsubscribe" {
-					s.shardLeft(c, sub.Channel)
-					continue
-				}
-				s.dispatch(m)
-			}
-		}()
 	}
 	s.shards.home[ch] = c
 	if err := c.ps.SSubscribe(ctx, ch); err != nil {
@@ -99,7 +80,7 @@ func (s *subscriber) shardUnsubscribe(ch string) {
 
 // shardLeft handles an SUNSUBSCRIBE reply on c: the confirmation of ours, or the node telling us
 // it no longer serves ch's slot; then ch, if still wanted, moves to the slot's new owner.
-func (s *subscriber) shardLeft(c *shardConn, ch string) {
+func (s *subscriber) shardLeft(c *psConn, ch string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.shards == nil || s.closed {
@@ -152,23 +133,4 @@ func (s *subscriber) rehome(ch, from string) {
 		return
 	}
 	s.shardSubscribe(ctx, ch)
-}
-
-// closeShards closes every sharded connection and waits for their receive loops.
-func (s *subscriber) closeShards() error {
-	s.mu.Lock()
-	var conns []*shardConn
-	if s.shards != nil {
-		for _, c := range s.shards.conns {
-			conns = append(conns, c)
-		}
-		s.shards.conns = map[string]*shardConn{}
-	}
-	s.mu.Unlock()
-	var err error
-	for _, c := range conns {
-		err = errors.Join(err, c.ps.Close())
-		<-c.done
-	}
-	return redisErr("close sharded pub/sub", err)
 }
