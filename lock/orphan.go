@@ -42,12 +42,9 @@ func orphaned(ctx context.Context, err error, id string, giveBack func(context.C
 }
 
 // giveBack sends, in the background, the release-if-mine of every attempt of an acquisition that
-// ended without the lock and got no answer, the one policy for every kind: like a Release without
-// an answer (Lease.settle) it is sent again every releaseRetry until Redis answers, for a lease
-// at most (a lock taken then has expired anyway). Then it is sent once more: the first answer
-// proves Redis has run what was queued before it, the orphaned attempt included (at a thaw,
-// Redis reads every waiting connection before it answers any), so whatever order the thaw ran
-// them in, the second finds what the attempt took. A closed client ends it.
+// ended without the lock and got no answer (waiting.go rule 37), by the give-back policy (resend)
+// for a lease at most, and once more after the first answer: that answer proves Redis has run
+// what was queued before it, the orphaned attempt included, so the second finds what it took.
 func (o *orphans) giveBack(ctx context.Context, lease time.Duration) {
 	o.mu.Lock()
 	fs := o.byID
