@@ -131,7 +131,7 @@ func (h *tenure) pushLater(ctx context.Context, lease time.Duration, push func(c
 
 // stopPush stops the push, if any (the lock is being released).
 func (h *tenure) stopPush() {
-	if h != nil && h.push != nil {
+	if h.push != nil {
 		h.push.Stop()
 	}
 }

@@ -163,7 +163,7 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 		return fw.fail(ctx, err)
 	case held:
 		fw.leave(true)
-		return l.held(ctx, key, fw.field, fw.lease, fw.leaseMs, fw.waitMs, !opts.ExplicitLease, nil), nil
+		return l.held(ctx, key, fw.field, fw.lease, fw.lease, fw.leaseMs, fw.waitMs, !opts.ExplicitLease), nil
 	case fw.wait == 0:
 		return fw.fail(ctx, notObtained(ctx, key))
 	}
@@ -333,19 +333,15 @@ func (fw *fairWait) waitTurn(ctx context.Context, h waitHandle, due time.Duratio
 func (fw *fairWait) take(ctx context.Context, opts Options) (heldLock, error) {
 	l, key := fw.l, fw.key
 	granted := fw.leave(true)
-	ten := &tenure{ttl: fw.lease}
+	ttl := fw.lease
 	if granted && fw.short.Load() && fw.grantTTL < fw.lease {
-		// A release elsewhere handed it over: it lives the grant TTL (the waiter's last attempt
-		// was sent before that release).
-		ten.ttl = fw.grantTTL
+		ttl = fw.grantTTL // a release elsewhere handed it over: it lives the grant TTL
 	} else if granted && !fw.short.Load() && fw.leaseMs != l.lease.Milliseconds() {
 		if err := l.rdb.PExpire(context.WithoutCancel(ctx), key, fw.lease).Err(); err != nil {
 			return fw.fail(ctx, redisErr("fair acquire "+key, err))
 		}
 	}
-	ten.until = attemptSent(ctx, time.Now()).Add(ten.ttl)
-	le := l.held(ctx, key, fw.field, fw.lease, fw.leaseMs, fw.waitMs, !opts.ExplicitLease, ten)
-	return le, nil
+	return l.held(ctx, key, fw.field, fw.lease, ttl, fw.leaseMs, fw.waitMs, !opts.ExplicitLease), nil
 }
 
 // beatWhileWaiting counts a waiter of key in, starting key's heartbeat for the first, and returns
@@ -557,14 +553,13 @@ func (l *fairLocker) cancel(ctx context.Context, key, field string, waitMs int64
 	return nil
 }
 
-// held builds the lease and, unless the lease is explicit, its watchdog (renewing every lease/3
-// with the acquisition's context values); without one, a lock handed over short is pushed out to
-// its lease (ten: the lock's tenure; nil: its lease, from the last attempt).
-func (l *fairLocker) held(ctx context.Context, key, field string, lease time.Duration, leaseMs, waitMs int64, watch bool, ten *tenure) *fairLease {
-	le := &fairLease{l: l, key: key, field: field, leaseMs: leaseMs, waitMs: waitMs, tenure: ten}
-	if ten == nil {
-		le.tenure = &tenure{ttl: lease} // until: Lease's own clock
-	}
+// held builds the lease of a lock that lives ttl (the lease, or less when handed over short) from
+// the acquisition's last attempt (sent before any release that handed it over) and, unless the
+// lease is explicit, its watchdog (renewing every lease/3 with the acquisition's context values);
+// without one, a lock handed over short is pushed out to its lease.
+func (l *fairLocker) held(ctx context.Context, key, field string, lease, ttl time.Duration, leaseMs, waitMs int64, watch bool) *fairLease {
+	le := &fairLease{l: l, key: key, field: field, leaseMs: leaseMs, waitMs: waitMs,
+		tenure: &tenure{ttl: ttl, until: attemptSent(ctx, time.Now()).Add(ttl)}}
 	renew := func(ctx context.Context) error { return renewHash(ctx, l.rdb, key, field, leaseMs) }
 	if !watch {
 		le.pushLater(ctx, lease, renew, func(err error) {

@@ -381,7 +381,7 @@ func (wl *waitLine) exit(key string, w *lineWaiter, won bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	err := leave(ctx)
 	cancel()
-	if retryable(err) {
+	if !answered(err) {
 		go func() {
 			if err := resend(context.Background(), time.Now().Add(releaseTimeout), leave); err != nil {
 				wl.log.Warn("lock line: leave the line", "key", key, "err", err)

@@ -19,8 +19,9 @@
 // polling: within a process they take turns in one queue per lock, and across processes a
 // release wakes one waiter (one per process for NewMultilock, NewRedlock and RFencedLock's
 // layout, and where a Redisson client waits for the same lock). For a maintainer, the rules of
-// waiting are one numbered list, in waiting.go. Every lease can be renewed by hand (Lease.Refresh); the locks with a watchdog also renew
-// on their own every lease/3 until Release, and close Lease.Lost when they cannot. One renewal
+// waiting are one numbered list, in waiting.go. Every lease can be renewed by hand
+// (Lease.Refresh); the locks with a watchdog also renew on their own every lease/3 until
+// Release, and close Lease.Lost when they cannot. One renewal
 // policy holds for every lock: a renewal that fails on a transient error (no answer, a timeout)
 // is retried while the lock is surely still held (until 0.9 × the lease since the last success);
 // only then, or when Redis says the lock is someone else's, is the lease lost.
@@ -359,7 +360,7 @@ func (le *Lease) ReleaseAfter(ctx context.Context, p redis.Pipeliner) error {
 	}
 	// In the caller's goroutine, unlike Release: a sale's last round trip spawns nothing.
 	err := le.impl.releaseAfter(ctx, p)
-	if retryable(err) && !errors.Is(err, redis.ErrClosed) {
+	if !answered(err) {
 		le.mu.Lock()
 		if le.pending == nil {
 			le.settle(context.WithoutCancel(ctx), true)

@@ -144,8 +144,9 @@ func WithFencingTokens() Option {
 // WithRetryDelay sets the random pause between two attempts where no release will wake the
 // waiter: a master that answered with an error, such as OOM or too many clients (multilock;
 // default 50–150 ms; a master that does not answer, or is loading or down, fails the acquisition
-// at once with ErrUnavailable), or a split vote among the masters (redlock; default 1–10 ms). Waiters for a lock that is held do not poll: a release wakes
-// them (a redlock waiter also sleeps until a quorum of the holder's keys would expire). The other constructors refuse it.
+// at once with ErrUnavailable), or a split vote among the masters (redlock; default 1–10 ms).
+// Waiters for a lock that is held do not poll: a release wakes them (a redlock waiter also sleeps
+// until a quorum of the holder's keys would expire). The other constructors refuse it.
 func WithRetryDelay(lo, hi time.Duration) Option {
 	return option("WithRetryDelay", func(o *settings) { o.RetryMin, o.RetryMax = lo, hi })
 }

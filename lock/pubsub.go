@@ -94,8 +94,9 @@ func (s *subscriber) join(ctx context.Context, ch string, ring func()) waitHandl
 // message, and the pattern itself as the channel, with payload "", when messages may have gone
 // unheard (a resubscription). The listeners of one pattern must be alike, since each message is
 // handed to one of them only: the fair lock's waiters of one process share their key's pattern,
-// and each message names the one waiter it is for. Handing it to every listener acted on it once per waiter (64
-// times with 64 waiters, each time under the fair lock's mutex and this subscriber's).
+// and each message names the one waiter it is for. Handing it to every listener acted on it once
+// per waiter (64 times with 64 waiters, each time under the fair lock's mutex and this
+// subscriber's).
 func (s *subscriber) joinPattern(ctx context.Context, pattern string, ring func(channel, payload string)) waitHandle {
 	return s.listen(ctx, pattern, true, ring)
 }
@@ -245,7 +246,7 @@ func (s *subscriber) dispatch(m any) {
 		// a holder that a restarted Redis no longer knows). A pattern's listener is told the
 		// pattern itself as the channel (joinPattern).
 		if st.confirmed >= st.sent && st.refs > 0 {
-			s.ringEvery(st, m.Channel, m.Kind == "psubscribe")
+			st.ringEvery(m.Channel, m.Kind == "psubscribe")
 		}
 		// A reconnect resubscribes every channel at once; never count past what was sent.
 		st.confirmed = min(st.confirmed+1, st.sent)
@@ -256,7 +257,7 @@ func (s *subscriber) dispatch(m any) {
 		}
 		if st.rehomed && st.confirmed >= st.sent {
 			st.rehomed = false
-			s.ringEvery(st, m.Channel, false)
+			st.ringEvery(m.Channel, false)
 		}
 		if st.refs == 0 && st.confirmed >= st.sent {
 			delete(s.chans, key)
@@ -284,7 +285,7 @@ func (s *subscriber) dispatch(m any) {
 
 // ringEvery tells st's listeners that messages on ch may have gone unheard (payload ""): every
 // one of them, or one for a pattern, whose listeners are alike (joinPattern).
-func (s *subscriber) ringEvery(st *chanState, ch string, pattern bool) {
+func (st *chanState) ringEvery(ch string, pattern bool) {
 	for _, ring := range st.rings {
 		ring(ch, "")
 		if pattern {

@@ -38,9 +38,9 @@ import (
 // attempts it does not sleep a fixed delay (redsync's default, 50-250 ms, leaves the lock idle
 // for most of each handoff: 0.3-1.1 k sales/s were measured with it): the waiters of this
 // process wait in its queue (handoff.go) and only the head attempts; a release here wakes it at
-// once, a release by another process wakes it through a PUBLISH on every master (redlockChannel), and
-// where no release will come (a split vote, a crashed holder) it retries after a random 1-10 ms,
-// bounded by Options.Wait and ctx. Drift is redsync's default unless WithDriftFactor says
+// once, a release by another process wakes it through a PUBLISH on every master
+// (redlockChannel), and where no release will come (a split vote, a crashed holder) it retries
+// after a random 1-10 ms, bounded by Options.Wait and ctx. Drift is redsync's default unless WithDriftFactor says
 // otherwise (0.01: 1% of the ttl).
 type redlockLocker struct {
 	rs      *redsync.Redsync // shared: it only holds the pools; every acquisition has its own Mutex

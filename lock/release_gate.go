@@ -79,11 +79,16 @@ func resend(ctx context.Context, giveUp time.Time, send func(context.Context) er
 		rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
 		err := send(rctx)
 		cancel()
-		if err == nil || !retryable(err) || errors.Is(err, redis.ErrClosed) ||
-			!time.Now().Add(releaseRetry).Before(giveUp) || !sleep(ctx, releaseRetry) {
+		if answered(err) || !time.Now().Add(releaseRetry).Before(giveUp) || !sleep(ctx, releaseRetry) {
 			return err
 		}
 	}
+}
+
+// answered reports whether a give-back needs no resending: it got an answer (nil, or an error
+// that is not retryable), or never can (a closed client).
+func answered(err error) bool {
+	return err == nil || !retryable(err) || errors.Is(err, redis.ErrClosed)
 }
 
 // retryable reports whether a failed release may be tried again: the command may not have reached
