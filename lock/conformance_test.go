@@ -623,7 +623,8 @@ func checkWait(t *testing.T, a *lock.Locker, what string, wait time.Duration) {
 }
 
 // Clause 7: Close ends every wait of that Locker within 100 ms with ErrClosed; a later Acquire
-// fails at once the same way; a lease still held is released as before.
+// fails at once the same way; a lease still held is given back by Close (its Lost closed, the
+// lock free for another Locker), and the holder's Release then answers how that went.
 func clauseClose(t *testing.T, k conformanceKind) {
 	r := newRig(t, k)
 	a, b := r.locker(), r.locker()
@@ -657,10 +658,18 @@ func clauseClose(t *testing.T, k conformanceKind) {
 	} else if took := time.Since(start); took > 10*time.Millisecond+slack {
 		t.Fatalf("acquire on a closed Locker took %s", took)
 	}
-	if err := mine.Release(context.Background()); err != nil {
-		t.Fatalf("release of a lease held across Close: %v", err)
+	select {
+	case <-mine.Lost():
+	default:
+		t.Fatal("Lost of a lease held across Close is open")
 	}
 	free(t, a, "c7-mine")
+	if err := mine.Release(context.Background()); err != nil {
+		t.Fatalf("release of a lease Close gave back: %v, want how Close's release ended (nil)", err)
+	}
+	if err := mine.Release(context.Background()); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("second release of a lease Close gave back: %v, want ErrNotHeld", err)
+	}
 	if err := holder.Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -677,8 +686,8 @@ func clauseLost(t *testing.T, k conformanceKind) {
 	}
 	// The lease counts from when the attempt that took it was sent, so the clock starts before
 	// Acquire: an acquisition slowed down (three masters under -race) spends part of the lease.
-	// A lease given back, by Release or ReleaseAfter, is not lost when its lease would have run
-	// out: both are taken before c8, so c8's Lost closes after theirs would have.
+	// A lease given back, by Release or ReleaseAfter, has its Lost closed at once: it no longer
+	// protects anything.
 	var given []*lock.Lease
 	for _, name := range []string{"c8-released", "c8-released-after"} {
 		given = append(given, acquire(t, a, name, lock.Options{Lease: 300 * time.Millisecond, ExplicitLease: true}))
@@ -688,6 +697,13 @@ func clauseLost(t *testing.T, k conformanceKind) {
 	if le.Lost() == nil {
 		t.Fatal("Lost of an explicit lease is nil")
 	}
+	for _, g := range given {
+		select {
+		case <-g.Lost():
+			t.Fatal("Lost of a held lease closed before its lease ran out")
+		default:
+		}
+	}
 	if err := given[0].Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -696,6 +712,13 @@ func clauseLost(t *testing.T, k conformanceKind) {
 	if err := given[1].ReleaseAfter(context.Background(), p); err != nil || ping.Err() != nil {
 		t.Fatalf("ReleaseAfter: %v, its pipeline: %v", err, ping.Err())
 	}
+	for i, g := range given {
+		select {
+		case <-g.Lost():
+		default:
+			t.Errorf("Lost of a lease given back by %s is open", []string{"Release", "ReleaseAfter"}[i])
+		}
+	}
 	select {
 	case <-le.Lost():
 		if took := time.Since(start); took < 250*time.Millisecond {
@@ -703,13 +726,6 @@ func clauseLost(t *testing.T, k conformanceKind) {
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("Lost not closed 2 s after a 300ms explicit lease")
-	}
-	for i, g := range given {
-		select {
-		case <-g.Lost():
-			t.Errorf("a lease given back by %s was lost when its lease ran out", []string{"Release", "ReleaseAfter"}[i])
-		default:
-		}
 	}
 	// A lease taken after a wait longer than itself is not lost at once: its lease counts from
 	// when it was taken, not from when the wait began.

@@ -7,18 +7,29 @@ import (
 	"time"
 )
 
-// expiry closes lost when a lease runs out by this process's clock, unless extended or stopped
-// first: the Lost channel of NewLua's leases and of explicit leases (Guarantees, clause 8), and of
-// Redlock's, whose validity ends where an extension did not move it.
+// expiry is a lease's life by this process's clock: lost closes when the lease runs out unless
+// extended first, when the holder learns the lock is gone (lose), or when the lease is given back
+// (end). It is a timer of its own, independent of any command in flight, so a renewal blocked on
+// a server that does not answer cannot hold Lost back (Guarantees, clause 8). Every lease's Lost
+// is one: a watchdog's deadline, NewLua's and an explicit lease's end, Redlock's validity.
 type expiry struct {
 	lost   chan struct{}
-	onLost func() // run once lost has closed (nil: nothing)
+	onLost func() // run once lost has closed by lose or the timer (nil: nothing)
 
 	mu    sync.Mutex
 	at    time.Time
 	timer *time.Timer
-	done  bool // stopped (released) or lost
+	done  bool // ended (released) or lost
 }
+
+// driftMargin is how much earlier than its lock can expire in Redis a lease counts itself lost:
+// 1% of its TTL plus 2 ms, Redlock's clock drift allowance, for a clock that runs slower than
+// Redis's and a timer that fires late.
+func driftMargin(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
+
+// safeEnd is when a lock of the given TTL, set by a command sent at sent (or, for until, running
+// out at sent+ttl), surely still lives in Redis: Lost closes then.
+func safeEnd(sent time.Time, ttl time.Duration) time.Time { return sent.Add(ttl - driftMargin(ttl)) }
 
 func newExpiry(at time.Time, onLost func()) *expiry {
 	e := &expiry{lost: make(chan struct{}), at: at, onLost: onLost}
@@ -41,44 +52,57 @@ func (e *expiry) fire() {
 	e.lose()
 }
 
-// lose closes lost now (a renewal failed), unless stopped or lost already.
-func (e *expiry) lose() {
+// channel is lost, closed first when the lease has run out by the clock: a holder that looks
+// before its write sees a lease past its end as lost even when the timer fires late (a busy
+// machine).
+func (e *expiry) channel() <-chan struct{} {
 	e.mu.Lock()
-	if e.done {
-		e.mu.Unlock()
-		return
-	}
-	e.done = true
-	e.timer.Stop()
-	close(e.lost)
+	due := !e.done && !time.Now().Before(e.at)
 	e.mu.Unlock()
-	if e.onLost != nil {
+	if due {
+		e.lose()
+	}
+	return e.lost
+}
+
+// lose closes lost now (a renewal failed), unless ended or lost already, and runs onLost.
+func (e *expiry) lose() {
+	if e.close() && e.onLost != nil {
 		e.onLost()
 	}
 }
 
-// end is when the lease runs out now.
-func (e *expiry) end() time.Time {
+// end closes lost because the lease was given back: it is no longer held, and nothing is lost.
+func (e *expiry) end() { e.close() }
+
+// close closes lost and stops the timer, reporting whether this call did.
+func (e *expiry) close() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.done {
+		return false
+	}
+	e.done = true
+	e.timer.Stop()
+	close(e.lost)
+	return true
+}
+
+// until is when the lease runs out now.
+func (e *expiry) until() time.Time {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.at
 }
 
-// extend moves the end to at, when later: a Refresh, or the push of a lock handed over short.
+// extend moves the end to at, when later: a renewal, a Refresh, or the push of a lock handed over
+// short. A lease lost or ended stays so.
 func (e *expiry) extend(at time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.done && at.After(e.at) {
 		e.at = at
 	}
-}
-
-// stop ends the timer: the lease was released, so it is not lost.
-func (e *expiry) stop() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.done = true
-	e.timer.Stop()
 }
 
 // tenure is how long a new holder's lock lives by our clock: the TTL it was taken or handed over

@@ -567,7 +567,7 @@ func (l *fairLocker) held(ctx context.Context, key, field string, lease, ttl tim
 		})
 		return le
 	}
-	le.wd = startWatchdog(ctx, lease, le.ttl, func(ctx context.Context) (renewOutcome, error) {
+	le.wd = startWatchdog(ctx, lease, le.ttl, le.until, func(ctx context.Context) (renewOutcome, error) {
 		return outcome(renew(ctx))
 	}, func(err error) {
 		l.log.Warn("fair lock lost: renewal failed", "key", key, "field", field, "err", err)

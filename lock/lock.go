@@ -40,7 +40,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -85,6 +87,10 @@ type Locker struct {
 	close    context.CancelCauseFunc
 	once     sync.Once
 	closeErr error
+
+	// held are the leases not yet given back, for Close.
+	mu   sync.Mutex
+	held map[*Lease]struct{}
 }
 
 // answerGrace is how long past its wait an acquisition may take when a server does not answer
@@ -129,11 +135,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 	// An acquisition that ends without the lock gives back what its unanswered attempts may
 	// still take (orphan.go, waiting.go rule 37), also when Acquire has returned without it.
 	h, err := abandonAfter(actx, func() (heldLock, error) {
-		h, err := l.impl.Acquire(actx, key, opts)
-		if err != nil {
-			clock.orphans.giveBack(context.WithoutCancel(actx), ttl)
-		}
-		return h, err
+		return l.ride(actx, key, opts, clock)
 	}, func(h heldLock) {
 		rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
@@ -150,12 +152,74 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 		if e, ok := h.(expiresAter); ok && !e.expiresAt().IsZero() {
 			until = e.expiresAt()
 		}
-		le.exp = newExpiry(until, nil)
+		le.exp = newExpiry(safeEnd(until.Add(-ttl), ttl), nil)
 		if m, ok := h.(expiryMover); ok {
-			m.onExtend(le.exp.extend)
+			m.onExtend(func(at time.Time) { le.exp.extend(at.Add(-driftMargin(ttl))) })
 		}
 	}
+	if !l.track(le) {
+		// Close came while the lock was being taken: it is given back like the others.
+		le.giveBack()
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotObtained, key, ErrClosed)
+	}
 	return le, nil
+}
+
+// ride runs the kind's acquisition and, after a transient failure (a refused or reset
+// connection, a server loading its data or read-only during a failover), again with what is left
+// of the wait, backing off, so a failover costs a waiter time, not its wait. What an attempt that
+// got no answer may still take is given back after each failure (orphans).
+func (l *Locker) ride(ctx context.Context, key string, opts Options, clock *attemptClock) (heldLock, error) {
+	deadline := time.Now().Add(opts.Wait)
+	pause := rideFirst
+	for {
+		h, err := l.impl.Acquire(ctx, key, opts)
+		if err != nil {
+			clock.orphans.giveBack(context.WithoutCancel(ctx), opts.Lease)
+		}
+		if err == nil || !transient(err) || time.Until(deadline) < pause || !sleep(ctx, pause) {
+			return h, err
+		}
+		opts.Wait = max(time.Until(deadline), 0)
+		pause = min(2*pause, rideLast)
+	}
+}
+
+// The pauses of ride: the first after a transient failure, doubling up to the last.
+const (
+	rideFirst = 25 * time.Millisecond
+	rideLast  = 400 * time.Millisecond
+)
+
+// transient reports whether a failed attempt met a server that may serve again soon: no answer, a
+// refused or reset connection, a server loading or read-only during a failover. A closed client,
+// a refused password, a server that will not acknowledge on enough replicas, or a wait that ran
+// out are not.
+func transient(err error) bool {
+	return errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrNotObtained) && !errors.Is(err, ErrNotReplicated) &&
+		!errors.Is(err, redis.ErrClosed) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
+		!redis.HasErrorPrefix(err, "NOAUTH") && !redis.HasErrorPrefix(err, "WRONGPASS")
+}
+
+// track records a lease as held, for Close to give back; false when the Locker is closed.
+func (l *Locker) track(le *Lease) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closing.Err() != nil {
+		return false
+	}
+	if l.held == nil {
+		l.held = map[*Lease]struct{}{}
+	}
+	l.held[le] = struct{}{}
+	return true
+}
+
+// untrack forgets a lease given back (or about to be).
+func (l *Locker) untrack(le *Lease) {
+	l.mu.Lock()
+	delete(l.held, le)
+	l.mu.Unlock()
 }
 
 // acquireErr is the error of a failed acquisition, the same for every kind: the Locker closed,
@@ -165,6 +229,9 @@ func (l *Locker) acquireErr(ctx, actx context.Context, key string, err error) er
 	switch cause := context.Cause(actx); {
 	case errors.Is(cause, ErrClosed):
 		return fmt.Errorf("%w: %s: %w", ErrNotObtained, key, ErrClosed)
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		// The kind's call ended with the caller's context: that says nothing of Redis.
+		return fmt.Errorf("%w: %s: %w", ErrNotObtained, key, ctx.Err())
 	case ctx.Err() != nil:
 		if !errors.Is(err, ErrNotObtained) {
 			err = fmt.Errorf("%w: %w", ErrNotObtained, err)
@@ -184,6 +251,10 @@ func (l *Locker) acquireErr(ctx, actx context.Context, key string, err error) er
 // check refuses an acquisition the kind cannot honour as asked, naming the field.
 func (l *Locker) check(key string, opts Options) error {
 	switch {
+	case key == "":
+		return fmt.Errorf("lock: %s: acquire: the key is empty: want a name for the lock", l.kind)
+	case strings.ContainsAny(key, "{}") && hashTag(key) == "":
+		return fmt.Errorf("lock: %s: acquire %q: braces in a key must enclose a hash tag ({tag}, not empty), or the keys and channels kept beside the lock would hash to another Redis Cluster slot", l.kind, key)
 	case opts.Lease < 0:
 		return fmt.Errorf("lock: %s: acquire %s: Options.Lease %s: want 0 (the Locker's) or above", l.kind, key, opts.Lease)
 	case opts.Wait < 0:
@@ -229,16 +300,27 @@ func abandonAfter[T any](ctx context.Context, call func() (T, error), undo func(
 }
 
 // Close ends every wait of the Locker within a few milliseconds (ErrNotObtained joined with
-// ErrClosed), makes later Acquire calls fail at once the same way, and ends the Locker's own
-// connections (the waiters' subscriptions). Leases still held are not affected: their watchdogs
-// keep them alive and Release gives them back as before, so Close may come before the last
-// Release. Closing twice is a no-op.
+// ErrClosed), makes later Acquire calls fail at once the same way, gives back every lease still
+// held (their renewals stop and their Lost channels close at once; each release is bounded by
+// 2 s, and one that gets no answer leaves the lock to expire at the end of its lease), and ends
+// the Locker's own connections (the waiters' subscriptions). A closed Locker holds nothing beyond
+// a lease. A lease's Release after Close answers how Close's release ended. Closing twice is a
+// no-op.
 func (l *Locker) Close() error {
 	if l == nil || l.impl == nil {
 		return nil
 	}
 	l.once.Do(func() {
+		l.mu.Lock()
 		l.close(ErrClosed)
+		held := l.held
+		l.held = nil
+		l.mu.Unlock()
+		var wg sync.WaitGroup
+		for le := range held {
+			wg.Go(le.giveBack)
+		}
+		wg.Wait()
 		l.closeErr = l.impl.Close()
 	})
 	return l.closeErr
@@ -262,15 +344,19 @@ func (l *Locker) Reentrant() bool { return l != nil && l.owners }
 // Lease is one held lock.
 type Lease struct {
 	impl   heldLock
-	locker *Locker
+	locker *Locker // nil for a part of a multilock's lease (Parts)
 	// ttl is the lease asked for (Options.Lease, or the Locker's).
 	ttl time.Duration
 	// exp closes Lost for a lease nothing watches, when its lease runs out by our clock.
 	exp *expiry
+	// ended: Release (or Close) was called; Lost is closed from then on.
+	ended atomic.Bool
 
 	mu sync.Mutex
 	// pending is a release still under way after its caller's context ended.
 	pending *pendingRelease
+	// byClose is how Close's release of the lease ended, for the holder's Release to answer.
+	byClose atomic.Pointer[error]
 }
 
 // Key is the lock's key.
@@ -279,26 +365,63 @@ func (le *Lease) Key() string { return le.impl.Key() }
 // Token is the fencing token of this acquisition: 0 for locks without fencing.
 func (le *Lease) Token() int64 { return le.impl.Token() }
 
-// Lost is closed when the holder learns that the lock is gone: the watchdog could not renew it,
-// Redlock's validity ran out, or, for a lease nothing renews (NewLua, or an explicit lease), its
-// lease ran out by this process's clock, counted from when the command that took it (or the last
-// successful Refresh) was sent. It is never nil.
+// Lost is closed when the lease no longer protects its holder: the holder learned the lock is
+// gone (its watchdog was refused, Redlock's validity ran out), or the lease ran out by this
+// process's clock before a renewal was answered (counted from when the command that took it, or
+// the last renewal or Refresh that succeeded, was sent, less the drift margin: 1% of the lease
+// plus 2 ms), or the lease was given back (Release, ReleaseAfter, Locker.Close). It closes on a
+// timer of its own, whatever command is blocked, and a call to Lost after that moment returns it
+// closed even when the timer fires late: a holder that checks Lost before its write never writes
+// after another could hold the lock. It is never nil.
 func (le *Lease) Lost() <-chan struct{} {
-	if le.exp != nil {
-		return le.exp.lost
+	switch {
+	case le.exp != nil:
+		return le.exp.channel()
+	case le.ended.Load():
+		return closedChan
 	}
 	return le.impl.Lost()
 }
 
-// Release gives the lock back. Releasing twice, or a lock no longer held, is ErrNotHeld. A release
-// that failed because a server did not answer wraps ErrUnavailable (and ctx.Err() when the context
-// ended it) and may be called again; until one succeeds the lock expires on its own at the end of
-// its lease. Release returns when ctx ends, whatever the client's timeouts: the release then goes
-// on in the background (bounded by 2 s), and a later call learns how it ended.
-func (le *Lease) Release(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("lock: release %s: %w", le.Key(), err) // nothing sent: release again
+// closedChan is the Lost of a lease given back.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// errPart refuses the release or refresh of one part of a multilock's lease.
+var errPart = errors.New("a part of a multilock's lease is released and refreshed with the whole lease")
+
+// end marks the lease given back: Lost closes, and Close no longer needs to give it back.
+func (le *Lease) end() {
+	if le.ended.Swap(true) {
+		return
 	}
+	if le.exp != nil {
+		le.exp.end()
+	}
+	if le.locker != nil {
+		le.locker.untrack(le)
+	}
+}
+
+// Release gives the lock back: at once its renewal stops and Lost closes, whatever ctx. Releasing
+// twice, or a lock no longer held, is ErrNotHeld. The release is sent on a context of the
+// library's own (the values of ctx, not its end), and again every 100 ms while the server does
+// not answer, until it gets through, is refused, or the lock would have expired anyway: the lock
+// is free at the latest when its lease would have ended. Release returns when the answer comes or
+// ctx ends, whatever the client's timeouts: a release that got no answer by then wraps
+// ErrUnavailable and ctx.Err(); one whose ctx had ended before the call wraps ctx.Err() alone. It
+// goes on in the background, and a later call learns how it ended.
+func (le *Lease) Release(ctx context.Context) error {
+	if le.locker == nil {
+		return fmt.Errorf("lock: release %s: %w", le.Key(), errPart)
+	}
+	if p := le.byClose.Swap(nil); p != nil {
+		return *p
+	}
+	le.end()
 	le.mu.Lock()
 	pend := le.pending
 	if pend != nil && isDone(pend.done) {
@@ -317,6 +440,10 @@ func (le *Lease) Release(ctx context.Context) error {
 		pend = le.settle(context.WithoutCancel(ctx), false)
 	}
 	le.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		// A later call learns how the release went.
+		return fmt.Errorf("lock: release %s: the context had ended; the release goes on in the background: %w", le.Key(), err)
+	}
 	select {
 	case <-pend.done:
 		le.mu.Lock()
@@ -333,6 +460,15 @@ func (le *Lease) Release(ctx context.Context) error {
 	}
 }
 
+// giveBack releases the lease for Close, bounded by releaseTimeout; a later Release learns how it
+// ended.
+func (le *Lease) giveBack() {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	err := le.Release(ctx)
+	le.byClose.Store(&err)
+}
+
 // ReleaseAfter executes p, a pipeline of the holder's last commands (its writes) on the lock's own
 // Redis server, and then releases the lock, as p.Exec followed by Release would, but in one round
 // trip where the lock allows it: for NewLua, NewFenced, NewReentrant and NewFair on a client that
@@ -346,18 +482,24 @@ func (le *Lease) Release(ctx context.Context) error {
 // when they are answered (or the client's timeouts end them), not when ctx ends. The error is the
 // release's, as Release's, and so is what a failure leaves: a lease released already gets p
 // executed and ErrNotHeld, and a release that got no answer is sent again in the background,
-// without p, as Release's is.
+// without p, as Release's is. With ctx ended before the call, p is not executed and the lease is
+// released as Release would.
 func (le *Lease) ReleaseAfter(ctx context.Context, p redis.Pipeliner) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("lock: release %s: %w", le.Key(), err) // nothing sent: release again
+	if le.locker == nil {
+		execHeld(ctx, p)
+		return fmt.Errorf("lock: release %s: %w", le.Key(), errPart)
 	}
 	le.mu.Lock()
 	busy := le.pending != nil
 	le.mu.Unlock()
-	if p == nil || busy {
+	switch {
+	case ctx.Err() != nil:
+		return le.Release(ctx) // nothing of p is sent for a caller that has gone
+	case p == nil || busy:
 		execHeld(ctx, p) // a release under way already: p goes alone
 		return le.Release(ctx)
 	}
+	le.end()
 	// In the caller's goroutine, unlike Release: a sale's last round trip spawns nothing.
 	err := le.impl.releaseAfter(ctx, p)
 	if !answered(err) {
@@ -367,15 +509,7 @@ func (le *Lease) ReleaseAfter(ctx context.Context, p redis.Pipeliner) error {
 		}
 		le.mu.Unlock()
 	}
-	le.released(err)
 	return err
-}
-
-// released ends what a lease keeps while held, once its release got through.
-func (le *Lease) released(err error) {
-	if err == nil && le.exp != nil {
-		le.exp.stop()
-	}
 }
 
 // pendingRelease is a release running in a goroutine of its own: err is set before done closes.
@@ -400,7 +534,6 @@ func (le *Lease) settle(ctx context.Context, again bool) *pendingRelease {
 			return
 		}
 		pend.err = resend(ctx, giveUp, func(ctx context.Context) error { return le.impl.releaseAfter(ctx, nil) })
-		le.released(pend.err)
 	}()
 	return pend
 }
@@ -410,10 +543,13 @@ func (le *Lease) settle(ctx context.Context, again bool) *pendingRelease {
 // It is ErrNotHeld when the lock is no longer this lease's (it expired, or was released) and
 // ErrUnavailable when Redis did not answer.
 func (le *Lease) Refresh(ctx context.Context) error {
+	if le.locker == nil {
+		return fmt.Errorf("lock: refresh %s: %w", le.Key(), errPart)
+	}
 	sent := time.Now()
 	err := le.impl.refresh(ctx)
 	if err == nil && le.exp != nil {
-		le.exp.extend(sent.Add(le.ttl))
+		le.exp.extend(safeEnd(sent, le.ttl))
 	}
 	return err
 }
@@ -435,7 +571,9 @@ func (le *Lease) Field() string {
 	return ""
 }
 
-// Parts lists a multilock's lease on each master, in master order; nil for the other locks.
+// Parts lists a multilock's lease on each master, in master order, to read (Key, Field, Token,
+// Renewals, Lost); nil for the other locks. A part is given back with the whole lease: its own
+// Release, ReleaseAfter and Refresh refuse, and free nothing.
 func (le *Lease) Parts() []*Lease {
 	p, ok := le.impl.(partsLease)
 	if !ok {

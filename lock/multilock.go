@@ -110,6 +110,7 @@ type multiLease struct {
 	key   string
 	parts []*reentrantLease
 	lost  chan struct{} // nil when the parts have no watchdog
+	once  sync.Once     // closes lost
 	stop  chan struct{}
 	gate  releaseGate
 }
@@ -120,12 +121,11 @@ func newMultiLease(key string, parts []*reentrantLease) *multiLease {
 		return ml
 	}
 	ml.lost = make(chan struct{})
-	var lostOnce sync.Once
 	for _, p := range parts {
 		go func() {
 			select {
 			case <-p.Lost():
-				lostOnce.Do(func() { close(ml.lost) })
+				ml.lose()
 			case <-ml.stop:
 			}
 		}()
@@ -133,11 +133,25 @@ func newMultiLease(key string, parts []*reentrantLease) *multiLease {
 	return ml
 }
 
+// lose closes Lost, once.
+func (ml *multiLease) lose() {
+	if ml.lost != nil {
+		ml.once.Do(func() { close(ml.lost) })
+	}
+}
+
 func (ml *multiLease) Key() string  { return ml.key }
 func (ml *multiLease) Token() int64 { return 0 }
 
-// Lost is closed as soon as any master's renewal fails.
-func (ml *multiLease) Lost() <-chan struct{} { return ml.lost }
+// Lost is closed as soon as any master's lease is lost, or the lease is given back.
+func (ml *multiLease) Lost() <-chan struct{} {
+	for _, p := range ml.parts {
+		if ml.lost != nil && isDone(p.Lost()) {
+			ml.lose()
+		}
+	}
+	return ml.lost
+}
 
 // Renewals counts the renewal rounds that reached every master (the smallest count of a part).
 func (ml *multiLease) Renewals() int64 {
@@ -162,7 +176,7 @@ func (ml *multiLease) Parts() []heldLock {
 // releaseAfter executes the holder's pipeline p (nil: none) and gives the lock back on every
 // master; any master where it was no longer held makes the whole release ErrNotHeld.
 func (ml *multiLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
-	return ml.gate.release(ctx, p, ml.key, func() { close(ml.stop) }, func() error {
+	return ml.gate.release(ctx, p, ml.key, func() { close(ml.stop); ml.lose() }, func() error {
 		execHeld(ctx, p)
 		// A retry sends the release only to the masters where it did not get through.
 		var left []*reentrantLease

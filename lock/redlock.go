@@ -296,7 +296,7 @@ func (l *redlockLocker) heldHere(key string) (time.Time, bool) {
 	defer l.mu.Unlock()
 	var until time.Time
 	for le := range l.local[key] {
-		if u := le.validity.end(); u.After(until) {
+		if u := le.validity.until(); u.After(until) {
 			until = u
 		}
 	}
@@ -433,7 +433,7 @@ func newRedlockLease(ctx context.Context, rl *redlockLocker, m *redsync.Mutex, k
 	if renew {
 		// Extend at a third of the ttl, as Redisson's watchdog does: two more chances before the
 		// validity (ttl - elapsed - drift) runs out.
-		l.wd = startWatchdog(ctx, ttl, ttl, l.extend, func(err error) {
+		l.wd = startWatchdog(ctx, ttl, ttl, m.Until(), l.extend, func(err error) {
 			l.log.Warn("redlock: extension failed", "key", l.key, "err", err)
 			l.validity.lose()
 		})
@@ -469,12 +469,12 @@ func (l *redlockLease) refresh(ctx context.Context) error {
 // stop ends renewal and validity tracking (a release).
 func (l *redlockLease) stop() {
 	l.wd.Stop()
-	l.validity.stop()
+	l.validity.end()
 }
 
 func (l *redlockLease) Key() string           { return l.key }
 func (l *redlockLease) Token() int64          { return l.token }
-func (l *redlockLease) Lost() <-chan struct{} { return l.validity.lost }
+func (l *redlockLease) Lost() <-chan struct{} { return l.validity.channel() }
 
 // Renewals counts the successful extensions on a quorum of masters.
 func (l *redlockLease) Renewals() int64 { return l.wd.Renewals() }

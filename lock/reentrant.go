@@ -216,7 +216,7 @@ func (l *reentrantLocker) held(ctx context.Context, key, field string, lease tim
 	e := l.entries[id]
 	if e == nil || isDone(e.wd.Lost()) {
 		e = &renewal{}
-		e.wd = startWatchdog(ctx, lease, lease, func(ctx context.Context) (renewOutcome, error) {
+		e.wd = startWatchdog(ctx, lease, lease, attemptSent(ctx, time.Now()).Add(lease), func(ctx context.Context) (renewOutcome, error) {
 			return outcome(renewHash(ctx, l.rdb, key, field, le.leaseMs))
 		}, func(err error) {
 			l.log.Warn("watchdog: lock lost", "lock", l.name, "key", key, "field", field, "err", err)

@@ -76,7 +76,7 @@ func (l *valueLocker) Acquire(ctx context.Context, key string, opts Options) (he
 	le := &valueLease{key: key, value: value, token: token, l: l, leaseMs: max(lease.Milliseconds(), 1), tenure: ten}
 	renew := func(ctx context.Context) error { return renewValue(ctx, l.rdb, key, value, le.leaseMs) }
 	if l.fenced && !opts.ExplicitLease {
-		le.wd = startWatchdog(ctx, lease, ten.ttl, func(ctx context.Context) (renewOutcome, error) {
+		le.wd = startWatchdog(ctx, lease, ten.ttl, ten.until, func(ctx context.Context) (renewOutcome, error) {
 			return outcome(renew(ctx))
 		}, func(err error) {
 			l.log.Warn("fenced lock lost: renewal failed", "key", key, "token", token, "err", err)

@@ -9,8 +9,10 @@ import (
 )
 
 // watchdog keeps a lease alive by calling renew every interval while the lock is held, like
-// Redisson's renewExpiration (lease/3). It stops for good when renew reports the lock is no
-// longer ours or fails, and then closes Lost so the holder learns the lock is gone.
+// Redisson's renewExpiration (lease/3). Its life is an expiry of its own: each renewal that
+// succeeds moves it to a lease after that renewal was sent (less the drift margin), and when it
+// runs out, Lost closes on time whatever command is still blocked. It stops for good when renew
+// reports the lock is no longer ours, when its life runs out, or when the lease is given back.
 //
 // Its commands run under base: the acquiring context's values without its cancellation, so
 // tracing and client hooks see a renewal as part of the acquisition that started it.
@@ -19,25 +21,21 @@ type watchdog struct {
 	lease    time.Duration
 	interval time.Duration
 	renew    func(ctx context.Context) (renewOutcome, error)
-	onFail   func(error)
 
-	lost     chan struct{}
-	lostOnce sync.Once
+	life     *expiry
+	why      atomic.Pointer[error] // the error that lost the lease, for onFail
 	renewals atomic.Int64
-	// cancel ends base when the watchdog stops, and with it a renewal under way: a release must
-	// not wait for a renewal stuck on a Redis that does not answer. base ended = stopped.
+	// cancel ends base when the watchdog stops, and with it a renewal under way. base ended =
+	// stopped.
 	cancel context.CancelFunc
-	lastOK time.Time // when the last successful renewal (or the start) was sent; rounds' alone
-	// ttl is how long the lock lives from lastOK: the lease, or until the first renewal the
-	// shorter TTL of a lock handed over short (waiting.go rule 16); rounds' alone.
+	// ttl is how long the lock lives from the last successful renewal: the lease, or until the
+	// first renewal the shorter TTL of a lock handed over short; rounds' alone.
 	ttl time.Duration
 
 	// A round runs on a timer's goroutine, not on one of the watchdog's own: most holds end
-	// before the first round, and their release then stops a timer instead of waking a
-	// goroutine and waiting for it to exit (that wait sat between every holder and its release).
-	mu      sync.Mutex
-	timer   *time.Timer
-	running chan struct{} // non-nil while a round runs; closed when it ends
+	// before the first round, and their release then stops a timer instead of waking a goroutine.
+	mu    sync.Mutex
+	timer *time.Timer
 }
 
 // renewOutcome is what one round of a watchdog did.
@@ -70,15 +68,26 @@ func outcome(err error) (renewOutcome, error) {
 }
 
 // startWatchdog starts renewing a lock of the given lease every lease/3, with the values of
-// acquireCtx; ttl is what the lock has now: the lease, or less for a lock handed over short, which
-// the first round then pushes out to the lease a third of the way into ttl (waiting.go rule 16).
-// onFail (may be nil) is told why renewal ended when it ends by a loss.
-func startWatchdog(acquireCtx context.Context, lease, ttl time.Duration, renew func(ctx context.Context) (renewOutcome, error), onFail func(error)) *watchdog {
+// acquireCtx; ttl is what the lock has now, until when it runs out by our clock (its TTL counted
+// from when the command that set it was sent): the lease, or less for a lock handed over short,
+// which the first round then pushes out to the lease a third of the way into ttl. onFail (may be
+// nil) is told why the lease was lost when it is.
+func startWatchdog(acquireCtx context.Context, lease, ttl time.Duration, until time.Time, renew func(ctx context.Context) (renewOutcome, error), onFail func(error)) *watchdog {
 	base, cancel := context.WithCancel(context.WithoutCancel(acquireCtx))
 	w := &watchdog{
-		base: base, cancel: cancel, lease: lease, interval: max(lease/3, time.Millisecond), renew: renew, onFail: onFail,
-		lost: make(chan struct{}), lastOK: time.Now(), ttl: min(ttl, lease),
+		base: base, cancel: cancel, lease: lease, interval: max(lease/3, time.Millisecond), renew: renew,
+		ttl: min(ttl, lease),
 	}
+	w.life = newExpiry(safeEnd(until.Add(-ttl), ttl), func() {
+		w.stop()
+		if onFail != nil {
+			err := errLeaseRanOut
+			if p := w.why.Load(); p != nil {
+				err = *p
+			}
+			onFail(err)
+		}
+	})
 	w.mu.Lock()
 	w.timer = time.AfterFunc(max(w.ttl/3, time.Millisecond), w.fire)
 	w.mu.Unlock()
@@ -88,42 +97,30 @@ func startWatchdog(acquireCtx context.Context, lease, ttl time.Duration, renew f
 // fire runs one round when the timer goes off, and sets the timer for the next one while the
 // lock is renewed and the watchdog not stopped.
 func (w *watchdog) fire() {
-	w.mu.Lock()
 	if w.stopped() {
-		w.mu.Unlock()
 		return
 	}
-	done := make(chan struct{})
-	w.running = done
-	w.mu.Unlock()
-
 	r, err := w.round()
-
-	w.mu.Lock()
-	w.running = nil
-	close(done)
-	if r == renewed {
+	switch r {
+	case renewed:
 		w.renewals.Add(1)
+		w.mu.Lock()
 		if !w.stopped() {
 			w.timer.Reset(w.interval)
 		}
+		w.mu.Unlock()
+	case renewLost:
+		if err == nil {
+			err = errLost
+		}
+		w.why.Store(&err)
+		w.life.lose()
 	}
-	w.mu.Unlock()
-	if r == renewed || r == renewStopped {
-		return
-	}
-	if err == nil {
-		err = errLost
-	}
-	if w.onFail != nil {
-		w.onFail(err)
-	}
-	w.markLost()
 }
 
-// round renews once and, after a transient failure, again every pause, while the lock is surely
-// still ours: until 0.9 × its TTL (the lease: 3 intervals) after the last success. This is the one
-// renewal policy of every lock.
+// round renews once and, after a transient failure, again every pause while the lease lives: its
+// life's timer ends the round when the lease runs out first. This is the one renewal policy of
+// every lock.
 func (w *watchdog) round() (renewOutcome, error) {
 	pause := min(max(w.ttl/30, time.Millisecond), 50*time.Millisecond)
 	for {
@@ -131,43 +128,42 @@ func (w *watchdog) round() (renewOutcome, error) {
 		ctx, cancel := context.WithTimeout(w.base, max(w.ttl/3, time.Millisecond))
 		r, err := w.renew(ctx)
 		cancel()
-		select {
-		case <-w.base.Done():
-			return renewStopped, nil
-		default:
+		if w.stopped() {
+			return renewStopped, nil // given back, or the lease ran out meanwhile
 		}
 		switch r {
 		case renewed:
-			w.lastOK, w.ttl = sent, w.lease
+			w.ttl = w.lease
+			w.life.extend(safeEnd(sent, w.lease))
 			return r, nil
 		case renewFailed:
 		default:
 			return r, err
 		}
-		safeUntil := w.lastOK.Add(w.ttl * 9 / 10)
-		if time.Until(safeUntil) <= pause {
-			return renewLost, err
-		}
-		select {
-		case <-w.base.Done():
+		if !sleep(w.base, pause) {
 			return renewStopped, nil
-		case <-time.After(pause):
 		}
 	}
 }
 
-// stopped reports whether Stop was called.
+// stopped reports whether the watchdog stopped (given back, lost, or its Locker closed).
 func (w *watchdog) stopped() bool { return w.base.Err() != nil }
 
-func (w *watchdog) markLost() { w.lostOnce.Do(func() { close(w.lost) }) }
+// stop ends renewal: no round starts after it, and one under way is cancelled.
+func (w *watchdog) stop() {
+	w.mu.Lock()
+	w.cancel()
+	w.timer.Stop()
+	w.mu.Unlock()
+}
 
-// Lost is closed when renewal failed: the lock may now be someone else's. A nil watchdog (an
-// explicit lease) has none.
+// Lost is closed when the lease was lost (renewal refused, or its life ran out) or given back. A
+// nil watchdog (an explicit lease) has none.
 func (w *watchdog) Lost() <-chan struct{} {
 	if w == nil {
 		return nil
 	}
-	return w.lost
+	return w.life.channel()
 }
 
 // Renewals counts successful renewals (0 for a nil watchdog).
@@ -178,19 +174,13 @@ func (w *watchdog) Renewals() int64 {
 	return w.renewals.Load()
 }
 
-// Stop ends renewal (on release, or when the Locker closes); when a round is under way it cancels
-// it and waits for it to end, so no renewal is sent after Stop returns. A nil watchdog has nothing
-// to stop.
+// Stop ends renewal and closes Lost (on release); it does not wait for a renewal under way,
+// which is cancelled: a renewal that still lands only extends what is already ours. A nil
+// watchdog has nothing to stop.
 func (w *watchdog) Stop() {
 	if w == nil {
 		return // an explicit lease: nothing renews
 	}
-	w.mu.Lock()
-	w.timer.Stop()
-	w.cancel()
-	running := w.running
-	w.mu.Unlock()
-	if running != nil {
-		<-running
-	}
+	w.stop()
+	w.life.end()
 }

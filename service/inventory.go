@@ -334,6 +334,13 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 	// The release must run even if the buyer went away: a lock left behind blocks everyone.
 	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWithin)
 	defer cancel()
+	// Lost closes at the release: whether the lease was lost is read before it.
+	var lostHeld bool
+	if joined != nil && joined.sent {
+		lostHeld = joined.lost
+	} else {
+		lostHeld = isClosed(lease.Lost())
+	}
 	if joined != nil && joined.sent && !errors.Is(joined.err, lock.ErrUnavailable) {
 		err = joined.err // sent with the commit (one Redis did not answer goes to s.release, again)
 	} else {
@@ -359,7 +366,7 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 	}
 	res.Renewals = lease.Renewals()
 	s.observer.ObserveRenewals(mode.Name, res.Renewals)
-	if isClosed(lease.Lost()) {
+	if lostHeld {
 		s.observer.ObserveLeaseLost(mode.Name)
 	}
 	s.observer.ObserveSale(mode.Name, result, held.Sub(start), time.Since(held))
@@ -378,6 +385,8 @@ const releaseWithin = 5 * time.Second
 type joinedRelease struct {
 	sent bool
 	err  error
+	// lost: the lease was lost before the release (a release closes Lost).
+	lost bool
 	// left: the holder left the section (TrackOverlap) in the same pipeline, before the release,
 	// sent at leaveSent.
 	left      bool
@@ -500,6 +509,7 @@ func (s *Service) commit(ctx context.Context, sku string, stock int64, order sto
 	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWithin)
 	defer cancel()
 	joined.leaveSent = time.Now()
+	joined.lost = isClosed(lease.Lost())
 	joined.sent, joined.err = true, lease.ReleaseAfter(relCtx, p)
 	joined.left = leave != nil && leave() == nil
 	return read()
