@@ -118,6 +118,9 @@ var clauses = []clause{
 	{"12", "crashed-waiters", clauseCrashedWaiters},
 	{"13", "no-lost-wake-up", clauseNoLostWakeUp},
 	{"14", "restart", clauseRestart},
+	{"20", "release-ends-the-lease", clauseReleaseEnds},
+	{"21", "lost-on-time", clauseLostOnTime},
+	{"22", "errors-say-what-happened", clauseErrors},
 }
 
 func TestConformance(t *testing.T) {
@@ -541,8 +544,8 @@ func clauseCancelMidWait(t *testing.T, k conformanceKind) {
 	cancel()
 	err := <-done
 	took := time.Since(time.Unix(0, cancelled.Load()))
-	if !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled wait: %v, want ErrNotObtained and context.Canceled", err)
+	if !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, context.Canceled) || errors.Is(err, lock.ErrUnavailable) {
+		t.Fatalf("cancelled wait: %v, want ErrNotObtained and context.Canceled, not ErrUnavailable (Redis is healthy)", err)
 	}
 	if took > 100*time.Millisecond+slack {
 		t.Fatalf("cancelled wait returned %s after the cancel", took)
@@ -869,6 +872,7 @@ type proxy struct {
 	target string
 
 	mu     sync.Mutex
+	isDown bool // connections are cut as they come (down)
 	frozen bool
 	thawed chan struct{} // closed when a freeze ends
 	conns  []net.Conn
@@ -893,6 +897,13 @@ func (p *proxy) serve() {
 		c, err := p.ln.Accept()
 		if err != nil {
 			return
+		}
+		p.mu.Lock()
+		isDown := p.isDown
+		p.mu.Unlock()
+		if isDown {
+			_ = c.Close()
+			continue
 		}
 		up, err := net.DialTimeout("tcp", p.target, time.Second)
 		if err != nil {
@@ -930,6 +941,24 @@ func (p *proxy) pipe(dst, src net.Conn) {
 			return
 		}
 	}
+}
+
+// down makes the server look gone: every connection through the proxy is cut and new ones are
+// closed at once (a reset), until up.
+func (p *proxy) down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.isDown = true
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *proxy) up() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.isDown = false
 }
 
 func (p *proxy) freeze() {
@@ -1101,4 +1130,174 @@ func buildOn(t *testing.T, k conformanceKind, clients []redis.UniversalClient) *
 	}
 	t.Cleanup(func() { _ = l.Close() })
 	return l
+}
+
+// isDone reports whether ch is closed.
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Clause 20: Release ends the lease whatever its context: with a context ended before the call
+// (a request that timed out) Lost closes at once and the release goes out in the background, so
+// another Locker gets the lock at once, not a lease later; and Close gives back what its Locker
+// still holds within its bound, even when the server does not answer. With both client settings.
+func clauseReleaseEnds(t *testing.T, k conformanceKind) {
+	r := newRig(t, k)
+	for _, cut := range []bool{false, true} {
+		r.cut = cut
+		key := fmt.Sprintf("c20-cut-%v", cut)
+		a, b := r.locker(), r.locker()
+		le := acquire(t, a, key, lock.Options{})
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+		err := le.Release(ended)
+		if !errors.Is(err, context.Canceled) || errors.Is(err, lock.ErrUnavailable) {
+			t.Fatalf("release with an ended context: %v, want context.Canceled and not ErrUnavailable", err)
+		}
+		if !isDone(le.Lost()) {
+			t.Fatal("Lost is open after a release with an ended context")
+		}
+		start := time.Now()
+		free(t, b, key)
+		if took := time.Since(start); took > time.Second {
+			t.Fatalf("the lock was free %s after a release with an ended context, want at once", took)
+		}
+		// Close on a server that does not answer returns within its bound (a release of 2 s),
+		// with the lease's Lost closed.
+		c := r.locker()
+		held := acquire(t, c, key+"-close", lock.Options{})
+		r.freeze()
+		closing := time.Now()
+		_ = c.Close()
+		took := time.Since(closing)
+		r.thaw()
+		if took > 2*time.Second+slack {
+			t.Fatalf("Close took %s on a server that does not answer, want within 2 s", took)
+		}
+		if !isDone(held.Lost()) {
+			t.Fatal("Lost is open after Close")
+		}
+	}
+}
+
+// Clause 21: Lost closes before another process can hold the lock: a holder cut off from Redis
+// (a partition: its connections open, no bytes moving) sees Lost closed within its lease of the
+// cut, before a Locker on the other side of the partition gets the lock, whatever the client's
+// timeouts; and a holder that looks at Lost when the other got it finds it closed.
+func clauseLostOnTime(t *testing.T, k conformanceKind) {
+	ownServers(t, k)
+	const lease = time.Second
+	r := newRig(t, k)
+	var cs []redis.UniversalClient
+	for _, c := range r.direct() {
+		cs = append(cs, c)
+	}
+	rival := buildOn(t, k, cs)
+	for _, cut := range []bool{false, true} {
+		r.cut = cut
+		key := fmt.Sprintf("c21-cut-%v", cut)
+		holder := r.locker(lock.WithLease(lease))
+		le := acquire(t, holder, key, lock.Options{})
+		lost := make(chan time.Time, 1)
+		go func() {
+			<-le.Lost()
+			lost <- time.Now()
+		}()
+		r.freeze()
+		cut0 := time.Now()
+		got, err := rival.Acquire(context.Background(), key, lock.Options{Wait: 5 * time.Second})
+		gotAt := time.Now()
+		if err != nil {
+			r.thaw()
+			t.Fatalf("the rival behind a partitioned holder: %v", err)
+		}
+		if !isDone(le.Lost()) {
+			t.Errorf("cut %v: the rival held the lock %s after the partition while the holder's Lost was open", cut, gotAt.Sub(cut0).Round(time.Millisecond))
+		}
+		select {
+		case at := <-lost:
+			t.Logf("cut %v: Lost closed %s after the partition; the rival held the lock after %s", cut,
+				at.Sub(cut0).Round(time.Millisecond), gotAt.Sub(cut0).Round(time.Millisecond))
+			if at.Sub(cut0) > lease+slack {
+				t.Errorf("cut %v: Lost closed %s after the partition, want within the %s lease", cut, at.Sub(cut0), lease)
+			}
+		case <-time.After(time.Second):
+			t.Errorf("cut %v: the holder's Lost did not close", cut)
+		}
+		r.thaw()
+		_ = got.Release(context.Background())
+	}
+}
+
+// Clause 22: errors say what happened. An empty key, or braces that make no hash tag, are refused
+// with an error naming the key, and nothing reaches Redis. A waiter rides out a server that is
+// gone for a while (connections reset) within its Wait and gets the lock once it is back; a
+// Wait that ends first fails with ErrUnavailable at its end, not at the first error.
+func clauseErrors(t *testing.T, k conformanceKind) {
+	ownServers(t, k)
+	r := newRig(t, k)
+	l := r.locker()
+	for _, key := range []string{"", "a{b", "a}b", "x{}y"} {
+		_, err := l.Acquire(context.Background(), key, lock.Options{})
+		if err == nil || errors.Is(err, lock.ErrNotObtained) || !strings.Contains(err.Error(), "key") {
+			t.Errorf("acquire of key %q: %v, want a refusal naming the key", key, err)
+		}
+	}
+	if left := r.keys(); len(left) > 0 {
+		t.Fatalf("refused keys left %v in Redis", left)
+	}
+	var cs []redis.UniversalClient
+	for _, c := range r.direct() {
+		cs = append(cs, c)
+	}
+	holder := buildOn(t, k, cs)
+	for _, cut := range []bool{false, true} {
+		r.cut = cut
+		key := fmt.Sprintf("c22-cut-%v", cut)
+		le := acquire(t, holder, key, lock.Options{})
+		w := r.locker()
+		before := r.commands(w)
+		got := make(chan error, 1)
+		go func() {
+			wl, err := w.Acquire(context.Background(), key, lock.Options{Wait: 6 * time.Second})
+			if err == nil {
+				_ = wl.Release(context.Background())
+			}
+			got <- err
+		}()
+		waitWaiting(t, r, w, before)
+		for _, p := range r.proxies {
+			p.down()
+		}
+		// A Wait shorter than the outage ends with ErrUnavailable at its end.
+		short := r.locker()
+		start := time.Now()
+		_, err := short.Acquire(context.Background(), key, lock.Options{Wait: 600 * time.Millisecond})
+		took := time.Since(start)
+		if !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, lock.ErrUnavailable) || took < 500*time.Millisecond {
+			t.Errorf("cut %v: a wait of 600ms while the server is gone: %v after %s, want ErrUnavailable at its end", cut, err, took)
+		}
+		if err := le.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond) // the outage goes on past the release
+		for _, p := range r.proxies {
+			p.up()
+		}
+		back := time.Now()
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatalf("cut %v: a waiter with a 6 s wait across a 1 s outage: %v, want the lock", cut, err)
+			}
+			t.Logf("cut %v: the waiter got the lock %s after the server came back", cut, time.Since(back).Round(time.Millisecond))
+		case <-time.After(3 * time.Second):
+			t.Fatalf("cut %v: the waiter still waits 3 s after the server came back", cut)
+		}
+	}
 }

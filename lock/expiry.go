@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -158,6 +159,35 @@ func (h *tenure) stopPush() {
 	if h.push != nil {
 		h.push.Stop()
 	}
+}
+
+// freshen renews now a lock handed over from another process when what this process knows of
+// its TTL is stale: the release that handed it over is known only to have come after this
+// waiter's last attempt, so its TTL counts from that attempt, and after a long wait little or
+// none of it may be left by that count. A renewal sent now, answered, proves the lock is ours
+// for a lease from its send. It does nothing while a third of the TTL is left. ErrNotHeld: the
+// lock ran out before the handover reached this waiter.
+func (h *tenure) freshen(ctx context.Context, lease time.Duration, renew func(context.Context) error) error {
+	if time.Until(safeEnd(h.until.Add(-h.ttl), h.ttl)) >= h.ttl/3 {
+		return nil
+	}
+	sent := time.Now()
+	if err := renew(ctx); err != nil {
+		return err
+	}
+	h.ttl, h.until = lease, sent.Add(lease)
+	return nil
+}
+
+// handedOverLate is the error of an acquisition whose lock, handed over, could not be freshened;
+// what it may still hold is given back in the background.
+func handedOverLate(ctx context.Context, key string, err error, h heldLock) error {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		_ = h.releaseAfter(ctx, nil)
+	}()
+	return fmt.Errorf("%w: %s: the lock handed over could not be confirmed: %w", ErrNotObtained, key, err)
 }
 
 // expiresAter is implemented by the leases that know when their lock runs out by our clock:

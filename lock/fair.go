@@ -163,7 +163,7 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 		return fw.fail(ctx, err)
 	case held:
 		fw.leave(true)
-		return l.held(ctx, key, fw.field, fw.lease, fw.lease, fw.leaseMs, fw.waitMs, !opts.ExplicitLease), nil
+		return l.held(ctx, key, fw.field, fw.lease, fw.lease, fw.leaseMs, fw.waitMs, !opts.ExplicitLease)
 	case fw.wait == 0:
 		return fw.fail(ctx, notObtained(ctx, key))
 	}
@@ -341,7 +341,7 @@ func (fw *fairWait) take(ctx context.Context, opts Options) (heldLock, error) {
 			return fw.fail(ctx, redisErr("fair acquire "+key, err))
 		}
 	}
-	return l.held(ctx, key, fw.field, fw.lease, ttl, fw.leaseMs, fw.waitMs, !opts.ExplicitLease), nil
+	return l.held(ctx, key, fw.field, fw.lease, ttl, fw.leaseMs, fw.waitMs, !opts.ExplicitLease)
 }
 
 // beatWhileWaiting counts a waiter of key in, starting key's heartbeat for the first, and returns
@@ -557,22 +557,25 @@ func (l *fairLocker) cancel(ctx context.Context, key, field string, waitMs int64
 // the acquisition's last attempt (sent before any release that handed it over) and, unless the
 // lease is explicit, its watchdog (renewing every lease/3 with the acquisition's context values);
 // without one, a lock handed over short is pushed out to its lease.
-func (l *fairLocker) held(ctx context.Context, key, field string, lease, ttl time.Duration, leaseMs, waitMs int64, watch bool) *fairLease {
+func (l *fairLocker) held(ctx context.Context, key, field string, lease, ttl time.Duration, leaseMs, waitMs int64, watch bool) (*fairLease, error) {
 	le := &fairLease{l: l, key: key, field: field, leaseMs: leaseMs, waitMs: waitMs,
 		tenure: &tenure{ttl: ttl, until: attemptSent(ctx, time.Now()).Add(ttl)}}
 	renew := func(ctx context.Context) error { return renewHash(ctx, l.rdb, key, field, leaseMs) }
+	if err := le.freshen(ctx, lease, renew); err != nil {
+		return nil, handedOverLate(ctx, key, err, le)
+	}
 	if !watch {
 		le.pushLater(ctx, lease, renew, func(err error) {
 			l.log.Warn("fair lock: push a handed-over lock out to its lease", "key", key, "err", err)
 		})
-		return le
+		return le, nil
 	}
 	le.wd = startWatchdog(ctx, lease, le.ttl, le.until, func(ctx context.Context) (renewOutcome, error) {
 		return outcome(renew(ctx))
 	}, func(err error) {
 		l.log.Warn("fair lock lost: renewal failed", "key", key, "field", field, "err", err)
 	})
-	return le
+	return le, nil
 }
 
 // ringLocal wakes the waiter with field on key at once if it waits in this process; with the

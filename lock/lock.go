@@ -177,7 +177,8 @@ func (l *Locker) ride(ctx context.Context, key string, opts Options, clock *atte
 		if err != nil {
 			clock.orphans.giveBack(context.WithoutCancel(ctx), opts.Lease)
 		}
-		if err == nil || !transient(err) || time.Until(deadline) < pause || !sleep(ctx, pause) {
+		left := time.Until(deadline)
+		if err == nil || !transient(err) || left <= 0 || !sleep(ctx, min(pause, left)) {
 			return h, err
 		}
 		opts.Wait = max(time.Until(deadline), 0)
@@ -193,10 +194,10 @@ const (
 
 // transient reports whether a failed attempt met a server that may serve again soon: no answer, a
 // refused or reset connection, a server loading or read-only during a failover. A closed client,
-// a refused password, a server that will not acknowledge on enough replicas, or a wait that ran
-// out are not.
+// a refused password, a server that will not acknowledge on enough replicas, or an ended context
+// are not.
 func transient(err error) bool {
-	return errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrNotObtained) && !errors.Is(err, ErrNotReplicated) &&
+	return errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrNotReplicated) &&
 		!errors.Is(err, redis.ErrClosed) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
 		!redis.HasErrorPrefix(err, "NOAUTH") && !redis.HasErrorPrefix(err, "WRONGPASS")
 }

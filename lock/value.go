@@ -75,6 +75,9 @@ func (l *valueLocker) Acquire(ctx context.Context, key string, opts Options) (he
 	}
 	le := &valueLease{key: key, value: value, token: token, l: l, leaseMs: max(lease.Milliseconds(), 1), tenure: ten}
 	renew := func(ctx context.Context) error { return renewValue(ctx, l.rdb, key, value, le.leaseMs) }
+	if err := ten.freshen(ctx, lease, renew); err != nil {
+		return nil, handedOverLate(ctx, key, err, le)
+	}
 	if l.fenced && !opts.ExplicitLease {
 		le.wd = startWatchdog(ctx, lease, ten.ttl, ten.until, func(ctx context.Context) (renewOutcome, error) {
 			return outcome(renew(ctx))

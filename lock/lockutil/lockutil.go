@@ -78,7 +78,7 @@ func RedisErr(op string, err, unavailable error) error {
 // refusesService reports whether a reply error says the server will not serve anyone now, rather
 // than that this command was wrong.
 func refusesService(err error) bool {
-	for _, p := range []string{"WRONGPASS", "NOAUTH", "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY"} {
+	for _, p := range []string{"WRONGPASS", "NOAUTH", "LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY"} {
 		if redis.HasErrorPrefix(err, p) {
 			return true
 		}
