@@ -3,7 +3,11 @@
 // Redis, and checks that the watchdog kept the lock the whole time, that a second holder was kept
 // out, and that the release left nothing behind. It imports only the library and go-redis.
 //
-//	cd examples/consumer && go run . -addr 127.0.0.1:6379
+// The library is not published yet: go.mod points it at this checkout's lock/ with a replace
+// directive. Run it from the repository's root with GOWORK=off, since the root's go.work would
+// otherwise take the directory over as part of the seckill module:
+//
+//	cd examples/consumer && GOWORK=off go run . -addr 127.0.0.1:6379
 package main
 
 import (
