@@ -293,8 +293,10 @@ func TestReadinessFollowsTheConfiguredMode(t *testing.T) {
 		switch {
 		case c.ready && r.status != http.StatusOK:
 			t.Fatalf("%s with master 2 down: sale %d %s", c.mode, r.status, r.raw)
-		case !c.ready && (r.status != http.StatusServiceUnavailable || took > wait/2):
-			t.Fatalf("%s with master 2 down: sale %d after %s (wait %s), want a 503 at once: %s", c.mode, r.status, took, wait, r.raw)
+		case !c.ready && (r.status != http.StatusServiceUnavailable || took > wait+time.Second):
+			// The lock rides out a master that refuses connections within its wait (a failover
+			// may bring it back), and answers 503 when the wait ends that way.
+			t.Fatalf("%s with master 2 down: sale %d after %s (wait %s), want a 503 by the end of the wait: %s", c.mode, r.status, took, wait, r.raw)
 		}
 	}
 }

@@ -66,14 +66,14 @@ func multi(f func([]redis.UniversalClient, ...lock.Option) (*lock.Locker, error)
 }
 
 var conformanceKinds = []conformanceKind{
-	{name: "lua", constructor: "NewLua", build: single(lock.NewLua), honoured: []string{"WithLease", "WithLogger", "WithInstanceID"}},
+	{name: "lua", constructor: "NewLua", build: single(lock.NewLua), honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithReplicas"}},
 	{name: "reentrant", constructor: "NewReentrant", owners: true, build: single(lock.NewReentrant),
 		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithReplicas", "WithShardedPubSub"}},
 	{name: "fair", constructor: "NewFair", owners: true, build: single(lock.NewFair),
-		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithShardedPubSub", "WithThreadWait"}},
-	{name: "fenced", constructor: "NewFenced", build: single(lock.NewFenced), honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithRFencedLockLayout"}},
+		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithReplicas", "WithShardedPubSub", "WithThreadWait"}},
+	{name: "fenced", constructor: "NewFenced", build: single(lock.NewFenced), honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithRFencedLockLayout", "WithReplicas"}},
 	{name: "fenced-rfenced", constructor: "NewFenced", owners: true, build: single(lock.NewFenced), opts: []lock.Option{lock.WithRFencedLockLayout()},
-		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithRFencedLockLayout", "WithShardedPubSub"}},
+		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithRFencedLockLayout", "WithReplicas", "WithShardedPubSub"}},
 	{name: "multilock", constructor: "NewMultilock", masters: true, owners: true, build: multi(lock.NewMultilock),
 		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithRetryDelay"}},
 	{name: "redlock", constructor: "NewRedlock", masters: true, build: multi(lock.NewRedlock),

@@ -644,6 +644,9 @@ func (le *fairLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error 
 }
 
 // refresh pushes the lock's expiry out by the lease, while the field is still ours.
-func (le *fairLease) refresh(ctx context.Context) error {
-	return renewHash(ctx, le.l.rdb, le.key, le.field, le.leaseMs)
+func (le *fairLease) refresh(ctx context.Context) error { return le.refreshOn(ctx, le.l.rdb) }
+
+// refreshOn is refresh sent through s (one connection, for WithReplicas).
+func (le *fairLease) refreshOn(ctx context.Context, s redis.Scripter) error {
+	return renewHash(ctx, s, le.key, le.field, le.leaseMs)
 }

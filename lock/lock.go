@@ -88,6 +88,11 @@ type Locker struct {
 	once     sync.Once
 	closeErr error
 
+	// replicas, when set, makes an acquisition wait for replicas of data (WithReplicas) for the
+	// kinds that do not wait inside their own acquire.
+	replicas *replicaSync
+	data     redis.UniversalClient
+
 	// held are the leases not yet given back, for Close.
 	mu   sync.Mutex
 	held map[*Lease]struct{}
@@ -176,6 +181,10 @@ func (l *Locker) ride(ctx context.Context, key string, opts Options, clock *atte
 		h, err := l.impl.Acquire(ctx, key, opts)
 		if err != nil {
 			clock.orphans.giveBack(context.WithoutCancel(ctx), opts.Lease)
+		} else if l.replicas != nil {
+			if err := l.replicas.confirm(ctx, l.data, key, h); err != nil {
+				return nil, err
+			}
 		}
 		left := time.Until(deadline)
 		if err == nil || !transient(err) || left <= 0 || !sleep(ctx, min(pause, left)) {

@@ -128,29 +128,41 @@ func TestMultilockMasterDownFailsCleanlyThenRecovers(t *testing.T) {
 	reentRelease(t, reentAcquire(t, a, "warm", key, lock.Options{}))
 	srvs[2].Stop()
 
-	// A master refusing connections fails the acquisition at once, not at the end of the wait:
-	// every master is required, so waiting would hold every buyer up for nothing.
-	const wait = 3 * time.Second
+	// A master refusing connections is ridden out within the wait (a failover may bring it
+	// back); the acquisition fails with ErrUnavailable when the wait ends that way, with nothing
+	// left locked on the others.
+	const wait = 1500 * time.Millisecond
 	start := time.Now()
 	_, err := a.Acquire(t.Context(), key, lock.Options{Owner: "buyer", Wait: wait})
 	took := time.Since(start)
 	if !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, lock.ErrUnavailable) {
 		t.Fatalf("acquire with master 3 down = %v, want ErrNotObtained wrapping ErrUnavailable", err)
 	}
-	if took > wait/2 {
-		t.Fatalf("failing took %s, the wait was %s: a refused master must fail fast", took, wait)
+	if took < wait-100*time.Millisecond {
+		t.Fatalf("failing took %s, the wait was %s: a refused master is ridden out within the wait", took, wait)
 	}
 	if left := mlKeysLeft(t, clients[:2], key); len(left) != 0 {
 		t.Fatalf("keys left behind on masters %v", left)
 	}
+	// The master comes back during a wait: the waiter gets the lock.
+	type result struct {
+		le  *lock.Lease
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		la, err := a.Acquire(t.Context(), key, lock.Options{Owner: "buyer", Wait: 5 * time.Second})
+		got <- result{la, err}
+	}()
+	time.Sleep(300 * time.Millisecond)
 	if err := srvs[2].Restart(); err != nil {
 		t.Fatal(err)
 	}
-	la, err := a.Acquire(t.Context(), key, lock.Options{Owner: "buyer", Wait: 2 * time.Second})
-	if err != nil {
-		t.Fatalf("acquire after master 3 came back: %v", err)
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("acquire across master 3's restart: %v", r.err)
 	}
-	reentRelease(t, la)
+	reentRelease(t, r.le)
 }
 
 func TestMultilockWatchdogRenewsEveryMasterAndReportsLoss(t *testing.T) {

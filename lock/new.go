@@ -48,8 +48,13 @@ func construct(k kindSpec, d settings, opts []Option) (*Locker, error) {
 		extra = d.WaitReplicasTimeout
 	}
 	closing, closeFn := context.WithCancelCause(context.Background())
-	return &Locker{impl: impl, kind: name, extra: extra, lease: d.Lease, owners: k.owners != nil && k.owners(d),
-		closing: closing, close: closeFn}, nil
+	l := &Locker{impl: impl, kind: name, extra: extra, lease: d.Lease, owners: k.owners != nil && k.owners(d),
+		closing: closing, close: closeFn}
+	if rl, ok := impl.(*reentrantLocker); !ok || rl.sync == nil {
+		// NewReentrant waits for replicas inside its acquire (reentrant_sync.go).
+		l.replicas, l.data = newReplicaSync(d), d.Data
+	}
+	return l, nil
 }
 
 // apply sets the defaults, the one place they are applied, then the options given over them: an
@@ -105,7 +110,7 @@ func isNil(c redis.UniversalClient) bool {
 // clock), so keep the critical section well under the lease or call Lease.Refresh. Waiters in this process wait in line and are woken by the
 // release; those in other processes by its PUBLISH.
 func NewLua(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
-	return construct(kindSpec{name: "lua", options: none, newMode: newLua}, settings{Data: rdb}, opts)
+	return construct(kindSpec{name: "lua", options: fixed("WithReplicas"), newMode: newLua}, settings{Data: rdb}, opts)
 }
 
 // NewReentrant returns Redisson's RLock on one Redis, wire-compatible with Redisson's
@@ -128,7 +133,7 @@ func NewReentrant(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
 // WithThreadWait (Java clients on the queue count on the chain), at the last waiter's deadline.
 func NewFair(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
 	return construct(kindSpec{name: "fair", newMode: newFair, owners: yes,
-		options: fixed("WithShardedPubSub", "WithThreadWait")}, settings{Data: rdb}, opts)
+		options: fixed("WithReplicas", "WithShardedPubSub", "WithThreadWait")}, settings{Data: rdb}, opts)
 }
 
 // NewFenced returns a lock on one Redis whose every acquisition carries a fencing token
@@ -151,9 +156,9 @@ func NewFenced(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
 		owners: func(d settings) bool { return d.RFencedLayout },
 		options: func(d settings) []string {
 			if d.RFencedLayout {
-				return []string{"WithRFencedLockLayout", "WithShardedPubSub"}
+				return []string{"WithRFencedLockLayout", "WithReplicas", "WithShardedPubSub"}
 			}
-			return []string{"WithRFencedLockLayout"}
+			return []string{"WithRFencedLockLayout", "WithReplicas"}
 		}}, settings{Data: rdb}, opts)
 }
 

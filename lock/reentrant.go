@@ -69,8 +69,8 @@ func newReentrantOn(name string, rdb redis.UniversalClient, d settings) *reentra
 }
 
 func newReentrant(d settings) (locker, error) {
-	// Only this mode waits for replicas: the data Redis may be replicated, multilock's
-	// independent masters are not.
+	// It waits for replicas on the connection of its acquire script; the other single-server
+	// kinds after their acquire (Locker.replicas); multilock's independent masters have none.
 	l := newReentrantOn("reentrant", d.Data, d)
 	l.sub.mode = newPubsubMode(d.Data, d.Subscription)
 	l.sync = newReplicaSync(d)
@@ -333,8 +333,11 @@ func (le *reentrantLease) release(ctx context.Context, p redis.Pipeliner) error 
 }
 
 // refresh pushes the lock's expiry out by the lease, while the field is still ours.
-func (le *reentrantLease) refresh(ctx context.Context) error {
-	return renewHash(ctx, le.l.rdb, le.key, le.field, le.leaseMs)
+func (le *reentrantLease) refresh(ctx context.Context) error { return le.refreshOn(ctx, le.l.rdb) }
+
+// refreshOn is refresh sent through s (one connection, for WithReplicas).
+func (le *reentrantLease) refreshOn(ctx context.Context, s redis.Scripter) error {
+	return renewHash(ctx, s, le.key, le.field, le.leaseMs)
 }
 
 // renewHash runs the renew script of the Redisson layout once: ErrNotHeld when the field is gone.

@@ -35,6 +35,47 @@ func newReplicaSync(d settings) *replicaSync {
 	return &replicaSync{n: d.WaitReplicas, timeout: d.WaitReplicasTimeout} // defaulted in apply
 }
 
+// confirm makes sure a lock just taken, by a kind that does not wait for replicas inside its
+// acquire, is on n replicas: the lock's renewal is sent on one connection to the key's master,
+// then WAIT on that connection. The renewal is written after every write that gave this
+// acquisition the lock (its own attempt, or another process's release that handed it over), and
+// replication keeps the master's order, so a replica that acknowledged the renewal has the lock.
+// Too few acknowledgements give the lock back and fail with ErrNotReplicated.
+func (s *replicaSync) confirm(ctx context.Context, rdb redis.UniversalClient, key string, h heldLock) error {
+	on, ok := h.(interface {
+		refreshOn(context.Context, redis.Scripter) error
+	})
+	if !ok {
+		return fmt.Errorf("lock: %s: this kind cannot wait for replicas", key)
+	}
+	err := func() error {
+		conn, err := stickyConn(ctx, rdb, key)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		if err := on.refreshOn(ctx, conn); err != nil {
+			return err
+		}
+		acked, err := conn.Wait(ctx, s.n, s.timeout).Result()
+		switch {
+		case err != nil:
+			return fmt.Errorf("%w: %w: WAIT %d after acquiring %s: %w", ErrUnavailable, ErrNotReplicated, s.n, key, err)
+		case acked < int64(s.n):
+			return fmt.Errorf("%w: %w: %s: %d of %d replicas acknowledged the lock within %s; acquisition undone",
+				ErrUnavailable, ErrNotReplicated, key, acked, s.n, s.timeout)
+		}
+		return nil
+	}()
+	if err != nil {
+		// Give the lock back even if the caller has gone: a lock nobody relies on must not stay.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		_ = h.releaseAfter(uctx, nil)
+	}
+	return err
+}
+
 // stickyConn is one connection to the server that owns key: WAIT counts the acknowledgements of
 // the writes made on its own connection, so the acquire script and the WAIT must share one.
 func stickyConn(ctx context.Context, rdb redis.UniversalClient, key string) (*redis.Conn, error) {

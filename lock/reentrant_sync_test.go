@@ -122,9 +122,63 @@ func TestWaitReplicasRefused(t *testing.T) {
 	reentRelease(t, first)
 }
 
-// TestWaitReplicasOnlyReentrant: the option is for the data Redis of NewReentrant; multilock's
-// independent masters have no replicas, so NewMultilock refuses it rather than ignore it.
-func TestWaitReplicasOnlyReentrant(t *testing.T) {
+// TestWaitReplicasEverySingleServerKind: the other kinds on one server wait for replicas after
+// their acquire (the lock's renewal on one connection, then WAIT): with a replica that keeps up,
+// the lock is on it when Acquire returns; with the replica stopped, the acquisition fails with
+// ErrNotReplicated and nothing of it stays on the master.
+func TestWaitReplicasEverySingleServerKind(t *testing.T) {
+	t.Parallel()
+	for name, build := range map[string]func(redis.UniversalClient, ...lock.Option) (*lock.Locker, error){
+		"lua":    lock.NewLua,
+		"fenced": lock.NewFenced,
+		"fenced-rfenced": func(c redis.UniversalClient, opts ...lock.Option) (*lock.Locker, error) {
+			return lock.NewFenced(c, append(opts, lock.WithRFencedLockLayout())...)
+		},
+		"fair": lock.NewFair,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			m, r := replicated(t)
+			mc, rc := locktest.NewClient(t, m), locktest.NewClient(t, r)
+			locker := func(timeout time.Duration) *lock.Locker {
+				l, err := build(mc, lock.WithLease(10*time.Second), lock.WithReplicas(1, timeout),
+					lock.WithLogger(slog.New(slog.DiscardHandler)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = l.Close() })
+				return l
+			}
+			const key = "{sku}:lock:synced"
+			le, err := locker(5*time.Second).Acquire(t.Context(), key, lock.Options{Wait: time.Second})
+			if err != nil {
+				t.Fatalf("acquire with a replica that keeps up: %v", err)
+			}
+			if n := rc.Exists(t.Context(), key).Val(); n != 1 {
+				t.Fatal("the lock is not on the replica when Acquire returns")
+			}
+			if err := le.Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Pause(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = r.Resume() }()
+			_, err = locker(200*time.Millisecond).Acquire(t.Context(), key, lock.Options{Wait: time.Second})
+			if !errors.Is(err, lock.ErrNotReplicated) {
+				t.Fatalf("acquire with the replica stopped: %v, want ErrNotReplicated", err)
+			}
+			if n := mc.Exists(t.Context(), key).Val(); n != 0 {
+				t.Fatalf("the refused lock %s stayed on the master", key)
+			}
+		})
+	}
+}
+
+// TestWaitReplicasOnlyOneServer: the option is for the data Redis of the kinds on one server;
+// multilock's independent masters have no replicas, so NewMultilock refuses it rather than ignore
+// it.
+func TestWaitReplicasOnlyOneServer(t *testing.T) {
 	t.Parallel()
 	var masters []redis.UniversalClient
 	for _, s := range locktest.NewN(t, 3) {

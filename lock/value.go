@@ -133,11 +133,14 @@ func (l *valueLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error 
 }
 
 // refresh pushes the lock's expiry out by the lease, while the key still holds our value.
-func (l *valueLease) refresh(ctx context.Context) error {
+func (l *valueLease) refresh(ctx context.Context) error { return l.refreshOn(ctx, l.l.rdb) }
+
+// refreshOn is refresh sent through s (one connection, for WithReplicas).
+func (l *valueLease) refreshOn(ctx context.Context, s redis.Scripter) error {
 	if l.gate.released() {
 		return fmt.Errorf("%w: %s%s: this lease was released", ErrNotHeld, l.key, l.tokenNote())
 	}
-	return renewValue(ctx, l.l.rdb, l.key, l.value, l.leaseMs)
+	return renewValue(ctx, s, l.key, l.value, l.leaseMs)
 }
 
 // tokenNote names the lease's token in an error, when it has one.
