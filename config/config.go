@@ -96,7 +96,7 @@ type Lock struct {
 	// Lease is the locks' default lease; 0: the lock library's default (app.LockOptions).
 	Lease time.Duration `mapstructure:"lease"`
 	Wait  time.Duration `mapstructure:"wait"`
-	// WaitReplicas > 0 makes mode reentrant WAIT for that many replicas of the data Redis after
+	// WaitReplicas > 0 makes the locks on the data Redis WAIT for that many of its replicas after
 	// each acquisition, within WaitReplicasTimeout (0: the lock library's default); fewer
 	// acknowledgements undo it (row 12).
 	WaitReplicas        int           `mapstructure:"waitreplicas"`

@@ -29,8 +29,9 @@ var errLost = errors.New("lock: lost while held")
 // ran out by our clock (a renewal may still be blocked on a server that does not answer).
 var errLeaseRanOut = errors.New("lock: the lease ran out before a renewal was answered")
 
-// ErrNotReplicated: the lock was taken on the master but fewer replicas than lock.waitReplicas
-// acknowledged it within the timeout, so the acquisition was undone. It is also ErrUnavailable.
+// ErrNotReplicated: the lock was taken on the master but fewer replicas than WithReplicas asks
+// for acknowledged it within the timeout, so the acquisition was undone. It is also
+// ErrUnavailable.
 var ErrNotReplicated = errors.New("lock: not acknowledged by enough replicas")
 
 // errNoAnswer is the cause of an acquisition's deadline: Wait + answerGrace passed with a call

@@ -81,27 +81,29 @@ func ExampleNewReentrant() {
 }
 
 // Fencing: a holder that stalls past its lease loses the lock to the next one, which gets a newer
-// token; the resource refuses the stale holder's write because its token is older.
+// token. The resource checks the token on every access, the read as the write, so the stale
+// holder's write is refused even though the new holder has not written yet.
 func ExampleNewFenced() {
 	clients, _, stop := exampleRedis(1)
 	defer stop()
 	rdb := clients[0]
 	ctx := context.Background()
 
-	// The resource keeps the newest token it accepted and refuses older ones, in one script.
-	write := redis.NewScript(`
+	// The resource keeps the newest token it has seen, on a read as on a write, and refuses an
+	// older one. Checking the write alone is not enough: a holder that read before a newer
+	// holder's read, and writes after it, would overwrite what the newer holder is about to
+	// write from the same read (a lost update).
+	access := redis.NewScript(`
 local newest = tonumber(redis.call('GET', KEYS[2]) or '0')
-if tonumber(ARGV[1]) < newest then return 0 end
+if tonumber(ARGV[1]) < newest then return redis.error_reply('STALE token ' .. ARGV[1] .. ' < ' .. newest) end
 redis.call('SET', KEYS[2], ARGV[1])
+if ARGV[2] == '' then return redis.call('GET', KEYS[1]) end
 redis.call('SET', KEYS[1], ARGV[2])
-return 1`)
-	store := func(token int64, value string) bool {
-		ok, err := write.Run(ctx, rdb, []string{"{doc}:value", "{doc}:token"}, token, value).Int()
-		if err != nil {
-			log.Fatal(err)
-		}
-		return ok == 1
-	}
+return ARGV[2]`)
+	keys := []string{"{doc}:stock", "{doc}:token"}
+	read := func(token int64) string { return access.Run(ctx, rdb, keys, token, "").Val().(string) }
+	write := func(token int64, stock string) bool { return access.Run(ctx, rdb, keys, token, stock).Err() == nil }
+	rdb.Set(ctx, "{doc}:stock", "10", 0)
 
 	locker, err := lock.NewFenced(rdb)
 	if err != nil {
@@ -109,30 +111,35 @@ return 1`)
 	}
 	defer locker.Close()
 
-	// A takes the lock with a short lease and no watchdog, then stalls past it.
+	// A takes the lock with a short lease and no watchdog, reads, then stalls past its lease.
 	a, err := locker.Acquire(ctx, "{doc}:lock", lock.Options{Lease: 100 * time.Millisecond, ExplicitLease: true})
 	if err != nil {
 		log.Fatal(err)
 	}
+	fmt.Println("A reads:", read(a.Token()))
 	time.Sleep(200 * time.Millisecond)
 
+	// B gets the lock and reads the same stock; A wakes and writes before B does.
 	b, err := locker.Acquire(ctx, "{doc}:lock", lock.Options{Wait: time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("B's token is newer:", b.Token() > a.Token())
-	fmt.Println("B writes:", store(b.Token(), "from B"))
-	fmt.Println("A writes late:", store(a.Token(), "from A"))
-	fmt.Println("value:", rdb.Get(ctx, "{doc}:value").Val())
+	fmt.Println("B reads:", read(b.Token()))
+	fmt.Println("A writes 9 late:", write(a.Token(), "9"))
+	fmt.Println("B writes 9:", write(b.Token(), "9"))
+	fmt.Println("stock:", rdb.Get(ctx, "{doc}:stock").Val())
 	fmt.Println("A's release:", errors.Is(a.Release(ctx), lock.ErrNotHeld))
 	if err := b.Release(ctx); err != nil {
 		log.Fatal(err)
 	}
 	// Output:
+	// A reads: 10
 	// B's token is newer: true
-	// B writes: true
-	// A writes late: false
-	// value: from B
+	// B reads: 10
+	// A writes 9 late: false
+	// B writes 9: true
+	// stock: 9
 	// A's release: true
 }
 

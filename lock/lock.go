@@ -21,14 +21,16 @@
 // layout, and where a Redisson client waits for the same lock). For a maintainer, the rules of
 // waiting are one numbered list, in waiting.go. Every lease can be renewed by hand
 // (Lease.Refresh); the locks with a watchdog also renew on their own every lease/3 until
-// Release, and close Lease.Lost when they cannot. One renewal
-// policy holds for every lock: a renewal that fails on a transient error (no answer, a timeout)
-// is retried while the lock is surely still held (until 0.9 × the lease since the last success);
-// only then, or when Redis says the lock is someone else's, is the lease lost.
+// Release. One renewal policy holds for every lock: a renewal that fails on a transient error
+// (no answer, a timeout) is retried while the lease lasts. A lease's life is a timer of its own:
+// Lease.Lost closes when the lease runs out by this process's clock (a lease after the send of
+// the last renewal that succeeded, less a drift margin), whatever command is still blocked, or
+// at once when Redis says the lock is someone else's, or when the lease is given back.
 //
 // Errors tell the cases apart with errors.Is: ErrNotObtained (the wait ran out; with ctx.Err()
 // joined when the context ended first; ErrClosed joined when the Locker was closed), ErrNotHeld,
-// ErrUnavailable (a server did not answer), ErrNotReplicated.
+// ErrUnavailable (a server did not answer or would not serve until the wait ended: transient
+// errors are ridden out within the wait), ErrNotReplicated.
 //
 // The commands of an acquisition, its watchdog's renewals included, run under the values of the
 // context given to Acquire (not its cancellation), so tracing and go-redis hooks see a renewal as
@@ -64,7 +66,7 @@ type Options struct {
 	// re-entry draws a new token) with the same Owner (on the same Locker) re-enter it and need
 	// as many releases. Two goroutines given the same Owner therefore both "hold" it at once: give
 	// each logical holder its own. Empty: a new owner for this acquisition alone. The other locks
-	// ignore it.
+	// refuse it (an error naming it; Locker.Reentrant tells).
 	Owner string
 }
 
@@ -107,8 +109,11 @@ const (
 )
 
 // Acquire blocks until the lock named key is held, opts.Wait has elapsed (ErrNotObtained), ctx is
-// done (ErrNotObtained joined with ctx.Err()) or the Locker is closed (ErrNotObtained joined with
-// ErrClosed). A Redis server that does not answer is ErrUnavailable, within opts.Wait + 350 ms.
+// done (ErrNotObtained joined with ctx.Err(), never ErrUnavailable) or the Locker is closed
+// (ErrNotObtained joined with ErrClosed). A server that refuses or resets connections, is loading
+// or read-only (a failover) is tried again, backing off, until the wait ends; then, or when a
+// server does not answer, it is ErrUnavailable, within opts.Wait + 400 ms (and the machine's
+// scheduling delay). An empty key, or one whose braces make no hash tag, is refused.
 func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease, error) {
 	if l == nil || l.impl == nil {
 		return nil, fmt.Errorf("lock: acquire %s on a nil Locker: %w", key, ErrUnavailable)

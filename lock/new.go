@@ -163,8 +163,9 @@ func NewFenced(rdb redis.UniversalClient, opts ...Option) (*Locker, error) {
 }
 
 // NewMultilock returns Redisson's MultiLock: a reentrant lock on every one of masters
-// (independent Redis servers), all of them required. A master that does not answer makes the
-// acquisition fail with ErrUnavailable within its wait, with nothing left locked on the others.
+// (independent Redis servers), all of them required. A master that is down is tried again
+// within the wait; when the wait ends that way (or a master does not answer) the acquisition
+// fails with ErrUnavailable, with nothing left locked on the others.
 func NewMultilock(masters []redis.UniversalClient, opts ...Option) (*Locker, error) {
 	return construct(kindSpec{name: "multilock", newMode: newMultilock, owners: yes,
 		options: fixed("WithRetryDelay")}, settings{Masters: masters}, opts)

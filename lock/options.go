@@ -143,8 +143,9 @@ func WithFencingTokens() Option {
 
 // WithRetryDelay sets the random pause between two attempts where no release will wake the
 // waiter: a master that answered with an error, such as OOM or too many clients (multilock;
-// default 50–150 ms; a master that does not answer, or is loading or down, fails the acquisition
-// at once with ErrUnavailable), or a split vote among the masters (redlock; default 1–10 ms).
+// default 50–150 ms), or a split vote among the masters (redlock; default 1–10 ms). A master that
+// refuses connections, is loading or is down is not this pause's: every kind tries again,
+// backing off from 25 ms to 400 ms, until the wait ends, and then fails with ErrUnavailable.
 // Waiters for a lock that is held do not poll: a release wakes them (a redlock waiter also sleeps
 // until a quorum of the holder's keys would expire). The other constructors refuse it.
 func WithRetryDelay(lo, hi time.Duration) Option {
@@ -159,10 +160,13 @@ func retryOr(d settings, lo, hi time.Duration) func() time.Duration {
 	return jitter(lo, hi)
 }
 
-// WithReplicas makes NewReentrant wait, after each acquisition, until n replicas of its Redis
-// have acknowledged it (WAIT), within timeout (0: 1 s, Redisson's slavesSyncTimeout). Fewer acknowledgements undo the
-// acquisition with ErrNotReplicated, so a failover to a replica that never saw the lock cannot
-// hand it to a second holder. Default 0: no wait. The other constructors refuse it.
+// WithReplicas makes every lock on one server (NewLua, NewReentrant, NewFair, NewFenced) wait,
+// after each acquisition, until n replicas of its Redis have acknowledged it (WAIT), within
+// timeout (0: 1 s, Redisson's slavesSyncTimeout). Fewer acknowledgements undo the acquisition
+// with ErrNotReplicated, so a failover to a replica that acknowledged the lock cannot hand it to a
+// second holder. WAIT is not consensus: Sentinel may still promote a replica that had not
+// acknowledged (n smaller than the replicas). Renewals are not waited for. Default 0: no wait.
+// NewMultilock and NewRedlock refuse it: their masters are independent, without replicas.
 func WithReplicas(n int, timeout time.Duration) Option {
 	return option("WithReplicas", func(o *settings) { o.WaitReplicas, o.WaitReplicasTimeout = n, timeout })
 }
