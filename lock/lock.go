@@ -177,23 +177,28 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 
 // ride runs the kind's acquisition and, after a transient failure (a refused or reset
 // connection, a server loading its data or read-only during a failover), again with what is left
-// of the wait, backing off, so a failover costs a waiter time, not its wait. What an attempt that
-// got no answer may still take is given back after each failure (orphans).
+// of the wait, backing off, so a failover costs a waiter time, not its wait. What the attempts
+// that got no answer may still take is given back when the acquisition ends without the lock
+// (orphans).
 func (l *Locker) ride(ctx context.Context, key string, opts Options, clock *attemptClock) (heldLock, error) {
 	deadline := time.Now().Add(opts.Wait)
 	pause := rideFirst
 	for {
 		h, err := l.impl.Acquire(ctx, key, opts)
-		if err != nil {
-			clock.orphans.giveBack(context.WithoutCancel(ctx), opts.Lease)
-		} else if l.replicas != nil {
-			if err := l.replicas.confirm(ctx, l.data, key, h); err != nil {
-				return nil, err
+		if err == nil && l.replicas != nil {
+			if err = l.replicas.confirm(ctx, l.data, key, h); err != nil {
+				h = nil
 			}
 		}
+		if err == nil {
+			// What attempts that got no answer may still take is not given back: with the same
+			// owner, that would be the hold just won.
+			return h, nil
+		}
 		left := time.Until(deadline)
-		if err == nil || !transient(err) || left <= 0 || !sleep(ctx, min(pause, left)) {
-			return h, err
+		if !transient(err) || left <= 0 || !sleep(ctx, min(pause, left)) {
+			clock.orphans.giveBack(context.WithoutCancel(ctx), opts.Lease)
+			return nil, err
 		}
 		opts.Wait = max(time.Until(deadline), 0)
 		pause = min(2*pause, rideLast)
@@ -202,8 +207,8 @@ func (l *Locker) ride(ctx context.Context, key string, opts Options, clock *atte
 
 // The pauses of ride: the first after a transient failure, doubling up to the last.
 const (
-	rideFirst = 25 * time.Millisecond
-	rideLast  = 400 * time.Millisecond
+	rideFirst = 10 * time.Millisecond
+	rideLast  = 200 * time.Millisecond
 )
 
 // transient reports whether a failed attempt met a server that may serve again soon: no answer, a

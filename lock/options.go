@@ -145,7 +145,7 @@ func WithFencingTokens() Option {
 // waiter: a master that answered with an error, such as OOM or too many clients (multilock;
 // default 50–150 ms), or a split vote among the masters (redlock; default 1–10 ms). A master that
 // refuses connections, is loading or is down is not this pause's: every kind tries again,
-// backing off from 25 ms to 400 ms, until the wait ends, and then fails with ErrUnavailable.
+// backing off from 10 ms to 200 ms, until the wait ends, and then fails with ErrUnavailable.
 // Waiters for a lock that is held do not poll: a release wakes them (a redlock waiter also sleeps
 // until a quorum of the holder's keys would expire). The other constructors refuse it.
 func WithRetryDelay(lo, hi time.Duration) Option {

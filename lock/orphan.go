@@ -5,8 +5,11 @@ package lock
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // orphans are the release-if-mine commands of one acquisition's attempts that got no answer.
@@ -26,7 +29,7 @@ type orphans struct {
 // was nothing of its own, and an error retryable says when it got no answer.
 func orphaned(ctx context.Context, err error, id string, giveBack func(context.Context) error) {
 	// ErrNotReplicated is an answer: the attempt ran, and the kind has given back what it took.
-	if err == nil || !retryable(err) || errors.Is(err, ErrNotReplicated) {
+	if err == nil || !retryable(err) || errors.Is(err, ErrNotReplicated) || neverSent(err) {
 		return
 	}
 	c, ok := ctx.Value(attemptKey{}).(*attemptClock)
@@ -39,6 +42,19 @@ func orphaned(ctx context.Context, err error, id string, giveBack func(context.C
 		c.orphans.byID = map[string]func(context.Context) error{}
 	}
 	c.orphans.byID[id] = giveBack
+}
+
+// neverSent reports whether err says the command never reached a server: the connection was
+// refused (a dial that failed), or the server replied that it would not run it (loading,
+// read-only). Such an attempt takes nothing, and a give-back for it could only free a later hold
+// of the same owner.
+func neverSent(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var reply redis.Error
+	return errors.As(err, &reply)
 }
 
 // giveBack sends, in the background, the release-if-mine of every attempt of an acquisition that
