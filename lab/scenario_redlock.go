@@ -281,7 +281,7 @@ func twoMajorities(ctx context.Context, e *Env, live []redis.UniversalClient, wh
 	// more to restart on a loaded machine, which is why the two restart rows take three Runner
 	// leases, not two: with 300 ms, B's sale after the restart, token reads and all, once came
 	// after A's write under -race beside the other runners) and B's sale, and ends before A's watchdog gives up on
-	// its failed extension (it retries until 0.9 of the lease), so A never learns that its
+	// its failed extension (it retries while the lease lasts), so A never learns that its
 	// majority is gone.
 	var a Outcome
 	waitA := Go(func() { a = e.Buy(ctx, sideA, 0, service.SaleRequest{Work: e.Lease / 2}) })
