@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 func TestBenchCommandJSON(t *testing.T) {
 	t.Parallel()
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), []string{"bench", "--duration", "300ms", "--warmup", "50ms", "--rounds", "1",
+	err := Run(context.Background(), []string{"bench", "--duration", "300ms", "--warmup", "50ms", "--rounds", "1",
 		"--concurrency", "1,2", "--modes", "atomic,lua", "--json"}, func(string) string { return "" }, &out, &errOut)
 	if err != nil {
 		t.Fatalf("seckill bench: %v\n%s", err, errOut.String())
@@ -46,7 +46,7 @@ func TestBenchCommandRejectsBadFlags(t *testing.T) {
 		{"bench", "--modes", "nope", "--duration", "10ms"},
 	} {
 		var out, errOut bytes.Buffer
-		if err := run(context.Background(), args, func(string) string { return "" }, &out, &errOut); err == nil {
+		if err := Run(context.Background(), args, func(string) string { return "" }, &out, &errOut); err == nil {
 			t.Errorf("%v: no error", args)
 		}
 	}
@@ -57,7 +57,7 @@ func TestBenchCommandRejectsBadFlags(t *testing.T) {
 func TestBenchCommandInstances(t *testing.T) {
 	t.Parallel()
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), []string{"bench", "--duration", "300ms", "--warmup", "50ms", "--rounds", "1",
+	err := Run(context.Background(), []string{"bench", "--duration", "300ms", "--warmup", "50ms", "--rounds", "1",
 		"--concurrency", "4", "--instances", "1,2", "--modes", "lua,redislock-1ms", "--json"}, func(string) string { return "" }, &out, &errOut)
 	if err != nil {
 		t.Fatalf("seckill bench: %v\n%s", err, errOut.String())
@@ -92,7 +92,7 @@ func TestBenchCommandHTML(t *testing.T) {
 	}
 	var out, errOut bytes.Buffer
 	page := filepath.Join(dir, "bench.html")
-	err := run(context.Background(), []string{"bench", "--duration", "300ms", "--warmup", "50ms", "--rounds", "1",
+	err := Run(context.Background(), []string{"bench", "--duration", "300ms", "--warmup", "50ms", "--rounds", "1",
 		"--concurrency", "2", "--modes", "lua", "--html", page}, env, &out, &errOut)
 	if err != nil {
 		t.Fatalf("seckill bench --html: %v\n%s", err, errOut.String())
@@ -109,7 +109,7 @@ func TestBenchCommandHTML(t *testing.T) {
 	}
 
 	start := time.Now()
-	err = run(context.Background(), []string{"bench", "--html", filepath.Join(dir, "missing", "b.html")}, env, &out, &errOut)
+	err = Run(context.Background(), []string{"bench", "--html", filepath.Join(dir, "missing", "b.html")}, env, &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), "does not exist") || time.Since(start) > 5*time.Second {
 		t.Errorf("--html into a missing directory: %v after %s", err, time.Since(start))
 	}

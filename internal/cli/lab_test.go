@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -29,7 +29,7 @@ func labEnv(t *testing.T) func(string) string {
 
 func TestLabCommandJSON(t *testing.T) {
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), []string{"lab", "--scenario", "atomic", "--scenario", "none", "--json"},
+	err := Run(context.Background(), []string{"lab", "--scenario", "atomic", "--scenario", "none", "--json"},
 		labEnv(t), &out, &errOut)
 	if err != nil {
 		t.Fatalf("seckill lab: %v\n%s", err, errOut.String())
@@ -51,7 +51,7 @@ func TestLabCommandJSON(t *testing.T) {
 
 func TestLabCommandTableAndExitStatus(t *testing.T) {
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), []string{"lab", "--scenario", "atomic", "--details"}, labEnv(t), &out, &errOut)
+	err := Run(context.Background(), []string{"lab", "--scenario", "atomic", "--details"}, labEnv(t), &out, &errOut)
 	if err != nil {
 		t.Fatalf("seckill lab: %v\n%s", err, errOut.String())
 	}
@@ -60,10 +60,10 @@ func TestLabCommandTableAndExitStatus(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", s, out.String())
 		}
 	}
-	if err := run(context.Background(), []string{"lab", "--scenario", "nope"}, labEnv(t), &out, &errOut); !errors.Is(err, lab.ErrUnknownScenario) && !strings.Contains(errOut.String(), "unknown scenario") {
+	if err := Run(context.Background(), []string{"lab", "--scenario", "nope"}, labEnv(t), &out, &errOut); !errors.Is(err, lab.ErrUnknownScenario) && !strings.Contains(errOut.String(), "unknown scenario") {
 		t.Fatalf("an unknown scenario must fail, got %v", err)
 	}
-	if err := run(context.Background(), []string{"lab", "--lease", "1ms"}, labEnv(t), &out, &errOut); err == nil {
+	if err := Run(context.Background(), []string{"lab", "--lease", "1ms"}, labEnv(t), &out, &errOut); err == nil {
 		t.Fatal("a 1ms lease must be refused")
 	}
 }
@@ -93,7 +93,7 @@ func TestLabCommandFailsOnUnexpected(t *testing.T) {
 		return env(k)
 	}
 	var out, errOut bytes.Buffer
-	err = run(context.Background(), []string{"lab", "--scenario", "atomic"}, getenv, &out, &errOut)
+	err = Run(context.Background(), []string{"lab", "--scenario", "atomic"}, getenv, &out, &errOut)
 	if !errors.Is(err, errUnexpected) {
 		t.Fatalf("want errUnexpected, got %v\n%s", err, out.String())
 	}

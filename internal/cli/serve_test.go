@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ func TestBusyPortIsNamedBeforeAnythingStarts(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	env := map[string]string{"SECKILL_SERVER_PORT": strconv.Itoa(port)}
 	var out, errOut bytes.Buffer
-	err = run(context.Background(), nil, func(k string) string { return env[k] }, &out, &errOut)
+	err = Run(context.Background(), nil, func(k string) string { return env[k] }, &out, &errOut)
 	if err == nil {
 		t.Fatal("serve on a busy port: no error")
 	}

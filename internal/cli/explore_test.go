@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -30,7 +30,7 @@ func TestExploreCommandJSONAndReplay(t *testing.T) {
 	dir := t.TempDir()
 	noEnv := func(string) string { return "" }
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), []string{"explore", "--modes", "none,atomic", "--budget", "2s", "--shrink-budget", "3s",
+	err := Run(context.Background(), []string{"explore", "--modes", "none,atomic", "--budget", "2s", "--shrink-budget", "3s",
 		"--faults", "crash", "--seed", "7", "--dir", dir, "--json"}, noEnv, &out, &errOut)
 	if err != nil {
 		t.Fatalf("seckill explore: %v\n%s", err, errOut.String())
@@ -60,7 +60,7 @@ func TestExploreCommandJSONAndReplay(t *testing.T) {
 	// A counterexample without a lock reproduces only when the two buyers overlap, which the
 	// shrinker measured at 3 of 5 re-runs on a loaded machine: 8 replays make "none of them"
 	// a real failure, not bad luck.
-	err = run(context.Background(), []string{"explore", "--replay", none.ReplayFile, "--times", "8", "--json"}, noEnv, &out, &errOut)
+	err = Run(context.Background(), []string{"explore", "--replay", none.ReplayFile, "--times", "8", "--json"}, noEnv, &out, &errOut)
 	if err != nil {
 		t.Fatalf("seckill explore --replay: %v\n%s", err, errOut.String())
 	}
@@ -81,8 +81,8 @@ func TestExploreCommandRefusesBadInput(t *testing.T) {
 		{"explore", "--replay", filepath.Join(t.TempDir(), "missing.json")},
 	} {
 		var out, errOut bytes.Buffer
-		err := run(context.Background(), args, noEnv, &out, &errOut)
-		var usage usageError
+		err := Run(context.Background(), args, noEnv, &out, &errOut)
+		var usage UsageError
 		if err == nil || (!errors.As(err, &usage) && !strings.Contains(err.Error(), "explore")) {
 			t.Errorf("%v: want a usage error or an explore error, got %v", args, err)
 		}

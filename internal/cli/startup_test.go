@@ -1,10 +1,11 @@
-package main
+package cli
 
 import (
 	"bufio"
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -22,7 +23,7 @@ import (
 // port is mapped to the README's, in order.
 func TestReadmeShowsTheStartUpLine(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestReadmeShowsTheStartUpLine(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, pw, io.Discard); pw.Close() }()
+	go func() { done <- Run(ctx, nil, func(k string) string { return env[k] }, pw, io.Discard); pw.Close() }()
 	defer func() { cancel(); <-done }()
 	lines := make(chan string)
 	go func() {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -45,7 +45,7 @@ func TestConfigBeforeOrAfterTheCommand(t *testing.T) {
 		{"-config=" + cfg, "lab", "--json", "--scenario", "atomic"},
 	} {
 		var out, errOut bytes.Buffer
-		if err := run(context.Background(), args, noEnv, &out, &errOut); err != nil {
+		if err := Run(context.Background(), args, noEnv, &out, &errOut); err != nil {
 			t.Fatalf("seckill %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
 		}
 		var results []lab.Result
@@ -62,7 +62,7 @@ func TestBenchTakesConfig(t *testing.T) {
 	var out, errOut bytes.Buffer
 	args := []string{"bench", "--config", labConfigFile(t), "--duration", "100ms", "--warmup", "10ms", "--rounds", "1",
 		"--concurrency", "1", "--modes", "atomic", "--json"}
-	if err := run(context.Background(), args, noEnv, &out, &errOut); err != nil {
+	if err := Run(context.Background(), args, noEnv, &out, &errOut); err != nil {
 		t.Fatalf("seckill %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
 	}
 	if !json.Valid(out.Bytes()) {
@@ -88,8 +88,8 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"help", "lab", "bench"}, "help takes one command name"},
 	} {
 		var out, errOut bytes.Buffer
-		err := run(context.Background(), c.args, noEnv, &out, &errOut)
-		var usage usageError
+		err := Run(context.Background(), c.args, noEnv, &out, &errOut)
+		var usage UsageError
 		if !errors.As(err, &usage) {
 			t.Errorf("seckill %s: err %v, want a usage error (exit 2)", strings.Join(c.args, " "), err)
 			continue
@@ -102,7 +102,7 @@ func TestBadCommandLines(t *testing.T) {
 
 func TestHelp(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if err := run(context.Background(), []string{"help"}, noEnv, &out, &errOut); err != nil {
+	if err := Run(context.Background(), []string{"help"}, noEnv, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range commands {
@@ -111,7 +111,7 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if err := run(context.Background(), []string{"help", "lab"}, noEnv, &out, &errOut); err != nil {
+	if err := Run(context.Background(), []string{"help", "lab"}, noEnv, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"-scenario", "-json", "-config"} {
@@ -119,14 +119,14 @@ func TestHelp(t *testing.T) {
 			t.Errorf("help lab lacks %s:\n%s", s, out.String())
 		}
 	}
-	if err := run(context.Background(), []string{"lab", "-h"}, noEnv, &out, &errOut); !errors.Is(err, flag.ErrHelp) {
+	if err := Run(context.Background(), []string{"lab", "-h"}, noEnv, &out, &errOut); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("lab -h: %v, want flag.ErrHelp (exit 0)", err)
 	}
 	// The help fits a terminal: no line of it, or of any command's flags, is over 100 characters
 	// (a tab counted as the 8 columns a terminal gives it).
 	for _, args := range append([][]string{{"help"}}, commandHelps()...) {
 		out.Reset()
-		if err := run(context.Background(), args, noEnv, &out, &errOut); err != nil {
+		if err := Run(context.Background(), args, noEnv, &out, &errOut); err != nil {
 			t.Fatalf("%s: %v", strings.Join(args, " "), err)
 		}
 		for _, line := range strings.Split(out.String(), "\n") {

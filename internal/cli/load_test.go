@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ func TestLoadChecksTheHistory(t *testing.T) {
 		if c.query != "" {
 			args = append(args, "--query", c.query)
 		}
-		if err := run(context.Background(), args, noEnv, &out, &errOut); !errors.Is(err, c.wantErr) {
+		if err := Run(context.Background(), args, noEnv, &out, &errOut); !errors.Is(err, c.wantErr) {
 			t.Fatalf("%s: %v, want %v\n%s", c.lock, err, c.wantErr, errOut.String())
 		}
 		if !strings.Contains(out.String(), c.want) {
@@ -85,7 +85,7 @@ func TestLabAndLoadLeaveNoFiles(t *testing.T) {
 	t.Setenv("TMPDIR", tmp) // os.TempDir, where the drawings went
 	f := apptest.New(t, nil)
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), []string{"load", "--url", f.HTTP.URL, "--lock", "none", "--query", "workMs=20",
+	err := Run(context.Background(), []string{"load", "--url", f.HTTP.URL, "--lock", "none", "--query", "workMs=20",
 		"--n", "40", "--c", "20", "--stock", "10"}, noEnv, &out, &errOut)
 	if !errors.Is(err, errNotLinearizable) {
 		t.Fatalf("load --lock none: %v, want %v\n%s%s", err, errNotLinearizable, out.String(), errOut.String())
@@ -94,7 +94,7 @@ func TestLabAndLoadLeaveNoFiles(t *testing.T) {
 		t.Errorf("load must give the verdict and say how to keep the drawing:\n%s", out.String())
 	}
 	out.Reset()
-	if err := run(context.Background(), []string{"lab", "--scenario", "none", "--details"}, labEnv(t), &out, &errOut); err != nil {
+	if err := Run(context.Background(), []string{"lab", "--scenario", "none", "--details"}, labEnv(t), &out, &errOut); err != nil {
 		t.Fatalf("seckill lab: %v\n%s", err, errOut.String())
 	}
 	if !strings.Contains(out.String(), "NOT linearizable") || !strings.Contains(out.String(), "--history-dir DIR keeps it") {
@@ -118,7 +118,7 @@ func TestLoadSaysSoldOut(t *testing.T) {
 	}
 	res.Body.Close()
 	var out, errOut bytes.Buffer
-	err = run(context.Background(), []string{"load", "--url", f.HTTP.URL, "--n", "5"}, noEnv, &out, &errOut)
+	err = Run(context.Background(), []string{"load", "--url", f.HTTP.URL, "--n", "5"}, noEnv, &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), "sold out") || !strings.Contains(err.Error(), "--stock") {
 		t.Fatalf("load on a sold-out SKU: %v, want a sold-out error naming --stock", err)
 	}
@@ -131,7 +131,7 @@ func TestLoadRefusesBadFlags(t *testing.T) {
 		{"load", "--url", "ftp://x"},
 	} {
 		var out, errOut bytes.Buffer
-		if err := run(context.Background(), args, noEnv, &out, &errOut); err == nil {
+		if err := Run(context.Background(), args, noEnv, &out, &errOut); err == nil {
 			t.Errorf("%v: no error", args)
 		}
 	}

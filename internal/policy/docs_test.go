@@ -1,4 +1,4 @@
-package main
+package policy
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"seckill/explore"
+	"seckill/internal/cli"
 )
 
 // docFiles are the pages a reader follows: the README, the manual under docs/ and the library's
@@ -134,7 +135,7 @@ func TestReadmeCommandsParse(t *testing.T) {
 				continue
 			}
 			checked++
-			if _, _, _, err := parseCommand(args, io.Discard, io.Discard); err != nil {
+			if err := cli.Parse(args, io.Discard, io.Discard); err != nil {
 				t.Errorf("%s:%d: %q does not parse: %v", doc, n, line, err)
 			}
 		}

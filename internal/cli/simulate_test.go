@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ func TestSimulateCommandJSONAndReplay(t *testing.T) {
 	dir := t.TempDir()
 	noEnv := func(string) string { return "" }
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), []string{"simulate", "--kinds", "setnx-expire,fenced", "--clients", "2", "--faults", "crash",
+	err := Run(context.Background(), []string{"simulate", "--kinds", "setnx-expire,fenced", "--clients", "2", "--faults", "crash",
 		"--exhaustive", "--dir", dir, "--json"}, noEnv, &out, &errOut)
 	if err != nil {
 		t.Fatalf("seckill simulate: %v\n%s", err, errOut.String())
@@ -53,7 +53,7 @@ func TestSimulateCommandJSONAndReplay(t *testing.T) {
 		t.Fatalf("fenced: %+v", fenced)
 	}
 	out.Reset()
-	err = run(context.Background(), []string{"simulate", "--replay", broken.ReplayFile, "--times", "3", "--json"}, noEnv, &out, &errOut)
+	err = Run(context.Background(), []string{"simulate", "--replay", broken.ReplayFile, "--times", "3", "--json"}, noEnv, &out, &errOut)
 	if err != nil {
 		t.Fatalf("replay: %v\n%s", err, errOut.String())
 	}
@@ -81,14 +81,14 @@ func TestSimulateCommandRefusesBadInputAndStopsWhenInterrupted(t *testing.T) {
 		{"simulate", "--replay", filepath.Join(t.TempDir(), "missing.json")},
 	} {
 		var out, errOut bytes.Buffer
-		if err := run(context.Background(), args, noEnv, &out, &errOut); err == nil {
+		if err := Run(context.Background(), args, noEnv, &out, &errOut); err == nil {
 			t.Errorf("%v: accepted (%s)", args, out.String())
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var out, errOut bytes.Buffer
-	err := run(ctx, []string{"simulate", "--kinds", "lua,fenced", "--clients", "3", "--exhaustive", "--dir", t.TempDir(), "--json"}, noEnv, &out, &errOut)
+	err := Run(ctx, []string{"simulate", "--kinds", "lua,fenced", "--clients", "3", "--exhaustive", "--dir", t.TempDir(), "--json"}, noEnv, &out, &errOut)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("an interrupted search: %v, want context.Canceled", err)
 	}
