@@ -137,7 +137,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		// The faults a sale may ask for act through a hook on the clients and the broken
 		// modes' knobs; without the lab, the service refuses them.
 		fault.Install(append([]redis.UniversalClient{a.Data}, a.Masters...)...)
-		deps.Steps = lab.Steps()
+		deps.Steps = fault.Steps()
 	}
 	if err := checkAllowed(cfg.Lock.AllowedModes); err != nil {
 		a.Close()

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"seckill/lab"
+	"seckill/internal/history"
 )
 
 // Violation kinds, most telling first: a trial's kind is the first of these it shows.
@@ -92,7 +92,7 @@ func Check(o Outcome) []Violation {
 			}
 		}
 	}
-	if v := history(o); v != "" {
+	if v := historyOf(o); v != "" {
 		add(NotLinearizable, "%s", v)
 	}
 	out = append(out, liveness(o)...)
@@ -102,28 +102,28 @@ func Check(o Outcome) []Violation {
 	return out
 }
 
-// history is porcupine's verdict on the buyers' answers ("" when linearizable).
-func history(o Outcome) string {
-	outs := labOutcomes(o)
+// historyOf is porcupine's verdict on the buyers' answers ("" when linearizable).
+func historyOf(o Outcome) string {
+	outs := sales(o)
 	if len(outs) == 0 {
 		return ""
 	}
-	v := lab.HistoryVerdict(o.Schedule.Stock, time.Time{}, outs)
-	if v == lab.Linearizable {
+	v := history.Verdict(o.Schedule.Stock, time.Time{}, outs)
+	if v == history.Linearizable {
 		return ""
 	}
 	return fmt.Sprintf("the %d answers, from stock %d: %s (porcupine)", len(outs), o.Schedule.Stock, v)
 }
 
-// labOutcomes turns the records into the lab's outcomes, times from the zero time.
-func labOutcomes(o Outcome) []lab.Outcome {
-	var outs []lab.Outcome
+// sales turns the records into the history checker's sales, times from the zero time.
+func sales(o Outcome) []history.Sale {
+	var outs []history.Sale
 	at := func(ms float64) time.Time { return time.Time{}.Add(time.Duration(ms * float64(time.Millisecond))) }
 	for _, r := range o.Records {
 		if r.EndMs == 0 && r.StartMs == 0 {
 			continue
 		}
-		outs = append(outs, lab.Outcome{Instance: fmt.Sprintf("b%d@i%d", r.Buyer, r.Instance), Kind: r.Kind,
+		outs = append(outs, history.Sale{Instance: fmt.Sprintf("b%d@i%d", r.Buyer, r.Instance), Kind: r.Kind,
 			Remaining: r.Remaining, Start: at(r.StartMs), End: at(r.EndMs)})
 	}
 	return outs

@@ -21,8 +21,8 @@ import (
 	"slices"
 	"time"
 
+	"seckill/internal/history"
 	"seckill/internal/modes"
-	"seckill/lab"
 )
 
 // Errors, checked with errors.Is.
@@ -302,7 +302,7 @@ func writeTimeline(path string, o Outcome) error {
 	if err != nil {
 		return fmt.Errorf("explore: %w", err)
 	}
-	_, err = lab.WriteHistoryHTML(f, o.Schedule.Stock, time.Time{}, labOutcomes(o))
+	_, err = history.WriteHTML(f, o.Schedule.Stock, time.Time{}, sales(o))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/modes"
-	"seckill/lab"
 	"seckill/lab/fault"
 	"seckill/store"
 
@@ -114,7 +113,7 @@ func (r *Rig) Run(ctx context.Context, mode modes.Mode, s Schedule) (Outcome, er
 		for i := range s.Instances {
 			in := r.inst[i]
 			l, err := mode.New(modes.Deps{Data: in.clients[0], Masters: in.clients[:], InstanceID: uuid.NewString(),
-				Options: []lock.Option{lock.WithLease(s.lease())}, Steps: lab.Steps()})
+				Options: []lock.Option{lock.WithLease(s.lease())}, Steps: fault.Steps()})
 			if err != nil {
 				t.closeLocks()
 				return Outcome{}, fmt.Errorf("explore: build mode %s: %w", mode.Name, err)

@@ -186,11 +186,6 @@ type Runner struct {
 	NoHistoryFiles bool
 }
 
-// Steps are the broken modes' knobs wired to the lab's faults.
-func Steps() modes.StepHooks {
-	return modes.StepHooks{BeforeExpire: fault.BeforeExpire, BeforeDel: fault.BeforeDel}
-}
-
 func (r *Runner) lease() time.Duration {
 	if r.Lease <= 0 {
 		return 300 * time.Millisecond
@@ -429,7 +424,7 @@ func (e *Env) buildFleet(sku string, data redis.UniversalClient, masters []redis
 	for i := range e.runner.instances() {
 		name := fmt.Sprintf("lab-%c", 'A'+i)
 		reg, err := modes.NewRegistry(modes.Deps{Data: data, Masters: masters, InstanceID: uuid.NewString(),
-			Options: []lock.Option{lock.WithLease(e.Lease), lock.WithLogger(e.runner.log().With("instance", name))}, Steps: Steps()})
+			Options: []lock.Option{lock.WithLease(e.Lease), lock.WithLogger(e.runner.log().With("instance", name))}, Steps: fault.Steps()})
 		if err != nil {
 			return nil, fmt.Errorf("lab: lock registry for %s: %w", name, err)
 		}

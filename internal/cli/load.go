@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"seckill/lab"
+	"seckill/internal/history"
 )
 
 // loadFlags are the flags of `seckill load`.
@@ -100,7 +100,7 @@ func runLoad(ctx context.Context, o loadFlags, stdout io.Writer) error {
 	saleURL := base.String() + "/inventory/sale?" + q.Encode()
 
 	origin := time.Now()
-	outs := make([]lab.Outcome, 0, o.n)
+	outs := make([]history.Sale, 0, o.n)
 	var mu sync.Mutex
 	next := make(chan struct{})
 	var wg sync.WaitGroup
@@ -138,8 +138,8 @@ feed:
 		mode, len(outs), o.c, base, took.Round(time.Millisecond), kinds["sold"], kinds["soldout"], len(outs)-kinds["sold"]-kinds["soldout"])
 	var verdict, file string
 	if o.historyDir == "" { // a drawing only where the user asked: a run must not leave files nobody removes
-		verdict = lab.HistoryVerdict(inv.Stock, origin, outs)
-	} else if verdict, file, err = lab.CheckHistory(loadSource(o, mode, base, inv.SKU, inv.Stock, len(outs), origin),
+		verdict = history.Verdict(inv.Stock, origin, outs)
+	} else if verdict, file, err = history.Check(loadSource(o, mode, base, inv.SKU, inv.Stock, len(outs), origin),
 		inv.Stock, origin, outs, o.historyDir); err != nil {
 		return fmt.Errorf("load: check the history: %w", err)
 	}
@@ -147,10 +147,10 @@ feed:
 	switch {
 	case file != "":
 		fmt.Fprintf(stdout, "history: visualisation in %s\n", file)
-	case verdict == lab.NotLinearizable:
+	case verdict == history.NotLinearizable:
 		fmt.Fprintf(stdout, "history: --history-dir DIR writes its drawing\n")
 	}
-	if verdict == lab.NotLinearizable {
+	if verdict == history.NotLinearizable {
 		return errNotLinearizable
 	}
 	return nil
@@ -158,13 +158,13 @@ feed:
 
 // loadSource says, for the header of the history's drawing, what the run was: its sales, the
 // service, the SKU and its stock, the lock mode and when it started.
-func loadSource(o loadFlags, mode string, base *url.URL, sku string, stock int64, sales int, origin time.Time) lab.HistorySource {
+func loadSource(o loadFlags, mode string, base *url.URL, sku string, stock int64, sales int, origin time.Time) history.Source {
 	about := fmt.Sprintf("%d sales, %d at a time, on %s through %s, from stock %d, started %s",
 		sales, o.c, sku, base, stock, origin.UTC().Format("2006-01-02 15:04:05 UTC"))
 	if o.query != "" {
 		about += ", with " + o.query
 	}
-	src := lab.HistorySource{Name: "load-" + mode, Title: "seckill load: the sales no stock counter can explain",
+	src := history.Source{Name: "load-" + mode, Title: "seckill load: the sales no stock counter can explain",
 		Kind: "Load run", About: about, Mode: o.lock}
 	if o.lock == "" {
 		src.About += ", in the service's lock mode (lock.mode)"
@@ -182,8 +182,8 @@ func restock(ctx context.Context, client *http.Client, base string, q url.Values
 }
 
 // sale fires one sale and says what its buyer was told, with when it asked and when it heard.
-func sale(ctx context.Context, client *http.Client, saleURL string) (out lab.Outcome) {
-	out = lab.Outcome{Start: time.Now(), Kind: "error"}
+func sale(ctx context.Context, client *http.Client, saleURL string) (out history.Sale) {
+	out = history.Sale{Start: time.Now(), Kind: "error"}
 	defer func() { out.End = time.Now() }()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, saleURL, nil)
 	if err != nil {

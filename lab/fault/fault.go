@@ -15,6 +15,8 @@ import (
 
 	lockfault "github.com/seckill-lab/seckill/lock/fault"
 	"github.com/seckill-lab/seckill/lock/lockutil"
+
+	"seckill/internal/modes"
 )
 
 // ErrCrashed is what a crashed holder's commands, and an acquisition that died half way, fail with.
@@ -54,6 +56,11 @@ var Install = lockfault.Install
 func planOf(ctx context.Context) Plan {
 	p, _ := ctx.Value(planKey{}).(Plan)
 	return p
+}
+
+// Steps are the broken modes' knobs wired to the lab's faults.
+func Steps() modes.StepHooks {
+	return modes.StepHooks{BeforeExpire: BeforeExpire, BeforeDel: BeforeDel}
 }
 
 // BeforeExpire is setnx-expire's knob between SETNX and EXPIRE: with CrashBeforeExpire planned,
