@@ -27,6 +27,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/seckill-lab/seckill/lock"
 
+	"seckill/internal/benchreport"
 	"seckill/internal/modes"
 	"seckill/internal/redisproc"
 	"seckill/service"
@@ -483,13 +484,6 @@ func redisCPU(ctx context.Context, cs []redis.UniversalClient) (d time.Duration,
 	return time.Duration(total * float64(time.Second)), true
 }
 
-// RTT is the measured round-trip time of one PING from this process (client work included).
-type RTT struct {
-	Median  time.Duration `json:"medianNs"`
-	P99     time.Duration `json:"p99Ns"`
-	Samples int           `json:"samples"`
-}
-
 // measureRTT times n PINGs one after the other, after a few unmeasured ones.
 func measureRTT(ctx context.Context, c redis.UniversalClient, n int) (RTT, error) {
 	for range 200 {
@@ -522,16 +516,6 @@ func redisVersion(ctx context.Context, c redis.UniversalClient) string {
 	return "unknown"
 }
 
-// Machine describes where the run happened.
-type Machine struct {
-	CPUs   int    `json:"cpus"`
-	CPU    string `json:"cpu"`
-	OS     string `json:"os"`
-	Arch   string `json:"arch"`
-	Go     string `json:"go"`
-	Kernel string `json:"kernel,omitempty"`
-}
-
 func machine() Machine {
 	m := Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH, Go: runtime.Version(), CPU: "unknown"}
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
@@ -553,7 +537,7 @@ func machine() Machine {
 // Write prints the report as text (w) or JSON.
 func Write(w io.Writer, rep Report, asJSON bool) error {
 	if asJSON {
-		return writeJSON(w, rep)
+		return benchreport.WriteJSON(w, rep)
 	}
 	return writeTable(w, rep)
 }

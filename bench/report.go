@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -10,101 +9,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"seckill/internal/benchreport"
 	"seckill/store"
 )
-
-// Report is one bench run.
-type Report struct {
-	Started     time.Time `json:"started"`
-	ElapsedMs   int64     `json:"elapsedMs"`
-	Machine     Machine   `json:"machine"`
-	Concurrency []int     `json:"concurrency"`
-	DurationMs  int64     `json:"durationMs"`
-	WarmupMs    int64     `json:"warmupMs"`
-	Rounds      int       `json:"rounds"`
-	LeaseMs     int64     `json:"leaseMs"`
-	Redis       struct {
-		Kind    string   `json:"kind"`
-		Version string   `json:"version"`
-		Addrs   []string `json:"addrs"`
-		RTT     RTT      `json:"rtt"`
-	} `json:"redis"`
-	// WaitQuantileP are the probabilities each cell's WaitQuantilesMs are read at.
-	WaitQuantileP []float64 `json:"waitQuantileP"`
-	Cells         []Cell    `json:"cells"`
-	Targets       []Target  `json:"targets"`
-}
-
-// WaitQuantileP are the probabilities a cell's wait distribution is kept at (WaitQuantilesMs):
-// every percent, then 99.5 %, 99.9 % and the longest wait; enough to draw its CDF.
-var WaitQuantileP = func() []float64 {
-	var ps []float64
-	for i := range 100 {
-		ps = append(ps, float64(i)/100)
-	}
-	return append(ps, 0.995, 0.999, 1)
-}()
-
-// Cell is one strategy at one crowd size.
-type Cell struct {
-	Strategy string `json:"strategy"`
-	Kind     string `json:"kind"`
-	Locked   bool   `json:"locked"`
-	Buyers   int    `json:"buyers"`
-	// Instances is how many service instances the buyers were spread over (buyer b on instance
-	// b mod n), each with its own clients, lock registry and subscriptions.
-	Instances int     `json:"instances"`
-	Sales     int     `json:"sales"`
-	Rate      float64 `json:"salesPerSec"`
-	// P50Ms, P99Ms and MaxMs are over every attempt in the window (cellStats.latencies): failed
-	// ones at their full duration, unfinished ones at the time waited when the window closed.
-	P50Ms float64 `json:"p50Ms"`
-	P99Ms float64 `json:"p99Ms"`
-	MaxMs float64 `json:"maxMs"`
-	Jain  float64 `json:"jain"`
-	// Starved counts buyers that sold nothing in the window.
-	Starved int `json:"starved"`
-	// LongestGapMs is the longest any buyer went without a sale inside the window.
-	LongestGapMs float64        `json:"longestGapMs"`
-	Errors       map[string]int `json:"errors,omitempty"`
-	// LostUpdates and Oversold come from the store's audit (orders recorded against the stock
-	// decrement), independent of what the buyers were told.
-	LostUpdates int64 `json:"lostUpdates"`
-	Oversold    int64 `json:"oversold"`
-	RoundTrips  int   `json:"roundTrips"`
-	// SerialBound is 1 / (RoundTrips × RTT): the most sales per second any lock with that many
-	// round trips in its critical section can make on one key. OfBound = Rate / SerialBound.
-	SerialBound float64 `json:"serialBound"`
-	OfBound     float64 `json:"ofBound"`
-	// CommandsPerSale is every command the bench's clients sent to the four servers during the
-	// cell (warm-up and drain included) per unit sold, counted by a go-redis hook on those
-	// clients (see commandCounter): a script call counts once, a pipeline or transaction
-	// counts each command in it, go-redis's connection setup is left out. Polling and herds show here as extra commands. It is counted
-	// the same way on redis-server and on miniredis.
-	CommandsPerSale float64 `json:"commandsPerSale"`
-	// ClientCPUPerSaleUs and RedisCPUPerSaleUs are the CPU time this process and the four
-	// servers used per unit sold during the cell; BusyPct is both together against every CPU of
-	// the machine for the cell's wall time (near 100: the cell was CPU-bound, and whatever else
-	// runs on the machine competes with it).
-	ClientCPUPerSaleUs float64 `json:"clientCpuPerSaleUs"`
-	RedisCPUPerSaleUs  float64 `json:"redisCpuPerSaleUs"`
-	// RedisCPUUnknown: the servers did not report their CPU (INFO cpu; in-process miniredis
-	// servers do not, and their CPU is part of ClientCPUPerSaleUs), so RedisCPUPerSaleUs is not
-	// a measurement.
-	RedisCPUUnknown bool    `json:"redisCpuUnknown,omitempty"`
-	BusyPct         float64 `json:"busyPct"`
-	// InstanceP50Ms is the median wait (every attempt) on each service instance, when the
-	// buyers were spread over several (buyer b on instance b mod n).
-	InstanceP50Ms []float64 `json:"instanceP50Ms,omitempty"`
-	// InstanceNames name the instances of InstanceP50Ms over HTTP (RunHTTP), where the median
-	// is the lock wait each instance reported (waitMs) for the sales it answered.
-	InstanceNames []string `json:"instanceNames,omitempty"`
-	// WaitQuantilesMs is the wait distribution of every attempt (as P50Ms) at the probabilities
-	// of WaitQuantileP, by the nearest-rank method; empty when no attempt was measured.
-	WaitQuantilesMs []float64 `json:"waitQuantilesMs,omitempty"`
-	// SalesPerBuyer is what each buyer sold in the window (buyer b on instance b mod n).
-	SalesPerBuyer []int `json:"salesPerBuyer,omitempty"`
-}
 
 func newCell(s Strategy, buyers, instances int, st cellStats, inv store.Inventory, rtt time.Duration) Cell {
 	c := Cell{Strategy: s.Name, Kind: s.Kind, Locked: s.Locked, Buyers: buyers, Instances: instances, RoundTrips: s.RoundTrips,
@@ -145,16 +52,17 @@ func newCell(s Strategy, buyers, instances int, st cellStats, inv store.Inventor
 
 func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// Target is one performance target: a ratio of two figures of this run against its limit.
-type Target struct {
-	Name string `json:"name"`
-	// Want is the condition, e.g. "≥ 0.9".
-	Want  string  `json:"want"`
-	Ratio float64 `json:"ratio"`
-	// Figures shows what the ratio was computed from.
-	Figures string `json:"figures"`
-	Pass    bool   `json:"pass"`
-}
+// The report's types are package benchreport's, which the dashboard reads without this package.
+type (
+	Report  = benchreport.Report
+	Cell    = benchreport.Cell
+	Target  = benchreport.Target
+	RTT     = benchreport.RTT
+	Machine = benchreport.Machine
+)
+
+// WaitQuantileP are the probabilities a cell's wait distribution is kept at.
+var WaitQuantileP = benchreport.WaitQuantileP
 
 // lockedSafe are the lock modes the per-mode targets apply to (atomic takes no lock).
 var lockedSafe = []string{"lua", "reentrant", "multilock", "redlock", "fenced", "fair"}
@@ -307,12 +215,6 @@ func ratio(a, b float64) float64 {
 		return 0
 	}
 	return a / b
-}
-
-func writeJSON(w io.Writer, rep Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
 }
 
 func writeTable(w io.Writer, rep Report) error {

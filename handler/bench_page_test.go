@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"seckill/bench"
 	"seckill/handler"
+	"seckill/internal/benchreport"
 )
 
 // TestBenchPage: /bench draws the kept bench run, says how to make one when none is kept (404)
@@ -24,10 +24,10 @@ func TestBenchPage(t *testing.T) {
 	if r := do(t, http.MethodGet, srv.URL+"/bench", nil); r.status != http.StatusNotFound || !strings.Contains(r.raw, "go run . bench") {
 		t.Errorf("no run kept: %d %s", r.status, r.raw)
 	}
-	rep := bench.Report{Cells: []bench.Cell{{Strategy: "lua", Kind: "mode", Instances: 1, Buyers: 8, Rate: 1234,
-		WaitQuantilesMs: make([]float64, len(bench.WaitQuantileP)), SalesPerBuyer: []int{1, 2, 3, 4, 5, 6, 7, 8}}},
-		WaitQuantileP: bench.WaitQuantileP}
-	if err := bench.KeepLastRun(kept, rep); err != nil {
+	rep := benchreport.Report{Cells: []benchreport.Cell{{Strategy: "lua", Kind: "mode", Instances: 1, Buyers: 8, Rate: 1234,
+		WaitQuantilesMs: make([]float64, len(benchreport.WaitQuantileP)), SalesPerBuyer: []int{1, 2, 3, 4, 5, 6, 7, 8}}},
+		WaitQuantileP: benchreport.WaitQuantileP}
+	if err := benchreport.KeepLastRun(kept, rep); err != nil {
 		t.Fatal(err)
 	}
 	r := do(t, http.MethodGet, srv.URL+"/bench", nil)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"seckill/bench"
+	"seckill/internal/benchreport"
 )
 
 // The dashboard's files are compiled in, so the page works offline and needs no file layout
@@ -54,15 +54,15 @@ func serveStatic(c *gin.Context, name string) {
 //	@Tags			dashboard
 //	@Produce		html
 //	@Success		200	{string}	string		"the page"
-//	@Failure		404	{object}	ErrorBody	"no bench run kept on this machine"
-//	@Failure		500	{object}	ErrorBody	"the kept file is not a bench report"
+//	@Failure		404	{object}	httpkit.ErrorBody	"no bench run kept on this machine"
+//	@Failure		500	{object}	httpkit.ErrorBody	"the kept file is not a bench report"
 //	@Router			/bench [get]
 func (a *API) lastBench(c *gin.Context) {
 	p := a.opt.BenchReport
 	if p == "" {
-		p = bench.LastRunPath(os.Getenv)
+		p = benchreport.LastRunPath(os.Getenv)
 	}
-	rep, err := bench.LoadRun(p)
+	rep, err := benchreport.LoadRun(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || p == "":
 		c.JSON(http.StatusNotFound, ErrorBody{Error: "no bench run kept on this machine yet: `go run . bench` keeps its last run for this page", Status: http.StatusNotFound})
@@ -73,7 +73,7 @@ func (a *API) lastBench(c *gin.Context) {
 		return
 	}
 	var buf bytes.Buffer
-	if err := bench.WriteHTML(&buf, rep); err != nil {
+	if err := benchreport.WriteHTML(&buf, rep); err != nil {
 		c.JSON(http.StatusInternalServerError, ErrorBody{Error: "drawing the bench: " + err.Error(), Status: http.StatusInternalServerError})
 		return
 	}

@@ -1,4 +1,4 @@
-package bench
+package benchreport
 
 import (
 	"bytes"
@@ -377,7 +377,7 @@ func KeepLastRun(path string, rep Report) error {
 		return fmt.Errorf("bench: keep the last run: %w", err)
 	}
 	var buf bytes.Buffer
-	if err := writeJSON(&buf, rep); err != nil {
+	if err := WriteJSON(&buf, rep); err != nil {
 		return err
 	}
 	// Written aside and renamed, so the dashboard never reads half a report.

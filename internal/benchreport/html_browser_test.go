@@ -1,4 +1,4 @@
-package bench
+package benchreport_test
 
 import (
 	"bytes"
@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"seckill/bench"
+	"seckill/internal/benchreport"
 )
 
 // chromium finds the browser: SECKILL_CHROMIUM, else Debian's chromium on PATH (as the
@@ -38,13 +41,13 @@ func TestHTMLInChromium(t *testing.T) {
 	}
 	exe := chromium(t)
 	t.Parallel()
-	rep, err := Run(t.Context(), Options{Duration: 400 * time.Millisecond, Warmup: 50 * time.Millisecond, Rounds: 1,
-		Concurrency: []int{1, 4}, Instances: []int{1, 2}, Strategies: []string{"lua", RefRedislock10}, Lease: 5 * time.Second})
+	rep, err := bench.Run(t.Context(), bench.Options{Duration: 400 * time.Millisecond, Warmup: 50 * time.Millisecond, Rounds: 1,
+		Concurrency: []int{1, 4}, Instances: []int{1, 2}, Strategies: []string{"lua", bench.RefRedislock10}, Lease: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var page bytes.Buffer
-	if err := WriteHTML(&page, rep); err != nil {
+	if err := benchreport.WriteHTML(&page, rep); err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(t.TempDir(), "bench.html")
@@ -119,7 +122,7 @@ func TestHTMLInChromium(t *testing.T) {
 	}
 	dir := os.Getenv("SECKILL_ARTIFACTS")
 	if dir == "" {
-		dir = filepath.Join("..", "artifacts")
+		dir = filepath.Join("..", "..", "artifacts")
 	}
 	if err := os.MkdirAll(dir, 0o755); err == nil {
 		if err := os.WriteFile(filepath.Join(dir, "bench.png"), png, 0o644); err == nil {

@@ -1,4 +1,4 @@
-package bench
+package benchreport
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ func drawnReport() Report {
 			rep.Cells = append(rep.Cells,
 				Cell{Strategy: "lua", Kind: "mode", Instances: inst, Buyers: n, Rate: 2000, P50Ms: 0.5, P99Ms: 2, MaxMs: 3, Jain: 1,
 					WaitQuantilesMs: q(0.01), SalesPerBuyer: per},
-				Cell{Strategy: RefRedislock10, Kind: "reference", Instances: inst, Buyers: n, Rate: 500, P50Ms: 1, P99Ms: 300, MaxMs: 900, Jain: 0.4, Starved: 1,
+				Cell{Strategy: refRedislock10, Kind: "reference", Instances: inst, Buyers: n, Rate: 500, P50Ms: 1, P99Ms: 300, MaxMs: 900, Jain: 0.4, Starved: 1,
 					WaitQuantilesMs: q(1), SalesPerBuyer: append([]int{0}, per[1:]...)})
 		}
 	}
@@ -71,7 +71,7 @@ func TestHTMLDrawsEveryCell(t *testing.T) {
 		w, _ := strconv.ParseFloat(m[2], 64)
 		widths[m[1]] = w
 	}
-	if r := widths["lua"] / widths[RefRedislock10]; r < 3.99 || r > 4.01 {
+	if r := widths["lua"] / widths[refRedislock10]; r < 3.99 || r > 4.01 {
 		t.Errorf("bar widths %v: lua ÷ redislock = %.3f, want 4", widths, r)
 	}
 	for _, s := range []string{"On 1 instance", "On 16 instances", "Waits at 8 buyers on 16 instances", "Jain 0.400 · starved 1", `class="ref"`} {
@@ -145,3 +145,6 @@ func TestLastRunKeptAndLoaded(t *testing.T) {
 		t.Errorf("a broken file: %v", err)
 	}
 }
+
+// refRedislock10 is the name bench gives bsm/redislock at a 10 ms retry (bench.RefRedislock10).
+const refRedislock10 = "redislock-10ms"

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"seckill/bench"
+	"seckill/internal/benchreport"
 )
 
 // benchFlags are the flags of `seckill bench`.
@@ -76,7 +77,7 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 // runBench runs the handoff benchmark on Redis servers it starts itself and prints the table (or
 // JSON) to stdout and a progress line per cell to stderr.
 //
-// The report is also drawn to --html FILE, and kept as the last run (bench.LastRunPath), which
+// The report is also drawn to --html FILE, and kept as the last run (benchreport.LastRunPath), which
 // the dashboard's /bench page draws.
 func runBench(ctx context.Context, b benchFlags, getenv func(string) string, stdout, stderr io.Writer) error {
 	if b.html != "" {
@@ -86,7 +87,7 @@ func runBench(ctx context.Context, b benchFlags, getenv func(string) string, std
 		}
 	}
 	if b.from != "" {
-		rep, err := bench.LoadRun(b.from)
+		rep, err := benchreport.LoadRun(b.from)
 		if err != nil {
 			return fmt.Errorf("bench: --from: %w", err)
 		}
@@ -128,7 +129,7 @@ func writeBench(rep bench.Report, b benchFlags, getenv func(string) string, stdo
 		if err != nil {
 			return fmt.Errorf("bench: --html: %w", err)
 		}
-		err = bench.WriteHTML(f, rep)
+		err = benchreport.WriteHTML(f, rep)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -137,8 +138,8 @@ func writeBench(rep bench.Report, b benchFlags, getenv func(string) string, stdo
 		}
 		fmt.Fprintf(stderr, "bench: drawn to %s (open it in a browser; it loads nothing from the network)\n", b.html)
 	}
-	if p := bench.LastRunPath(getenv); p != "" {
-		if err := bench.KeepLastRun(p, rep); err != nil {
+	if p := benchreport.LastRunPath(getenv); p != "" {
+		if err := benchreport.KeepLastRun(p, rep); err != nil {
 			fmt.Fprintf(stderr, "bench: %v (the dashboard's /bench page shows the run before)\n", err)
 		} else {
 			fmt.Fprintf(stderr, "bench: kept as the last run in %s (the dashboard draws it at /bench)\n", p)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"seckill/bench"
+	"seckill/internal/benchreport"
 )
 
 func TestBenchCommandJSON(t *testing.T) {
@@ -101,7 +102,7 @@ func TestBenchCommandHTML(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), `class="cdf-line" data-strategy="lua"`) || !strings.Contains(string(b), `class="buyer-area"`) {
 		t.Errorf("the page (%v):\n%.500s", err, b)
 	}
-	if rep, err := bench.LoadRun(bench.LastRunPath(env)); err != nil || len(rep.Cells) != 1 {
+	if rep, err := benchreport.LoadRun(benchreport.LastRunPath(env)); err != nil || len(rep.Cells) != 1 {
 		t.Errorf("the kept run: %v, %+v", err, rep.Cells)
 	}
 	if !strings.Contains(errOut.String(), "drawn to "+page) {
