@@ -5,18 +5,14 @@ package handler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
-	"net/url"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"seckill/internal/httpkit"
 	"seckill/internal/modes"
 	"seckill/metrics"
 	"seckill/service"
@@ -35,17 +31,26 @@ type Options struct {
 	// (seckill/lab/labhttp). kit gives them the API's admin guard and error answers.
 	Mount func(r gin.IRouter, kit Kit)
 	// BenchReport is the bench report /bench draws; "" means the last `seckill bench` run on
-	// this machine (bench.LastRunPath of the process's environment).
+	// this machine (benchreport.LastRunPath of the process's environment).
 	BenchReport string
 }
 
-// Kit is what mounted routes share with the API.
-type Kit struct {
-	// Admin requires X-Admin-Token when server.adminToken is set (401 otherwise).
-	Admin gin.HandlerFunc
-	// Fail answers a service error with its status, as every handler does.
-	Fail func(c *gin.Context, err error)
-}
+// The error body, the kit of mounted routes and the query's parsers are package httpkit's, which
+// the routes mounted beside the API (the lab's) share without importing this package.
+type (
+	ErrorBody = httpkit.ErrorBody
+	Kit       = httpkit.Kit
+)
+
+var (
+	OnlyParams  = httpkit.OnlyParams
+	QueryInt    = httpkit.QueryInt
+	ParseInt    = httpkit.ParseInt
+	ParseMillis = httpkit.ParseMillis
+	Name        = httpkit.Name
+	Quote       = httpkit.Quote
+	badRequest  = httpkit.BadRequest
+)
 
 // Shop is what the sale, inventory, reset and health handlers need of the service.
 type Shop interface {
@@ -78,13 +83,6 @@ type API struct {
 	svc Service
 	opt Options
 	log *slog.Logger
-}
-
-// ErrorBody is every error answer: what went wrong, in words, and the status repeated.
-type ErrorBody struct {
-	Error      string   `json:"error" example:"unknown lock mode \"foo\""`
-	Status     int      `json:"status" example:"400"`
-	ValidModes []string `json:"validModes,omitempty"`
 }
 
 // SaleBody is the answer of /inventory/sale for every status: the sale result, and on failure
@@ -145,27 +143,6 @@ func capMessage(s string) string {
 	return strings.ToValidUTF8(s[:maxMessage], "") + "…"
 }
 
-// maxQuoted is how much of a bad value an error message quotes.
-const maxQuoted = 40
-
-// Name shows a parameter's name in an error message: as it is when short and plain, else quoted
-// and cut (Quote).
-func Name(v string) string {
-	if len(v) > maxQuoted || strings.IndexFunc(v, func(r rune) bool { return r <= ' ' || r > '~' || r == '"' }) >= 0 {
-		return Quote(v)
-	}
-	return v
-}
-
-// Quote quotes a value for an error message, cut to its first maxQuoted bytes: an answer never
-// echoes a large bad value back.
-func Quote(v string) string {
-	if len(v) <= maxQuoted {
-		return strconv.Quote(v)
-	}
-	return strconv.Quote(strings.ToValidUTF8(v[:maxQuoted], "")) + fmt.Sprintf("… (%d bytes)", len(v))
-}
-
 func (a *API) fail(c *gin.Context, err error) {
 	status := statusOf(err)
 	body := ErrorBody{Error: a.message(err, status), Status: status}
@@ -176,60 +153,6 @@ func (a *API) fail(c *gin.Context, err error) {
 		c.Header("Retry-After", "1")
 	}
 	c.AbortWithStatusJSON(status, body)
-}
-
-// OnlyParams refuses query parameters other than accepted, and any given more than once: an
-// ambiguous request is refused rather than half understood.
-func OnlyParams(q url.Values, accepted ...string) error {
-	for name, vals := range q {
-		if !slices.Contains(accepted, name) {
-			if len(accepted) == 0 {
-				return badRequest("unknown parameter %s; this endpoint takes none", Name(name))
-			}
-			return badRequest("unknown parameter %s; accepted: %s", Name(name), strings.Join(accepted, ", "))
-		}
-		if len(vals) > 1 {
-			return badRequest("parameter %s is given %d times", name, len(vals))
-		}
-	}
-	return nil
-}
-
-// QueryInt parses a whole-number query parameter; absent gives def.
-func QueryInt(c *gin.Context, name string, def int64) (int64, error) {
-	v, ok := c.GetQuery(name)
-	if !ok {
-		return def, nil
-	}
-	return ParseInt(name, v)
-}
-
-// ParseInt parses the whole-number parameter name: a bad value is a 400 that says whether it is
-// not a number or beyond what any parameter takes.
-func ParseInt(name, v string) (int64, error) {
-	n, err := strconv.ParseInt(v, 10, 64)
-	if errors.Is(err, strconv.ErrRange) {
-		return 0, badRequest("%s=%s is too large: the limit is %d", name, Quote(v), int64(math.MaxInt64))
-	}
-	if err != nil {
-		return 0, badRequest("%s=%s is not a whole number", name, Quote(v))
-	}
-	return n, nil
-}
-
-// ParseMillis parses a duration in whole milliseconds, 0 to 24 h.
-func ParseMillis(name, v string) (time.Duration, error) {
-	n, err := ParseInt(name, v)
-	if err != nil {
-		return 0, err
-	}
-	if n < 0 {
-		return 0, badRequest("%s must not be negative", name)
-	}
-	if n > int64(24*time.Hour/time.Millisecond) {
-		return 0, badRequest("%s=%d is too large", name, n)
-	}
-	return time.Duration(n) * time.Millisecond, nil
 }
 
 // ctxOf gives the service the request's context, never the gin.Context itself.

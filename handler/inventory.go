@@ -17,10 +17,6 @@ import (
 	"seckill/store"
 )
 
-func badRequest(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", service.ErrBadRequest, fmt.Sprintf(format, args...))
-}
-
 // saleParams are the query parameters /inventory/sale accepts.
 var saleParams = []string{"lock", "sku", "workMs", "freezeMs", "pauseBeforeDelMs", "leaseMs", "crash"}
 
@@ -119,10 +115,10 @@ func ParseSale(q url.Values) (service.SaleRequest, error) {
 //	@Param			crash				query		string	false	"after-lock | before-expire: the holder dies (lab)"	Enums(after-lock, before-expire)
 //	@Param			X-Admin-Token		header		string	false	"the operator's token: needed for lab modes and faults when server.adminToken is set"
 //	@Success		200					{object}	SaleBody	"one sold"
-//	@Failure		400					{object}	ErrorBody	"bad parameter or unknown lock mode (validModes lists the modes)"
-//	@Failure		401					{object}	ErrorBody	"a lab mode or a fault without the admin token"
-//	@Failure		403					{object}	ErrorBody	"a lab mode or a fault with lab.enabled=false"
-//	@Failure		405					{object}	ErrorBody	"GET while server.adminToken is set"
+//	@Failure		400					{object}	httpkit.ErrorBody	"bad parameter or unknown lock mode (validModes lists the modes)"
+//	@Failure		401					{object}	httpkit.ErrorBody	"a lab mode or a fault without the admin token"
+//	@Failure		403					{object}	httpkit.ErrorBody	"a lab mode or a fault with lab.enabled=false"
+//	@Failure		405					{object}	httpkit.ErrorBody	"GET while server.adminToken is set"
 //	@Failure		409					{object}	SaleBody	"sold out, a stale write rejected by the fencing token, or nothing sold because a restock came between the read and the write"
 //	@Failure		500					{object}	SaleBody	"stock value not an integer, or an injected crash"
 //	@Failure		503					{object}	SaleBody	"lock not obtained within the wait (a lock without expiry is named), Redis unavailable, the stock key missing (restock), or server.maxInFlight reached (Retry-After)"
@@ -179,9 +175,9 @@ func (a *API) sale(c *gin.Context) {
 //	@Produce		json
 //	@Param			sku	query		string	false	"SKU (default inventory.key)"
 //	@Success		200	{object}	InventoryView
-//	@Failure		404	{object}	ErrorBody	"unknown SKU"
-//	@Failure		500	{object}	ErrorBody	"a value that is not an integer"
-//	@Failure		503	{object}	ErrorBody	"Redis unavailable"
+//	@Failure		404	{object}	httpkit.ErrorBody	"unknown SKU"
+//	@Failure		500	{object}	httpkit.ErrorBody	"a value that is not an integer"
+//	@Failure		503	{object}	httpkit.ErrorBody	"Redis unavailable"
 //	@Router			/inventory [get]
 func (a *API) inventory(c *gin.Context) {
 	inv, err := a.svc.Inventory(ctxOf(c), c.Query("sku"))
@@ -217,9 +213,9 @@ type InventoryView struct {
 //	@Param			sku				query		string	false	"SKU (default inventory.key)"
 //	@Param			X-Admin-Token	header		string	false	"required when server.adminToken is set"
 //	@Success		200				{object}	store.Inventory
-//	@Failure		400				{object}	ErrorBody	"stock not a whole number or out of range"
-//	@Failure		401				{object}	ErrorBody	"admin token missing or wrong"
-//	@Failure		503				{object}	ErrorBody	"Redis unavailable"
+//	@Failure		400				{object}	httpkit.ErrorBody	"stock not a whole number or out of range"
+//	@Failure		401				{object}	httpkit.ErrorBody	"admin token missing or wrong"
+//	@Failure		503				{object}	httpkit.ErrorBody	"Redis unavailable"
 //	@Router			/inventory/reset [post]
 func (a *API) reset(c *gin.Context) {
 	if err := OnlyParams(c.Request.URL.Query(), "stock", "sku"); err != nil {
@@ -298,10 +294,10 @@ func (a *API) readyz(c *gin.Context) {
 //	@Param			sku				query		string	false	"SKU (default inventory.key)"
 //	@Param			X-Admin-Token	header		string	false	"the operator's token (server.adminToken)"
 //	@Success		200				{object}	store.Inventory
-//	@Failure		400				{object}	ErrorBody	"stock missing, not a whole number or out of range"
-//	@Failure		401				{object}	ErrorBody	"admin token missing or wrong"
-//	@Failure		403				{object}	ErrorBody	"no admin token configured and the lab is off"
-//	@Failure		503				{object}	ErrorBody	"Redis unavailable"
+//	@Failure		400				{object}	httpkit.ErrorBody	"stock missing, not a whole number or out of range"
+//	@Failure		401				{object}	httpkit.ErrorBody	"admin token missing or wrong"
+//	@Failure		403				{object}	httpkit.ErrorBody	"no admin token configured and the lab is off"
+//	@Failure		503				{object}	httpkit.ErrorBody	"Redis unavailable"
 //	@Router			/inventory/restock [post]
 func (a *API) restock(c *gin.Context) {
 	if err := OnlyParams(c.Request.URL.Query(), "stock", "sku"); err != nil {

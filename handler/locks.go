@@ -20,10 +20,10 @@ import (
 //	@Param			holdSeconds		query		int		false	"how long to hold, in whole seconds (default 30, at most lab.maxWork)"	minimum(0)
 //	@Param			X-Admin-Token	header		string	false	"required when server.adminToken is set"
 //	@Success		200				{object}	service.MultiLockHold
-//	@Failure		400				{object}	ErrorBody	"holdSeconds not a whole number, negative or above lab.maxWork"
-//	@Failure		401				{object}	ErrorBody	"admin token missing or wrong"
-//	@Failure		405				{object}	ErrorBody	"GET while server.adminToken is set"
-//	@Failure		503				{object}	ErrorBody	"lock not obtained within lock.wait, or a master unavailable (Retry-After)"
+//	@Failure		400				{object}	httpkit.ErrorBody	"holdSeconds not a whole number, negative or above lab.maxWork"
+//	@Failure		401				{object}	httpkit.ErrorBody	"admin token missing or wrong"
+//	@Failure		405				{object}	httpkit.ErrorBody	"GET while server.adminToken is set"
+//	@Failure		503				{object}	httpkit.ErrorBody	"lock not obtained within lock.wait, or a master unavailable (Retry-After)"
 //	@Router			/getMultiLock [get]
 //	@Router			/getMultiLock [post]
 func (a *API) getMultiLock(c *gin.Context) {
@@ -65,7 +65,7 @@ func (a *API) getMultiLock(c *gin.Context) {
 //	@Produce		json
 //	@Param			sku	query		string	false	"SKU (default inventory.key)"
 //	@Success		200	{object}	service.LocksView
-//	@Failure		404	{object}	ErrorBody	"unknown SKU"
+//	@Failure		404	{object}	httpkit.ErrorBody	"unknown SKU"
 //	@Router			/locks [get]
 func (a *API) locks(c *gin.Context) {
 	v, err := a.svc.LockKeys(ctxOf(c), c.Query("sku"))

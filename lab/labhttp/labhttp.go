@@ -19,7 +19,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"seckill/handler"
+	"seckill/internal/httpkit"
 	"seckill/internal/modes"
 	"seckill/lab"
 	"seckill/metrics"
@@ -61,7 +61,7 @@ func New(svc Service, runner Runner, m *metrics.Metrics, log *slog.Logger) *Lab 
 }
 
 // Mount adds the lab's routes to r (it is a handler.Options.Mount).
-func (lb *Lab) Mount(r gin.IRouter, kit handler.Kit) {
+func (lb *Lab) Mount(r gin.IRouter, kit httpkit.Kit) {
 	l := lb.api
 	l.fail = kit.Fail
 	r.GET("/lab/scenarios", l.listScenarios)
@@ -132,14 +132,14 @@ func (l *labAPI) enabled(c *gin.Context) bool {
 	if l.svc.Settings().LabEnabled {
 		return true
 	}
-	c.AbortWithStatusJSON(http.StatusForbidden, handler.ErrorBody{
+	c.AbortWithStatusJSON(http.StatusForbidden, httpkit.ErrorBody{
 		Error: service.ErrLabDisabled.Error(), Status: http.StatusForbidden})
 	return false
 }
 
 // busy answers 409 naming what runs.
 func busy(c *gin.Context, what string) {
-	c.AbortWithStatusJSON(http.StatusConflict, handler.ErrorBody{
+	c.AbortWithStatusJSON(http.StatusConflict, httpkit.ErrorBody{
 		Error: fmt.Sprintf("%s (%s); try again when it has finished", errLabBusy, what), Status: http.StatusConflict})
 }
 
@@ -237,17 +237,17 @@ func (l *labAPI) listScenarios(c *gin.Context) {
 //	@Produce		json
 //	@Param			name	path		string	true	"scenario name (GET /lab/scenarios)"
 //	@Success		200		{object}	lab.Result
-//	@Failure		404		{object}	handler.ErrorBody	"unknown scenario, or it has not run"
+//	@Failure		404		{object}	httpkit.ErrorBody	"unknown scenario, or it has not run"
 //	@Router			/lab/scenarios/{name}/result [get]
 func (l *labAPI) result(c *gin.Context) {
 	sc, err := lab.Lookup(c.Param("name"))
 	if err != nil {
-		c.AbortWithStatusJSON(http.StatusNotFound, handler.ErrorBody{Error: err.Error(), Status: http.StatusNotFound})
+		c.AbortWithStatusJSON(http.StatusNotFound, httpkit.ErrorBody{Error: err.Error(), Status: http.StatusNotFound})
 		return
 	}
 	res, ok := l.lastRuns(c.Request.Context())[sc.Name]
 	if !ok {
-		c.AbortWithStatusJSON(http.StatusNotFound, handler.ErrorBody{
+		c.AbortWithStatusJSON(http.StatusNotFound, httpkit.ErrorBody{
 			Error: "scenario " + sc.Name + " has not run (or not in the last " + lab.LastRunTTL.String() + ")", Status: http.StatusNotFound})
 		return
 	}
@@ -268,27 +268,27 @@ func (l *labAPI) result(c *gin.Context) {
 //	@Param			name			path		string	true	"scenario name (GET /lab/scenarios)"
 //	@Param			X-Admin-Token	header		string	false	"required when server.adminToken is set"
 //	@Success		200				{object}	lab.Result
-//	@Failure		401				{object}	handler.ErrorBody	"admin token missing or wrong"
-//	@Failure		403				{object}	handler.ErrorBody	"the lab is disabled (lab.enabled=false)"
-//	@Failure		404				{object}	handler.ErrorBody	"unknown scenario"
-//	@Failure		409				{object}	handler.ErrorBody	"another experiment is running"
-//	@Failure		503				{object}	handler.ErrorBody	"the server was built without a lab runner"
+//	@Failure		401				{object}	httpkit.ErrorBody	"admin token missing or wrong"
+//	@Failure		403				{object}	httpkit.ErrorBody	"the lab is disabled (lab.enabled=false)"
+//	@Failure		404				{object}	httpkit.ErrorBody	"unknown scenario"
+//	@Failure		409				{object}	httpkit.ErrorBody	"another experiment is running"
+//	@Failure		503				{object}	httpkit.ErrorBody	"the server was built without a lab runner"
 //	@Router			/lab/scenarios/{name}/run [post]
 func (l *labAPI) runScenario(c *gin.Context) {
 	if !l.enabled(c) {
 		return
 	}
-	if err := handler.OnlyParams(c.Request.URL.Query()); err != nil {
+	if err := httpkit.OnlyParams(c.Request.URL.Query()); err != nil {
 		l.fail(c, err)
 		return
 	}
 	sc, err := lab.Lookup(c.Param("name"))
 	if err != nil {
-		c.AbortWithStatusJSON(http.StatusNotFound, handler.ErrorBody{Error: err.Error(), Status: http.StatusNotFound})
+		c.AbortWithStatusJSON(http.StatusNotFound, httpkit.ErrorBody{Error: err.Error(), Status: http.StatusNotFound})
 		return
 	}
 	if l.runner == nil {
-		c.AbortWithStatusJSON(http.StatusServiceUnavailable, handler.ErrorBody{
+		c.AbortWithStatusJSON(http.StatusServiceUnavailable, httpkit.ErrorBody{
 			Error: "this server was built without a lab runner", Status: http.StatusServiceUnavailable})
 		return
 	}
@@ -337,12 +337,12 @@ func (l *labAPI) runScenario(c *gin.Context) {
 //	@Produce		html
 //	@Param			name	path	string	true	"scenario name (GET /lab/scenarios)"
 //	@Success		200		{string}	string	"the visualisation"
-//	@Failure		404		{object}	handler.ErrorBody	"unknown scenario, or no failing history kept for its last run"
+//	@Failure		404		{object}	httpkit.ErrorBody	"unknown scenario, or no failing history kept for its last run"
 //	@Router			/lab/scenarios/{name}/history [get]
 func (l *labAPI) history(c *gin.Context) {
 	sc, err := lab.Lookup(c.Param("name"))
 	if err != nil {
-		c.AbortWithStatusJSON(http.StatusNotFound, handler.ErrorBody{Error: err.Error(), Status: http.StatusNotFound})
+		c.AbortWithStatusJSON(http.StatusNotFound, httpkit.ErrorBody{Error: err.Error(), Status: http.StatusNotFound})
 		return
 	}
 	// The last run kept in Redis and its page, read together.
@@ -369,7 +369,7 @@ func (l *labAPI) history(c *gin.Context) {
 	case page != nil && (!ran || !kept.FinishedAt.Before(own.FinishedAt)):
 		c.Data(http.StatusOK, "text/html; charset=utf-8", page)
 	default:
-		c.AbortWithStatusJSON(http.StatusNotFound, handler.ErrorBody{
+		c.AbortWithStatusJSON(http.StatusNotFound, httpkit.ErrorBody{
 			Error:  "no failing history for scenario " + sc.Name + " (its last run was linearizable, has not run, or its drawing was not kept)",
 			Status: http.StatusNotFound})
 	}
@@ -388,20 +388,20 @@ func (l *labAPI) history(c *gin.Context) {
 //	@Param			workMs			query		int		false	"business time inside the critical section, ms"
 //	@Param			X-Admin-Token	header		string	false	"required when server.adminToken is set"
 //	@Success		200				{object}	lab.BurstResult
-//	@Failure		400				{object}	handler.ErrorBody	"bad n, workMs or lock mode"
-//	@Failure		401				{object}	handler.ErrorBody	"admin token missing or wrong"
-//	@Failure		403				{object}	handler.ErrorBody	"the lab is disabled (lab.enabled=false)"
-//	@Failure		409				{object}	handler.ErrorBody	"another experiment is running"
+//	@Failure		400				{object}	httpkit.ErrorBody	"bad n, workMs or lock mode"
+//	@Failure		401				{object}	httpkit.ErrorBody	"admin token missing or wrong"
+//	@Failure		403				{object}	httpkit.ErrorBody	"the lab is disabled (lab.enabled=false)"
+//	@Failure		409				{object}	httpkit.ErrorBody	"another experiment is running"
 //	@Router			/lab/burst [post]
 func (l *labAPI) burst(c *gin.Context) {
 	if !l.enabled(c) {
 		return
 	}
-	if err := handler.OnlyParams(c.Request.URL.Query(), "n", "lock", "workMs"); err != nil {
+	if err := httpkit.OnlyParams(c.Request.URL.Query(), "n", "lock", "workMs"); err != nil {
 		l.fail(c, err)
 		return
 	}
-	n, err := handler.QueryInt(c, "n", 100)
+	n, err := httpkit.QueryInt(c, "n", 100)
 	if err == nil && (n < 1 || n > lab.MaxBurst) {
 		err = badRequest("n=%d is out of range 1..%d", n, lab.MaxBurst)
 	}
@@ -416,7 +416,7 @@ func (l *labAPI) burst(c *gin.Context) {
 		}
 	}
 	if v, ok := c.GetQuery("workMs"); ok && err == nil {
-		req.Work, err = handler.ParseMillis("workMs", v)
+		req.Work, err = httpkit.ParseMillis("workMs", v)
 		if limit := l.svc.Settings().MaxWork; err == nil && limit > 0 && req.Work > limit {
 			err = badRequest("workMs=%d exceeds the configured maximum of %d ms", req.Work.Milliseconds(), limit.Milliseconds())
 		}
