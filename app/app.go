@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckill-lab/seckill/lock"
@@ -25,9 +26,6 @@ import (
 	"seckill/handler"
 	"seckill/internal/connlimit"
 	"seckill/internal/modes"
-	"seckill/lab"
-	"seckill/lab/fault"
-	"seckill/lab/labhttp"
 	"seckill/metrics"
 	"seckill/service"
 	"seckill/store"
@@ -43,7 +41,7 @@ type App struct {
 	Masters  []redis.UniversalClient
 	Metrics  *metrics.Metrics
 	embedded *embedded.Servers
-	lab      *labhttp.Lab // nil with the lab off
+	stopLab  func() // nil without a lab
 	// Locks is the lock registry the service sells with.
 	Locks *modes.Registry
 }
@@ -107,8 +105,20 @@ func DataName(cfg config.Config) string {
 	}
 }
 
-// New wires an App. It starts in-process Redis servers as redis.embedded says.
-func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
+// Lab is the scenario lab wired beside the service (package lab/labapp builds it): app knows only
+// what it does to an App, so that nothing of the lab is imported by the request path.
+type Lab interface {
+	// Clients installs the lab's faults on the App's clients, before the lock registry is built,
+	// and returns the broken modes' knobs (the zero StepHooks with the lab off).
+	Clients(a *App) modes.StepHooks
+	// Routes builds the lab's routes on the App's service: what the API mounts beside its own,
+	// and what stops them.
+	Routes(a *App) (mount func(r gin.IRouter, kit handler.Kit), stop func())
+}
+
+// New wires an App. It starts in-process Redis servers as redis.embedded says. lab, when not nil,
+// is wired beside the service.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, lab Lab) (*App, error) {
 	log = log.With("instance", cfg.Server.Instance)
 	policy, why := cfg.EmbeddedPolicy()
 	addrs := cfg.Addresses()
@@ -133,11 +143,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		pingers[fmt.Sprintf("master%d", i+1)] = pinger{m, a.inMemory(addr)}
 	}
 	deps := modes.Deps{Data: a.Data, Masters: a.Masters, InstanceID: uuid.NewString(), Options: LockOptions(cfg.Lock, log)}
-	if cfg.Lab.Enabled {
-		// The faults a sale may ask for act through a hook on the clients and the broken
-		// modes' knobs; without the lab, the service refuses them.
-		fault.Install(append([]redis.UniversalClient{a.Data}, a.Masters...)...)
-		deps.Steps = fault.Steps()
+	if lab != nil {
+		deps.Steps = lab.Clients(a)
 	}
 	if err := checkAllowed(cfg.Lock.AllowedModes); err != nil {
 		a.Close()
@@ -163,15 +170,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	a.Metrics = metrics.New()
 	a.Service.SetObserver(a.Metrics)
 	opts := handler.Options{AdminToken: cfg.Server.AdminToken, Logger: log, Metrics: a.Metrics}
-	if cfg.Lab.Enabled {
-		a.Service.SetFaults(lab.Faults{})
-		a.lab = labhttp.New(a.Service, &lab.Runner{Data: a.Data, Masters: a.Masters, Log: log.With("component", "lab")},
-			a.Metrics, log)
-	} else {
-		// The lab's routes answer 403 naming the switch, rather than 404.
-		a.lab = labhttp.New(a.Service, nil, a.Metrics, log)
+	if lab != nil {
+		opts.Mount, a.stopLab = lab.Routes(a)
 	}
-	opts.Mount = a.lab.Mount
 	a.Handler = handler.New(a.Service, opts)
 	return a, nil
 }
@@ -217,8 +218,8 @@ func Settings(cfg config.Config) service.Settings {
 
 // Close releases every client and in-process server.
 func (a *App) Close() {
-	if a.lab != nil {
-		a.lab.Close()
+	if a.stopLab != nil {
+		a.stopLab()
 	}
 	if a.Locks != nil {
 		_ = a.Locks.Close()
@@ -261,8 +262,8 @@ func (p pinger) Ping(ctx context.Context) error {
 
 // Serve runs the HTTP service until ctx ends, then shuts down gracefully. It writes the address
 // it listens on to stdout once it accepts connections.
-func Serve(ctx context.Context, cfg config.Config, stdout io.Writer, log *slog.Logger) error {
-	a, err := New(ctx, cfg, log)
+func Serve(ctx context.Context, cfg config.Config, stdout io.Writer, log *slog.Logger, lab Lab) error {
+	a, err := New(ctx, cfg, log, lab)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"seckill/internal/apptest"
 	"seckill/internal/modes"
 	"seckill/internal/redisproc"
+	"seckill/lab/labapp"
 	"seckill/service"
 	"seckill/store"
 
@@ -64,7 +65,7 @@ func TestClusterDataStore(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	a, err := app.New(ctx, cfg, app.NewLogger(io.Discard, "warn"))
+	a, err := app.New(ctx, cfg, app.NewLogger(io.Discard, "warn"), labapp.Lab{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"seckill/app"
 	"seckill/internal/apptest"
 	"seckill/internal/redisproc"
+	"seckill/lab/labapp"
 )
 
 // keepAlive is one raw keep-alive connection to the service.
@@ -61,7 +62,7 @@ func TestConnectionCapAndIdleTimeout(t *testing.T) {
 	defer cancel()
 	w := &untilWriter{w: io.Discard, want: "try: curl", seen: make(chan struct{})}
 	done := make(chan error, 1)
-	go func() { done <- app.Serve(ctx, cfg, w, app.NewLogger(io.Discard, "error")) }()
+	go func() { done <- app.Serve(ctx, cfg, w, app.NewLogger(io.Discard, "error"), labapp.Lab{}) }()
 	select {
 	case <-w.seen:
 	case err := <-done:

@@ -15,6 +15,7 @@ import (
 	"seckill/internal/apptest"
 	"seckill/internal/modes"
 	"seckill/internal/redisproc"
+	"seckill/lab/labapp"
 )
 
 // freeAddrs gives n loopback addresses where nothing listens.
@@ -57,7 +58,7 @@ func TestNoSilentInMemoryRedis(t *testing.T) {
 		if err := cfg.Validate(modes.Names()); err != nil {
 			t.Fatal(err)
 		}
-		a, err := app.New(t.Context(), cfg, app.NewLogger(io.Discard, "error"))
+		a, err := app.New(t.Context(), cfg, app.NewLogger(io.Discard, "error"), labapp.Lab{})
 		if err == nil {
 			a.Close()
 			t.Fatalf("%s: the service started with nothing answering on %s", c.name, cfg.Redis.Addr)
@@ -84,7 +85,7 @@ func TestInMemoryRedisSaysSo(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	lines := newLineWriter()
 	done := make(chan error, 1)
-	go func() { done <- app.Serve(ctx, cfg, lines, app.NewLogger(io.Discard, "error")) }()
+	go func() { done <- app.Serve(ctx, cfg, lines, app.NewLogger(io.Discard, "error"), labapp.Lab{}) }()
 	var line string
 	select {
 	case line = <-lines.first:
@@ -154,7 +155,7 @@ func TestOpenPostureWarns(t *testing.T) {
 			out := &lineBuffer{}
 			w := &untilWriter{w: out, want: "try: curl", seen: make(chan struct{})}
 			done := make(chan error, 1)
-			go func() { done <- app.Serve(ctx, cfg, w, app.NewLogger(io.Discard, "error")) }()
+			go func() { done <- app.Serve(ctx, cfg, w, app.NewLogger(io.Discard, "error"), labapp.Lab{}) }()
 			select {
 			case <-w.seen:
 			case err := <-done:

@@ -14,6 +14,7 @@ import (
 	"seckill/app"
 	"seckill/internal/apptest"
 	"seckill/internal/redisproc"
+	"seckill/lab/labapp"
 )
 
 type lineBuffer struct {
@@ -47,7 +48,7 @@ func TestStartUpLineNamesTheBoundAddress(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		out := &lineBuffer{}
 		done := make(chan error, 1)
-		go func() { done <- app.Serve(ctx, cfg, out, app.NewLogger(&lineBuffer{}, "error")) }()
+		go func() { done <- app.Serve(ctx, cfg, out, app.NewLogger(&lineBuffer{}, "error"), labapp.Lab{}) }()
 		deadline := time.Now().Add(10 * time.Second)
 		for !strings.Contains(out.String(), "listening on") && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)

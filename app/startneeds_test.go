@@ -12,6 +12,7 @@ import (
 	"seckill/embedded"
 	"seckill/internal/modes"
 	"seckill/internal/testredis"
+	"seckill/lab/labapp"
 )
 
 // syncBuffer is a log sink the service's goroutines may write to while the test reads it.
@@ -57,7 +58,7 @@ func TestNeverStartsWithWhatTheModeNeeds(t *testing.T) {
 			t.Fatal(err)
 		}
 		var logs syncBuffer
-		a, err := app.New(t.Context(), cfg, app.NewLogger(&logs, "warn"))
+		a, err := app.New(t.Context(), cfg, app.NewLogger(&logs, "warn"), labapp.Lab{})
 		switch {
 		case c.refused == "" && err != nil:
 			t.Errorf("%s with masters %v: refused: %v", c.mode, c.masters, err)

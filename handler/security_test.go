@@ -30,6 +30,7 @@ import (
 	"seckill/internal/modes"
 	"seckill/internal/redisproc"
 	"seckill/lab"
+	"seckill/lab/labapp"
 )
 
 // syncBuffer collects log lines from many goroutines.
@@ -107,7 +108,7 @@ func TestRedisPasswordNeverShows(t *testing.T) {
 	// A wrong password: the start fails, and says so without the password it tried.
 	wrong := cfg
 	wrong.Redis.Password = secret(t, "wrong-")
-	if a, err := app.New(ctx, wrong, app.NewLogger(logs, "debug")); err == nil {
+	if a, err := app.New(ctx, wrong, app.NewLogger(logs, "debug"), labapp.Lab{}); err == nil {
 		a.Close()
 		t.Fatal("the service started with a wrong Redis password")
 	} else if strings.Contains(err.Error(), wrong.Redis.Password) {
@@ -116,7 +117,7 @@ func TestRedisPasswordNeverShows(t *testing.T) {
 		t.Logf("start with a wrong password: %v", err)
 	}
 
-	a, err := app.New(ctx, cfg, app.NewLogger(logs, "debug"))
+	a, err := app.New(ctx, cfg, app.NewLogger(logs, "debug"), labapp.Lab{})
 	if err != nil {
 		t.Fatalf("start with the right password: %v", err)
 	}
@@ -448,7 +449,7 @@ func TestServerTimeouts(t *testing.T) {
 	logs := &syncBuffer{}
 	stdout := &syncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- app.Serve(ctx, cfg, stdout, app.NewLogger(logs, "info")) }()
+	go func() { done <- app.Serve(ctx, cfg, stdout, app.NewLogger(logs, "info"), labapp.Lab{}) }()
 	t.Cleanup(func() {
 		cancel()
 		select {

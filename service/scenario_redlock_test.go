@@ -21,6 +21,7 @@ import (
 	"seckill/internal/apptest"
 	"seckill/internal/modes"
 	"seckill/internal/testredis"
+	"seckill/lab/labapp"
 	"seckill/store"
 )
 
@@ -54,7 +55,7 @@ func rlInstance(t *testing.T, f *apptest.Fixture, cfg config.Config) *apptest.Fi
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	a, err := app.New(ctx, cfg, slog.New(slog.DiscardHandler))
+	a, err := app.New(ctx, cfg, slog.New(slog.DiscardHandler), labapp.Lab{})
 	if err != nil {
 		t.Fatalf("app: %v", err)
 	}

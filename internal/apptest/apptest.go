@@ -16,6 +16,7 @@ import (
 	"seckill/internal/modes"
 	"seckill/internal/redisproc"
 	"seckill/internal/testredis"
+	"seckill/lab/labapp"
 )
 
 // quiet drops go-redis's own log lines ("failed to dial" while a test has stopped a server on
@@ -67,7 +68,7 @@ func New(t testing.TB, edit func(*config.Config)) *Fixture {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	a, err := app.New(ctx, cfg, app.NewLogger(newTestWriter(t), "warn"))
+	a, err := app.New(ctx, cfg, app.NewLogger(newTestWriter(t), "warn"), labapp.Lab{})
 	if err != nil {
 		t.Fatalf("app: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"seckill/app"
 	"seckill/config"
 	"seckill/internal/modes"
+	"seckill/lab/labapp"
 )
 
 // commands are the subcommands, in the order usage lists them.
@@ -62,7 +63,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err := checkPort(cfg); err != nil {
 			return err
 		}
-		return app.Serve(ctx, cfg, stdout, app.NewLogger(stderr, cfg.Log.Level))
+		return app.Serve(ctx, cfg, stdout, app.NewLogger(stderr, cfg.Log.Level), labapp.Lab{})
 	}
 }
 
