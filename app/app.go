@@ -25,6 +25,7 @@ import (
 	"seckill/embedded"
 	"seckill/handler"
 	"seckill/internal/connlimit"
+	"seckill/internal/httpkit"
 	"seckill/internal/modes"
 	"seckill/metrics"
 	"seckill/service"
@@ -113,7 +114,7 @@ type Lab interface {
 	Clients(a *App) modes.StepHooks
 	// Routes builds the lab's routes on the App's service: what the API mounts beside its own,
 	// and what stops them.
-	Routes(a *App) (mount func(r gin.IRouter, kit handler.Kit), stop func())
+	Routes(a *App) (mount func(r gin.IRouter, kit httpkit.Kit), stop func())
 }
 
 // New wires an App. It starts in-process Redis servers as redis.embedded says. lab, when not nil,

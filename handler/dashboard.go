@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"seckill/internal/benchreport"
+	"seckill/internal/httpkit"
 )
 
 // The dashboard's files are compiled in, so the page works offline and needs no file layout
@@ -31,7 +32,7 @@ func serveStatic(c *gin.Context, name string) {
 	name = path.Clean("/" + name)[1:]
 	body, err := staticFiles.ReadFile("static/" + name)
 	if err != nil || name == "" {
-		c.AbortWithStatusJSON(http.StatusNotFound, ErrorBody{Error: "no such dashboard file: " + name, Status: http.StatusNotFound})
+		c.AbortWithStatusJSON(http.StatusNotFound, httpkit.ErrorBody{Error: "no such dashboard file: " + name, Status: http.StatusNotFound})
 		return
 	}
 	ctype := mime.TypeByExtension(path.Ext(name))
@@ -65,16 +66,16 @@ func (a *API) lastBench(c *gin.Context) {
 	rep, err := benchreport.LoadRun(p)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || p == "":
-		c.JSON(http.StatusNotFound, ErrorBody{Error: "no bench run kept on this machine yet: `go run . bench` keeps its last run for this page", Status: http.StatusNotFound})
+		c.JSON(http.StatusNotFound, httpkit.ErrorBody{Error: "no bench run kept on this machine yet: `go run . bench` keeps its last run for this page", Status: http.StatusNotFound})
 		return
 	case err != nil:
 		a.log.Error("bench page", "file", p, "err", err)
-		c.JSON(http.StatusInternalServerError, ErrorBody{Error: "the last bench run's file is not a bench report; run `go run . bench` again", Status: http.StatusInternalServerError})
+		c.JSON(http.StatusInternalServerError, httpkit.ErrorBody{Error: "the last bench run's file is not a bench report; run `go run . bench` again", Status: http.StatusInternalServerError})
 		return
 	}
 	var buf bytes.Buffer
 	if err := benchreport.WriteHTML(&buf, rep); err != nil {
-		c.JSON(http.StatusInternalServerError, ErrorBody{Error: "drawing the bench: " + err.Error(), Status: http.StatusInternalServerError})
+		c.JSON(http.StatusInternalServerError, httpkit.ErrorBody{Error: "drawing the bench: " + err.Error(), Status: http.StatusInternalServerError})
 		return
 	}
 	c.Header("Cache-Control", "no-cache")

@@ -22,12 +22,12 @@ func FuzzParseSale(f *testing.F) {
 		if err != nil {
 			return
 		}
-		req, err := handler.ParseSale(q)
+		req, faults, err := handler.ParseSale(q)
 		if err != nil {
 			return
 		}
-		if req.Work < 0 || req.Freeze < 0 || req.PauseBeforeDel < 0 || req.Lease < 0 {
-			t.Fatalf("accepted a negative duration from %q: %+v", raw, req)
+		if faults.Work < 0 || faults.Freeze < 0 || faults.PauseBeforeDel < 0 || req.Lease < 0 {
+			t.Fatalf("accepted a negative duration from %q: %+v %+v", raw, req, faults)
 		}
 		for name := range q {
 			switch name {

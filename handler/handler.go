@@ -29,28 +29,11 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// Mount, when set, adds routes beside the API's own: app mounts the lab's here
 	// (seckill/lab/labhttp). kit gives them the API's admin guard and error answers.
-	Mount func(r gin.IRouter, kit Kit)
+	Mount func(r gin.IRouter, kit httpkit.Kit)
 	// BenchReport is the bench report /bench draws; "" means the last `seckill bench` run on
 	// this machine (benchreport.LastRunPath of the process's environment).
 	BenchReport string
 }
-
-// The error body, the kit of mounted routes and the query's parsers are package httpkit's, which
-// the routes mounted beside the API (the lab's) share without importing this package.
-type (
-	ErrorBody = httpkit.ErrorBody
-	Kit       = httpkit.Kit
-)
-
-var (
-	OnlyParams  = httpkit.OnlyParams
-	QueryInt    = httpkit.QueryInt
-	ParseInt    = httpkit.ParseInt
-	ParseMillis = httpkit.ParseMillis
-	Name        = httpkit.Name
-	Quote       = httpkit.Quote
-	badRequest  = httpkit.BadRequest
-)
 
 // Shop is what the sale, inventory, reset and health handlers need of the service.
 type Shop interface {
@@ -145,7 +128,7 @@ func capMessage(s string) string {
 
 func (a *API) fail(c *gin.Context, err error) {
 	status := statusOf(err)
-	body := ErrorBody{Error: a.message(err, status), Status: status}
+	body := httpkit.ErrorBody{Error: a.message(err, status), Status: status}
 	if errors.Is(err, modes.ErrUnknownMode) {
 		body.ValidModes = modes.Names()
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"seckill/internal/httpkit"
 	"seckill/internal/modes"
 	"seckill/service"
 	"seckill/store"
@@ -26,10 +27,11 @@ var faultParams = []string{"workMs", "freezeMs", "pauseBeforeDelMs", "leaseMs", 
 // maxName bounds a mode, SKU or fault name (SKUs are at most 128 characters, see config).
 const maxName = 128
 
-// ParseSale turns the sale's query parameters into a request. It checks syntax only (numbers,
-// known parameters); the service checks meaning (modes, fault bounds, the lab switch).
-func ParseSale(q url.Values) (service.SaleRequest, error) {
-	var req service.SaleRequest
+// ParseSale turns the sale's query parameters into a request and the faults it asks for (the
+// lab's, which travel beside the request: modes.WithFaults). It checks syntax only (numbers,
+// known parameters); the service and the lab's hook check meaning (modes, fault bounds, the lab
+// switch).
+func ParseSale(q url.Values) (req service.SaleRequest, faults modes.Faults, err error) {
 	var unknown []string
 	for name := range q {
 		if !slices.Contains(saleParams, name) {
@@ -43,57 +45,57 @@ func ParseSale(q url.Values) (service.SaleRequest, error) {
 			unknown, more = unknown[:3], fmt.Sprintf(" and %d more", len(unknown)-3)
 		}
 		for i, u := range unknown {
-			unknown[i] = Name(u)
+			unknown[i] = httpkit.Name(u)
 		}
-		return req, badRequest("unknown parameter(s) %s%s; accepted: %s", strings.Join(unknown, ", "), more, strings.Join(saleParams, ", "))
+		return req, faults, httpkit.BadRequest("unknown parameter(s) %s%s; accepted: %s", strings.Join(unknown, ", "), more, strings.Join(saleParams, ", "))
 	}
 	for name, vals := range q {
 		if len(vals) > 1 {
-			return req, badRequest("parameter %s is given %d times", name, len(vals))
+			return req, faults, httpkit.BadRequest("parameter %s is given %d times", name, len(vals))
 		}
 	}
 	req.Mode = q.Get("lock")
 	req.SKU = q.Get("sku")
-	req.Crash = q.Get("crash")
+	faults.Crash = q.Get("crash")
 	if q.Has("lock") && req.Mode == "" {
-		return req, fmt.Errorf("%w: %w: lock= is empty", service.ErrBadRequest, modes.ErrUnknownMode)
+		return req, faults, fmt.Errorf("%w: %w: lock= is empty", service.ErrBadRequest, modes.ErrUnknownMode)
 	}
 	// Values longer than any valid one are refused here, quoted short, before anything echoes them.
 	if len(req.Mode) > maxName {
-		return req, fmt.Errorf("%w: %w %s", service.ErrBadRequest, modes.ErrUnknownMode, Quote(req.Mode))
+		return req, faults, fmt.Errorf("%w: %w %s", service.ErrBadRequest, modes.ErrUnknownMode, httpkit.Quote(req.Mode))
 	}
 	if len(req.SKU) > maxName {
-		return req, fmt.Errorf("%w: unknown sku %s", service.ErrNotFound, Quote(req.SKU))
+		return req, faults, fmt.Errorf("%w: unknown sku %s", service.ErrNotFound, httpkit.Quote(req.SKU))
 	}
-	if len(req.Crash) > maxName {
-		return req, badRequest("crash=%s is not a fault", Quote(req.Crash))
+	if len(faults.Crash) > maxName {
+		return req, faults, httpkit.BadRequest("crash=%s is not a fault", httpkit.Quote(faults.Crash))
 	}
 	// Every fault parameter given is named, whatever its value: where faults are refused, workMs=0
 	// is refused as workMs=5 is.
-	req.FaultParams = []string{}
+	req.LabParams = []string{}
 	for _, name := range faultParams {
 		if q.Has(name) {
-			if name == "crash" && (req.Crash == service.CrashAfterLock || req.Crash == service.CrashBeforeExpire) {
-				name += "=" + req.Crash
+			if name == "crash" && (faults.Crash == modes.CrashAfterLock || faults.Crash == modes.CrashBeforeExpire) {
+				name += "=" + faults.Crash
 			}
-			req.FaultParams = append(req.FaultParams, name)
+			req.LabParams = append(req.LabParams, name)
 		}
 	}
 	for _, p := range []struct {
 		name string
 		dst  *time.Duration
-	}{{"workMs", &req.Work}, {"freezeMs", &req.Freeze}, {"pauseBeforeDelMs", &req.PauseBeforeDel}, {"leaseMs", &req.Lease}} {
+	}{{"workMs", &faults.Work}, {"freezeMs", &faults.Freeze}, {"pauseBeforeDelMs", &faults.PauseBeforeDel}, {"leaseMs", &req.Lease}} {
 		v, ok := q[p.name]
 		if !ok {
 			continue
 		}
-		d, err := ParseMillis(p.name, v[0])
+		d, err := httpkit.ParseMillis(p.name, v[0])
 		if err != nil {
-			return req, err
+			return req, faults, err
 		}
 		*p.dst = d
 	}
-	return req, nil
+	return req, faults, nil
 }
 
 // sale godoc
@@ -129,16 +131,20 @@ func (a *API) sale(c *gin.Context) {
 		// With an operator to protect, nothing that changes state is done on a GET: a link or an
 		// <img> on any web page could otherwise sell, or plant a fault, in a visitor's name.
 		c.Header("Allow", http.MethodPost)
-		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, ErrorBody{
+		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, httpkit.ErrorBody{
 			Error:  "a sale changes state: use POST (GET is refused while server.adminToken is set)",
 			Status: http.StatusMethodNotAllowed})
 		return
 	}
-	req, err := ParseSale(c.Request.URL.Query())
+	req, faults, err := ParseSale(c.Request.URL.Query())
 	req.Operator = a.isOperator(c)
 	var res service.SaleResult
 	if err == nil {
-		res, err = a.svc.Sale(ctxOf(c), req)
+		ctx := ctxOf(c)
+		if faults.Asked() {
+			ctx = modes.WithFaults(ctx, faults)
+		}
+		res, err = a.svc.Sale(ctx, req)
 	}
 	if err == nil {
 		c.JSON(http.StatusOK, SaleBody{SaleResult: res})
@@ -218,13 +224,13 @@ type InventoryView struct {
 //	@Failure		503				{object}	httpkit.ErrorBody	"Redis unavailable"
 //	@Router			/inventory/reset [post]
 func (a *API) reset(c *gin.Context) {
-	if err := OnlyParams(c.Request.URL.Query(), "stock", "sku"); err != nil {
+	if err := httpkit.OnlyParams(c.Request.URL.Query(), "stock", "sku"); err != nil {
 		a.fail(c, err)
 		return
 	}
-	stock, err := QueryInt(c, "stock", -1) // absent: -1, the configured default
+	stock, err := httpkit.QueryInt(c, "stock", -1) // absent: -1, the configured default
 	if _, given := c.GetQuery("stock"); err == nil && given && (stock < 0 || stock > a.svc.Settings().MaxStock) {
-		err = badRequest("stock=%d is out of range 0..%d", stock, a.svc.Settings().MaxStock)
+		err = httpkit.BadRequest("stock=%d is out of range 0..%d", stock, a.svc.Settings().MaxStock)
 	}
 	var inv store.Inventory
 	if err == nil {
@@ -300,15 +306,15 @@ func (a *API) readyz(c *gin.Context) {
 //	@Failure		503				{object}	httpkit.ErrorBody	"Redis unavailable"
 //	@Router			/inventory/restock [post]
 func (a *API) restock(c *gin.Context) {
-	if err := OnlyParams(c.Request.URL.Query(), "stock", "sku"); err != nil {
+	if err := httpkit.OnlyParams(c.Request.URL.Query(), "stock", "sku"); err != nil {
 		a.fail(c, err)
 		return
 	}
 	if _, given := c.GetQuery("stock"); !given {
-		a.fail(c, badRequest("stock is required: POST /inventory/restock?stock=N"))
+		a.fail(c, httpkit.BadRequest("stock is required: POST /inventory/restock?stock=N"))
 		return
 	}
-	stock, err := QueryInt(c, "stock", 0)
+	stock, err := httpkit.QueryInt(c, "stock", 0)
 	var inv store.Inventory
 	if err == nil {
 		inv, err = a.svc.Restock(ctxOf(c), c.Query("sku"), stock)

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"seckill/internal/httpkit"
 )
 
 // getMultiLock godoc
@@ -27,18 +29,18 @@ import (
 //	@Router			/getMultiLock [get]
 //	@Router			/getMultiLock [post]
 func (a *API) getMultiLock(c *gin.Context) {
-	if err := OnlyParams(c.Request.URL.Query(), "holdSeconds"); err != nil {
+	if err := httpkit.OnlyParams(c.Request.URL.Query(), "holdSeconds"); err != nil {
 		a.fail(c, err)
 		return
 	}
 	hold := time.Duration(-1)
 	if v, ok := c.GetQuery("holdSeconds"); ok {
-		n, err := ParseInt("holdSeconds", v)
+		n, err := httpkit.ParseInt("holdSeconds", v)
 		if err == nil && n < 0 {
-			err = badRequest("holdSeconds must not be negative")
+			err = httpkit.BadRequest("holdSeconds must not be negative")
 		}
 		if err == nil && n > int64(24*time.Hour/time.Second) {
-			err = badRequest("holdSeconds=%d is too large", n)
+			err = httpkit.BadRequest("holdSeconds=%d is too large", n)
 		}
 		if err != nil {
 			a.fail(c, err)

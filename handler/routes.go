@@ -12,6 +12,7 @@ import (
 	ginSwagger "github.com/swaggo/gin-swagger"
 
 	_ "seckill/docs" // the generated OpenAPI document served by Swagger UI
+	"seckill/internal/httpkit"
 )
 
 // New builds the whole HTTP API; every route is listed here.
@@ -29,10 +30,10 @@ func New(svc Service, opt Options) http.Handler {
 	r.HandleMethodNotAllowed = true
 	// The path is quoted short (Quote): an answer never echoes a long one back.
 	r.NoRoute(func(c *gin.Context) {
-		c.JSON(http.StatusNotFound, ErrorBody{Error: "no such endpoint: " + Name(c.Request.URL.Path), Status: http.StatusNotFound})
+		c.JSON(http.StatusNotFound, httpkit.ErrorBody{Error: "no such endpoint: " + httpkit.Name(c.Request.URL.Path), Status: http.StatusNotFound})
 	})
 	r.NoMethod(func(c *gin.Context) {
-		c.JSON(http.StatusMethodNotAllowed, ErrorBody{Error: "method " + Name(c.Request.Method) + " is not allowed on " + Name(c.Request.URL.Path), Status: http.StatusMethodNotAllowed})
+		c.JSON(http.StatusMethodNotAllowed, httpkit.ErrorBody{Error: "method " + httpkit.Name(c.Request.Method) + " is not allowed on " + httpkit.Name(c.Request.URL.Path), Status: http.StatusMethodNotAllowed})
 	})
 
 	r.GET("/inventory/sale", a.sale)
@@ -52,7 +53,7 @@ func New(svc Service, opt Options) http.Handler {
 	}
 
 	if opt.Mount != nil {
-		opt.Mount(r, Kit{Admin: a.admin, Fail: a.fail})
+		opt.Mount(r, httpkit.Kit{Admin: a.admin, Fail: a.fail})
 	}
 	r.GET("/", dashboard)
 	r.GET("/dashboard/*file", dashboardAsset)
@@ -64,13 +65,13 @@ func New(svc Service, opt Options) http.Handler {
 func (a *API) limitBody(c *gin.Context) {
 	if c.Request.ContentLength > a.opt.MaxBody {
 		c.AbortWithStatusJSON(http.StatusRequestEntityTooLarge,
-			ErrorBody{Error: "request body too large", Status: http.StatusRequestEntityTooLarge})
+			httpkit.ErrorBody{Error: "request body too large", Status: http.StatusRequestEntityTooLarge})
 		return
 	}
 	// A body of unknown length (chunked) could only be measured by reading it, and no endpoint
 	// takes a body: refuse it instead of letting an oversized one through unread.
 	if c.Request.ContentLength < 0 {
-		c.AbortWithStatusJSON(http.StatusLengthRequired, ErrorBody{
+		c.AbortWithStatusJSON(http.StatusLengthRequired, httpkit.ErrorBody{
 			Error:  "request body without Content-Length (chunked) is not accepted; parameters go in the query string",
 			Status: http.StatusLengthRequired})
 		return
@@ -88,7 +89,7 @@ func (a *API) plainQuery(c *gin.Context) {
 		if strings.Contains(c.Request.URL.RawQuery, ";") {
 			why = "';' does not separate parameters here; use '&' (or %3B inside a value)"
 		}
-		a.fail(c, badRequest("ambiguous query string %s: %s", Quote(c.Request.URL.RawQuery), why))
+		a.fail(c, httpkit.BadRequest("ambiguous query string %s: %s", httpkit.Quote(c.Request.URL.RawQuery), why))
 		return
 	}
 	c.Next()
@@ -98,7 +99,7 @@ func (a *API) plainQuery(c *gin.Context) {
 // are for a laboratory, not for a public deployment.
 func (a *API) labOnly(c *gin.Context) {
 	if !a.svc.Settings().LabEnabled {
-		c.AbortWithStatusJSON(http.StatusForbidden, ErrorBody{
+		c.AbortWithStatusJSON(http.StatusForbidden, httpkit.ErrorBody{
 			Error: c.Request.URL.Path + " is disabled because lab.enabled is false", Status: http.StatusForbidden})
 		return
 	}
@@ -114,7 +115,7 @@ func (a *API) admin(c *gin.Context) {
 	got := c.GetHeader("X-Admin-Token")
 	if subtle.ConstantTimeCompare([]byte(got), []byte(a.opt.AdminToken)) != 1 {
 		c.AbortWithStatusJSON(http.StatusUnauthorized,
-			ErrorBody{Error: "this endpoint needs the X-Admin-Token header (server.adminToken)", Status: http.StatusUnauthorized})
+			httpkit.ErrorBody{Error: "this endpoint needs the X-Admin-Token header (server.adminToken)", Status: http.StatusUnauthorized})
 		return
 	}
 	c.Next()
@@ -133,7 +134,7 @@ func (a *API) isOperator(c *gin.Context) bool {
 // token when one is set; without one, only a laptop's lab may.
 func (a *API) operator(c *gin.Context) {
 	if a.opt.AdminToken == "" && !a.svc.Settings().LabEnabled {
-		c.AbortWithStatusJSON(http.StatusForbidden, ErrorBody{
+		c.AbortWithStatusJSON(http.StatusForbidden, httpkit.ErrorBody{
 			Error:  c.Request.URL.Path + " needs the operator: set server.adminToken (SECKILL_SERVER_ADMINTOKEN) and send it as X-Admin-Token",
 			Status: http.StatusForbidden})
 		return
@@ -145,7 +146,7 @@ func (a *API) operator(c *gin.Context) {
 func (a *API) noGetWithToken(c *gin.Context) {
 	if a.opt.AdminToken != "" {
 		c.Header("Allow", http.MethodPost)
-		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, ErrorBody{
+		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, httpkit.ErrorBody{
 			Error:  c.Request.URL.Path + " changes state: use POST (GET is refused while server.adminToken is set)",
 			Status: http.StatusMethodNotAllowed})
 		return

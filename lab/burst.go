@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"seckill/lab/fault"
+	"seckill/internal/modes"
 	"seckill/service"
 )
 
@@ -40,9 +40,10 @@ type Seller interface {
 	Settings() service.Settings
 }
 
-// Burst fires n concurrent sales of req through svc (its own SKU and settings) and reports the
-// answers and when they came. n is clamped to 1..MaxBurst.
-func Burst(ctx context.Context, svc Seller, n int, req service.SaleRequest) BurstResult {
+// Burst fires n concurrent sales of req, each with the business time work, through svc (its own
+// SKU and settings) and reports the answers and when they came. n is clamped to 1..MaxBurst.
+func Burst(ctx context.Context, svc Seller, n int, req service.SaleRequest, work time.Duration) BurstResult {
+	ctx = modes.WithFaults(ctx, modes.Faults{Work: work})
 	n = min(max(n, 1), MaxBurst)
 	type answer struct {
 		kind string
@@ -63,7 +64,7 @@ func Burst(ctx context.Context, svc Seller, n int, req service.SaleRequest) Burs
 	if mode == "" {
 		mode = svc.Settings().Mode
 	}
-	out := BurstResult{Lock: mode, N: n, WorkMs: req.Work.Milliseconds(), Outcomes: map[string]int{},
+	out := BurstResult{Lock: mode, N: n, WorkMs: work.Milliseconds(), Outcomes: map[string]int{},
 		DurationMs: float64(took.Microseconds()) / 1000}
 	// About 40 buckets, at least 5ms wide, so the chart has a readable shape at any speed.
 	bucket := max(5*time.Millisecond, (took / 40).Round(time.Millisecond))
@@ -85,14 +86,4 @@ func Burst(ctx context.Context, svc Seller, n int, req service.SaleRequest) Burs
 		out.SalesPerSecond = float64(out.Outcomes["sold"]) / took.Seconds()
 	}
 	return out
-}
-
-// Faults is the service's fault injector (service.FaultInjector) built on seckill/lab/fault: app
-// installs it when lab.enabled, and the lab's own fleets use it.
-type Faults struct{}
-
-// Attach puts a fault.Holder with plan in ctx.
-func (Faults) Attach(ctx context.Context, plan service.FaultPlan) (context.Context, service.FaultHolder) {
-	ctx, h := fault.Attach(ctx, fault.Plan{CrashBeforeExpire: plan.CrashBeforeExpire, PauseBeforeDel: plan.PauseBeforeDel})
-	return ctx, h
 }

@@ -440,23 +440,39 @@ func (e *Env) buildFleet(sku string, data redis.UniversalClient, masters []redis
 			MaxWork: 20 * e.Lease, MaxFreeze: 20 * e.Lease, MaxPause: 20 * e.Lease, MaxLease: 20 * e.Lease,
 			MaxStock: 1_000_000, TrackOverlap: true,
 		}, nil, e.runner.log().With("instance", name))
-		svc.SetFaults(Faults{})
+		svc.SetHook(FaultsFor(svc.Settings()))
 		f.svcs = append(f.svcs, svc)
 	}
 	return f, nil
 }
 
+// Request is what a lab buyer asks for: an explicit lease, and the faults its sale meets (they
+// travel on the sale's context, modes.WithFaults, to the lab's hook, Faults).
+type Request struct {
+	Work           time.Duration // business time inside the critical section
+	Freeze         time.Duration // stop-the-world pause after the lease check, before the write
+	PauseBeforeDel time.Duration // uuid: pause between the value check and the DEL
+	Crash          string        // "", modes.CrashAfterLock or modes.CrashBeforeExpire
+	// Lease, when above 0, is an explicit lease (service.SaleRequest.Lease).
+	Lease time.Duration
+}
+
+// faults are the faults r asks for.
+func (r Request) faults() modes.Faults {
+	return modes.Faults{Work: r.Work, Freeze: r.Freeze, PauseBeforeDel: r.PauseBeforeDel, Crash: r.Crash}
+}
+
 // Buy is one buyer on instance i of fleet f (the main fleet when f is nil).
-func (e *Env) Buy(ctx context.Context, f *Fleet, i int, req service.SaleRequest) Outcome {
+func (e *Env) Buy(ctx context.Context, f *Fleet, i int, r Request) Outcome {
 	if f == nil {
 		f = e.Fleet
 	}
 	// Every sale of the main SKU, whichever fleet it went through, is part of its history.
 	main := f.SKU == e.SKU
 	svc := f.Service(i)
-	req.SKU, req.Mode = f.SKU, e.Scenario.Mode
+	req := service.SaleRequest{SKU: f.SKU, Mode: e.Scenario.Mode, Lease: r.Lease}
 	o := Outcome{Instance: svc.Settings().Instance, Start: time.Now()}
-	res, err := svc.Sale(ctx, req)
+	res, err := svc.Sale(modes.WithFaults(ctx, r.faults()), req)
 	o.End = time.Now()
 	o.Kind, o.Err = kindOf(res, err), err
 	o.ForeignUnlock, o.ReleaseError, o.Renewals, o.Token = res.ForeignUnlock, res.ReleaseError, res.Renewals, res.Token
@@ -487,7 +503,7 @@ func (e *Env) stockSet(sku string, stock int64) {
 
 // Crowd runs n buyers at once, buyer k on instance k, with the request req(k), and waits for
 // all of them.
-func (e *Env) Crowd(ctx context.Context, f *Fleet, n int, req func(k int) service.SaleRequest) []Outcome {
+func (e *Env) Crowd(ctx context.Context, f *Fleet, n int, req func(k int) Request) []Outcome {
 	out := make([]Outcome, n)
 	var wg sync.WaitGroup
 	for k := range n {

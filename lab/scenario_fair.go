@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"seckill/lab/fault"
-	"seckill/service"
 
 	"github.com/seckill-lab/seckill/lock"
 )
@@ -70,7 +69,7 @@ func driveFairness(fair bool) func(ctx context.Context, e *Env) error {
 		for _, b := range buyers {
 			wg.Go(func() {
 				for failures := 0; failures < 3 && ctx.Err() == nil; {
-					o := e.Buy(ctx, nil, b.inst, service.SaleRequest{Work: work})
+					o := e.Buy(ctx, nil, b.inst, Request{Work: work})
 					switch o.Kind {
 					case "sold":
 						b.sales = append(b.sales, o)
@@ -182,7 +181,7 @@ func driveDeadWaiter(ctx context.Context, e *Env) error {
 	}
 	key := e.LockKey(e.SKU)
 	hold := e.Lease / 2
-	waitA := Go(func() { e.Buy(ctx, nil, 0, service.SaleRequest{Work: hold}) })
+	waitA := Go(func() { e.Buy(ctx, nil, 0, Request{Work: hold}) })
 	if err := e.WaitHeld(ctx, e.Data, key); err != nil {
 		return err
 	}
@@ -210,7 +209,7 @@ func driveDeadWaiter(ctx context.Context, e *Env) error {
 		return err
 	}
 	var live Outcome
-	waitL := Go(func() { live = e.Buy(ctx, nil, 2, service.SaleRequest{}) })
+	waitL := Go(func() { live = e.Buy(ctx, nil, 2, Request{}) })
 	if err := waitQueued(ctx, e, key, 2); err != nil {
 		return err
 	}
@@ -271,11 +270,11 @@ func driveLease(explicit bool) func(ctx context.Context, e *Env) error {
 		if err := e.NewFleet(ctx, 20*e.Lease, stock); err != nil {
 			return err
 		}
-		req := service.SaleRequest{Work: e.Lease * 3 / 2}
+		req := Request{Work: e.Lease * 3 / 2}
 		if explicit {
 			req.Lease = e.Lease / 2
 		}
-		e.Crowd(ctx, nil, buyers, func(int) service.SaleRequest { return req })
+		e.Crowd(ctx, nil, buyers, func(int) Request { return req })
 		inv, err := e.Snapshot(ctx, e.SKU)
 		if err != nil {
 			return err

@@ -12,7 +12,6 @@ import (
 	"seckill/internal/modes"
 	"seckill/internal/redisproc"
 	"seckill/lab/fault"
-	"seckill/service"
 
 	"github.com/seckill-lab/seckill/lock/lockutil"
 
@@ -123,7 +122,7 @@ func driveRedlockSlowAcquire(ctx context.Context, e *Env) error {
 		waitA()
 		return err
 	}
-	b := e.Buy(ctx, nil, 1, service.SaleRequest{Work: 5 * time.Millisecond})
+	b := e.Buy(ctx, nil, 1, Request{Work: 5 * time.Millisecond})
 	waitA()
 	e.Check("A, paused "+ms(pause)+" before reading the masters' replies", "refused (not obtained)",
 		fmt.Sprint(aErr), errors.Is(aErr, lock.ErrNotObtained))
@@ -284,7 +283,7 @@ func twoMajorities(ctx context.Context, e *Env, live []redis.UniversalClient, wh
 	// its failed extension (it retries while the lease lasts), so A never learns that its
 	// majority is gone.
 	var a Outcome
-	waitA := Go(func() { a = e.Buy(ctx, sideA, 0, service.SaleRequest{Work: e.Lease / 2}) })
+	waitA := Go(func() { a = e.Buy(ctx, sideA, 0, Request{Work: e.Lease / 2}) })
 	if err := e.WaitInside(ctx, e.SKU); err != nil {
 		waitA()
 		return err
@@ -297,7 +296,7 @@ func twoMajorities(ctx context.Context, e *Env, live []redis.UniversalClient, wh
 	if err != nil {
 		kept = -1 // a connection broken by the restart; the check below says so
 	}
-	b := e.Buy(ctx, sideB, 1, service.SaleRequest{Work: 5 * time.Millisecond})
+	b := e.Buy(ctx, sideB, 1, Request{Work: 5 * time.Millisecond})
 	waitA()
 	inv, err := e.Snapshot(ctx, e.SKU)
 	if err != nil {

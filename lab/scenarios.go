@@ -10,7 +10,6 @@ import (
 
 	"seckill/internal/modes"
 	"seckill/internal/rows"
-	"seckill/service"
 	"seckill/store"
 )
 
@@ -77,10 +76,10 @@ func init() {
 		Expect: "lost updates > 0; with stock < buyers, oversold > 0", Drive: driveNone})
 	registerMode(Scenario{Name: "setnx", Short: "deadlock", Mode: "setnx",
 		Expect: "deadlock: a crashed holder's key has no TTL, every later sale times out",
-		Drive:  driveDeadlock(service.CrashAfterLock)})
+		Drive:  driveDeadlock(modes.CrashAfterLock)})
 	registerMode(Scenario{Name: "setnx-expire", Short: "deadlock", Mode: "setnx-expire",
 		Expect: "deadlock: the holder died between SETNX and EXPIRE, the key has no TTL",
-		Drive:  driveDeadlock(service.CrashBeforeExpire)})
+		Drive:  driveDeadlock(modes.CrashBeforeExpire)})
 	registerMode(Scenario{Name: "setnx-ex", Short: "foreign unlock, overlap, lost", Mode: "setnx-ex",
 		Expect: "business time > TTL: A's blind DEL removes B's lock: foreign unlock, overlap, lost updates",
 		Drive:  driveSetnxEx})
@@ -116,7 +115,7 @@ func driveNone(ctx context.Context, e *Env) error {
 	if err := e.NewFleet(ctx, e.Lease, stock); err != nil {
 		return err
 	}
-	e.Crowd(ctx, nil, buyers, func(int) service.SaleRequest { return service.SaleRequest{Work: e.Lease / 10} })
+	e.Crowd(ctx, nil, buyers, func(int) Request { return Request{Work: e.Lease / 10} })
 	inv, err := e.Snapshot(ctx, e.SKU)
 	if err != nil {
 		return err
@@ -136,7 +135,7 @@ func driveDeadlock(crash string) func(ctx context.Context, e *Env) error {
 			return err
 		}
 		key := e.LockKey(e.SKU)
-		first := e.Buy(ctx, nil, 0, service.SaleRequest{Crash: crash})
+		first := e.Buy(ctx, nil, 0, Request{Crash: crash})
 		crashed := time.Now()
 		e.Check("first holder (crash="+crash+")", "crashed", first.Kind, first.Kind == "crashed")
 		ttl1, err := e.Data.Do(ctx, "pttl", key).Int64()
@@ -144,7 +143,7 @@ func driveDeadlock(crash string) func(ctx context.Context, e *Env) error {
 			return fmt.Errorf("lab: PTTL %s: %w", key, err)
 		}
 		e.Check("lock key TTL right after the crash", "-1 (no TTL)", ttl1, ttl1 == -1)
-		later := e.Crowd(ctx, nil, buyers, func(int) service.SaleRequest { return service.SaleRequest{} })
+		later := e.Crowd(ctx, nil, buyers, func(int) Request { return Request{} })
 		timeouts := 0
 		for _, o := range later {
 			if o.Kind == "timeout" {
@@ -176,7 +175,7 @@ func driveSetnxEx(ctx context.Context, e *Env) error {
 	if err := e.NewFleet(ctx, 6*e.Lease, stock); err != nil {
 		return err
 	}
-	out := e.Crowd(ctx, nil, buyers, func(int) service.SaleRequest { return service.SaleRequest{Work: e.Lease * 3 / 2} })
+	out := e.Crowd(ctx, nil, buyers, func(int) Request { return Request{Work: e.Lease * 3 / 2} })
 	told := 0
 	for _, o := range out {
 		if o.ForeignUnlock {
@@ -203,7 +202,7 @@ func driveUUID(ctx context.Context, e *Env) error {
 		return err
 	}
 	key := e.LockKey(e.SKU)
-	pause := service.SaleRequest{PauseBeforeDel: e.Lease * 3 / 2}
+	pause := Request{PauseBeforeDel: e.Lease * 3 / 2}
 	var a Outcome
 	waits := []func(){Go(func() { a = e.Buy(ctx, nil, 0, pause) })}
 	// The others start once A holds the lock, so A is the first holder.
@@ -242,7 +241,7 @@ func driveLua(ctx context.Context, e *Env) error {
 	if err := e.NewFleet(ctx, 6*e.Lease, stock); err != nil {
 		return err
 	}
-	out := e.Crowd(ctx, nil, buyers, func(int) service.SaleRequest { return service.SaleRequest{Work: e.Lease * 3 / 2} })
+	out := e.Crowd(ctx, nil, buyers, func(int) Request { return Request{Work: e.Lease * 3 / 2} })
 	told, expired := 0, 0
 	for _, o := range out {
 		if o.ForeignUnlock {
@@ -292,7 +291,7 @@ func driveReentrant(ctx context.Context, e *Env) error {
 		return err
 	}
 	key := e.LockKey(e.SKU)
-	crash := e.Buy(ctx, nil, 0, service.SaleRequest{Crash: service.CrashAfterLock})
+	crash := e.Buy(ctx, nil, 0, Request{Crash: modes.CrashAfterLock})
 	crashed := time.Now()
 	e.Check("first holder (crash=after-lock)", "crashed", crash.Kind, crash.Kind == "crashed")
 	fields, err := e.Data.HKeys(ctx, key).Result()
@@ -311,9 +310,9 @@ func driveReentrant(ctx context.Context, e *Env) error {
 	e.Check("TTL of the crashed holder's lock", fmt.Sprintf("0-%s (one lease from its acquire)", ms(e.Lease)),
 		ttl, ttl > 0 && ttl <= e.Lease.Milliseconds())
 	var long Outcome
-	waits := []func(){Go(func() { long = e.Buy(ctx, nil, 1, service.SaleRequest{Work: 3 * e.Lease}) })}
+	waits := []func(){Go(func() { long = e.Buy(ctx, nil, 1, Request{Work: 3 * e.Lease}) })}
 	for k := range short {
-		waits = append(waits, Go(func() { e.Buy(ctx, nil, k, service.SaleRequest{Work: 5 * time.Millisecond}) }))
+		waits = append(waits, Go(func() { e.Buy(ctx, nil, k, Request{Work: 5 * time.Millisecond}) }))
 	}
 	freed, err := waitFor(ctx, 4*e.Lease, 5*time.Millisecond, func() (bool, error) {
 		n, err := e.Data.HExists(ctx, key, fields[0]).Result()
@@ -367,7 +366,7 @@ func driveMultilock(ctx context.Context, e *Env) error {
 	}
 	srv[1].Stop()
 	mark := e.PhaseMark()
-	e.Crowd(ctx, f, 4, func(int) service.SaleRequest { return service.SaleRequest{Work: 5 * time.Millisecond} })
+	e.Crowd(ctx, f, 4, func(int) Request { return Request{Work: 5 * time.Millisecond} })
 	left, err := e.lockKeysOn(ctx, f.SKU, clients[0], clients[2])
 	if err != nil {
 		return err
@@ -410,7 +409,7 @@ func driveRedlock(ctx context.Context, e *Env) error {
 	srv[2].Stop()
 	const buyers = 8
 	mark := e.PhaseMark()
-	e.Crowd(ctx, one, buyers, func(int) service.SaleRequest { return service.SaleRequest{Work: 5 * time.Millisecond} })
+	e.Crowd(ctx, one, buyers, func(int) Request { return Request{Work: 5 * time.Millisecond} })
 	p, err := e.AddPhase(ctx, "master 3 of 3 stopped", one, mark, 0)
 	if err != nil {
 		return err
@@ -420,7 +419,7 @@ func driveRedlock(ctx context.Context, e *Env) error {
 	e.Check("one of three down: overlaps", "0", p.Overlaps, p.Overlaps == 0)
 	srv[1].Stop()
 	mark = e.PhaseMark()
-	e.Crowd(ctx, two, 4, func(int) service.SaleRequest { return service.SaleRequest{Work: 5 * time.Millisecond} })
+	e.Crowd(ctx, two, 4, func(int) Request { return Request{Work: 5 * time.Millisecond} })
 	stuck, left, err := e.stuckKeysOn(ctx, two.SKU, clients[0])
 	if err != nil {
 		return err
@@ -447,10 +446,10 @@ func driveSafeCrowd(ctx context.Context, e *Env, longLeases int, strict bool) er
 	}
 	var long Outcome
 	waits := []func(){Go(func() {
-		long = e.Buy(ctx, nil, 0, service.SaleRequest{Work: time.Duration(longLeases) * e.Lease})
+		long = e.Buy(ctx, nil, 0, Request{Work: time.Duration(longLeases) * e.Lease})
 	})}
 	for k := range short {
-		waits = append(waits, Go(func() { e.Buy(ctx, nil, k+1, service.SaleRequest{Work: 5 * time.Millisecond}) }))
+		waits = append(waits, Go(func() { e.Buy(ctx, nil, k+1, Request{Work: 5 * time.Millisecond}) }))
 	}
 	for _, w := range waits {
 		w()
@@ -509,14 +508,14 @@ func driveFenced(ctx context.Context, e *Env) error {
 // was told and the figures read back from Redis.
 func pausedHolder(ctx context.Context, e *Env, server redis.UniversalClient, others int) (Outcome, store.Inventory, error) {
 	var a Outcome
-	waitA := Go(func() { a = e.Buy(ctx, nil, 0, service.SaleRequest{Freeze: 2 * e.Lease}) })
+	waitA := Go(func() { a = e.Buy(ctx, nil, 0, Request{Freeze: 2 * e.Lease}) })
 	if err := e.WaitHeld(ctx, server, e.LockKey(e.SKU)); err != nil {
 		waitA()
 		return a, store.Inventory{}, err
 	}
 	var waits []func()
 	for k := range others {
-		waits = append(waits, Go(func() { e.Buy(ctx, nil, k+1, service.SaleRequest{Work: 5 * time.Millisecond}) }))
+		waits = append(waits, Go(func() { e.Buy(ctx, nil, k+1, Request{Work: 5 * time.Millisecond}) }))
 	}
 	waitA()
 	for _, w := range waits {
@@ -533,7 +532,7 @@ func driveAtomic(ctx context.Context, e *Env) error {
 		return err
 	}
 	start := time.Now()
-	e.Crowd(ctx, nil, buyers, func(int) service.SaleRequest { return service.SaleRequest{} })
+	e.Crowd(ctx, nil, buyers, func(int) Request { return Request{} })
 	took := time.Since(start)
 	inv, err := e.Snapshot(ctx, e.SKU)
 	if err != nil {

@@ -20,8 +20,6 @@ import (
 
 	"seckill/internal/modes"
 	"seckill/store"
-
-	"github.com/seckill-lab/seckill/lock/lockutil"
 )
 
 // Errors of the service, mapped to HTTP statuses by the handler. Check with errors.Is.
@@ -85,7 +83,7 @@ type Service struct {
 	log      *slog.Logger
 	pingers  map[string]Pinger
 	observer Observer
-	faults   FaultInjector
+	hook     SaleHook      // the lab's, or nil
 	inflight chan struct{} // one token per sale in flight; nil: unbounded
 }
 
@@ -125,34 +123,25 @@ func (s *Service) SetObserver(o Observer) { s.observer = o }
 // Settings returns the service settings.
 func (s *Service) Settings() Settings { return s.set }
 
-// SaleRequest is one buyer's request. Zero values mean the configured defaults and no faults.
+// SaleRequest is one buyer's request. Zero values mean the configured defaults.
 type SaleRequest struct {
-	SKU            string
-	Mode           string
-	Work           time.Duration // business time inside the critical section
-	Freeze         time.Duration // stop-the-world pause after the lease check, before the write
-	PauseBeforeDel time.Duration // uuid: pause between the value check and the DEL
-	Crash          string        // "", "after-lock" or "before-expire"
+	SKU  string
+	Mode string
 	// Lease, when above 0, is an explicit lease for this acquisition: the modes with a watchdog
 	// then run without it (Redisson's lock(leaseTime)), so a business time longer than it loses
 	// the lock.
 	Lease time.Duration
-	// FaultParams names the fault parameters the request carried, whatever their value (the
-	// handler's parser fills it, so that workMs=0 is refused like workMs=5 where faults are).
-	FaultParams []string
+	// LabParams names the parameters the request carried that only the lab serves, whatever
+	// their value (the handler's parser fills it, so that workMs=0 is refused like workMs=5 where
+	// the lab is off); the lab reads its own on the context (modes.WithFaults).
+	LabParams []string
 	// Operator: the caller proved to be the operator (X-Admin-Token), or no token is set.
 	Operator bool
 }
 
-// requestSlack is what a sale may take beyond its lock wait and injected faults: Redis round
+// requestSlack is what a sale may take beyond its lock wait and what its hook adds: Redis round
 // trips, and the lease renewals of a long hold.
 const requestSlack = 10 * time.Second
-
-// Crash faults.
-const (
-	CrashAfterLock    = "after-lock"
-	CrashBeforeExpire = "before-expire"
-)
 
 // SaleResult is what a buyer is told.
 type SaleResult struct {
@@ -182,14 +171,6 @@ type SaleResult struct {
 // Section is a sale's time inside the read-check-write (SaleResult.Section).
 type Section struct{ Enter, Leave time.Time }
 
-// faultCheck is one injectable fault: whether the request asks for it, and its bound.
-type faultCheck struct {
-	name  string
-	asked bool
-	value time.Duration
-	limit time.Duration
-}
-
 // saleLock is a sale's lock mode, resolved once per request into what the sale needs: the mode
 // and its Locker, the lock key for the sale's SKU and the token counter its tokens come from.
 type saleLock struct {
@@ -215,44 +196,33 @@ func (s *Service) validate(req *SaleRequest) (sl saleLock, err error) {
 	if err := s.checkPosture(*req, mode); err != nil {
 		return sl, err
 	}
-	checks := []faultCheck{
-		{modes.FaultWork, req.Work != 0, req.Work, s.set.MaxWork},
-		{modes.FaultHolderPause, req.Freeze != 0, req.Freeze, s.set.MaxFreeze},
-		{modes.FaultPauseBeforeDel, req.PauseBeforeDel != 0, req.PauseBeforeDel, s.set.MaxPause},
-		{modes.FaultExplicitLease, req.Lease != 0, req.Lease, s.set.MaxLease},
+	if req.Lease == 0 {
+		return sl, nil
 	}
-	switch req.Crash {
-	case "":
-	case CrashAfterLock:
-		checks = append(checks, faultCheck{name: modes.FaultCrashAfterLock, asked: true})
-	case CrashBeforeExpire:
-		checks = append(checks, faultCheck{name: modes.FaultCrashBeforeExpire, asked: true})
-	default:
-		return sl, fmt.Errorf("%w: crash=%q is not a fault; use crash=%s or crash=%s",
-			ErrBadRequest, req.Crash, CrashAfterLock, CrashBeforeExpire)
+	if !s.set.LabEnabled {
+		return sl, fmt.Errorf("%w: fault %s: %w", ErrBadRequest, modes.FaultExplicitLease, ErrLabDisabled)
 	}
-	for _, c := range checks {
-		if !c.asked {
-			continue
-		}
-		if !s.set.LabEnabled {
-			return sl, fmt.Errorf("%w: fault %s: %w", ErrBadRequest, c.name, ErrLabDisabled)
-		}
-		if c.value < 0 {
-			return sl, fmt.Errorf("%w: %s must not be negative", ErrBadRequest, c.name)
-		}
-		if c.limit > 0 && c.value > c.limit {
-			return sl, fmt.Errorf("%w: %s=%d exceeds the configured maximum of %d ms",
-				ErrBadRequest, c.name, c.value.Milliseconds(), c.limit.Milliseconds())
-		}
-		if !mode.Supports(c.name) {
-			return sl, fmt.Errorf("%w: fault %s does not apply to lock mode %s; it applies to: %s",
-				ErrBadRequest, c.name, mode.Name, strings.Join(modesSupporting(c.name), ", "))
-		}
-	}
-	return sl, nil
+	return sl, CheckFault(mode, modes.FaultExplicitLease, req.Lease, s.set.MaxLease)
 }
 
+// CheckFault refuses (ErrBadRequest) a fault's value that is negative or above limit (0: no limit),
+// or a fault that mode cannot simulate: the service checks an explicit lease with it, the lab's
+// sale hook the faults it injects.
+func CheckFault(mode modes.Mode, name string, value, limit time.Duration) error {
+	switch {
+	case value < 0:
+		return fmt.Errorf("%w: %s must not be negative", ErrBadRequest, name)
+	case limit > 0 && value > limit:
+		return fmt.Errorf("%w: %s=%d exceeds the configured maximum of %d ms",
+			ErrBadRequest, name, value.Milliseconds(), limit.Milliseconds())
+	case !mode.Supports(name):
+		return fmt.Errorf("%w: fault %s does not apply to lock mode %s; it applies to: %s",
+			ErrBadRequest, name, mode.Name, strings.Join(modesSupporting(name), ", "))
+	}
+	return nil
+}
+
+// modesSupporting lists the modes that can simulate fault, in row order.
 func modesSupporting(fault string) []string {
 	var names []string
 	for _, m := range modes.Modes() {
@@ -272,14 +242,20 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 		return SaleResult{}, err
 	}
 	mode, locker, key := sl.Mode, sl.Locker, sl.key
+	var steps SaleSteps = noSteps{}
+	if s.hook != nil {
+		if ctx, steps, err = s.hook.Begin(ctx, mode); err != nil {
+			return SaleResult{}, err
+		}
+	}
 	leave, err := s.enter()
 	if err != nil {
 		return SaleResult{Instance: s.set.Instance, Lock: mode.Name}, err
 	}
 	defer leave()
 	// A per-request deadline, so a slow or vanished client cannot pin a goroutine (and a lock)
-	// longer than the wait plus the business time it asked for.
-	ctx, cancel := context.WithTimeout(ctx, s.set.Wait+req.Work+req.Freeze+req.PauseBeforeDel+requestSlack)
+	// longer than the wait plus what its hook adds (the lab's business time and pauses).
+	ctx, cancel := context.WithTimeout(ctx, s.set.Wait+steps.Within()+requestSlack)
 	defer cancel()
 	res := SaleResult{Instance: s.set.Instance, Lock: mode.Name}
 	order := store.Order{ID: uuid.NewString(), Instance: s.set.Instance, Mode: mode.Name}
@@ -287,16 +263,6 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 		return s.atomicSale(ctx, req, res, order)
 	}
 
-	// The lab's faults act through the holder in ctx (seckill/lab/fault): its commands, the
-	// watchdog's renewals included, fail after a crash and wait out a pause.
-	// Only a sale that asked for a fault carries a holder (validate allows that only with the lab).
-	var holder FaultHolder
-	if s.faults != nil && (req.Crash != "" || req.Freeze > 0 || req.PauseBeforeDel > 0) {
-		ctx, holder = s.faults.Attach(ctx, FaultPlan{
-			CrashBeforeExpire: req.Crash == CrashBeforeExpire,
-			PauseBeforeDel:    req.PauseBeforeDel,
-		})
-	}
 	start := time.Now()
 	opts := lock.Options{Wait: s.set.Wait, Owner: order.ID}
 	if req.Lease > 0 {
@@ -306,8 +272,8 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 	res.WaitMs = ms(time.Since(start))
 	if err != nil {
 		s.observer.ObserveSale(mode.Name, "lock-error", time.Since(start), 0)
-		if holder != nil && holder.Crashed() {
-			return res, fmt.Errorf("%w: %w", ErrCrashed, err)
+		if err = steps.Failed(err); errors.Is(err, ErrCrashed) {
+			return res, err
 		}
 		if errors.Is(err, lock.ErrNotObtained) {
 			if dl := s.deadlockHint(ctx, key); dl != nil {
@@ -318,19 +284,19 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 	}
 	held := time.Now()
 	res.Token = lease.Token()
-	if req.Crash == CrashAfterLock {
-		holder.Crash() // the process "dies": no renewal, no release; only the TTL frees the lock
+	if err := steps.Locked(ctx, key); err != nil {
+		// The holder "died" (the lab's crash): no renewal, no release; only the TTL frees the lock.
 		s.log.Warn("injected crash after acquiring", "lock", mode.Name, "key", key)
 		s.observer.ObserveSale(mode.Name, "crashed", time.Since(start), time.Since(held))
-		return res, fmt.Errorf("%w: lock %s acquired and never released", ErrCrashed, key)
+		return res, err
 	}
 
-	// Without a fault to act between them, the commit and the release go out together (critical).
+	// Unless the hook acts between them, the commit and the release go out together (critical).
 	var joined *joinedRelease
-	if holder == nil {
+	if !steps.Separate() {
 		joined = &joinedRelease{}
 	}
-	result, saleErr := s.critical(ctx, req, sl.counter, lease, holder, order, &res, joined)
+	result, saleErr := s.critical(ctx, req, sl.counter, lease, steps, order, &res, joined)
 	// The release must run even if the buyer went away: a lock left behind blocks everyone.
 	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWithin)
 	defer cancel()
@@ -396,7 +362,7 @@ type joinedRelease struct {
 // critical is the read-check-write inside the lock. It returns a short result label. With joined,
 // a commit goes out with the release behind it, in one pipeline, where the lease can do that
 // (joined.sent then, and joined.err is the release's error).
-func (s *Service) critical(ctx context.Context, req SaleRequest, counter string, lease modes.Lease, holder FaultHolder, order store.Order, res *SaleResult, joined *joinedRelease) (string, error) {
+func (s *Service) critical(ctx context.Context, req SaleRequest, counter string, lease modes.Lease, steps SaleSteps, order store.Order, res *SaleResult, joined *joinedRelease) (string, error) {
 	if s.set.TrackOverlap {
 		// Leave even when Enter failed: its reply may be what was lost, and leaving is idempotent.
 		defer func() {
@@ -441,8 +407,8 @@ func (s *Service) critical(ctx context.Context, req SaleRequest, counter string,
 		res.Message = fmt.Sprintf("sold out: %s has no stock left (served by %s)", req.SKU, s.set.Instance)
 		return "soldout", ErrSoldOut
 	}
-	if req.Work > 0 && !lockutil.Sleep(ctx, req.Work) {
-		return "error", fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
+	if err := steps.Read(ctx); err != nil {
+		return "error", fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if lost := lease.Lost(); lost != nil {
 		select {
@@ -451,11 +417,7 @@ func (s *Service) critical(ctx context.Context, req SaleRequest, counter string,
 		default:
 		}
 	}
-	if req.Freeze > 0 {
-		// The pause sits between the holder's last check of its lease and its write, where a GC
-		// pause does the damage Kleppmann describes: the holder carries on as if nothing happened.
-		holder.Freeze(ctx, req.Freeze)
-	}
+	steps.Checked(ctx)
 	order.Token, order.Counter, order.Epoch = lease.Token(), counter, read.Epoch
 	cr, err := s.commit(ctx, req.SKU, stock-1, order, lease, joined)
 	if err != nil {

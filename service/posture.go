@@ -26,47 +26,59 @@ var (
 	ErrDeadlock = errors.New("deadlock")
 )
 
-// FaultPlan lists the faults a sale meets inside the lock's own steps.
-type FaultPlan struct {
-	CrashBeforeExpire bool
-	PauseBeforeDel    time.Duration
+// SaleHook is called at a sale's steps from outside it: the lab installs one that injects the
+// faults a request asked for (seckill/lab), so that the sale itself knows only selling.
+type SaleHook interface {
+	// Begin is called once the sale's lock mode is known and its posture checked, before it
+	// takes its place among the sales in flight: it may refuse the sale (an error the handler
+	// maps like the service's own), and returns the context the sale runs in and its steps.
+	Begin(ctx context.Context, mode modes.Mode) (context.Context, SaleSteps, error)
 }
 
-// FaultHolder is the fault state of one sale: the lab kills or pauses it through its Redis
-// connection (seckill/lab/fault implements it).
-type FaultHolder interface {
-	Crash()
-	Crashed() bool
-	Freeze(ctx context.Context, d time.Duration)
+// SaleSteps are what a SaleHook does at one sale's steps.
+type SaleSteps interface {
+	// Within is how much longer than its lock wait the steps may make the sale.
+	Within() time.Duration
+	// Separate reports whether the steps act between the commit and the release, which then go
+	// out apart (otherwise they go out together, in one round trip).
+	Separate() bool
+	// Failed is told why the lock was not obtained and returns the error the sale ends with
+	// (err, or one that says the holder crashed on the way: ErrCrashed).
+	Failed(err error) error
+	// Locked runs once the lock is held on key. An error ends the sale there, its lock never
+	// released (a holder that crashed: ErrCrashed).
+	Locked(ctx context.Context, key string) error
+	// Read runs once the stock is read and above zero, before the lease is checked (the
+	// business time); an error (the context's) ends the sale unsold.
+	Read(ctx context.Context) error
+	// Checked runs once the lease is checked, just before the write (where a stop-the-world
+	// pause does its damage).
+	Checked(ctx context.Context)
 }
 
-// FaultInjector attaches a FaultHolder to a sale's context. The service has none unless app
-// wires the lab's in (lab.enabled): then, and only then, fault parameters are served.
-type FaultInjector interface {
-	Attach(ctx context.Context, plan FaultPlan) (context.Context, FaultHolder)
-}
+// noSteps are a sale's steps without a hook.
+type noSteps struct{}
 
-// SetFaults installs the lab's fault injector (app does, when lab.enabled).
-func (s *Service) SetFaults(f FaultInjector) { s.faults = f }
+func (noSteps) Within() time.Duration                { return 0 }
+func (noSteps) Separate() bool                       { return false }
+func (noSteps) Failed(err error) error               { return err }
+func (noSteps) Locked(context.Context, string) error { return nil }
+func (noSteps) Read(context.Context) error           { return nil }
+func (noSteps) Checked(context.Context)              {}
 
-// faultParams names the fault parameters a request carries: those its parser saw, whatever their
-// value, else (a request built in code) those with a value.
-func faultParams(req SaleRequest) []string {
-	if req.FaultParams != nil {
-		return req.FaultParams
+// SetHook installs the lab's sale hook (lab/labapp does, when lab.enabled).
+func (s *Service) SetHook(h SaleHook) { s.hook = h }
+
+// labParams names the parameters a request carries that only the lab serves: those its parser
+// saw, whatever their value, else (a request built in code) an explicit lease.
+func labParams(req SaleRequest) []string {
+	if req.LabParams != nil {
+		return req.LabParams
 	}
-	var out []string
-	for _, f := range []struct {
-		name  string
-		given bool
-	}{{modes.FaultWork, req.Work != 0}, {modes.FaultHolderPause, req.Freeze != 0},
-		{modes.FaultPauseBeforeDel, req.PauseBeforeDel != 0}, {modes.FaultExplicitLease, req.Lease != 0},
-		{"crash", req.Crash != ""}} {
-		if f.given {
-			out = append(out, f.name)
-		}
+	if req.Lease != 0 {
+		return []string{modes.FaultExplicitLease}
 	}
-	return out
+	return nil
 }
 
 // checkPosture refuses what the public posture does not serve, before anything reaches Redis: a
@@ -78,13 +90,13 @@ func (s *Service) checkPosture(req SaleRequest, mode modes.Mode) error {
 		why = append(why, fmt.Sprintf("lock mode %s is not in lock.allowedModes (%s)",
 			mode.Name, strings.Join(s.set.AllowedModes, ", ")))
 	}
-	if f := faultParams(req); len(f) > 0 {
+	if f := labParams(req); len(f) > 0 {
 		why = append(why, "fault parameter "+strings.Join(f, ", ")+" is the lab's")
 	}
 	if len(why) == 0 {
 		return nil
 	}
-	if !s.set.LabEnabled || s.faults == nil && len(faultParams(req)) > 0 {
+	if !s.set.LabEnabled || s.hook == nil && len(labParams(req)) > 0 {
 		return fmt.Errorf("%w: %w: refused: %s", ErrBadRequest, ErrLabDisabled, strings.Join(why, "; "))
 	}
 	if s.set.OperatorRequired && !req.Operator {

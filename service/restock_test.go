@@ -10,6 +10,7 @@ import (
 
 	"seckill/config"
 	"seckill/internal/apptest"
+	"seckill/internal/modes"
 	"seckill/service"
 	"seckill/store"
 )
@@ -42,9 +43,11 @@ func TestRestockStandsUnderLoad(t *testing.T) {
 			}
 			const buyers, rounds, salesPerRound = 50, 3, 60
 			req := service.SaleRequest{SKU: sku, Mode: mode}
+			saleCtx := ctx
 			if mode != "atomic" {
-				// Two milliseconds between the read and the write, where a restock must not be undone.
-				req.Work = 2 * time.Millisecond
+				// Two milliseconds between the read and the write, where a restock must not be undone
+				// (the lab's business time, through its hook).
+				saleCtx = modes.WithFaults(ctx, modes.Faults{Work: 2 * time.Millisecond})
 			}
 			restocked := 0
 			for round := range rounds {
@@ -66,7 +69,7 @@ func TestRestockStandsUnderLoad(t *testing.T) {
 						for {
 							// Sampled before the sale starts: true means it started after the restock answered.
 							started := after.Load()
-							_, err := svc.Sale(ctx, req)
+							_, err := svc.Sale(saleCtx, req)
 							key := "sold"
 							switch {
 							case err == nil:

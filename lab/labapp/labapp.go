@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/app"
-	"seckill/handler"
+	"seckill/internal/httpkit"
 	"seckill/internal/modes"
 	"seckill/lab"
 	"seckill/lab/fault"
@@ -32,11 +32,11 @@ func (Lab) Clients(a *app.App) modes.StepHooks {
 	return fault.Steps()
 }
 
-// Routes gives the service the lab's faults and builds the lab's routes on it.
-func (Lab) Routes(a *app.App) (func(gin.IRouter, handler.Kit), func()) {
+// Routes gives the service the lab's sale hook (its faults) and builds the lab's routes on it.
+func (Lab) Routes(a *app.App) (func(gin.IRouter, httpkit.Kit), func()) {
 	var routes *labhttp.Lab
 	if a.Config.Lab.Enabled {
-		a.Service.SetFaults(lab.Faults{})
+		a.Service.SetHook(lab.FaultsFor(a.Service.Settings()))
 		routes = labhttp.New(a.Service, &lab.Runner{Data: a.Data, Masters: a.Masters, Log: a.Log.With("component", "lab")},
 			a.Metrics, a.Log)
 	} else {

@@ -407,6 +407,7 @@ func (l *labAPI) burst(c *gin.Context) {
 	}
 	// The route is behind the admin guard: its sales are the operator's.
 	req := service.SaleRequest{Mode: c.Query("lock"), Operator: true}
+	var work time.Duration
 	if _, given := c.GetQuery("lock"); err == nil && given && req.Mode == "" {
 		err = fmt.Errorf("%w: %w: lock= is empty", service.ErrBadRequest, modes.ErrUnknownMode)
 	}
@@ -416,16 +417,16 @@ func (l *labAPI) burst(c *gin.Context) {
 		}
 	}
 	if v, ok := c.GetQuery("workMs"); ok && err == nil {
-		req.Work, err = httpkit.ParseMillis("workMs", v)
-		if limit := l.svc.Settings().MaxWork; err == nil && limit > 0 && req.Work > limit {
-			err = badRequest("workMs=%d exceeds the configured maximum of %d ms", req.Work.Milliseconds(), limit.Milliseconds())
+		work, err = httpkit.ParseMillis("workMs", v)
+		if limit := l.svc.Settings().MaxWork; err == nil && limit > 0 && work > limit {
+			err = badRequest("workMs=%d exceeds the configured maximum of %d ms", work.Milliseconds(), limit.Milliseconds())
 		}
 		mode := req.Mode
 		if mode == "" {
 			mode = l.svc.Settings().Mode
 		}
 		// Checked here so that a bad combination is one 400, not n failed sales.
-		if m, lerr := modes.LookupMode(mode); err == nil && lerr == nil && req.Work > 0 && !m.Supports(modes.FaultWork) {
+		if m, lerr := modes.LookupMode(mode); err == nil && lerr == nil && work > 0 && !m.Supports(modes.FaultWork) {
 			err = badRequest("workMs does not apply to lock mode %s", m.Name)
 		}
 	}
@@ -440,9 +441,7 @@ func (l *labAPI) burst(c *gin.Context) {
 	defer l.end()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 2*time.Minute)
 	defer cancel()
-	c.JSON(http.StatusOK, lab.Burst(ctx, l.svc, int(n), req))
+	c.JSON(http.StatusOK, lab.Burst(ctx, l.svc, int(n), req, work))
 }
 
-func badRequest(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", service.ErrBadRequest, fmt.Sprintf(format, args...))
-}
+var badRequest = httpkit.BadRequest
