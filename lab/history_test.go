@@ -12,23 +12,6 @@ import (
 	"seckill/lab"
 )
 
-// sale is one hand-made operation: called at from, answered at to (milliseconds since the
-// origin), with kind and, for a sold answer, the stock left.
-type sale struct {
-	from, to  int
-	kind      string
-	remaining int64
-}
-
-func outcomes(origin time.Time, sales []sale) []lab.Outcome {
-	at := func(msec int) time.Time { return origin.Add(time.Duration(msec) * time.Millisecond) }
-	out := make([]lab.Outcome, len(sales))
-	for i, s := range sales {
-		out[i] = lab.Outcome{Instance: "lab-A", Kind: s.kind, Remaining: s.remaining, Start: at(s.from), End: at(s.to)}
-	}
-	return out
-}
-
 // historyAgrees requires a row's history verdict (the buyers' side alone) to agree with the
 // counters the service kept in Redis: a lost update or an oversell must make the history NOT
 // linearizable, and a row with neither must have a linearizable history.
@@ -62,8 +45,11 @@ func TestHistoryPageSaysWhatItShows(t *testing.T) {
 		t.Fatal(err)
 	}
 	origin := time.Now()
-	sales := []sale{{0, 10, "sold", 9}, {1, 11, "sold", 9}, {12, 13, "sold", 8}}
-	got, file, err := history.Check(lab.ScenarioHistory(sc.Name), 10, origin, lab.Sales(outcomes(origin, sales)), t.TempDir())
+	at := func(msec int) time.Time { return origin.Add(time.Duration(msec) * time.Millisecond) }
+	outs := []lab.Outcome{{Instance: "lab-A", Kind: "sold", Remaining: 9, Start: at(0), End: at(10)},
+		{Instance: "lab-A", Kind: "sold", Remaining: 9, Start: at(1), End: at(11)},
+		{Instance: "lab-A", Kind: "sold", Remaining: 8, Start: at(12), End: at(13)}}
+	got, file, err := history.Check(lab.ScenarioHistory(sc.Name), 10, origin, lab.Sales(outs), t.TempDir())
 	if err != nil || got != lab.NotLinearizable {
 		t.Fatalf("got %s, %v; want NOT linearizable", got, err)
 	}
