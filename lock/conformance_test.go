@@ -1167,6 +1167,9 @@ func clauseReleaseEnds(t *testing.T, k conformanceKind) {
 		if took := time.Since(start); took > time.Second {
 			t.Fatalf("the lock was free %s after a release with an ended context, want at once", took)
 		}
+		if cut {
+			continue // Close's bound is the release's, whatever the client: once is enough
+		}
 		// Close on a server that does not answer returns within its bound (a release of 2 s),
 		// with the lease's Lost closed.
 		c := r.locker()
@@ -1191,7 +1194,7 @@ func clauseReleaseEnds(t *testing.T, k conformanceKind) {
 // timeouts; and a holder that looks at Lost when the other got it finds it closed.
 func clauseLostOnTime(t *testing.T, k conformanceKind) {
 	ownServers(t, k)
-	const lease = time.Second
+	const lease = 600 * time.Millisecond
 	r := newRig(t, k)
 	var cs []redis.UniversalClient
 	for _, c := range r.direct() {
