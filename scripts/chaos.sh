@@ -440,21 +440,71 @@ case4_mode() {
 }
 
 # ---- case 5 ----------------------------------------------------------------------------------
+# Two pauses of the fenced holder past its lease while others sell. SIGSTOP of its whole process
+# inside its business time: on SIGCONT its lease's own clock says the lease ran out, so its check
+# before the write stops it (503, lost), whatever commands were in flight. A pause between that
+# check and the write (the lab's freezeMs, where a GC pause does the damage): the check passed, so
+# only the fencing token stops the write (409, stale).
 case5() {
-	case_begin 5 "fenced: SIGSTOP the holder past its lease while others sell, then SIGCONT"
-	local attempt
+	case_begin 5 "fenced: SIGSTOP the holder past its lease (its lease's clock stops it), then a pause between its check and its write (the token stops it)"
+	case5_stop
+	local stopped=("${FAILURES[@]:CASE_FIRST}") attempt
 	for attempt in 1 2 3; do
 		case_retry
+		FAILURES+=("${stopped[@]}")
 		case5_try "$attempt" && return
 	done
 	fail "the frozen holder's write was never rejected as stale in 3 attempts"
 	case_end -
 }
 
-# case5_try N: one attempt; returns 1 (to try again) only when the holder noticed the lost lease
-# before writing (a 503, also safe, but not the stale write this case is about).
+# case5_stop: the holder's process stopped for lease + 2 s inside its business time.
+case5_stop() {
+	local victim=seckill-3 vport oport f="$RUN_DIR/case5-stop.csv" pid t_stop t_cont stop_s long_code long_body during all
+	vport="$(tb_port "$victim")" oport="$(tb_port seckill-1)"
+	reset_stock "$URL" "$STOCK" || {
+		fail "reset failed"
+		return
+	}
+	curl -s -o "$RUN_DIR/case5-stop.json" -w '%{http_code}' --max-time 60 -X POST \
+		"http://127.0.0.1:$vport/inventory/sale?lock=fenced&workMs=1500" >"$RUN_DIR/case5-stop.code" 2>/dev/null &
+	local long_pid=$!
+	if ! wait_held "$oport" fenced >/dev/null; then
+		fail "the long sale on $victim never held the fenced lock"
+		wait "$long_pid" || true
+		return
+	fi
+	tb_load_start "$f" "lock=fenced" "$CONCURRENCY" 9 2
+	tb_sleep_until 0.2
+	pid="$(tb_pid "$victim")" || die "$victim is not running"
+	kill -STOP "$pid"
+	t_stop="$(tb_at)"
+	stop_s="$(awk -v l="$LEASE_S" 'BEGIN { printf "%.3f", l + 2 }')"
+	obs "SIGSTOP" "$victim (pid $pid) at t=${t_stop}s, inside its 1500 ms business time, for lease + 2 s = $stop_s s"
+	tb_sleep_until "$(awk -v a="$t_stop" -v s="$stop_s" 'BEGIN { printf "%.3f", a + s }')"
+	kill -CONT "$pid"
+	t_cont="$(tb_at)"
+	wait "$long_pid" || true
+	long_code="$(cat "$RUN_DIR/case5-stop.code" 2>/dev/null || echo '?')"
+	long_body="$(cat "$RUN_DIR/case5-stop.json" 2>/dev/null || true)"
+	obs "its sale" "HTTP $long_code: $(jq -r '.error // .message' <<<"$long_body" 2>/dev/null | cut -c1-150)"
+	tb_load_wait "$f" || fail "hey failed"
+	all="$(tb_answers "$f")"
+	during="$(tb_answers "$f" "$t_stop" "$t_cont" end)"
+	obs "ended while stopped" "$during"
+	if [[ "$long_code" != 503 ]] || ! jq -e '.error | test("lost")' <<<"$long_body" >/dev/null 2>&1; then
+		fail "the holder stopped past its lease did not find its lease lost before writing (HTTP $long_code)"
+	fi
+	(($(tb_count "$during" 200) > 0)) || fail "the others sold nothing while the holder was stopped"
+	audit ge "$(tb_count "$all" 200)"
+	obs "stopped" "its lease's clock stopped the write; others sold $(tb_count "$during" 200) meanwhile; lost $A_LOST, oversold $A_OVER"
+}
+
+# case5_try N: the pause between the check and the write (freezeMs); returns 1 (to try again)
+# only when the holder noticed the lost lease before writing (a 503, also safe, but not the
+# stale write this half is about).
 case5_try() {
-	local victim=seckill-3 vport oport f="$RUN_DIR/case5-$1.csv" held pid t_stop t_cont work=1500 stop_s
+	local victim=seckill-3 vport oport f="$RUN_DIR/case5-$1.csv" held t_stop t_cont stop_s freeze_ms
 	local long_code long_body during all ok200 token_before token_after
 	vport="$(tb_port "$victim")" oport="$(tb_port seckill-1)"
 	reset_stock "$URL" "$STOCK" || {
@@ -462,8 +512,10 @@ case5_try() {
 		case_end -
 		return 0
 	}
+	stop_s="$(awk -v l="$LEASE_S" 'BEGIN { printf "%.3f", l + 2 }')"
+	freeze_ms="$(awk -v s="$stop_s" 'BEGIN { printf "%d", s * 1000 }')"
 	curl -s -o "$RUN_DIR/case5-long.json" -w '%{http_code}' --max-time 60 -X POST \
-		"http://127.0.0.1:$vport/inventory/sale?lock=fenced&workMs=$work" >"$RUN_DIR/case5-long.code" 2>/dev/null &
+		"http://127.0.0.1:$vport/inventory/sale?lock=fenced&workMs=200&freezeMs=$freeze_ms" >"$RUN_DIR/case5-long.code" 2>/dev/null &
 	local long_pid=$!
 	if ! held="$(wait_held "$oport" fenced)"; then
 		fail "the long sale on $victim never held the fenced lock"
@@ -471,39 +523,32 @@ case5_try() {
 		case_end -
 		return 0
 	fi
-	obs "holder" "$victim holds the fenced lock (value ${held:0:8}..., pttl ${held##* } ms), ${work} ms business time (attempt $1)"
+	obs "holder" "$victim holds the fenced lock (value ${held:0:8}..., pttl ${held##* } ms), 200 ms business time, then a pause of $stop_s s before its write (attempt $1)"
 	token_before="$(curl -sf --max-time 2 "http://127.0.0.1:$oport/locks" | jq -r .fenceToken)" || token_before="?"
-	# hey gives up on a request after 2 s: the ones nginx sends to the stopped instance would
-	# otherwise keep every client waiting until SIGCONT.
 	tb_load_start "$f" "lock=fenced" "$CONCURRENCY" 9 2
 	tb_sleep_until 0.2
-	pid="$(tb_pid "$victim")" || die "$victim is not running"
-	kill -STOP "$pid"
 	t_stop="$(tb_at)"
-	stop_s="$(awk -v l="$LEASE_S" 'BEGIN { printf "%.3f", l + 2 }')"
-	obs "SIGSTOP" "$victim (pid $pid) at t=${t_stop}s, inside its business time, for lease + 2 s = $stop_s s (its watchdog stops too)"
 	tb_sleep_until "$(awk -v a="$t_stop" -v s="$stop_s" 'BEGIN { printf "%.3f", a + s }')"
 	token_after="$(curl -sf --max-time 2 "http://127.0.0.1:$oport/locks" | jq -r .fenceToken)" || token_after="?"
-	kill -CONT "$pid"
-	t_cont="$(tb_at)"
-	obs "SIGCONT" "at t=${t_cont}s; newest token written meanwhile: $token_before -> $token_after"
 	wait "$long_pid" || true
+	t_cont="$(tb_at)"
+	obs "pause over" "at t=${t_cont}s; newest token written meanwhile: $token_before -> $token_after"
 	long_code="$(cat "$RUN_DIR/case5-long.code" 2>/dev/null || echo '?')"
 	long_body="$(cat "$RUN_DIR/case5-long.json" 2>/dev/null || true)"
 	obs "its sale" "HTTP $long_code: $(jq -r '"token \(.token // "-"), staleWrite \(.staleWrite // false): \(.message // .error)"' <<<"$long_body" 2>/dev/null | cut -c1-170)"
 	tb_load_wait "$f" || fail "hey failed"
 	all="$(tb_answers "$f")"
 	during="$(tb_answers "$f" "$t_stop" "$t_cont" end)"
-	obs "answers" "$all (hey dropped the requests stuck on the stopped instance after 2 s)"
-	obs "ended while stopped" "$during (the others sold after the lease ran out)"
+	obs "answers" "$all"
+	obs "ended while paused" "$during (the others sold after the lease ran out)"
 	if [[ "$long_code" == 503 ]] && jq -e '.error | test("lost")' <<<"$long_body" >/dev/null 2>&1; then
-		obs "retry" "the holder's watchdog noticed the lost lease before the write (safe, but not a stale write): again"
+		obs "retry" "the holder noticed the lost lease before the write (safe, but not a stale write): again"
 		return 1
 	fi
 	if [[ "$long_code" != 409 ]] || ! jq -e '.staleWrite == true' <<<"$long_body" >/dev/null 2>&1; then
-		fail "the frozen holder's sale was not rejected as a stale write (HTTP $long_code)"
+		fail "the paused holder's sale was not rejected as a stale write (HTTP $long_code)"
 	fi
-	(($(tb_count "$during" 200) > 0)) || fail "the others sold nothing while the holder was stopped"
+	(($(tb_count "$during" 200) > 0)) || fail "the others sold nothing while the holder was paused"
 	[[ -n "$(tb_others "$all" 200 409 503)" ]] && fail "unexpected answers: $(tb_others "$all" 200 409 503)"
 	ok200="$(tb_count "$all" 200)"
 	audit ge "$ok200"
@@ -512,8 +557,8 @@ case5_try() {
 	m="$(metric_sum 'seckill_stale_writes_rejected_total{mode="fenced"}')"
 	obs "metrics" "seckill_stale_writes_rejected_total{mode=\"fenced\"} = $m over the instances"
 	((m >= 1)) || fail "/metrics did not count the stale write"
-	obs "overlaps" "$A_OVERLAPS, not asserted: the frozen holder really sat in the critical section while others sold (the fence, not the lease, kept the data right); the lab's in-section counter also stays raised by sales cancelled by their client"
-	case_end "holder stopped $stop_s s, others sold $(tb_count "$during" 200) meanwhile (token $token_before -> $token_after), its write HTTP $long_code stale, staleWritesRejected $A_STALE, lost $A_LOST, oversold $A_OVER (attempt $1)"
+	obs "overlaps" "$A_OVERLAPS, not asserted: the paused holder really sat in the critical section while others sold (the fence, not the lease, kept the data right)"
+	case_end "stopped holder: 503 lost (its lease's clock); paused holder: $stop_s s, others sold $(tb_count "$during" 200) meanwhile (token $token_before -> $token_after), its write HTTP $long_code stale, staleWritesRejected $A_STALE, lost $A_LOST, oversold $A_OVER (attempt $1)"
 	return 0
 }
 
