@@ -532,14 +532,22 @@ func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, wa
 	return time.Duration(n) * time.Millisecond, false, nil
 }
 
-// giveUp leaves the queue (Redisson's acquireFailedAsync), even when the caller has gone.
+// giveUp leaves the queue (Redisson's acquireFailedAsync), even when the caller has gone. A
+// leave that gets no answer is sent again in the background by the give-back policy (resend),
+// until the entry's own deadline: this process is alive, so nobody else drops its entry, and left
+// at the head of the queue it would hold every waiter behind it up until then (a failover).
 func (l *fairLocker) giveUp(ctx context.Context, key, field string, waitMs int64) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	if err := l.cancel(cctx, key, field, waitMs); err != nil {
-		// The entry then expires by its deadline, as a dead waiter's does.
-		l.log.Warn("fair lock: leave the queue", "key", key, "field", field, "err", err)
+	base := context.WithoutCancel(ctx)
+	leave := func(ctx context.Context) error { return l.cancel(ctx, key, field, waitMs) }
+	cctx, cancel := context.WithTimeout(base, releaseTimeout)
+	err := leave(cctx)
+	cancel()
+	if answered(err) {
+		return
 	}
+	l.log.Warn("fair lock: leave the queue: sent again until answered", "key", key, "field", field, "err", err)
+	until := time.Now().Add(max(time.Duration(waitMs)*time.Millisecond, l.lease))
+	go func() { _ = resend(base, until, leave) }()
 }
 
 // cancel takes field out of key's queue (Redisson's acquireFailedAsync script), the ones behind
