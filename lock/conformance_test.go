@@ -1226,8 +1226,10 @@ func clauseLostOnTime(t *testing.T, k conformanceKind) {
 		case at := <-lost:
 			t.Logf("cut %v: Lost closed %s after the partition; the rival held the lock after %s", cut,
 				at.Sub(cut0).Round(time.Millisecond), gotAt.Sub(cut0).Round(time.Millisecond))
-			if at.Sub(cut0) > lease+slack {
-				t.Errorf("cut %v: Lost closed %s after the partition, want within the %s lease", cut, at.Sub(cut0), lease)
+			// A blocked renewal no longer holds Lost back until the client's read timeout (2 s
+			// here): a busy machine may still fire the timer late.
+			if at.Sub(cut0) > lease+time.Second {
+				t.Errorf("cut %v: Lost closed %s after the partition, want within the %s lease (and a busy machine's second)", cut, at.Sub(cut0), lease)
 			}
 		case <-time.After(time.Second):
 			t.Errorf("cut %v: the holder's Lost did not close", cut)
