@@ -25,10 +25,6 @@ var (
 // errLost is why a watchdog or a validity timer gave a lease up (logged; Lease.Lost says it).
 var errLost = errors.New("lock: lost while held")
 
-// errLeaseRanOut is why a watchdog gave a lease up when no renewal was answered before its lease
-// ran out by our clock (a renewal may still be blocked on a server that does not answer).
-var errLeaseRanOut = errors.New("lock: the lease ran out before a renewal was answered")
-
 // ErrNotReplicated: the lock was taken on the master but fewer replicas than WithReplicas asks
 // for acknowledged it within the timeout, so the acquisition was undone. It is also
 // ErrUnavailable.

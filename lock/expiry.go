@@ -6,105 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/seckill-lab/seckill/lock/core"
 )
-
-// expiry is a lease's life by this process's clock: lost closes when the lease runs out unless
-// extended first, when the holder learns the lock is gone (lose), or when the lease is given back
-// (end). It is a timer of its own, independent of any command in flight, so a renewal blocked on
-// a server that does not answer cannot hold Lost back (Guarantees, clause 8). Every lease's Lost
-// is one: a watchdog's deadline, NewLua's and an explicit lease's end, Redlock's validity.
-type expiry struct {
-	lost   chan struct{}
-	onLost func() // run once lost has closed by lose or the timer (nil: nothing)
-
-	mu    sync.Mutex
-	at    time.Time
-	timer *time.Timer
-	done  bool // ended (released) or lost
-}
-
-// driftMargin is how much earlier than its lock can expire in Redis a lease counts itself lost:
-// 1% of its TTL plus 2 ms, Redlock's clock drift allowance, for a clock that runs slower than
-// Redis's and a timer that fires late.
-func driftMargin(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
-
-// safeEnd is when a lock of the given TTL, set by a command sent at sent (or, for until, running
-// out at sent+ttl), surely still lives in Redis: Lost closes then.
-func safeEnd(sent time.Time, ttl time.Duration) time.Time { return sent.Add(ttl - driftMargin(ttl)) }
-
-func newExpiry(at time.Time, onLost func()) *expiry {
-	e := &expiry{lost: make(chan struct{}), at: at, onLost: onLost}
-	e.mu.Lock()
-	e.timer = time.AfterFunc(time.Until(at), e.fire)
-	e.mu.Unlock()
-	return e
-}
-
-func (e *expiry) fire() {
-	e.mu.Lock()
-	if !e.done {
-		if d := time.Until(e.at); d > 0 {
-			e.timer.Reset(d) // moved on since the timer was set
-			e.mu.Unlock()
-			return
-		}
-	}
-	e.mu.Unlock()
-	e.lose()
-}
-
-// channel is lost, closed first when the lease has run out by the clock: a holder that looks
-// before its write sees a lease past its end as lost even when the timer fires late (a busy
-// machine).
-func (e *expiry) channel() <-chan struct{} {
-	e.mu.Lock()
-	due := !e.done && !time.Now().Before(e.at)
-	e.mu.Unlock()
-	if due {
-		e.lose()
-	}
-	return e.lost
-}
-
-// lose closes lost now (a renewal failed), unless ended or lost already, and runs onLost.
-func (e *expiry) lose() {
-	if e.close() && e.onLost != nil {
-		e.onLost()
-	}
-}
-
-// end closes lost because the lease was given back: it is no longer held, and nothing is lost.
-func (e *expiry) end() { e.close() }
-
-// close closes lost and stops the timer, reporting whether this call did.
-func (e *expiry) close() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.done {
-		return false
-	}
-	e.done = true
-	e.timer.Stop()
-	close(e.lost)
-	return true
-}
-
-// until is when the lease runs out now.
-func (e *expiry) until() time.Time {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.at
-}
-
-// extend moves the end to at, when later: a renewal, a Refresh, or the push of a lock handed over
-// short. A lease lost or ended stays so.
-func (e *expiry) extend(at time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.done && at.After(e.at) {
-		e.at = at
-	}
-}
 
 // tenure is how long a new holder's lock lives by our clock: the TTL it was taken or handed over
 // with (less than the lease when handed over short, waiting.go rule 16), until a moment counted
@@ -117,12 +21,15 @@ type tenure struct {
 	push  *time.Timer // nil: nothing to push
 
 	mu    sync.Mutex
-	moved func(time.Time) // told the new expiry a push sets
+	moved func(sent time.Time) // told when the push that set the lease was sent
 }
 
 func (h *tenure) expiresAt() time.Time { return h.until }
 
-func (h *tenure) onExtend(f func(time.Time)) {
+// tenureTTL is the TTL the lock was taken or handed over with.
+func (h *tenure) tenureTTL() time.Duration { return h.ttl }
+
+func (h *tenure) onExtend(f func(sent time.Time)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.moved = f
@@ -149,7 +56,7 @@ func (h *tenure) pushLater(ctx context.Context, lease time.Duration, push func(c
 		moved := h.moved
 		h.mu.Unlock()
 		if moved != nil {
-			moved(sent.Add(lease))
+			moved(sent)
 		}
 	})
 }
@@ -168,7 +75,7 @@ func (h *tenure) stopPush() {
 // for a lease from its send. It does nothing while a third of the TTL is left. ErrNotHeld: the
 // lock ran out before the handover reached this waiter.
 func (h *tenure) freshen(ctx context.Context, lease time.Duration, renew func(context.Context) error) error {
-	if time.Until(safeEnd(h.until.Add(-h.ttl), h.ttl)) >= h.ttl/3 {
+	if time.Until(core.SafeEnd(h.until.Add(-h.ttl), h.ttl)) >= h.ttl/3 {
 		return nil
 	}
 	sent := time.Now()
@@ -196,8 +103,9 @@ func handedOverLate(ctx context.Context, key string, err error, h heldLock) erro
 type expiresAter interface{ expiresAt() time.Time }
 
 // expiryMover is implemented by the leases whose TTL is moved on by the lock itself (a lock
-// handed over short and pushed out to its lease): the Lease's expiry follows.
-type expiryMover interface{ onExtend(func(at time.Time)) }
+// handed over short and pushed out to its lease): the Lease's life follows, told when the push
+// was sent.
+type expiryMover interface{ onExtend(func(sent time.Time)) }
 
 // attemptClock records when an acquisition last sent an attempt to take its lock: for a lease
 // that knows no better (expiresAter), its lock runs out a lease after that, by our clock.

@@ -618,8 +618,8 @@ type fairLease struct {
 	key     string
 	field   string
 	leaseMs int64
-	waitMs  int64     // the holder's wait: the thread wait a handover moves the queue's deadlines by
-	wd      *watchdog // nil with an explicit lease
+	waitMs  int64 // the holder's wait: the thread wait a handover moves the queue's deadlines by
+	wd      *life // nil with an explicit lease
 	// tenure is the TTL the lock was taken with and the push of a lock handed over from
 	// another process out to its lease.
 	*tenure

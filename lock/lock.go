@@ -162,9 +162,13 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 		if e, ok := h.(expiresAter); ok && !e.expiresAt().IsZero() {
 			until = e.expiresAt()
 		}
-		le.exp = newExpiry(safeEnd(until.Add(-ttl), ttl), nil)
+		tenureTTL := ttl
+		if e, ok := h.(interface{ tenureTTL() time.Duration }); ok {
+			tenureTTL = e.tenureTTL()
+		}
+		le.exp = newExpiry(ttl, tenureTTL, until, nil)
 		if m, ok := h.(expiryMover); ok {
-			m.onExtend(func(at time.Time) { le.exp.extend(at.Add(-driftMargin(ttl))) })
+			m.onExtend(le.exp.refreshed)
 		}
 	}
 	if !l.track(le) {
@@ -368,7 +372,7 @@ type Lease struct {
 	// ttl is the lease asked for (Options.Lease, or the Locker's).
 	ttl time.Duration
 	// exp closes Lost for a lease nothing watches, when its lease runs out by our clock.
-	exp *expiry
+	exp *life
 	// ended: Release (or Close) was called; Lost is closed from then on.
 	ended atomic.Bool
 
@@ -396,7 +400,7 @@ func (le *Lease) Token() int64 { return le.impl.Token() }
 func (le *Lease) Lost() <-chan struct{} {
 	switch {
 	case le.exp != nil:
-		return le.exp.channel()
+		return le.exp.Lost()
 	case le.ended.Load():
 		return closedChan
 	}
@@ -418,9 +422,7 @@ func (le *Lease) end() {
 	if le.ended.Swap(true) {
 		return
 	}
-	if le.exp != nil {
-		le.exp.end()
-	}
+	le.exp.Stop()
 	if le.locker != nil {
 		le.locker.untrack(le)
 	}
@@ -569,7 +571,7 @@ func (le *Lease) Refresh(ctx context.Context) error {
 	sent := time.Now()
 	err := le.impl.refresh(ctx)
 	if err == nil && le.exp != nil {
-		le.exp.extend(safeEnd(sent, le.ttl))
+		le.exp.refreshed(sent)
 	}
 	return err
 }

@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
+
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill-lab/seckill/lock/core"
 )
 
 // redlockLocker is NewRedlock (https://redis.io/docs/latest/develop/use/patterns/distributed-locks/): the Redlock
@@ -296,7 +298,7 @@ func (l *redlockLocker) heldHere(key string) (time.Time, bool) {
 	defer l.mu.Unlock()
 	var until time.Time
 	for le := range l.local[key] {
-		if u := le.validity.until(); u.After(until) {
+		if u := le.life.until(); u.After(until) {
 			until = u
 		}
 	}
@@ -415,37 +417,42 @@ type redlockLease struct {
 	m     *redsync.Mutex
 	l     *redlockLocker
 	rs    *redsync.Redsync
-	wd    *watchdog // nil with an explicit lease: no renewal
 	log   *slog.Logger
 
-	// validity closes Lost when the validity ends before an extension moved it.
-	validity *expiry
-	gate     releaseGate
+	// life closes Lost when the validity ends before an extension moved it, or a watchdog's
+	// extension is refused; it renews every ttl/3 unless the lease is explicit.
+	life  *life
+	watch bool
+	gate  releaseGate
 }
 
 func newRedlockLease(ctx context.Context, rl *redlockLocker, m *redsync.Mutex, key string, ttl time.Duration, token int64, renew bool) *redlockLease {
-	l := &redlockLease{key: key, m: m, l: rl, log: rl.log, rs: rl.rs, token: token}
-	// Lost: the lease no longer counts as held in this process.
-	l.validity = newExpiry(m.Until(), func() {
-		l.log.Warn("redlock lost while held", "key", l.key)
-		l.l.forget(l)
-	})
+	l := &redlockLease{key: key, m: m, l: rl, log: rl.log, rs: rl.rs, token: token, watch: renew}
+	var extend func(context.Context) (renewOutcome, error)
 	if renew {
 		// Extend at a third of the ttl, as Redisson's watchdog does: two more chances before the
-		// validity (ttl - elapsed - drift) runs out.
-		l.wd = startWatchdog(ctx, ttl, ttl, m.Until(), l.extend, func(err error) {
-			l.log.Warn("redlock: extension failed", "key", l.key, "err", err)
-			l.validity.lose()
-		})
+		// validity (ttl - elapsed - drift) runs out. A failed extension is tried again while the
+		// validity lasts.
+		extend = l.extend
+	}
+	// The validity redsync computed is the lease's end: its drift, not the library's margin.
+	until := m.Until().Add(core.Margin(ttl))
+	l.life = newLife(ctx, ttl, ttl, until, extend, func(err error) {
+		l.log.Warn("redlock lost while held", "key", l.key, "err", err)
+		l.l.forget(l)
+	})
+	l.life.endOf = func(time.Time) time.Time {
+		l.mmu.Lock()
+		defer l.mmu.Unlock()
+		return l.m.Until()
 	}
 	return l
 }
 
-// extend runs on the watchdog goroutine, the only one that touches the Mutex while held.
-// A failed extension is retried by the watchdog while the validity lasts (the validity timer
-// closes Lost when it runs out first).
+// extend runs on the watchdog's round, the only one that touches the Mutex while held but
+// Refresh. A failed extension is retried by the watchdog while the validity lasts.
 func (l *redlockLease) extend(ctx context.Context) (renewOutcome, error) {
-	if err := l.refresh(ctx); err != nil {
+	if err := l.extendQuorum(ctx); err != nil {
 		return renewFailed, err
 	}
 	return renewed, nil
@@ -453,6 +460,18 @@ func (l *redlockLease) extend(ctx context.Context) (renewOutcome, error) {
 
 // refresh extends the lock on a quorum of masters and moves the validity with it.
 func (l *redlockLease) refresh(ctx context.Context) error {
+	if err := l.extendQuorum(ctx); err != nil {
+		return err
+	}
+	l.mmu.Lock()
+	until := l.m.Until()
+	l.mmu.Unlock()
+	l.life.refreshedUntil(until)
+	return nil
+}
+
+// extendQuorum extends the lock on a quorum of masters.
+func (l *redlockLease) extendQuorum(ctx context.Context) error {
 	if l.gate.released() {
 		return fmt.Errorf("%w: redlock %s: this lease was released", ErrNotHeld, l.key)
 	}
@@ -462,22 +481,18 @@ func (l *redlockLease) refresh(ctx context.Context) error {
 	if err != nil || !ok {
 		return fmt.Errorf("lock: redlock extend %s on a quorum of masters: %w", l.key, errors.Join(err, ErrNotHeld))
 	}
-	l.validity.extend(l.m.Until())
 	return nil
 }
 
-// stop ends renewal and validity tracking (a release).
-func (l *redlockLease) stop() {
-	l.wd.Stop()
-	l.validity.end()
-}
+// stop ends renewal and the validity (a release).
+func (l *redlockLease) stop() { l.life.Stop() }
 
 func (l *redlockLease) Key() string           { return l.key }
 func (l *redlockLease) Token() int64          { return l.token }
-func (l *redlockLease) Lost() <-chan struct{} { return l.validity.channel() }
+func (l *redlockLease) Lost() <-chan struct{} { return l.life.Lost() }
 
 // Renewals counts the successful extensions on a quorum of masters.
-func (l *redlockLease) Renewals() int64 { return l.wd.Renewals() }
+func (l *redlockLease) Renewals() int64 { return l.life.Renewals() }
 
 // releaseAfter deletes the lock on every master where it still carries this acquisition's value.
 // It succeeds when a quorum did; when the lock had already expired or was taken by another

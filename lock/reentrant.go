@@ -53,7 +53,7 @@ type reentrantLocker struct {
 // renewal is Redisson's ExpirationEntry: one watchdog per (lock, owner), shared by the owner's
 // nested acquisitions and stopped when the last of them is released.
 type renewal struct {
-	wd    *watchdog
+	wd    *life
 	holds int // guarded by reentrantLocker.mu
 }
 

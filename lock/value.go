@@ -97,8 +97,8 @@ type valueLease struct {
 	key, value string
 	l          *valueLocker
 	leaseMs    int64
-	wd         *watchdog // nil without one (NewLua, an explicit lease)
-	token      int64     // 0 for NewLua
+	wd         *life // nil without one (NewLua, an explicit lease)
+	token      int64 // 0 for NewLua
 	*tenure
 	gate releaseGate
 }

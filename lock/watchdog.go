@@ -4,38 +4,34 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/seckill-lab/seckill/lock/core"
 )
 
-// watchdog keeps a lease alive by calling renew every interval while the lock is held, like
-// Redisson's renewExpiration (lease/3). Its life is an expiry of its own: each renewal that
-// succeeds moves it to a lease after that renewal was sent (less the drift margin), and when it
-// runs out, Lost closes on time whatever command is still blocked. It stops for good when renew
-// reports the lock is no longer ours, when its life runs out, or when the lease is given back.
-//
-// Its commands run under base: the acquiring context's values without its cancellation, so
-// tracing and client hooks see a renewal as part of the acquisition that started it.
-type watchdog struct {
-	base     context.Context
-	lease    time.Duration
-	interval time.Duration
-	renew    func(ctx context.Context) (renewOutcome, error)
-
-	life     *expiry
-	why      atomic.Pointer[error] // the error that lost the lease, for onFail
-	renewals atomic.Int64
-	// cancel ends base when the watchdog stops, and with it a renewal under way. base ended =
-	// stopped.
+// life drives one lease's core.Life (lock/core), which makes every decision of the lease's life:
+// when to renew, when the lease is lost, when it is over. life holds one mutex and one timer,
+// sends a renewal when the core asks (a watchdog: every lease/3 while held, again after a
+// failure while the lease lasts), and closes lost when the core says the lease is lost or when
+// it is given back. The core's deadline is a timer of its own: a renewal blocked on a server that
+// does not answer cannot hold Lost back. Renewals run under base: the acquiring context's values
+// without its cancellation, so tracing and client hooks see a renewal as part of the acquisition
+// that started it.
+type life struct {
+	base   context.Context
 	cancel context.CancelFunc
-	// ttl is how long the lock lives from the last successful renewal: the lease, or until the
-	// first renewal the shorter TTL of a lock handed over short; rounds' alone.
-	ttl time.Duration
+	lease  time.Duration
+	renew  func(ctx context.Context) (renewOutcome, error) // nil: no watchdog
+	// endOf is how long a renewal sent at sent keeps the lock by our clock (core.SafeEnd of the
+	// lease; Redlock's validity).
+	endOf  func(sent time.Time) time.Time
+	onLost func(error) // told why, once, when the lease is lost (nil: nobody)
 
-	// A round runs on a timer's goroutine, not on one of the watchdog's own: most holds end
-	// before the first round, and their release then stops a timer instead of waking a goroutine.
-	mu    sync.Mutex
-	timer *time.Timer
+	mu     sync.Mutex
+	core   *core.Life
+	timer  *time.Timer
+	lost   chan struct{}
+	closed bool
 }
 
 // renewOutcome is what one round of a watchdog did.
@@ -67,120 +63,153 @@ func outcome(err error) (renewOutcome, error) {
 	}
 }
 
-// startWatchdog starts renewing a lock of the given lease every lease/3, with the values of
-// acquireCtx; ttl is what the lock has now, until when it runs out by our clock (its TTL counted
-// from when the command that set it was sent): the lease, or less for a lock handed over short,
-// which the first round then pushes out to the lease a third of the way into ttl. onFail (may be
-// nil) is told why the lease was lost when it is.
-func startWatchdog(acquireCtx context.Context, lease, ttl time.Duration, until time.Time, renew func(ctx context.Context) (renewOutcome, error), onFail func(error)) *watchdog {
-	base, cancel := context.WithCancel(context.WithoutCancel(acquireCtx))
-	w := &watchdog{
-		base: base, cancel: cancel, lease: lease, interval: max(lease/3, time.Millisecond), renew: renew,
-		ttl: min(ttl, lease),
-	}
-	w.life = newExpiry(safeEnd(until.Add(-ttl), ttl), func() {
-		w.stop()
-		if onFail != nil {
-			err := errLeaseRanOut
-			if p := w.why.Load(); p != nil {
-				err = *p
-			}
-			onFail(err)
-		}
-	})
-	w.mu.Lock()
-	w.timer = time.AfterFunc(max(w.ttl/3, time.Millisecond), w.fire)
-	w.mu.Unlock()
-	return w
+// startWatchdog starts the life of a lease renewed by a watchdog every lease/3, with the values
+// of acquireCtx; ttl is what the lock has now, until when it runs out by our clock (its TTL
+// counted from when the command that set it was sent): the lease, or less for a lock handed over
+// short, which the first round then pushes out to the lease a third of the way into ttl. onFail
+// (may be nil) is told why the lease was lost when it is.
+func startWatchdog(acquireCtx context.Context, lease, ttl time.Duration, until time.Time, renew func(ctx context.Context) (renewOutcome, error), onFail func(error)) *life {
+	return newLife(acquireCtx, lease, ttl, until, renew, onFail)
 }
 
-// fire runs one round when the timer goes off, and sets the timer for the next one while the
-// lock is renewed and the watchdog not stopped.
-func (w *watchdog) fire() {
-	if w.stopped() {
-		return
+// newExpiry starts the life of a lease nothing renews on its own, whose lock runs out at until
+// by our clock (its TTL counted from the send of the command that set it): Lost closes then,
+// unless a Refresh moved it.
+func newExpiry(lease, ttl time.Duration, until time.Time, onLost func(error)) *life {
+	return newLife(context.Background(), lease, ttl, until, nil, onLost)
+}
+
+func newLife(ctx context.Context, lease, ttl time.Duration, until time.Time, renew func(ctx context.Context) (renewOutcome, error), onLost func(error)) *life {
+	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	l := &life{base: base, cancel: cancel, lease: lease, renew: renew, onLost: onLost, lost: make(chan struct{}),
+		endOf: func(sent time.Time) time.Time { return core.SafeEnd(sent, lease) }}
+	l.mu.Lock()
+	ttl = min(ttl, lease)
+	c, r := core.NewLife(time.Now(), core.SafeEnd(until.Add(-ttl), ttl), ttl, lease, renew != nil)
+	l.core = c
+	l.timer = time.AfterFunc(time.Hour, l.tick)
+	l.mu.Unlock()
+	l.step(func(*core.Life) core.Ready { return r }, true)
+	return l
+}
+
+// step gives the core an event (under the mutex) and does what it answers: arms the timer, sends
+// a renewal and tells onLost (in this goroutine when inline, the timer's or a renewal's; else in
+// one of their own), closes lost.
+func (l *life) step(event func(*core.Life) core.Ready, inline bool) {
+	l.mu.Lock()
+	r := event(l.core)
+	switch {
+	case r.Lost:
+		l.timer.Stop()
+		l.cancel()
+		l.close()
+	case !r.Wake.IsZero():
+		l.timer.Reset(time.Until(r.Wake))
 	}
-	r, err := w.round()
-	switch r {
-	case renewed:
-		w.renewals.Add(1)
-		w.mu.Lock()
-		if !w.stopped() {
-			w.timer.Reset(w.interval)
-		}
-		w.mu.Unlock()
-	case renewLost:
-		if err == nil {
-			err = errLost
-		}
-		w.why.Store(&err)
-		w.life.lose()
+	l.mu.Unlock()
+	switch {
+	case r.Lost && l.onLost != nil && inline:
+		l.onLost(r.Why)
+	case r.Lost && l.onLost != nil:
+		// Found by a caller's look (Lost), which may hold a lock onLost takes.
+		go l.onLost(r.Why)
+	case r.Renew && inline:
+		l.round()
+	case r.Renew:
+		go l.round()
 	}
 }
 
-// round renews once and, after a transient failure, again every pause while the lease lives: its
-// life's timer ends the round when the lease runs out first. This is the one renewal policy of
-// every lock.
-func (w *watchdog) round() (renewOutcome, error) {
-	pause := min(max(w.ttl/30, time.Millisecond), 50*time.Millisecond)
-	for {
-		sent := time.Now()
-		ctx, cancel := context.WithTimeout(w.base, max(w.ttl/3, time.Millisecond))
-		r, err := w.renew(ctx)
-		cancel()
-		if w.stopped() {
-			return renewStopped, nil // given back, or the lease ran out meanwhile
-		}
-		switch r {
+func (l *life) tick() { l.step(func(c *core.Life) core.Ready { return c.Tick(time.Now()) }, true) }
+
+// round sends one renewal and tells the core how it went.
+func (l *life) round() {
+	sent := time.Now()
+	ctx, cancel := context.WithTimeout(l.base, max(l.lease/3, time.Millisecond))
+	o, err := l.renew(ctx)
+	cancel()
+	l.step(func(c *core.Life) core.Ready {
+		now := time.Now()
+		switch o {
 		case renewed:
-			w.ttl = w.lease
-			w.life.extend(safeEnd(sent, w.lease))
-			return r, nil
-		case renewFailed:
+			return c.Renewed(now, l.endOf(sent))
+		case renewLost:
+			if err == nil {
+				err = errLost
+			}
+			return c.Refused(err)
 		default:
-			return r, err
+			return c.Failed(now)
 		}
-		if !sleep(w.base, pause) {
-			return renewStopped, nil
-		}
+	}, true)
+}
+
+// close closes lost, once (l.mu held).
+func (l *life) close() {
+	if !l.closed {
+		l.closed = true
+		close(l.lost)
 	}
 }
 
-// stopped reports whether the watchdog stopped (given back, lost, or its Locker closed).
-func (w *watchdog) stopped() bool { return w.base.Err() != nil }
-
-// stop ends renewal: no round starts after it, and one under way is cancelled.
-func (w *watchdog) stop() {
-	w.mu.Lock()
-	w.cancel()
-	w.timer.Stop()
-	w.mu.Unlock()
-}
-
-// Lost is closed when the lease was lost (renewal refused, or its life ran out) or given back. A
-// nil watchdog (an explicit lease) has none.
-func (w *watchdog) Lost() <-chan struct{} {
-	if w == nil {
+// Lost is closed when the lease was lost (renewal refused, or its life ran out) or given back;
+// a call after the lease's end finds it closed even when the timer fires late. A nil life (an
+// explicit lease, renewed by nobody here) has none.
+func (l *life) Lost() <-chan struct{} {
+	if l == nil {
 		return nil
 	}
-	return w.life.channel()
+	l.step(func(c *core.Life) core.Ready { return c.Check(time.Now()) }, false)
+	return l.lost
 }
 
-// Renewals counts successful renewals (0 for a nil watchdog).
-func (w *watchdog) Renewals() int64 {
-	if w == nil {
+// Renewals counts the watchdog's answered renewals (0 for a nil life).
+func (l *life) Renewals() int64 {
+	if l == nil {
 		return 0
 	}
-	return w.renewals.Load()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.core.Renewals()
 }
 
-// Stop ends renewal and closes Lost (on release); it does not wait for a renewal under way,
-// which is cancelled: a renewal that still lands only extends what is already ours. A nil
-// watchdog has nothing to stop.
-func (w *watchdog) Stop() {
-	if w == nil {
-		return // an explicit lease: nothing renews
+// Stop ends the life because the lease was given back: renewal stops (a renewal under way is
+// cancelled; one that still lands only extends what is already ours) and Lost closes. A nil life
+// has nothing to stop.
+func (l *life) Stop() {
+	if l == nil {
+		return
 	}
-	w.stop()
-	w.life.end()
+	l.mu.Lock()
+	l.core.End()
+	l.timer.Stop()
+	l.cancel()
+	l.close()
+	l.mu.Unlock()
 }
+
+// refreshed tells the life that a renewal of the caller's own, sent at sent, was answered.
+func (l *life) refreshed(sent time.Time) {
+	l.step(func(c *core.Life) core.Ready { return c.Refreshed(time.Now(), l.endOf(sent)) }, false)
+}
+
+// refreshedUntil tells the life that a renewal keeps the lock until end (Redlock's validity).
+func (l *life) refreshedUntil(end time.Time) {
+	l.step(func(c *core.Life) core.Ready { return c.Refreshed(time.Now(), end) }, false)
+}
+
+// lose ends the life with a loss learned elsewhere.
+func (l *life) lose(why error) {
+	l.step(func(c *core.Life) core.Ready { return c.Lost(why) }, false)
+}
+
+// until is when the lease counts itself lost, as things stand.
+func (l *life) until() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.core.Until()
+}
+
+// errLeaseRanOut is the core's: no renewal was answered before the lease ran out by our clock.
+var errLeaseRanOut = core.ErrRanOut
