@@ -80,9 +80,11 @@ func newExpiry(lease, ttl time.Duration, until time.Time, onLost func(error)) *l
 }
 
 func newLife(ctx context.Context, lease, ttl time.Duration, until time.Time, renew func(ctx context.Context) (renewOutcome, error), onLost func(error)) *life {
-	base, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	l := &life{base: base, cancel: cancel, lease: lease, renew: renew, onLost: onLost, lost: make(chan struct{}),
+	l := &life{lease: lease, renew: renew, onLost: onLost, lost: make(chan struct{}),
 		endOf: func(sent time.Time) time.Time { return core.SafeEnd(sent, lease) }}
+	if renew != nil {
+		l.base, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	}
 	l.mu.Lock()
 	ttl = min(ttl, lease)
 	c, r := core.NewLife(time.Now(), core.SafeEnd(until.Add(-ttl), ttl), ttl, lease, renew != nil)
@@ -101,9 +103,7 @@ func (l *life) step(event func(*core.Life) core.Ready, inline bool) {
 	r := event(l.core)
 	switch {
 	case r.Lost:
-		l.timer.Stop()
-		l.cancel()
-		l.close()
+		l.stopLocked()
 	case !r.Wake.IsZero():
 		l.timer.Reset(time.Until(r.Wake))
 	}
@@ -183,10 +183,17 @@ func (l *life) Stop() {
 	}
 	l.mu.Lock()
 	l.core.End()
-	l.timer.Stop()
-	l.cancel()
-	l.close()
+	l.stopLocked()
 	l.mu.Unlock()
+}
+
+// stopLocked stops the timer and a renewal under way, and closes lost (l.mu held).
+func (l *life) stopLocked() {
+	l.timer.Stop()
+	if l.cancel != nil {
+		l.cancel()
+	}
+	l.close()
 }
 
 // refreshed tells the life that a renewal of the caller's own, sent at sent, was answered.
