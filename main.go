@@ -25,11 +25,15 @@ func main() {
 	defer stop()
 	err := cli.Run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	var usage cli.UsageError
+	var status cli.StatusError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 	case errors.As(err, &usage):
 		// The usage is printed already; exit 2 as command-line tools do for bad arguments.
 		os.Exit(2)
+	case errors.As(err, &status):
+		fmt.Fprintln(os.Stderr, "seckill:", err)
+		os.Exit(status.Code)
 	default:
 		fmt.Fprintln(os.Stderr, "seckill:", err)
 		os.Exit(1)

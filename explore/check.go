@@ -123,7 +123,11 @@ func sales(o Outcome) []history.Sale {
 		if r.EndMs == 0 && r.StartMs == 0 {
 			continue
 		}
-		outs = append(outs, history.Sale{Instance: fmt.Sprintf("b%d@i%d", r.Buyer, r.Instance), Kind: r.Kind,
+		who := fmt.Sprintf("b%d@i%d", r.Buyer, r.Instance)
+		if r.Buyer < len(o.Schedule.Buyers) && o.Schedule.Buyers[r.Buyer].ExplicitLease {
+			who += " (explicit lease)"
+		}
+		outs = append(outs, history.Sale{Instance: who, Kind: r.Kind,
 			Remaining: r.Remaining, Start: at(r.StartMs), End: at(r.EndMs)})
 	}
 	return outs

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"seckill/internal/history"
@@ -74,6 +75,9 @@ type Shortest struct {
 	Kind   string   `json:"kind"`
 	Buyers int      `json:"buyers"`
 	Faults []string `json:"faults"`
+	// ExplicitLeases is how many of its buyers took an explicit lease (no watchdog: a section
+	// longer than the lease outlives it, whatever the lock), as the schedule drew them.
+	ExplicitLeases int `json:"explicitLeases,omitempty"`
 	// Confirmed is how many of the confirming re-runs of the shrunk schedule failed the same way.
 	Confirmed string `json:"confirmed"`
 	Detail    string `json:"detail"`
@@ -95,6 +99,11 @@ type ModeResult struct {
 	Shortest        *Shortest `json:"shortest"`
 	ReplayFile      string    `json:"replayFile,omitempty"`
 	Timeline        string    `json:"timeline,omitempty"`
+	// Starved counts the violating trials set aside because the process stalled during them for
+	// at least 2/3 of the lease (Outcome.Starved): not violations, and never shrunk.
+	Starved int `json:"starved,omitempty"`
+	// LongestStallMs is the longest stall among the starved trials.
+	LongestStallMs float64 `json:"longestStallMs,omitempty"`
 	// Errors counts trials that could not run (not violations).
 	Errors     int     `json:"errors,omitempty"`
 	LastError  string  `json:"lastError,omitempty"`
@@ -198,6 +207,12 @@ func exploreMode(ctx context.Context, rig *Rig, mode modes.Mode, faults []string
 		}
 		res.Trials++
 		took = append(took, out.DurationMs)
+		if out.Kind() != "" && out.Starved() {
+			res.Starved++
+			res.LongestStallMs = max(res.LongestStallMs, out.StallMs)
+			tell("exploring", time.Until(deadline))
+			continue
+		}
 		for _, f := range s.Faults {
 			res.FaultsDrawn[f.Kind]++
 		}
@@ -233,7 +248,7 @@ func exploreMode(ctx context.Context, rig *Rig, mode modes.Mode, faults []string
 			return res, err
 		}
 		res.Shortest = &Shortest{Kind: sh.Kind, Buyers: len(sh.Outcome.Schedule.Buyers),
-			Faults: sh.Outcome.Schedule.FaultStrings(), Confirmed: sh.Confirmed}
+			ExplicitLeases: sh.Outcome.Schedule.explicitLeases(), Faults: sh.Outcome.Schedule.FaultStrings(), Confirmed: sh.Confirmed}
 		if v := find(sh.Outcome.Violations, sh.Kind); v != nil {
 			res.Shortest.Detail = v.Detail
 		}
@@ -302,7 +317,14 @@ func writeTimeline(path string, o Outcome) error {
 	if err != nil {
 		return fmt.Errorf("explore: %w", err)
 	}
-	_, err = history.WriteHTML(f, o.Schedule.Stock, time.Time{}, sales(o))
+	src := history.Source{Title: "seckill explore: the timeline of " + o.Mode + "'s shrunk counterexample",
+		Kind: "Counterexample", About: fmt.Sprintf("%d buyers, faults [%s]", len(o.Schedule.Buyers),
+			strings.Join(o.Schedule.FaultStrings(), "; ")), Mode: o.Mode,
+		Expect: "a buyer marked \"explicit lease\" took a lease without a watchdog"}
+	if o.Schedule.explicitLeases() == 0 {
+		src.Expect = ""
+	}
+	_, err = history.WriteHTML(f, src, o.Schedule.Stock, time.Time{}, sales(o))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -327,11 +349,14 @@ func ReadReplay(path string) (Replay, error) {
 
 // ReplayResult is what re-running a replay file found.
 type ReplayResult struct {
-	Mode       string         `json:"mode"`
-	Kind       string         `json:"kind"`
-	Reproduced int            `json:"reproduced"`
-	Of         int            `json:"of"`
-	Kinds      map[string]int `json:"kinds"`
+	Mode       string `json:"mode"`
+	Kind       string `json:"kind"`
+	Reproduced int    `json:"reproduced"`
+	Of         int    `json:"of"`
+	// Starved counts the runs that showed the kind while the process stalled for 2/3 of the
+	// lease or more (Outcome.Starved): set aside, not in Reproduced.
+	Starved int            `json:"starved,omitempty"`
+	Kinds   map[string]int `json:"kinds"`
 }
 
 // RunReplay re-runs r's schedule times times and counts the runs that show its kind again.
@@ -347,7 +372,10 @@ func RunReplay(ctx context.Context, rig *Rig, r Replay, times int) (ReplayResult
 			return res, err
 		}
 		res.Of++
-		if out.Has(r.Kind) {
+		switch {
+		case out.Has(r.Kind) && out.Starved():
+			res.Starved++
+		case out.Has(r.Kind):
 			res.Reproduced++
 		}
 		for _, v := range out.Violations {

@@ -1,11 +1,14 @@
 package explore
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,5 +231,64 @@ func TestRunRefusesAFaultTheRigCannotDraw(t *testing.T) {
 	}
 	if got := rig.Undrawable([]string{Pause, Failover}); len(got) != 1 || got[Failover] == "" {
 		t.Fatalf("Undrawable: %v", got)
+	}
+}
+
+// TestStarvedTrialsAreSetAside injects a stall far longer than the lease into every trial's
+// starvation meter: no lock's violation is then counted or shrunk, each is STARVED, and the
+// table says so with the stall; a replay's runs are set aside the same way.
+func TestStarvedTrialsAreSetAside(t *testing.T) {
+	t.Parallel()
+	rig, err := NewRig(context.Background(), RigOptions{NoSentinel: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rig.Close()
+	rig.injectStall = 20 * DefaultLease
+	rep, err := Explore(context.Background(), rig, Options{Modes: []string{"none"}, Budget: time.Second,
+		Seed: 1, Faults: []string{}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := rep.Modes[0]
+	if m.Starved == 0 || m.Violations != 0 || m.Shortest != nil {
+		t.Fatalf("none under a %s stall: %d starved, %d violations, shortest %v; want every violation starved",
+			rig.injectStall, m.Starved, m.Violations, m.Shortest)
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("none: %d violating trials STARVED", m.Starved)
+	if text := strings.Join(strings.Fields(b.String()), " "); !strings.Contains(text, want) ||
+		!strings.Contains(text, "the machine stalled 2s, over 2/3 of the 100ms lease") {
+		t.Errorf("the table does not say the trials were starved (%q):\n%s", want, b.String())
+	}
+	// a schedule of none that fails without a stall, replayed with one
+	none, err := modes.LookupMode("none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rig.injectStall = 0
+	var r Replay
+	for n := 0; r.Kind == "" && n < 20; n++ {
+		s := Draw(1, n, []string{}, DefaultLease)
+		out, err := rig.Run(context.Background(), none, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = Replay{Mode: "none", Kind: out.Kind(), Schedule: s}
+	}
+	if r.Kind == "" {
+		t.Fatal("none: no violation in 20 trials without a stall")
+	}
+	rig.injectStall = 20 * DefaultLease
+	got, err := RunReplay(context.Background(), rig, r, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Reproduced != 0 || got.Starved == 0 {
+		t.Errorf("a replay of %s under a stall: reproduced %d, starved %d of %d runs; want every showing set aside",
+			r.Kind, got.Reproduced, got.Starved, got.Of)
 	}
 }

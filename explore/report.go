@@ -8,6 +8,9 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
+
+	"seckill/internal/stall"
 )
 
 // WriteJSON writes the report as one JSON object.
@@ -48,16 +51,19 @@ func WriteTable(w io.Writer, rep Report) error {
 	writeWrapped(&b, narrow, rows)
 	sep := "\n" // a blank line between the table and what follows it
 	for _, m := range rep.Modes {
-		if m.Errors > 0 || m.ReplayFile != "" {
+		if m.Errors > 0 || m.ReplayFile != "" || m.Starved > 0 {
 			b.WriteString(sep)
 			sep = ""
 		}
 		if m.Errors > 0 {
 			b.WriteString(wrap(fmt.Sprintf("%s: %d trials could not run; last: %s", m.Mode, m.Errors, m.LastError)))
 		}
+		if m.Starved > 0 {
+			b.WriteString(wrap(m.starvedLine(rep.LeaseMs)))
+		}
 		if m.ReplayFile != "" {
 			b.WriteString(wrap(fmt.Sprintf("%s: %s", m.Mode, m.Shortest.Detail)))
-			fmt.Fprintf(&b, "  replay: seckill explore --replay %s\n  timeline: %s\n", m.ReplayFile, m.Timeline)
+			fmt.Fprintf(&b, "  replay: %s\n  timeline: %s\n", ReplayCommand(m.ReplayFile), m.Timeline)
 		}
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
@@ -89,8 +95,11 @@ func WriteWideTable(w io.Writer, rep Report) error {
 		if m.Errors > 0 {
 			fmt.Fprintf(&b, "%s: %d trials could not run; last: %s\n", m.Mode, m.Errors, m.LastError)
 		}
+		if m.Starved > 0 {
+			fmt.Fprintln(&b, m.starvedLine(rep.LeaseMs))
+		}
 		if m.ReplayFile != "" {
-			fmt.Fprintf(&b, "%s: %s — replay: seckill explore --replay %s (timeline %s)\n", m.Mode, m.Shortest.Detail, m.ReplayFile, m.Timeline)
+			fmt.Fprintf(&b, "%s: %s — replay: %s (timeline %s)\n", m.Mode, m.Shortest.Detail, ReplayCommand(m.ReplayFile), m.Timeline)
 		}
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
@@ -243,13 +252,34 @@ func wrap(s string) string {
 
 func runes(s string) int { return len([]rune(s)) }
 
-// line is the counterexample in one line.
+// ReplayCommand is the command that re-runs a replay file, as every page runs seckill.
+func ReplayCommand(file string) string { return "go run . explore --replay " + file }
+
+// starvedLine says how many violating trials of m were set aside as STARVED, and the longest
+// stall among them against the lease.
+func (m ModeResult) starvedLine(leaseMs int64) string {
+	stalled := time.Duration(m.LongestStallMs * float64(time.Millisecond))
+	return fmt.Sprintf("%s: %d violating trials STARVED, set aside (not counted, not shrunk): %s", m.Mode, m.Starved,
+		stall.Why(stalled, time.Duration(leaseMs)*time.Millisecond))
+}
+
+// line is the counterexample in one line; a buyer with an explicit lease (no watchdog) is
+// named, since it fails any lock whose section outlives the lease.
 func (s *Shortest) line() string {
 	f := "no fault"
 	if len(s.Faults) > 0 {
 		f = strings.Join(s.Faults, "; ")
 	}
-	return fmt.Sprintf("%s: %d buyers, %s", s.Kind, s.Buyers, f)
+	return fmt.Sprintf("%s: %d buyers%s, %s", s.Kind, s.Buyers, s.LeaseNote(), f)
+}
+
+// LeaseNote is " (N with an explicit lease)" after the buyers of a counterexample some of whose
+// buyers took an explicit lease, "" otherwise.
+func (s *Shortest) LeaseNote() string {
+	if s.ExplicitLeases == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d with an explicit lease)", s.ExplicitLeases)
 }
 
 // counts writes a count map in the order of keys, then any other key.

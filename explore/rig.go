@@ -59,6 +59,8 @@ type Rig struct {
 	// spare is a second Sentinel topology started in the background, ready to replace the one
 	// a failover used up (starting one takes about two seconds of waiting).
 	spare chan spareTopo
+	// injectStall is added to every trial's measured stall: a test's deterministic starvation.
+	injectStall time.Duration
 }
 
 type spareTopo struct {

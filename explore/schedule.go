@@ -248,4 +248,15 @@ func (s Schedule) withoutFault(i int) Schedule {
 }
 
 // size orders schedules for the shrinker and the report: faults, then buyers.
+// explicitLeases counts the buyers with an explicit lease.
+func (s Schedule) explicitLeases() int {
+	n := 0
+	for _, b := range s.Buyers {
+		if b.ExplicitLease {
+			n++
+		}
+	}
+	return n
+}
+
 func (s Schedule) size() int { return 10*len(s.Faults) + len(s.Buyers) }

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/modes"
+	"seckill/internal/stall"
 	"seckill/lab/fault"
 	"seckill/store"
 
@@ -73,7 +74,19 @@ type Outcome struct {
 	Final      int64       `json:"finalStock"`
 	Violations []Violation `json:"violations,omitempty"`
 	DurationMs float64     `json:"durationMs"`
+	// StallMs is the longest the process stalled during the trial (internal/stall).
+	StallMs float64 `json:"stallMs"`
 }
+
+// Starved reports whether the trial's stall could explain what it showed: at least 2/3 of the
+// lease (stall.Explains). A violation of a starved trial says more about the machine than about
+// the lock, so it is set aside rather than counted.
+func (o Outcome) Starved() bool {
+	return stall.Explains(time.Duration(o.StallMs*float64(time.Millisecond)), o.Schedule.lease())
+}
+
+// Stall is the trial's longest stall.
+func (o Outcome) Stall() time.Duration { return time.Duration(o.StallMs * float64(time.Millisecond)) }
 
 // trial is one run of a schedule.
 type trial struct {
@@ -126,6 +139,8 @@ func (r *Rig) Run(ctx context.Context, mode modes.Mode, s Schedule) (Outcome, er
 	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	t.origin = time.Now()
+	meter := stall.Start()
+	meter.Inject(r.injectStall)
 	recs := make([]Record, len(s.Buyers))
 	var wg sync.WaitGroup
 	for i := range s.Buyers {
@@ -144,7 +159,9 @@ func (r *Rig) Run(ctx context.Context, mode modes.Mode, s Schedule) (Outcome, er
 	wg.Wait()
 	stop()
 	nwg.Wait()
-	out := Outcome{Mode: mode.Name, Schedule: s, Records: recs, Events: t.events}
+	stalled := meter.Stop()
+	out := Outcome{Mode: mode.Name, Schedule: s, Records: recs, Events: t.events,
+		StallMs: float64(stalled.Microseconds()) / 1000}
 	final, err := t.st.Stock(ctx, sku)
 	if err != nil {
 		return out, fmt.Errorf("explore: read the stock back: %w", err)

@@ -3,7 +3,9 @@
 // instance id over the shared Redis clients) and many concurrent in-process buyers, injects the
 // faults its row needs, and then judges what Redis recorded and what the buyers saw:
 // REPRODUCED when an unsafe mode showed its anomaly, HELD when a safe mode showed none, and
-// UNEXPECTED otherwise. Nothing is faked: every figure is read back from Redis or from the
+// UNEXPECTED otherwise; STARVED when the process stalled long enough during the row to explain
+// whatever it showed (internal/stall), so that a slow machine neither fails nor passes a row.
+// Nothing is faked: every figure is read back from Redis or from the
 // answers of service.Sale.
 //
 // Each scenario works on its own SKU ("lab-<name>"), so the lab never touches the service's
@@ -25,6 +27,7 @@ import (
 	"github.com/seckill-lab/seckill/lock"
 
 	"seckill/internal/modes"
+	"seckill/internal/stall"
 	"seckill/lab/fault"
 	"seckill/service"
 	"seckill/store"
@@ -35,6 +38,11 @@ const (
 	Reproduced = "REPRODUCED"
 	Held       = "HELD"
 	Unexpected = "UNEXPECTED"
+	// Starved: the process stalled during the row for at least 2/3 of the row's lease
+	// (stall.Explains), long enough to explain what the row showed, whatever it showed; the
+	// reason names the stall and what the checks said. Neither a pass nor a failure: run the
+	// row again on a quieter machine.
+	Starved = "STARVED"
 	// Skipped: the scenario needs something this machine lacks (redis-sentinel for row 12); it
 	// is not a failure, and the reason says what to install.
 	Skipped = "SKIPPED"
@@ -144,8 +152,12 @@ type Result struct {
 	HistoryURL string `json:"historyUrl,omitempty"`
 	// Timeline is every sale of the main SKU as its buyer saw it, for the dashboard's drawing.
 	Timeline []Span `json:"timeline,omitempty"`
-	// Reason explains an UNEXPECTED verdict: the failed checks or the error.
-	Reason     string  `json:"reason,omitempty"`
+	// Reason explains an UNEXPECTED, STARVED or SKIPPED verdict: the failed checks, the stall or
+	// the error.
+	Reason string `json:"reason,omitempty"`
+	// StallMs is the longest the process stalled during the row (internal/stall): how late a
+	// goroutine that wakes every few milliseconds woke.
+	StallMs    float64 `json:"stallMs"`
 	LeaseMs    int64   `json:"leaseMs"`
 	DurationMs float64 `json:"durationMs"`
 	// FinishedAt is when the run ended (UTC).
@@ -184,6 +196,10 @@ type Runner struct {
 	// same): `seckill lab` without --history-dir, which must leave no file behind that nobody
 	// asked for and nobody removes.
 	NoHistoryFiles bool
+
+	// injectStall is added to every row's measured stall: a test's deterministic starvation
+	// (export_test.go).
+	injectStall time.Duration
 }
 
 func (r *Runner) lease() time.Duration {
@@ -251,6 +267,8 @@ func (r *Runner) run(ctx context.Context, sc Scenario) (_ Result, page []byte) {
 		res.Reason = fmt.Sprintf("lock mode %s is not available in this build: %v", sc.Mode, err)
 		return res, nil
 	}
+	meter := stall.Start()
+	meter.Inject(r.injectStall)
 	// The faults act through a hook on the clients (once per client, however often Run runs).
 	fault.Install(append([]redis.UniversalClient{r.Data}, r.Masters...)...)
 	// Bounded: the longest scenario takes about a dozen leases.
@@ -270,6 +288,8 @@ func (r *Runner) run(ctx context.Context, sc Scenario) (_ Result, page []byte) {
 		e.checkHistory()
 	}
 	res.DurationMs = float64(time.Since(start).Microseconds()) / 1000
+	stalled := meter.Stop()
+	res.StallMs = float64(stalled.Microseconds()) / 1000
 	switch {
 	case errors.Is(err, ErrSkipped):
 		res.Verdict, res.Reason = Skipped, err.Error()
@@ -294,7 +314,23 @@ func (r *Runner) run(ctx context.Context, sc Scenario) (_ Result, page []byte) {
 			res.Verdict = Reproduced
 		}
 	}
+	starve(&res, stalled, lease)
 	return res, e.keptPage
+}
+
+// starve turns a verdict the stall could explain into STARVED: a row judged while the process
+// stalled for 2/3 of its lease or more may have failed because of the stall (a renewal missed,
+// a timing bent) or passed because of it (an overlap the stall made, not the lock). The reason
+// keeps what the checks said.
+func starve(res *Result, stalled, lease time.Duration) {
+	if res.Verdict == Skipped || res.Verdict == Starved || !stall.Explains(stalled, lease) {
+		return
+	}
+	said := res.Verdict
+	if res.Reason != "" {
+		said += ": " + res.Reason
+	}
+	res.Verdict, res.Reason = Starved, stall.Why(stalled, lease)+"; the checks said "+said
 }
 
 // Outcome is what one buyer saw.

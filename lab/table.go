@@ -10,14 +10,14 @@ import (
 
 // WriteTable prints results as an aligned table that fits 120 columns, then, for each row that
 // reproduced its bug or went wrong, what broke (wrapped to 120 columns), then the reason of every
-// UNEXPECTED or SKIPPED verdict. SOLD is sold/initial stock; HISTORY is the client-side verdict: whether the
-// sales the buyers recorded are linearizable ("lin."), or not ("NOT lin.").
+// UNEXPECTED, STARVED or SKIPPED verdict. A legend line under the table says what the columns
+// count (Legend).
 func WriteTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tSCENARIO\tMODE\tSOLD\tLOST\tOVERSOLD\tOVERLAPS\tHISTORY\tTIME\tVERDICT")
+	fmt.Fprintln(tw, "#\tSCENARIO\tMODE\tSOLD\tLOST\tOVERSOLD\tOVERLAPS\tSTALE\tHISTORY\tTIME\tVERDICT")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%s\t%.1fs\t%s\n",
-			r.Row, r.Name, r.Mode, r.Sold, r.Initial, r.Lost, r.Oversold, r.Overlaps,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%d\t%s\t%.1fs\t%s\n",
+			r.Row, r.Name, r.Mode, r.Sold, r.Initial, r.Lost, r.Oversold, r.Overlaps, r.StaleRejected,
 			historyTiny(r.History), r.DurationMs/1000, r.Verdict)
 	}
 	if err := tw.Flush(); err != nil {
@@ -25,6 +25,13 @@ func WriteTable(w io.Writer, results []Result) error {
 	}
 	return writeTold(w, results)
 }
+
+// Legend says what the table's columns count, printed under it.
+const Legend = "SOLD: orders recorded/initial stock (30/10: 30 orders for 10 units, oversold). " +
+	"OVERLAPS: sales that entered the read-check-write while another was inside. " +
+	"STALE: writes the fencing token rejected (why fenced can overlap and lose nothing). " +
+	"HISTORY: the buyers' answers, linearizable (lin.) or not. " +
+	"STARVED: the machine stalled for 2/3 of the row's lease or more; rerun it."
 
 // WriteWideTable prints every column: the table of WriteTable plus the source of each step, what
 // the row expects, and the foreign unlocks, deadlocks, stale writes rejected by the fence and
@@ -49,18 +56,16 @@ func WriteWideTable(w io.Writer, results []Result) error {
 // got crashed") never stands there: it says what was checked, not what broke.
 func writeTold(w io.Writer, results []Result) error {
 	var b strings.Builder
+	b.WriteString(wrapLine(Legend) + "\n")
 	for _, r := range results {
 		if line, ok := told(r); ok {
 			b.WriteString(wrapLine(line) + "\n")
 		}
 	}
 	for _, r := range results {
-		if r.Verdict == Unexpected || r.Verdict == Skipped {
+		if r.Verdict == Unexpected || r.Verdict == Starved || r.Verdict == Skipped {
 			b.WriteString("\n" + fitLine(fmt.Sprintf("%s: %s: %s", r.Name, r.Verdict, r.Reason)) + "\n")
 		}
-	}
-	if b.Len() == 0 {
-		return nil
 	}
 	if _, err := io.WriteString(w, "\n"+b.String()); err != nil {
 		return fmt.Errorf("lab: write table: %w", err)
@@ -168,14 +173,25 @@ func WriteJSON(w io.Writer, results []Result) error {
 	return nil
 }
 
-// AnyUnexpected reports whether some result is UNEXPECTED (a SKIPPED one is not).
+// AnyUnexpected reports whether some result is UNEXPECTED (a SKIPPED or STARVED one is not).
 func AnyUnexpected(results []Result) bool {
 	for _, r := range results {
-		if r.Verdict != Reproduced && r.Verdict != Held && r.Verdict != Skipped {
+		if r.Verdict != Reproduced && r.Verdict != Held && r.Verdict != Skipped && r.Verdict != Starved {
 			return true
 		}
 	}
 	return false
+}
+
+// CountStarved counts the STARVED results: rows the machine's stalls left undecided.
+func CountStarved(results []Result) int {
+	n := 0
+	for _, r := range results {
+		if r.Verdict == Starved {
+			n++
+		}
+	}
+	return n
 }
 
 func yesNo(b bool) string {

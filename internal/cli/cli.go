@@ -33,6 +33,16 @@ type UsageError struct{ err error }
 func (e UsageError) Error() string { return e.err.Error() }
 func (e UsageError) Unwrap() error { return e.err }
 
+// StatusError is a result that asks for an exit status of its own (Code), such as `seckill lab`'s
+// 3 when some rows were STARVED and none UNEXPECTED.
+type StatusError struct {
+	Code int
+	Err  error
+}
+
+func (e StatusError) Error() string { return e.Err.Error() }
+func (e StatusError) Unwrap() error { return e.Err }
+
 // Run parses the command line and runs the command:
 //
 //	seckill [--config FILE] [serve|lab|bench|explore|simulate|load|help] [--config FILE] [command flags]

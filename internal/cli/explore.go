@@ -126,8 +126,11 @@ func runExplore(ctx context.Context, e exploreFlags, stdout, stderr io.Writer) e
 		case "done":
 			line := "no violation"
 			if s := p.Result.Shortest; s != nil {
-				line = fmt.Sprintf("shortest %s with %d buyers, faults [%s], failed %s re-runs",
-					s.Kind, s.Buyers, strings.Join(s.Faults, "; "), s.Confirmed)
+				line = fmt.Sprintf("shortest %s with %d buyers%s, faults [%s], failed %s re-runs",
+					s.Kind, s.Buyers, s.LeaseNote(), strings.Join(s.Faults, "; "), s.Confirmed)
+			}
+			if p.Result.Starved > 0 {
+				line += fmt.Sprintf("; %d STARVED", p.Result.Starved)
 			}
 			fmt.Fprintf(stderr, "%-13s done: %d trials, %d violations; %s\n", p.Mode, p.Trials, p.Violations, line)
 		}
@@ -160,7 +163,11 @@ func runReplay(ctx context.Context, rig *explore.Rig, r explore.Replay, e explor
 		}
 		fmt.Fprintln(stdout, string(b))
 	} else {
-		fmt.Fprintf(stdout, "%s: %s reproduced in %d of %d runs\n", r.Mode, r.Kind, res.Reproduced, res.Of)
+		starved := ""
+		if res.Starved > 0 {
+			starved = fmt.Sprintf(" (%d more STARVED: shown while the machine stalled, not counted)", res.Starved)
+		}
+		fmt.Fprintf(stdout, "%s: %s reproduced in %d of %d runs%s\n", r.Mode, r.Kind, res.Reproduced, res.Of, starved)
 	}
 	if res.Reproduced == 0 {
 		return errNotReproduced

@@ -21,6 +21,13 @@ import (
 // errUnexpected makes `seckill lab` exit with status 1.
 var errUnexpected = errors.New("lab: some verdicts are UNEXPECTED")
 
+// errStarved makes `seckill lab` exit with status 3 (exitStarved) when some rows were STARVED
+// and none UNEXPECTED: the machine, not a lock, left them undecided.
+var errStarved = errors.New("lab: some verdicts are STARVED: the machine stalled; run those rows again on a quieter machine")
+
+// exitStarved is the exit status of a lab run whose only undecided rows were STARVED.
+const exitStarved = 3
+
 // labFlags are the flags of `seckill lab`.
 type labFlags struct {
 	scenarios []string
@@ -106,7 +113,8 @@ func runLab(ctx context.Context, cfg config.Config, opt labFlags, stdout, stderr
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "lab: %d scenarios in %.1fs\n", len(results), time.Since(start).Seconds())
+	starved := lab.CountStarved(results)
+	fmt.Fprintf(stderr, "lab: %d scenarios in %.1fs, %d STARVED\n", len(results), time.Since(start).Seconds(), starved)
 	if opt.json {
 		err = lab.WriteJSON(stdout, results)
 	} else if opt.wide {
@@ -120,8 +128,11 @@ func runLab(ctx context.Context, cfg config.Config, opt labFlags, stdout, stderr
 	if err != nil {
 		return err
 	}
-	if lab.AnyUnexpected(results) {
+	switch {
+	case lab.AnyUnexpected(results):
 		return errUnexpected
+	case starved > 0:
+		return StatusError{Code: exitStarved, Err: errStarved}
 	}
 	return nil
 }

@@ -293,8 +293,8 @@ func Verdict(initial int64, origin time.Time, outs []Sale) string {
 }
 
 // WriteHTML writes porcupine's visualisation of the whole history to w, whatever its
-// verdict (the lab's timeline of one run), and returns the verdict.
-func WriteHTML(w io.Writer, initial int64, origin time.Time, outs []Sale) (string, error) {
+// verdict (the lab's timeline of one run), under src's title and header, and returns the verdict.
+func WriteHTML(w io.Writer, src Source, initial int64, origin time.Time, outs []Sale) (string, error) {
 	model := modelFrom(initial)
 	res, info := porcupine.CheckOperationsVerbose(model, historyOps(origin, outs), historyTimeout)
 	verdict := NotLinearizable
@@ -304,7 +304,11 @@ func WriteHTML(w io.Writer, initial int64, origin time.Time, outs []Sale) (strin
 	case porcupine.Unknown:
 		verdict = Timeout
 	}
-	if err := porcupine.Visualize(model, info, w); err != nil {
+	var buf bytes.Buffer
+	if err := porcupine.Visualize(model, info, &buf); err != nil {
+		return verdict, fmt.Errorf("history: visualisation: %w", err)
+	}
+	if _, err := w.Write(withHeader(buf.Bytes(), src, len(outs), len(outs))); err != nil {
 		return verdict, fmt.Errorf("history: visualisation: %w", err)
 	}
 	return verdict, nil
