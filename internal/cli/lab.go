@@ -54,7 +54,7 @@ func (l *labFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&l.details, "details", false, "after the table, print every check behind each verdict")
 	fs.BoolVar(&l.noOutages, "no-outages", false, "skip the phases that stop a master (on Redis servers the lab starts itself)")
 	fs.BoolVar(&l.verbose, "verbose", false, "log what the simulated instances log (crashes, lost locks) to stderr")
-	fs.StringVar(&l.history, "history-dir", "", "where to write the drawing of a history that is not linearizable (default: none is written)")
+	fs.StringVar(&l.history, "history-dir", "", "where to write the drawing of a history that is not linearizable, created when missing (default: none is written)")
 	fs.DurationVar(&l.lease, "lease", 300*time.Millisecond, "the lab's lease; every timing of a scenario is a multiple of it")
 }
 

@@ -46,7 +46,7 @@ func (l *loadFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.query, "query", "", "extra sale parameters, e.g. workMs=5 (the lab's faults need lab.enabled)")
 	fs.Int64Var(&l.stock, "stock", 0, "restock the SKU to this many units first (POST /inventory/restock; needs --admin-token when the service has one); 0: use the stock as it is")
 	fs.StringVar(&l.adminToken, "admin-token", "", "the service's server.adminToken, for --stock")
-	fs.StringVar(&l.historyDir, "history-dir", "", "where to write the visualisation of a history that is not linearizable (default: none is written)")
+	fs.StringVar(&l.historyDir, "history-dir", "", "where to write the visualisation of a history that is not linearizable, created when missing (default: none is written)")
 }
 
 // runLoad reads the stock, fires the sales, and prints the answers and the history's verdict:

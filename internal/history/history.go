@@ -217,10 +217,13 @@ func Page(src Source, initial int64, origin time.Time, outs []Sale) (verdict str
 }
 
 // WriteFile writes a history's page to a new file seckill-history-NAME-*.html in dir (the
-// OS temp dir when empty) and returns its name.
+// OS temp dir when empty; created when missing) and returns its name.
 func WriteFile(dir, name string, page []byte) (string, error) {
 	if dir == "" {
 		dir = os.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("history: visualisation: %w", err)
 	}
 	f, err := os.CreateTemp(dir, "seckill-history-"+name+"-*.html")
 	if err != nil {

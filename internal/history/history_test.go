@@ -2,6 +2,7 @@ package history_test
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -137,5 +138,17 @@ func TestHistoryPageOfALoadRun(t *testing.T) {
 		if strings.Contains(page, bad) {
 			t.Errorf("the history page's header has %q, an empty scenario's", bad)
 		}
+	}
+}
+
+// TestWriteFileCreatesItsDirectory: --history-dir names a directory that need not exist yet.
+func TestWriteFileCreatesItsDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "drawings", "load")
+	file, err := history.WriteFile(dir, "load-none", []byte("<html></html>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(file) != dir {
+		t.Fatalf("written to %s, want into %s", file, dir)
 	}
 }
