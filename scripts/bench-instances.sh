@@ -41,7 +41,7 @@ printf 'bench-instances: run dir %s; %s instances behind nginx on %s\n' "$RUN_DI
 tb_up
 modes="${MODES// /,}"
 out="$RUN_DIR/bench.json"
-"$RUN_DIR/seckill" bench --url "$URL" --modes "$modes" --concurrency "$CONCURRENCY" \
+"$RUN_DIR/seckill" bench --url "$URL" --modes "$modes" --concurrency "$CONCURRENCY" --report-only \
 	--duration "${DURATION}s" --warmup "${WARMUP}s" --wait "$LOCK_WAIT" --json >"$out" ||
 	die "seckill bench --url failed"
 [[ -z "$JSON" ]] || cp "$out" "$JSON"

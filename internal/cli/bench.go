@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,7 +25,12 @@ type benchFlags struct {
 	from       string
 	url        string
 	adminToken string
+	reportOnly bool
 }
+
+// errTargetsFailed makes `seckill bench` exit 1 when a target of the run FAILs, unless
+// --report-only.
+var errTargetsFailed = errors.New("bench: some targets FAIL")
 
 func (b *benchFlags) register(fs *flag.FlagSet) {
 	b.opt.Concurrency = bench.DefaultConcurrency
@@ -70,7 +76,8 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.url, "url", "", "bench over HTTP: fire the sales at this running service (nginx in front of several instances) instead of starting Redis; --modes lists lock modes (default lua,fair)")
 	fs.StringVar(&b.adminToken, "admin-token", "", "with --url: sent as X-Admin-Token with the stock reset")
 	fs.BoolVar(&b.json, "json", false, "print the report as JSON instead of a table")
-	fs.StringVar(&b.html, "html", "", "also draw the report as a self-contained HTML page in this file (sales/s against the peers, each mode's waits as a CDF, sales per buyer)")
+	fs.StringVar(&b.html, "html", "", "also draw the report as a self-contained HTML page in this file (sales/s against the peers, each mode's waits as a CDF, sales per buyer); a bare name goes into $TMPDIR/seckill-bench")
+	fs.BoolVar(&b.reportOnly, "report-only", false, "exit 0 even when a target FAILs (by default a FAIL target makes the run exit 1)")
 	fs.BoolVar(&b.opt.Embedded, "embedded", false, "use in-process Redis servers even when redis-server is installed")
 }
 
@@ -81,6 +88,10 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 // the dashboard's /bench page draws.
 func runBench(ctx context.Context, b benchFlags, getenv func(string) string, stdout, stderr io.Writer) error {
 	if b.html != "" {
+		var err error
+		if b.html, err = htmlPath(b.html, os.TempDir()); err != nil {
+			return err
+		}
 		// Refused before minutes of measuring, not after.
 		if st, err := os.Stat(filepath.Dir(b.html)); err != nil || !st.IsDir() {
 			return fmt.Errorf("bench: --html %s: its directory %s does not exist", b.html, filepath.Dir(b.html))
@@ -92,6 +103,8 @@ func runBench(ctx context.Context, b benchFlags, getenv func(string) string, std
 			return fmt.Errorf("bench: --from: %w", err)
 		}
 		b.from = "" // not kept again as the last run
+		// a report read back is looked at, not judged again: its FAIL targets exit 0
+		b.reportOnly = true
 		return writeBench(rep, b, func(string) string { return "" }, stdout, stderr)
 	}
 	opt := b.opt
@@ -145,5 +158,36 @@ func writeBench(rep bench.Report, b benchFlags, getenv func(string) string, stdo
 			fmt.Fprintf(stderr, "bench: kept as the last run in %s (the dashboard draws it at /bench)\n", p)
 		}
 	}
-	return nil
+	if b.reportOnly {
+		return nil
+	}
+	return failedTargets(rep)
+}
+
+// failedTargets is errTargetsFailed, naming them, when some target of rep FAILs.
+func failedTargets(rep bench.Report) error {
+	var failed []string
+	for _, t := range rep.Targets {
+		if !t.Pass {
+			failed = append(failed, t.Name)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s (--report-only exits 0)", errTargetsFailed, strings.Join(failed, "; "))
+}
+
+// htmlPath is where --html NAME draws: a bare file name goes into tmp/seckill-bench (made when
+// missing), so a run never writes into the directory it was started from (the repository) unless
+// told so ("./bench.html"); any other path is written where it says.
+func htmlPath(name, tmp string) (string, error) {
+	if strings.ContainsRune(name, filepath.Separator) || filepath.Dir(name) != "." {
+		return name, nil
+	}
+	dir := filepath.Join(tmp, "seckill-bench")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("bench: --html: %w", err)
+	}
+	return filepath.Join(dir, name), nil
 }

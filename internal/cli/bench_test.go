@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,12 +20,16 @@ func TestBenchCommandJSON(t *testing.T) {
 	var out, errOut bytes.Buffer
 	err := Run(context.Background(), []string{"bench", "--duration", "300ms", "--warmup", "50ms", "--rounds", "1",
 		"--concurrency", "1,2", "--modes", "atomic,lua", "--json"}, func(string) string { return "" }, &out, &errOut)
-	if err != nil {
+	if err != nil && !errors.Is(err, errTargetsFailed) {
 		t.Fatalf("seckill bench: %v\n%s", err, errOut.String())
 	}
 	var rep bench.Report
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out.String())
+	}
+	// the exit status follows the targets: an error exactly when one FAILs
+	if failed := failedTargets(rep); (err != nil) != (failed != nil) {
+		t.Errorf("bench returned %v with targets %+v", err, rep.Targets)
 	}
 	if len(rep.Cells) != 4 || rep.Cells[0].Strategy != "lua" || rep.Cells[3].Strategy != "atomic" || rep.Cells[3].Buyers != 2 {
 		t.Fatalf("want lua then atomic at 1 and 2 buyers, got %+v", rep.Cells)
@@ -59,7 +64,7 @@ func TestBenchCommandInstances(t *testing.T) {
 	t.Parallel()
 	var out, errOut bytes.Buffer
 	err := Run(context.Background(), []string{"bench", "--duration", "300ms", "--warmup", "50ms", "--rounds", "1",
-		"--concurrency", "4", "--instances", "1,2", "--modes", "lua,redislock-1ms", "--json"}, func(string) string { return "" }, &out, &errOut)
+		"--concurrency", "4", "--instances", "1,2", "--modes", "lua,redislock-1ms", "--json", "--report-only"}, func(string) string { return "" }, &out, &errOut)
 	if err != nil {
 		t.Fatalf("seckill bench: %v\n%s", err, errOut.String())
 	}
@@ -113,5 +118,42 @@ func TestBenchCommandHTML(t *testing.T) {
 	err = Run(context.Background(), []string{"bench", "--html", filepath.Join(dir, "missing", "b.html")}, env, &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), "does not exist") || time.Since(start) > 5*time.Second {
 		t.Errorf("--html into a missing directory: %v after %s", err, time.Since(start))
+	}
+}
+
+// TestBenchHTMLBareNameGoesToTemp: --html NAME never writes into the directory the run was
+// started from (the repository); a path with a directory is kept as given.
+func TestBenchHTMLBareNameGoesToTemp(t *testing.T) {
+	tmp := t.TempDir()
+	got, err := htmlPath("bench.html", tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(tmp, "seckill-bench", "bench.html"); got != want {
+		t.Errorf("htmlPath(bench.html) = %s, want %s", got, want)
+	}
+	if st, err := os.Stat(filepath.Dir(got)); err != nil || !st.IsDir() {
+		t.Errorf("its directory was not made: %v", err)
+	}
+	for _, p := range []string{"./bench.html", filepath.Join(tmp, "x", "b.html")} {
+		if got, err := htmlPath(p, tmp); err != nil || got != p {
+			t.Errorf("htmlPath(%s) = %s, %v; want it as given", p, got, err)
+		}
+	}
+}
+
+// TestBenchFailTargetExitsNonZero: a FAIL target is an error (exit 1) naming it, a run whose
+// targets all pass is not.
+func TestBenchFailTargetExitsNonZero(t *testing.T) {
+	rep := bench.Report{Targets: []benchreport.Target{{Name: "lua ÷ redsync sales/s at 50", Pass: true},
+		{Name: "fair p99 at 50", Pass: false}}}
+	err := failedTargets(rep)
+	if !errors.Is(err, errTargetsFailed) || !strings.Contains(err.Error(), "fair p99 at 50") ||
+		strings.Contains(err.Error(), "lua ÷") {
+		t.Errorf("failedTargets = %v; want errTargetsFailed naming the failed target only", err)
+	}
+	rep.Targets[1].Pass = true
+	if err := failedTargets(rep); err != nil {
+		t.Errorf("all targets pass: %v", err)
 	}
 }
