@@ -164,7 +164,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, lab Lab) (*Ap
 			return nil, fmt.Errorf("app: initialise %s on %s: %w", sku, DataName(cfg), err)
 		}
 		if created {
-			log.Warn("a fresh SKU: created its stock from inventory.stock", "sku", sku, "stock", cfg.Inventory.Stock)
+			// expected on a fresh Redis (the in-process one, every start): not a warning
+			log.Info("a fresh SKU: created its stock from inventory.stock", "sku", sku, "stock", cfg.Inventory.Stock)
 		}
 	}
 	a.Service = service.New(st, a.Locks, Settings(cfg), pingers, log)

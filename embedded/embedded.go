@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -85,8 +86,11 @@ func Start(policy, why string, addrs []string, password string, log *slog.Logger
 		}
 		s.servers = append(s.servers, m)
 		s.Addrs = append(s.Addrs, addr)
-		log.Warn("started an in-process redis (miniredis): in-memory, not durable; everything it holds is lost when this process ends",
-			"addr", addr, "redis.embedded", policy)
+	}
+	if len(s.Addrs) > 0 {
+		// One line for all of them: the data Redis and the masters are one decision.
+		log.Warn("started in-process redis (miniredis): in-memory, not durable; everything it holds is lost when this process ends",
+			"addrs", strings.Join(s.Addrs, ","), "redis.embedded", policy)
 	}
 	return s, nil
 }

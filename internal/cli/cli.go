@@ -196,8 +196,12 @@ func help(stdout, stderr io.Writer, args []string) error {
 
 func printUsage(w io.Writer) {
 	fmt.Fprintf(w, "usage: seckill [--config FILE] [command] [flags]\n\ncommands:\n")
+	width := 0 // the longest name: every description starts in one column
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.about)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.about)
 	}
 	fmt.Fprintf(w, "\nglobal flags (before or after the command):\n")
 	global := newFlagSet("seckill", w)

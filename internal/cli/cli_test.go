@@ -147,3 +147,25 @@ func commandHelps() [][]string {
 	}
 	return out
 }
+
+// TestUsageColumnsAlign: every command's description starts in the same column, the longest
+// name's included.
+func TestUsageColumnsAlign(t *testing.T) {
+	var b strings.Builder
+	printUsage(&b)
+	_, list, _ := strings.Cut(b.String(), "commands:\n")
+	list, _, _ = strings.Cut(list, "\n\n")
+	col := -1
+	for _, l := range strings.Split(list, "\n") {
+		name := strings.Fields(l)[0]
+		at := strings.Index(l, name) + len(name)
+		at += len(l[at:]) - len(strings.TrimLeft(l[at:], " "))
+		if col >= 0 && at != col {
+			t.Errorf("%q: its description starts at column %d, the others at %d:\n%s", name, at, col, list)
+		}
+		col = at
+	}
+	if col < 0 {
+		t.Fatalf("no commands in the usage:\n%s", b.String())
+	}
+}
