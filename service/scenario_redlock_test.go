@@ -230,9 +230,30 @@ func TestScenarioRedlockOneOfThreeDownSellsTwoDownSellsNothing(t *testing.T) {
 	rlCheckClean(t, f, stock, 60)
 }
 
+// rlWaitInside waits until a buyer of f's SKU is inside its read-check-write (it holds the
+// lock): the event a rival or a fault must come after, on a machine of any speed.
+func rlWaitInside(t *testing.T, f *apptest.Fixture) {
+	t.Helper()
+	inside := store.KeysFor(f.Cfg.Inventory.Key).InSection
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		n, err := f.RDB.ZCard(t.Context(), inside).Result()
+		if err != nil {
+			t.Fatalf("ZCARD %s: %v", inside, err)
+		}
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no buyer got inside within 10s")
+		}
+	}
+}
+
 func TestScenarioRedlockRenewalThenLostWhenMajorityGone(t *testing.T) {
 	t.Parallel()
-	const lease = 300 * time.Millisecond
+	// A renewal every lease/3 must survive the stalls of a busy 2-core machine running the
+	// whole suite: a lease of 600 ms leaves 400 ms between two renewals.
+	const lease = 600 * time.Millisecond
 	f := rlApp(t, 3, lease, lease)
 	rlReset(t, f, 10)
 
@@ -248,7 +269,7 @@ func TestScenarioRedlockRenewalThenLostWhenMajorityGone(t *testing.T) {
 		statusc <- status
 		done <- body
 	}()
-	time.Sleep(lease / 2)
+	rlWaitInside(t, f) // the long sale holds the lock, whatever the machine's speed
 	var rival handler.SaleBody
 	if status, err := rlDo(f, http.MethodPost, "/inventory/sale?lock=redlock", &rival); err != nil || status != http.StatusServiceUnavailable {
 		t.Fatalf("rival during the long sale: status %d (%s), %v; want 503 (lock held)", status, rival.Error, err)
@@ -262,9 +283,18 @@ func TestScenarioRedlockRenewalThenLostWhenMajorityGone(t *testing.T) {
 
 	// Two masters die while a holder is inside: its renewal cannot reach a majority, Lost
 	// closes and the holder does not write.
-	time.AfterFunc(lease/2, func() { f.Masters[0].Stop(); f.Masters[1].Stop() })
 	var lost handler.SaleBody
-	status, err := rlDo(f, http.MethodPost, fmt.Sprintf("/inventory/sale?lock=redlock&workMs=%d", 3*lease.Milliseconds()), &lost)
+	var status int
+	var err error
+	sold := make(chan struct{})
+	go func() {
+		defer close(sold)
+		status, err = rlDo(f, http.MethodPost, fmt.Sprintf("/inventory/sale?lock=redlock&workMs=%d", 3*lease.Milliseconds()), &lost)
+	}()
+	rlWaitInside(t, f) // inside, with three leases of work ahead: now the majority goes
+	f.Masters[0].Stop()
+	f.Masters[1].Stop()
+	<-sold
 	if err != nil {
 		t.Fatal(err)
 	}
