@@ -314,23 +314,31 @@ func (r *Runner) run(ctx context.Context, sc Scenario) (_ Result, page []byte) {
 			res.Verdict = Reproduced
 		}
 	}
-	starve(&res, stalled, lease)
+	starve(&res, stalled, lease, e.slow)
 	return res, e.keptPage
 }
 
 // starve turns a verdict the stall could explain into STARVED: a row judged while the process
 // stalled for 2/3 of its lease or more may have failed because of the stall (a renewal missed,
 // a timing bent) or passed because of it (an overlap the stall made, not the lock). The reason
-// keeps what the checks said.
-func starve(res *Result, stalled, lease time.Duration) {
-	if res.Verdict == Skipped || res.Verdict == Starved || !stall.Explains(stalled, lease) {
+// keeps what the checks said. slow (Env.Slow) does the same for a step the row times that took
+// longer than the row allows.
+func starve(res *Result, stalled, lease time.Duration, slow string) {
+	if res.Verdict == Skipped || res.Verdict == Starved {
+		return
+	}
+	why := slow
+	if stall.Explains(stalled, lease) {
+		why = stall.Why(stalled, lease)
+	}
+	if why == "" {
 		return
 	}
 	said := res.Verdict
 	if res.Reason != "" {
 		said += ": " + res.Reason
 	}
-	res.Verdict, res.Reason = Starved, stall.Why(stalled, lease)+"; the checks said "+said
+	res.Verdict, res.Reason = Starved, why+"; the checks said "+said
 }
 
 // Outcome is what one buyer saw.
@@ -425,6 +433,19 @@ type Env struct {
 	lockKeys []string
 	// keptPage is the drawing of the failing history, compressed, to keep with the run (keepPage).
 	keptPage []byte
+	// slow says how the machine was too slow for the row's timing (Slow), "" when it was not.
+	slow string
+}
+
+// Slow records that a step the row times took longer than the row allows it (took > allowed):
+// a restart or a sale the design expects within a business time, on a machine too slow for it.
+// The row is then STARVED, whatever its checks say, like a row the process stalled in.
+func (e *Env) Slow(what string, took, allowed time.Duration) {
+	if took <= allowed || e.slow != "" {
+		return
+	}
+	e.slow = fmt.Sprintf("the machine was too slow for the row: %s took %s, longer than the %s the row allows it",
+		what, took.Round(time.Millisecond), allowed.Round(time.Millisecond))
 }
 
 // NewFleet builds the main fleet on e.SKU with the given lock wait, and resets its stock.
