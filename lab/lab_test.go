@@ -244,6 +244,28 @@ func TestStallMakesRowsStarved(t *testing.T) {
 	}
 }
 
+// TestSlowStepMakesRowStarved: a step the row times that took longer than the row allows it
+// (Env.Slow) makes the row STARVED with both durations; one within its allowance changes nothing.
+func TestSlowStepMakesRowStarved(t *testing.T) {
+	r := newRunner(t)
+	r.Lease = 2 * time.Second // a real stall of this machine stays under its 2/3
+	row := func(took time.Duration) lab.Scenario {
+		return lab.Scenario{Name: "slow-step", Mode: "atomic", Safe: true, Drive: func(_ context.Context, e *lab.Env) error {
+			e.Slow("the restart", took, time.Second)
+			e.Check("the row's own check", "ok", "ok", true)
+			return nil
+		}}
+	}
+	res := r.Run(context.Background(), row(1500*time.Millisecond))
+	want := "the machine was too slow for the row: the restart took 1.5s, longer than the 1s the row allows it; the checks said HELD"
+	if res.Verdict != lab.Starved || res.Reason != want {
+		t.Errorf("got %s %q, want %s %q", res.Verdict, res.Reason, lab.Starved, want)
+	}
+	if res := r.Run(context.Background(), row(time.Second)); res.Verdict != lab.Held {
+		t.Errorf("a step within its allowance: %s %q, want %s", res.Verdict, res.Reason, lab.Held)
+	}
+}
+
 func TestUnknownModeIsUnexpected(t *testing.T) {
 	res := newRunner(t).Run(context.Background(), lab.Scenario{Name: "ghost", Mode: "no-such-mode",
 		Drive: func(context.Context, *lab.Env) error { return nil }})
