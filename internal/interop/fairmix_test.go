@@ -400,6 +400,7 @@ func TestMixedFairLineKilledWaiter(t *testing.T) {
 	const threadWait = time.Second
 	for _, dead := range []string{"java", "service"} {
 		t.Run(dead, func(t *testing.T) {
+			t.Parallel() // each on a server of its own
 			rdb, svc := fairSetup(t, threadWait)
 			java := &rfair{rdb: rdb, id: "java-uuid", threadWait: threadWait, lease: 30 * time.Second}
 			f := newFairLine(t, rdb, "interop-fair-killed-"+dead)
@@ -431,7 +432,9 @@ func TestMixedFairLineKilledWaiter(t *testing.T) {
 				cctx, h := locktest.Attach(ctx, locktest.Plan{})
 				died := make(chan error, 1)
 				go func() {
-					_, err := other.Acquire(cctx, f.name, lock.Options{Owner: "dead", Wait: 20 * time.Second})
+					// Its own wait only bounds how long the test waits for its answer: dead, it
+					// is in nobody's way after its deadline in the queue (a thread wait).
+					_, err := other.Acquire(cctx, f.name, lock.Options{Owner: "dead", Wait: 3 * threadWait})
 					died <- err
 				}()
 				f.queued(deadField)
