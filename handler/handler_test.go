@@ -141,7 +141,8 @@ func TestLockNotObtainedIs503WithRetryAfter(t *testing.T) {
 
 func TestRedisDownIs503AndReadyzSaysSo(t *testing.T) {
 	t.Parallel()
-	f := apptest.New(t, nil)
+	// A lock sale rides out the outage for its whole wait: a short one is enough to see the 503.
+	f := apptest.New(t, func(c *config.Config) { c.Lock.Wait = 500 * time.Millisecond })
 	if r := do(t, http.MethodGet, f.HTTP.URL+"/readyz", nil); r.status != http.StatusOK {
 		t.Fatalf("readyz %d %s", r.status, r.raw)
 	}
