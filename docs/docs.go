@@ -1207,7 +1207,7 @@ const docTemplate = `{
                     }
                 },
                 "reason": {
-                    "description": "Reason explains an UNEXPECTED verdict: the failed checks or the error.",
+                    "description": "Reason explains an UNEXPECTED, STARVED or SKIPPED verdict: the failed checks, the stall or\nthe error.",
                     "type": "string"
                 },
                 "renewals": {
@@ -1232,6 +1232,10 @@ const docTemplate = `{
                 },
                 "staleWritesRejected": {
                     "type": "integer"
+                },
+                "stallMs": {
+                    "description": "StallMs is the longest the process stalled during the row (internal/stall): how late a\ngoroutine that wakes every few milliseconds woke.",
+                    "type": "number"
                 },
                 "step": {
                     "type": "string"
