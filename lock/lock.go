@@ -199,8 +199,10 @@ func (l *Locker) ride(ctx context.Context, key string, opts Options, clock *atte
 			// owner, that would be the hold just won.
 			return h, nil
 		}
+		// No attempt starts within a pause of the wait's end: an attempt may take as long as the
+		// client's own retries, and the wait is a bound.
 		left := time.Until(deadline)
-		if !transient(err) || left <= 0 || !sleep(ctx, min(pause, left)) {
+		if !transient(err) || left <= pause || !sleep(ctx, pause) {
 			clock.orphans.giveBack(context.WithoutCancel(ctx), opts.Lease)
 			return nil, err
 		}
