@@ -38,9 +38,11 @@ type Server struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
-	mini *miniredis.Miniredis
-	dir  string
-	args []string
+	// release frees the port Stop holds while the server is down (nil: none held).
+	release func()
+	mini    *miniredis.Miniredis
+	dir     string
+	args    []string
 }
 
 // Options choose how to start a server.
@@ -122,6 +124,7 @@ func Start(opt Options) (*Server, error) {
 func (s *Server) Restart() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.free()
 	if s.Kind == KindEmbedded {
 		if s.mini != nil {
 			return nil
@@ -203,6 +206,14 @@ func WaitPing(addr string, limit time.Duration, exited <-chan struct{}, pid int)
 func (s *Server) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.stop()
+	if s.release == nil {
+		s.release = holdPort(s.Addr)
+	}
+}
+
+// stop ends the server's process (s.mu held).
+func (s *Server) stop() {
 	if s.mini != nil {
 		s.mini.Close()
 		s.mini = nil
@@ -211,6 +222,14 @@ func (s *Server) Stop() {
 		_ = s.cmd.Process.Kill()
 		<-s.done
 		s.cmd = nil
+	}
+}
+
+// free gives back the port Stop held (s.mu held).
+func (s *Server) free() {
+	if s.release != nil {
+		s.release()
+		s.release = nil
 	}
 }
 
@@ -257,7 +276,10 @@ func (s *Server) PID() int {
 
 // Close stops the server and removes its temporary directory.
 func (s *Server) Close() {
-	s.Stop()
+	s.mu.Lock()
+	s.stop()
+	s.free()
+	s.mu.Unlock()
 	if s.Kind == KindReal && s.dir != "" && filepath.Base(filepath.Dir(s.dir)) == filepath.Base(os.TempDir()) {
 		_ = os.RemoveAll(s.dir)
 	}
