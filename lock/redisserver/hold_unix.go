@@ -24,7 +24,14 @@ func holdPort(addr string) func() {
 	if err != nil || ip == nil {
 		return func() {}
 	}
+	// Close-on-exec, under the fork lock as package net does: a server started meanwhile by
+	// this process must not inherit the socket, and with it the port.
+	syscall.ForkLock.RLock()
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(fd)
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		return func() {}
 	}
