@@ -14,7 +14,7 @@ import (
 // with (less than the lease when handed over short, waiting.go rule 16), until a moment counted
 // from no later than when that TTL was set; and, for a lease without a watchdog, the push of a
 // lock handed over short out to its lease (a watchdog's first round is that push). Lease.Lost
-// follows it (expiresAter, expiryMover).
+// follows it (tenured, expiryMover).
 type tenure struct {
 	ttl   time.Duration
 	until time.Time
@@ -97,10 +97,13 @@ func handedOverLate(ctx context.Context, key string, err error, h heldLock) erro
 	return fmt.Errorf("%w: %s: the lock handed over could not be confirmed: %w", ErrNotObtained, key, err)
 }
 
-// expiresAter is implemented by the leases that know when their lock runs out by our clock:
-// its TTL counted from when the command that took it (or the release that handed it over) was
-// sent.
-type expiresAter interface{ expiresAt() time.Time }
+// tenured is implemented by the leases that know when their lock runs out by our clock: its TTL
+// (tenureTTL) counted from when the command that took it (or the release that handed it over)
+// was sent.
+type tenured interface {
+	expiresAt() time.Time
+	tenureTTL() time.Duration
+}
 
 // expiryMover is implemented by the leases whose TTL is moved on by the lock itself (a lock
 // handed over short and pushed out to its lease): the Lease's life follows, told when the push
@@ -108,7 +111,7 @@ type expiresAter interface{ expiresAt() time.Time }
 type expiryMover interface{ onExtend(func(sent time.Time)) }
 
 // attemptClock records when an acquisition last sent an attempt to take its lock: for a lease
-// that knows no better (expiresAter), its lock runs out a lease after that, by our clock.
+// that knows no better (tenured), its lock runs out a lease after that, by our clock.
 type attemptClock struct {
 	last atomic.Int64
 	// orphans are the give-backs of the attempts that got no answer (orphan.go).

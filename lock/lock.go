@@ -156,20 +156,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 	}
 	le := &Lease{impl: h, locker: l, ttl: ttl}
 	if h.Lost() == nil {
-		// Nothing watches this lease: Lost closes when its lease runs out by our clock, counted
-		// from when the command that took it was sent (or, not knowing, from the last attempt).
-		until := clock.since(start).Add(ttl)
-		if e, ok := h.(expiresAter); ok && !e.expiresAt().IsZero() {
-			until = e.expiresAt()
-		}
-		tenureTTL := ttl
-		if e, ok := h.(interface{ tenureTTL() time.Duration }); ok {
-			tenureTTL = e.tenureTTL()
-		}
-		le.exp = newExpiry(ttl, tenureTTL, until, nil)
-		if m, ok := h.(expiryMover); ok {
-			m.onExtend(le.exp.refreshed)
-		}
+		le.expire(clock.since(start))
 	}
 	if !l.track(le) {
 		// Close came while the lock was being taken: it is given back like the others.
@@ -407,6 +394,20 @@ func (le *Lease) Lost() <-chan struct{} {
 		return closedChan
 	}
 	return le.impl.Lost()
+}
+
+// expire gives a lease nothing watches its life: Lost closes when its lease runs out by our clock,
+// counted from when the command that took it was sent (its tenure), or, not knowing, from the
+// last attempt (sent).
+func (le *Lease) expire(sent time.Time) {
+	until, ttl := sent.Add(le.ttl), le.ttl
+	if t, ok := le.impl.(tenured); ok && !t.expiresAt().IsZero() {
+		until, ttl = t.expiresAt(), t.tenureTTL()
+	}
+	le.exp = newExpiry(le.ttl, ttl, until, nil)
+	if m, ok := le.impl.(expiryMover); ok {
+		m.onExtend(le.exp.refreshed)
+	}
 }
 
 // closedChan is the Lost of a lease given back.

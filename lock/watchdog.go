@@ -206,11 +206,6 @@ func (l *life) refreshedUntil(end time.Time) {
 	l.step(func(c *core.Life) core.Ready { return c.Refreshed(time.Now(), end) }, false)
 }
 
-// lose ends the life with a loss learned elsewhere.
-func (l *life) lose(why error) {
-	l.step(func(c *core.Life) core.Ready { return c.Lost(why) }, false)
-}
-
 // until is when the lease counts itself lost, as things stand.
 func (l *life) until() time.Time {
 	l.mu.Lock()

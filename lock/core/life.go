@@ -36,7 +36,6 @@ type Life struct {
 	next     time.Time     // when the next renewal is due (watch)
 	renewing bool          // a renewal is in flight
 	state    state
-	why      error
 	renewals int64
 }
 
@@ -153,25 +152,14 @@ func (l *Life) End() {
 	}
 }
 
-// Lost is the event of a loss learned elsewhere (another master of the lease lost it).
-func (l *Life) Lost(why error) Ready {
-	if l.state != held {
-		return Ready{}
-	}
-	return l.lose(why)
-}
-
 // Over reports whether the lease is lost or given back.
 func (l *Life) Over() bool { return l.state != held }
 
 // Renewals counts the renewals answered so far.
 func (l *Life) Renewals() int64 { return l.renewals }
 
-// Why is why the lease was lost (nil while held or given back).
-func (l *Life) Why() error { return l.why }
-
 func (l *Life) lose(why error) Ready {
-	l.state, l.why = lost, why
+	l.state = lost
 	return Ready{Lost: true, Why: why}
 }
 
