@@ -564,22 +564,19 @@ func (l *fairLocker) cancel(ctx context.Context, key, field string, waitMs int64
 // held builds the lease of a lock that lives ttl (the lease, or less when handed over short) from
 // the acquisition's last attempt (sent before any release that handed it over) and, unless the
 // lease is explicit, its watchdog (renewing every lease/3 with the acquisition's context values);
-// without one, a lock handed over short is pushed out to its lease.
+// without one, its Lease pushes a lock handed over short out to its lease.
 func (l *fairLocker) held(ctx context.Context, key, field string, lease, ttl time.Duration, leaseMs, waitMs int64, watch bool) (*fairLease, error) {
 	le := &fairLease{l: l, key: key, field: field, leaseMs: leaseMs, waitMs: waitMs,
 		tenure: &tenure{ttl: ttl, until: attemptSent(ctx, time.Now()).Add(ttl)}}
-	renew := func(ctx context.Context) error { return renewHash(ctx, l.rdb, key, field, leaseMs) }
-	if err := le.freshen(ctx, lease, renew); err != nil {
+	le.renew = func(ctx context.Context) error { return renewHash(ctx, l.rdb, key, field, leaseMs) }
+	if err := le.freshen(ctx, lease); err != nil {
 		return nil, handedOverLate(ctx, key, err, le)
 	}
 	if !watch {
-		le.pushLater(ctx, lease, renew, func(err error) {
-			l.log.Warn("fair lock: push a handed-over lock out to its lease", "key", key, "err", err)
-		})
 		return le, nil
 	}
 	le.wd = startWatchdog(ctx, lease, le.ttl, le.until, func(ctx context.Context) (renewOutcome, error) {
-		return outcome(renew(ctx))
+		return outcome(le.renew(ctx))
 	}, func(err error) {
 		l.log.Warn("fair lock lost: renewal failed", "key", key, "field", field, "err", err)
 	})
@@ -620,8 +617,7 @@ type fairLease struct {
 	leaseMs int64
 	waitMs  int64 // the holder's wait: the thread wait a handover moves the queue's deadlines by
 	wd      *life // nil with an explicit lease
-	// tenure is the TTL the lock was taken with and the push of a lock handed over from
-	// another process out to its lease.
+	// tenure is the TTL the lock was taken with, and how to renew it.
 	*tenure
 	gate releaseGate
 }
@@ -641,7 +637,6 @@ func (le *fairLease) Renewals() int64 { return le.wd.Renewals() }
 func (le *fairLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
 	return le.gate.release(ctx, p, le.key, func() {
 		le.wd.Stop()
-		le.stopPush()
 		le.l.mu.Lock()
 		id := le.key + "\x00" + le.field
 		if le.l.holds[id]--; le.l.holds[id] <= 0 {

@@ -156,7 +156,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 	}
 	le := &Lease{impl: h, locker: l, ttl: ttl}
 	if h.Lost() == nil {
-		le.expire(clock.since(start))
+		le.expire(actx, clock.since(start))
 	}
 	if !l.track(le) {
 		// Close came while the lock was being taken: it is given back like the others.
@@ -398,16 +398,15 @@ func (le *Lease) Lost() <-chan struct{} {
 
 // expire gives a lease nothing watches its life: Lost closes when its lease runs out by our clock,
 // counted from when the command that took it was sent (its tenure), or, not knowing, from the
-// last attempt (sent).
-func (le *Lease) expire(sent time.Time) {
+// last attempt (sent); a lock handed over short is pushed out to its lease (with the values of
+// ctx).
+func (le *Lease) expire(ctx context.Context, sent time.Time) {
 	until, ttl := sent.Add(le.ttl), le.ttl
+	var push func(context.Context) error
 	if t, ok := le.impl.(tenured); ok && !t.expiresAt().IsZero() {
-		until, ttl = t.expiresAt(), t.tenureTTL()
+		until, ttl, push = t.expiresAt(), t.tenureTTL(), t.pusher()
 	}
-	le.exp = newExpiry(le.ttl, ttl, until, nil)
-	if m, ok := le.impl.(expiryMover); ok {
-		m.onExtend(le.exp.refreshed)
-	}
+	le.exp = newExpiry(ctx, le.ttl, ttl, until, push)
 }
 
 // closedChan is the Lost of a lease given back.

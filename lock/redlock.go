@@ -437,7 +437,7 @@ func newRedlockLease(ctx context.Context, rl *redlockLocker, m *redsync.Mutex, k
 	}
 	// The validity redsync computed is the lease's end: its drift, not the library's margin.
 	until := m.Until().Add(core.Margin(ttl))
-	l.life = newLife(ctx, ttl, ttl, until, extend, func(err error) {
+	l.life = newLife(ctx, ttl, ttl, until, extend, renew, func(err error) {
 		l.log.Warn("redlock lost while held", "key", l.key, "err", err)
 		l.l.forget(l)
 	})

@@ -74,19 +74,15 @@ func (l *valueLocker) Acquire(ctx context.Context, key string, opts Options) (he
 		return nil, err
 	}
 	le := &valueLease{key: key, value: value, token: token, l: l, leaseMs: max(lease.Milliseconds(), 1), tenure: ten}
-	renew := func(ctx context.Context) error { return renewValue(ctx, l.rdb, key, value, le.leaseMs) }
-	if err := ten.freshen(ctx, lease, renew); err != nil {
+	ten.renew = func(ctx context.Context) error { return renewValue(ctx, l.rdb, key, value, le.leaseMs) }
+	if err := ten.freshen(ctx, lease); err != nil {
 		return nil, handedOverLate(ctx, key, err, le)
 	}
 	if l.fenced && !opts.ExplicitLease {
 		le.wd = startWatchdog(ctx, lease, ten.ttl, ten.until, func(ctx context.Context) (renewOutcome, error) {
-			return outcome(renew(ctx))
+			return outcome(ten.renew(ctx))
 		}, func(err error) {
 			l.log.Warn("fenced lock lost: renewal failed", "key", key, "token", token, "err", err)
-		})
-	} else {
-		ten.pushLater(ctx, lease, renew, func(err error) {
-			l.log.Warn("lock line: push a lock handed over to its lease", "key", key, "err", err)
 		})
 	}
 	return le, nil
@@ -116,10 +112,7 @@ func (l *valueLease) Renewals() int64 { return l.wd.Renewals() }
 // pipeline p when there is one (runScript).
 func (l *valueLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
 	var ours bool
-	err := l.gate.release(ctx, p, l.key, func() {
-		l.wd.Stop()
-		l.stopPush()
-	}, func() (err error) {
+	err := l.gate.release(ctx, p, l.key, l.wd.Stop, func() (err error) {
 		ours, err = l.l.line.release(ctx, p, l.key, l.value)
 		return err
 	})

@@ -69,17 +69,24 @@ func outcome(err error) (renewOutcome, error) {
 // short, which the first round then pushes out to the lease a third of the way into ttl. onFail
 // (may be nil) is told why the lease was lost when it is.
 func startWatchdog(acquireCtx context.Context, lease, ttl time.Duration, until time.Time, renew func(ctx context.Context) (renewOutcome, error), onFail func(error)) *life {
-	return newLife(acquireCtx, lease, ttl, until, renew, onFail)
+	return newLife(acquireCtx, lease, ttl, until, renew, true, onFail)
 }
 
 // newExpiry starts the life of a lease nothing renews on its own, whose lock runs out at until
 // by our clock (its TTL counted from the send of the command that set it): Lost closes then,
-// unless a Refresh moved it.
-func newExpiry(lease, ttl time.Duration, until time.Time, onLost func(error)) *life {
-	return newLife(context.Background(), lease, ttl, until, nil, onLost)
+// unless a Refresh moved it. A lock handed over short is pushed out to its lease by push (nil:
+// nothing can push it, and it runs out with what it has).
+func newExpiry(ctx context.Context, lease, ttl time.Duration, until time.Time, push func(ctx context.Context) error) *life {
+	var renew func(ctx context.Context) (renewOutcome, error)
+	if push != nil {
+		renew = func(ctx context.Context) (renewOutcome, error) { return outcome(push(ctx)) }
+	}
+	return newLife(ctx, lease, ttl, until, renew, false, nil)
 }
 
-func newLife(ctx context.Context, lease, ttl time.Duration, until time.Time, renew func(ctx context.Context) (renewOutcome, error), onLost func(error)) *life {
+// newLife starts a lease's life: renew is its watchdog's round (watch) or the push of a lock
+// handed over short (nil: none).
+func newLife(ctx context.Context, lease, ttl time.Duration, until time.Time, renew func(ctx context.Context) (renewOutcome, error), watch bool, onLost func(error)) *life {
 	l := &life{lease: lease, renew: renew, onLost: onLost, lost: make(chan struct{}),
 		endOf: func(sent time.Time) time.Time { return core.SafeEnd(sent, lease) }}
 	if renew != nil {
@@ -87,7 +94,11 @@ func newLife(ctx context.Context, lease, ttl time.Duration, until time.Time, ren
 	}
 	l.mu.Lock()
 	ttl = min(ttl, lease)
-	c, r := core.NewLife(time.Now(), core.SafeEnd(until.Add(-ttl), ttl), ttl, lease, renew != nil)
+	end := core.SafeEnd(until.Add(-ttl), ttl)
+	if renew == nil {
+		ttl = lease // nothing can push it: the core must not ask for a push
+	}
+	c, r := core.NewLife(time.Now(), end, ttl, lease, watch && renew != nil)
 	l.core = c
 	l.timer = time.AfterFunc(time.Hour, l.tick)
 	l.mu.Unlock()

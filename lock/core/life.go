@@ -25,15 +25,19 @@ func Margin(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Milliseco
 func SafeEnd(sent time.Time, ttl time.Duration) time.Time { return sent.Add(ttl - Margin(ttl)) }
 
 // Life is one lease's life: when to renew it, when it is lost, when it is over. One Life serves
-// every kind: with renewal (a watchdog, every lease/3 while held, a failed renewal tried again
-// every pause while the lease lasts) or without (the lease runs out unless renewed by hand). Its
-// end is a deadline of its own, independent of any command in flight.
+// every kind: with renewal (a watchdog, every lease/3 while held) or without (the lease runs out
+// unless renewed by hand), and in both a lock that came with less than its lease (handed over
+// short) is pushed out to the lease a third of the way into what it has. A renewal that fails is
+// tried again after a pause while the lease lasts. Its end is a deadline of its own, independent
+// of any command in flight. A Life is a value with no pointers: copying it copies the lease's
+// whole state (a simulator keeps one per simulated holder and clones them with their world).
 type Life struct {
 	lease    time.Duration // what a renewal sets
 	ttl      time.Duration // what the lock had from the last success (less when handed over short)
 	watch    bool          // renewal on
+	due      bool          // a renewal is due at next (watch, or the push of a short lock)
 	end      time.Time     // when the lease counts itself lost
-	next     time.Time     // when the next renewal is due (watch)
+	next     time.Time     // when the next renewal is due
 	renewing bool          // a renewal is in flight
 	state    state
 	renewals int64
@@ -61,14 +65,21 @@ type Ready struct {
 
 // NewLife starts the life of a lease taken at now whose lock surely lives until end (SafeEnd of
 // the send of the command that set it and its TTL ttl), renewed to lease by each renewal when
-// watch.
+// watch. A lock with less than its lease is pushed out to it a third of the way into its TTL,
+// watched or not.
 func NewLife(now, end time.Time, ttl, lease time.Duration, watch bool) (*Life, Ready) {
 	l := &Life{lease: lease, ttl: min(ttl, lease), watch: watch, end: end}
-	if watch {
-		l.next = now.Add(max(l.ttl/3, time.Millisecond))
+	if watch || l.ttl < lease {
+		l.due, l.next = true, now.Add(max(l.ttl/3, time.Millisecond))
 	}
 	return l, l.Tick(now)
 }
+
+// Stale reports whether a lock just taken, which surely lives until end by a TTL of ttl, has so
+// little of it left by this process's count (less than a third) that it must be renewed before
+// its holder is told it holds it: a lock handed over from another process counts its TTL from the
+// waiter's last attempt, and after a long wait little or none of it may be left by that count.
+func Stale(now, end time.Time, ttl time.Duration) bool { return end.Sub(now) < ttl/3 }
 
 // Tick is the timer's event: the lease is lost when its end has come, and a renewal is due at
 // its time.
@@ -80,7 +91,7 @@ func (l *Life) Tick(now time.Time) Ready {
 		return l.lose(ErrRanOut)
 	}
 	var r Ready
-	if l.watch && !l.renewing && !now.Before(l.next) {
+	if l.due && !l.renewing && !now.Before(l.next) {
 		l.renewing, r.Renew = true, true
 	}
 	r.Wake = l.wake()
@@ -88,23 +99,28 @@ func (l *Life) Tick(now time.Time) Ready {
 }
 
 // Renewed: the renewal Ready asked for was answered, and keeps the lock until end by the
-// caller's reckoning (SafeEnd of its send and the lease, or Redlock's validity): the next renewal
-// is due a third of a lease from now.
+// caller's reckoning (SafeEnd of its send and the lease, or Redlock's validity): with a watchdog
+// the next renewal is due a third of a lease from now; without one, the push is done.
 func (l *Life) Renewed(now, end time.Time) Ready {
 	l.renewing = false
 	if l.state != held {
 		return Ready{}
 	}
-	l.renewals++
-	l.next = now.Add(max(l.lease/3, time.Millisecond))
+	if l.watch {
+		l.renewals++
+	}
+	l.due, l.next = l.watch, now.Add(max(l.lease/3, time.Millisecond))
 	return l.Refreshed(now, end)
 }
 
-// Refreshed: a renewal of the caller's own (a Refresh, the push of a lock handed over short) was
-// answered, and keeps the lock until end.
+// Refreshed: a renewal of the caller's own (a Refresh) was answered, and keeps the lock until
+// end: a push still due is not needed any more.
 func (l *Life) Refreshed(now, end time.Time) Ready {
 	if l.state != held {
 		return Ready{}
+	}
+	if !l.watch {
+		l.due = false
 	}
 	l.ttl = l.lease
 	if end.After(l.end) {
@@ -155,7 +171,7 @@ func (l *Life) End() {
 // Over reports whether the lease is lost or given back.
 func (l *Life) Over() bool { return l.state != held }
 
-// Renewals counts the renewals answered so far.
+// Renewals counts the watchdog's renewals answered so far (a push is not one).
 func (l *Life) Renewals() int64 { return l.renewals }
 
 func (l *Life) lose(why error) Ready {
@@ -165,7 +181,7 @@ func (l *Life) lose(why error) Ready {
 
 // wake is the next moment Tick has something to decide: the end, or the next renewal.
 func (l *Life) wake() time.Time {
-	if l.watch && !l.renewing && l.next.Before(l.end) {
+	if l.due && !l.renewing && l.next.Before(l.end) {
 		return l.next
 	}
 	return l.end

@@ -118,3 +118,43 @@ func TestLifeUnwatched(t *testing.T) {
 		t.Fatal("not lost at the refreshed end")
 	}
 }
+
+// A lock handed over short (300 ms of a 3 s lease) is pushed out to its lease a third of the way
+// into what it has, watched or not; unwatched, once.
+func TestLifePushesAShortLockOnce(t *testing.T) {
+	short := 300 * time.Millisecond
+	for _, watch := range []bool{false, true} {
+		l, r := NewLife(at(0), SafeEnd(t0, short), short, lease, watch)
+		if r.Renew || !r.Wake.Equal(at(100)) {
+			t.Fatalf("watch %v: at the start %+v, want a wake at a third of 300ms", watch, r)
+		}
+		if r := l.Tick(at(100)); !r.Renew {
+			t.Fatalf("watch %v: no push at a third of the short TTL", watch)
+		}
+		r = l.Renewed(at(104), SafeEnd(at(100), lease))
+		if r.Lost || !l.Until().Equal(SafeEnd(at(100), lease)) {
+			t.Fatalf("watch %v: after the push %+v, until %v", watch, r, l.Until())
+		}
+		if !watch && (!r.Wake.Equal(l.Until()) || l.Renewals() != 0) {
+			t.Fatalf("unwatched: after the push %+v (%d renewals), want only the end", r, l.Renewals())
+		}
+		if watch && (!r.Wake.Equal(at(1104)) || l.Renewals() != 1) {
+			t.Fatalf("watched: after the push %+v (%d renewals), want the next round at 1104ms", r, l.Renewals())
+		}
+	}
+	// With its whole lease and no watchdog, nothing is ever sent.
+	l, r := NewLife(at(0), SafeEnd(t0, lease), lease, lease, false)
+	if r.Renew || !r.Wake.Equal(l.Until()) {
+		t.Fatalf("a whole unwatched lease: %+v, want only its end", r)
+	}
+}
+
+func TestStaleWhenLessThanAThirdIsLeft(t *testing.T) {
+	end := SafeEnd(t0, lease)
+	if Stale(at(0), end, lease) || Stale(end.Add(-lease/3), end, lease) {
+		t.Fatal("a lock with a third or more left is stale")
+	}
+	if !Stale(end.Add(-lease/3+time.Millisecond), end, lease) || !Stale(end.Add(time.Second), end, lease) {
+		t.Fatal("a lock with less than a third left is not stale")
+	}
+}
