@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"seckill/store"
 )
@@ -29,6 +30,10 @@ func (atomicKind) lockKey() string { return atomicKeys.Stock }
 func (atomicKind) leftoverOK(key string) bool {
 	return key == atomicKeys.Stock || key == atomicKeys.Orders || key == atomicKeys.ByInstance
 }
+
+// expects: a sale refused because the stock key is gone (a master restarted empty) is the
+// buyer's answer.
+func (atomicKind) expects(err error) bool { return strings.Contains(err.Error(), "NOSTOCK") }
 
 // initial is the stock the run starts with.
 func (atomicKind) initial(s *Sim) int64 { return max(1, int64(s.cfg.Clients*s.cfg.Rounds)-1) }

@@ -1,6 +1,12 @@
 package simulate
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seckill-lab/seckill/lock/core"
+)
 
 // The phases of a client; a kind's own steps within a phase are numbered by Client.Sub.
 const (
@@ -34,11 +40,21 @@ type Client struct {
 	Read    int   // the resource's version when it entered
 	Token   int64 // its fencing token
 	WorkEnd int64
-	RenewAt int64 // the watchdog's next round (0: none)
-	Lost    bool  // the watchdog found the lock gone
-	Got     [3]bool
-	TTLs    [3]int64 // what each master said of the lock's PTTL (redlock's holderLeft)
-	I       int      // the master its next command goes to
+	// The holder's lease, for the library's kinds: its life is the library's own (lock/core), given
+	// this client's events; LifeWake is when it asks to be ticked (0: never), Lost whether it said
+	// the lease is lost. A renewal round it asked for is under way from RoundAt.
+	Leased   bool
+	Life     core.Life
+	LifeWake int64
+	Lost     bool
+	Renewing bool
+	RoundAt  int64
+	RoundOut renewal // the worst answer of the round so far (a multilock's parts)
+	Sent     int64   // when its last attempt was sent: a lock handed over counts its TTL from it
+	BeatAt   int64   // the fair waiter's process's next heartbeat (0: none)
+	Got      [3]bool
+	TTLs     [3]int64 // what each master said of the lock's PTTL (redlock's holderLeft)
+	I        int      // the master its next command goes to
 
 	PassOn      string // a lock handed to an acquisition that has left: pass it on
 	Crashed     bool
@@ -90,7 +106,8 @@ func (s *Sim) begin(w *World, c *Client) {
 	c.Value = fmt.Sprintf("p%d:c%d.r%d", c.ID, c.ID, c.Round)
 	c.Start, c.Deadline = w.Now, w.Now+ms(s.cfg.Wait)
 	c.Waiting, c.WakeAt, c.Granted, c.GrantTok, c.Next = false, 0, false, 0, 0
-	c.Inside, c.Lost, c.RenewAt, c.Got = false, false, 0, [3]bool{}
+	c.Inside, c.Got, c.Sent, c.BeatAt = false, [3]bool{}, w.Now, 0
+	c.Leased, c.Life, c.LifeWake, c.Lost, c.Renewing, c.RoundAt = false, core.Life{}, 0, false, false, 0
 }
 
 // enter: c holds the lock (token: its fencing token) and reads the resource. Where the kind
@@ -104,26 +121,129 @@ func (s *Sim) enter(w *World, c *Client, token int64) {
 	c.Inside, c.Read, c.Token = true, w.Res.Version, token
 	if s.kind.fenced() {
 		if token < w.Res.MaxToken {
-			c.PC, c.Waiting, c.RenewAt = pcRelease, false, 0
+			c.PC, c.Waiting = pcRelease, false
 			s.amend(w, fmt.Sprintf("; read with token %d refused (newest %d): stale, release", token, w.Res.MaxToken))
 			return
 		}
 		w.Res.MaxToken = token
 	}
 	c.WorkEnd = w.Now + ms(s.cfg.Work)
-	c.RenewAt = 0
-	if s.kind.watchdog() {
-		c.RenewAt = w.Now + max(ms(s.cfg.Lease)/3, 1)
-	}
 	c.sleepWork()
+}
+
+// hold is enter for the library's kinds: the holder's lease starts its life (core.NewLife, as
+// the library starts it) with the lock's TTL ttl counted from since, the send of the command that
+// took it (or of the waiter's last attempt, for a lock handed over), and a watchdog where the kind
+// has one.
+func (s *Sim) hold(w *World, c *Client, token, since, ttl int64) {
+	l, r := core.NewLife(at(w.Now), core.SafeEnd(at(since), dur(ttl)), dur(ttl), s.cfg.Lease, s.kind.watchdog())
+	c.Leased, c.Life = true, *l
+	s.enter(w, c, token)
+	s.lifeSays(w, c, r)
+}
+
+// handedOver takes a lock a release handed to c, with a TTL of ttl counted from c's last
+// attempt: when that count leaves too little of it (core.Stale), the lock is renewed first by
+// renew, and a renewal that fails ends the acquisition, the lock given back by the next step
+// (the library's freshen and handedOverLate).
+func (s *Sim) handedOver(w *World, c *Client, token, ttl int64, renew func() any) {
+	since := c.Sent
+	if core.Stale(at(w.Now), core.SafeEnd(at(since), dur(ttl)), dur(ttl)) {
+		if renewOutcome(renew()) != renewOK {
+			v := c.Value
+			s.giveUp(w, c)
+			c.PassOn = v
+			return
+		}
+		since, ttl = w.Now, ms(s.cfg.Lease)
+	}
+	s.hold(w, c, token, since, ttl)
+}
+
+// at and dur turn virtual milliseconds into the core's time.
+func at(t int64) time.Time      { return epoch.Add(dur(t)) }
+func dur(d int64) time.Duration { return time.Duration(d) * time.Millisecond }
+func msAt(t time.Time) int64    { return int64((t.Sub(epoch) + time.Millisecond - 1) / time.Millisecond) }
+func (c *Client) holding() bool { return c.Leased && c.PC == pcWork }
+
+// lifeSays does what the lease's life answered: a loss is noted, a timer is kept, and a renewal
+// it asks for starts a round of the kind's renewal, whose first step is the client's next.
+func (s *Sim) lifeSays(w *World, c *Client, r core.Ready) {
+	c.LifeWake = 0
+	if !r.Wake.IsZero() {
+		c.LifeWake = msAt(r.Wake)
+	}
+	switch {
+	case r.Lost:
+		c.Lost = true
+		s.note(w, c.name(), "lease", "lost: "+r.Why.Error())
+		if w.Violation == "" && w.FaultsUsed == 0 {
+			w.Violation = fmt.Sprintf("liveness: %s's lease was lost with no fault in the run (%v)", c.acq(), r.Why)
+		}
+	case r.Renew:
+		c.Renewing, c.RoundAt, c.I = true, w.Now, 0
+	}
+	if c.PC == pcWork {
+		c.sleepWork()
+	}
 }
 
 func (c *Client) sleepWork() {
 	t := c.WorkEnd
-	if c.RenewAt != 0 && !c.Lost {
-		t = min(t, c.RenewAt)
+	switch {
+	case c.Renewing:
+		t = 0 // the round's next step is due now
+	case c.LifeWake != 0 && !c.Lost:
+		t = min(t, c.LifeWake)
 	}
 	c.sleep(t)
+}
+
+// renewal is how one renewal round went.
+type renewal int
+
+const (
+	renewOK      renewal = iota
+	renewFailed          // no answer: the lock may still be ours
+	renewRefused         // the lock is not ours any more
+)
+
+// errRefused is why a lease is lost when a renewal was refused.
+var errRefused = errors.New("a renewal was refused: the lock is not ours any more")
+
+// renewOutcome reads a renewal script's reply: 1 renewed, an error (a master down) no answer,
+// anything else refused.
+func renewOutcome(reply any) renewal {
+	switch v := reply.(type) {
+	case error:
+		return renewFailed
+	case int:
+		if v == 1 {
+			return renewOK
+		}
+	}
+	return renewRefused
+}
+
+// renewStep performs one step of the renewal round under way and, once the round is over, tells
+// the lease's life how it went.
+func (s *Sim) renewStep(w *World, c *Client) {
+	done, out := s.kind.renew(s, w, c)
+	if !done {
+		return
+	}
+	c.Renewing = false
+	now := at(w.Now)
+	var r core.Ready
+	switch out {
+	case renewOK:
+		r = c.Life.Renewed(now, core.SafeEnd(at(c.RoundAt), s.cfg.Lease))
+	case renewRefused:
+		r = c.Life.Refused(errRefused)
+	default:
+		r = c.Life.Failed(now)
+	}
+	s.lifeSays(w, c, r)
 }
 
 // giveUp ends an acquisition without the lock; checkGiveUp (liveness.go) judges it.
@@ -151,10 +271,20 @@ func (s *Sim) step(w *World, c *Client) {
 	case pcAcquire:
 		s.kind.acquire(s, w, c)
 	case pcWork:
-		if c.RenewAt != 0 && !c.Lost && w.Now >= c.RenewAt {
-			if s.kind.renew(s, w, c) && !c.Lost {
-				c.RenewAt = w.Now + max(ms(s.cfg.Lease)/3, 1)
+		// Once the work is done the holder looks at its lease (Lease.Lost asks the life whether
+		// its end has come, whatever its timer) before any renewal due at the same time.
+		switch {
+		case c.Renewing:
+			s.renewStep(w, c)
+			return
+		case w.Now >= c.WorkEnd:
+		case c.Leased && !c.Lost && c.LifeWake != 0 && w.Now >= c.LifeWake:
+			s.lifeSays(w, c, c.Life.Tick(at(w.Now)))
+			if c.Renewing {
+				s.renewStep(w, c)
 			}
+			return
+		default:
 			c.sleepWork()
 			return
 		}
@@ -166,9 +296,18 @@ func (s *Sim) step(w *World, c *Client) {
 	}
 }
 
-// check is the holder's look at its lease before it writes: a lock its watchdog found gone is
-// not written under.
+// check is the holder's look at its lease before it writes (Lease.Lost, which asks the life
+// whether its end has come whatever its timer): a lease lost is not written under. A lease that
+// says it is held must be: its lock is still this holder's in Redis (on as many masters as it
+// takes to hold it), unless a master restarted empty or its clock jumped, the faults that take a
+// lock from under its lease by design.
 func (s *Sim) check(w *World, c *Client) {
+	if c.Leased {
+		s.lifeSays(w, c, c.Life.Check(at(w.Now)))
+		if !c.Lost && w.Violation == "" && !w.Broken && s.heldOn(w, c.Value) < s.kind.freeNeeds() {
+			w.Violation = fmt.Sprintf("lease: %s's lease said it held the lock at its check, but the lock was not its in Redis (Lost closes too late)", c.acq())
+		}
+	}
 	if c.Lost {
 		s.note(w, c.name(), "check lease", "lost: skip the write")
 		c.PC, c.Sub = pcRelease, 0

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/seckill-lab/seckill/lock/script"
@@ -33,8 +34,10 @@ func (k fairKind) acquire(s *Sim, w *World, c *Client) {
 	switch {
 	case c.Granted:
 		s.note(w, c.name(), "take the lock handed over", "")
-		s.enter(w, c, 0)
-	case c.RenewAt != 0 && w.Now >= c.RenewAt:
+		s.handedOver(w, c, 0, min(ms(s.cfg.Lease), k.grantTTL(s)), func() any {
+			return s.script(w, c, 0, "ReentrantRenew", script.ReentrantRenew, []string{lockName}, itoa(ms(s.cfg.Lease)), c.Value)
+		})
+	case c.BeatAt != 0 && w.Now >= c.BeatAt:
 		k.beat(s, w, c)
 	case w.Now >= c.Deadline:
 		s.script(w, c, 0, "FairCancel", script.FairCancel, fairChannelKeys, c.Value, itoa(ms(s.cfg.Wait)), "0", fairLagCap)
@@ -48,25 +51,27 @@ func (k fairKind) acquire(s *Sim, w *World, c *Client) {
 
 func (k fairKind) nap(c *Client) {
 	t := min(c.Next, c.Deadline)
-	if c.RenewAt != 0 {
-		t = min(t, c.RenewAt)
+	if c.BeatAt != 0 {
+		t = min(t, c.BeatAt)
 	}
 	c.sleep(t)
 }
 
 // try is one run of the acquire script (fairLocker.try).
 func (k fairKind) try(s *Sim, w *World, c *Client) {
-	grant := max(min(ms(s.cfg.Lease), ms(s.cfg.Wait), maxGrantMs), 1)
+	c.Sent = w.Now
+	queue := k.queue(w)
 	r := s.script(w, c, 0, "FairAcquire", script.FairAcquire, fairKeys, itoa(ms(s.cfg.Lease)), c.Value, itoa(ms(s.cfg.Wait)),
-		itoa(w.Now), itoa(grant), "1", itoa(max(c.Deadline-w.Now+1, 1)), procOf(c), itoa(w.Now+fairAliveFor), fairLagCap)
+		itoa(w.Now), itoa(k.grantTTL(s)), "1", itoa(max(c.Deadline-w.Now+1, 1)), procOf(c), itoa(w.Now+fairAliveFor), fairLagCap)
 	if r == nil {
-		s.enter(w, c, 0)
+		k.checkFIFO(w, c.Value, queue)
+		s.hold(w, c, 0, w.Now, ms(s.cfg.Lease))
 		return
 	}
 	due, _ := asInt(r)
 	c.Next = w.Now + min(max(due, 5), c.Deadline-w.Now, ms(s.cfg.Wait))
-	if c.RenewAt == 0 {
-		c.RenewAt = w.Now + fairBeatMs
+	if c.BeatAt == 0 {
+		c.BeatAt = w.Now + fairBeatMs
 	}
 	k.nap(c)
 }
@@ -85,15 +90,18 @@ func (k fairKind) beat(s *Sim, w *World, c *Client) {
 			next = pttl + 2
 		}
 	}
-	c.RenewAt = w.Now + next
+	c.BeatAt = w.Now + next
 	k.nap(c)
 }
 
-func (k fairKind) renew(s *Sim, w *World, c *Client) bool {
-	if n, _ := asInt(s.script(w, c, 0, "ReentrantRenew", script.ReentrantRenew, []string{lockName}, itoa(ms(s.cfg.Lease)), c.Value)); n != 1 {
-		c.Lost = true
-	}
-	return true
+// grantTTL is how long a lock handed to a waiter of this library lives before its holder pushes
+// it out to its lease (the line kinds' maxGrantTTL bound).
+func (k fairKind) grantTTL(s *Sim) int64 {
+	return max(min(ms(s.cfg.Lease), ms(s.cfg.Wait), maxGrantMs), 1)
+}
+
+func (k fairKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
+	return true, renewHash(s, w, c, 0)
 }
 
 func (k fairKind) release(s *Sim, w *World, c *Client) {
@@ -104,12 +112,47 @@ func (k fairKind) release(s *Sim, w *World, c *Client) {
 // releaseField runs the release script once; a lock it hands to a waiter of this process that
 // has left is passed on by the next step (fairLocker.release's loop).
 func (k fairKind) releaseField(s *Sim, w *World, c *Client, field string, leaseMs, waitMs int64) {
+	queue := k.queue(w)
 	r, _ := s.script(w, c, 0, "FairRelease", script.FairRelease, fairChannelKeys, "0", itoa(leaseMs), field, itoa(w.Now),
 		procOf(c)+":", itoa(ms(s.cfg.Lease)), itoa(waitMs), fairGranted, fairLagCap).([]any)
 	if len(r) == 2 {
 		if kind, _ := asInt(r[0]); kind == 2 {
-			if next, _ := r[1].(string); next != "" && next != c.Value {
+			next, _ := r[1].(string)
+			k.checkFIFO(w, next, queue)
+			if next != "" && next != c.Value {
 				c.PassOn = next
+			}
+		}
+	}
+}
+
+// queue is the fair queue in Redis now, first waiter first.
+func (k fairKind) queue(w *World) []string {
+	for _, key := range w.Masters[0].Data {
+		if key.Key == fairKeys[1] {
+			return key.List
+		}
+	}
+	return nil
+}
+
+// checkFIFO: the lock went to field, and queue was Redis's queue just before. With no fault in
+// the run, nobody queued ahead of field may still be waiting, live, within its wait: the first
+// to queue is the first served (Redisson's scripts drop only a waiter whose turn has timed out,
+// which takes a hold longer than a fault-free run has).
+func (k fairKind) checkFIFO(w *World, field string, queue []string) {
+	if w.Violation != "" || w.FaultsUsed > 0 {
+		return
+	}
+	for _, ahead := range queue {
+		if ahead == field {
+			return
+		}
+		for i := range w.Clients {
+			c := &w.Clients[i]
+			if c.Value == ahead && c.PC == pcAcquire && !c.Done && !c.Crashed && w.Now < c.Deadline {
+				w.Violation = fmt.Sprintf("fifo: %s got the fair lock while %s, queued ahead of it, still waited", field, c.acq())
+				return
 			}
 		}
 	}

@@ -18,14 +18,17 @@ type kind interface {
 	masters() int
 	lockKey() string
 	fenced() bool   // the resource refuses writes with a token older than the newest
-	watchdog() bool // a holder renews every lease/3
+	watchdog() bool // a holder's lease is renewed by a watchdog (core.Life)
 	acquire(s *Sim, w *World, c *Client)
-	renew(s *Sim, w *World, c *Client) bool // one step of a watchdog round; true when the round is over
+	// renew is one step of a renewal round the lease's life asked for; done when the round is
+	// over, with how it went.
+	renew(s *Sim, w *World, c *Client) (done bool, out renewal)
 	release(s *Sim, w *World, c *Client)
 	deliver(s *Sim, w *World, c *Client, m msg)
 	passOn(s *Sim, w *World, c *Client)
 	route(w *World, k int, channel string) []int
 	leftoverOK(key string) bool
+	expects(err error) bool          // an error reply the kind's steps handle (any other is a violation)
 	setup(s *Sim, w *World)          // Redis before the first step (atomic's stock)
 	settled(s *Sim, w *World) string // the kind's own verdict once every client is done ("": none)
 	// The liveness check's bounds (liveness.go): how many masters without the lock key make
@@ -41,19 +44,20 @@ type kind interface {
 // base gives a kind the defaults: one master, no pub/sub, no watchdog, no fencing.
 type base struct{}
 
-func (base) masters() int                                { return 1 }
-func (base) lockKey() string                             { return lockName }
-func (base) fenced() bool                                { return false }
-func (base) watchdog() bool                              { return false }
-func (base) renew(s *Sim, w *World, c *Client) bool      { return true }
-func (base) deliver(s *Sim, w *World, c *Client, m msg)  {}
-func (base) passOn(s *Sim, w *World, c *Client)          { c.PassOn = "" }
-func (base) route(w *World, k int, channel string) []int { return nil }
-func (base) leftoverOK(key string) bool                  { return false }
-func (base) setup(s *Sim, w *World)                      {}
-func (base) settled(s *Sim, w *World) string             { return "" }
-func (base) freeNeeds() int                              { return 1 }
-func (base) downBound() int64                            { return 0 }
+func (base) masters() int                                      { return 1 }
+func (base) lockKey() string                                   { return lockName }
+func (base) fenced() bool                                      { return false }
+func (base) watchdog() bool                                    { return false }
+func (base) renew(s *Sim, w *World, c *Client) (bool, renewal) { return true, renewRefused }
+func (base) deliver(s *Sim, w *World, c *Client, m msg)        {}
+func (base) passOn(s *Sim, w *World, c *Client)                { c.PassOn = "" }
+func (base) route(w *World, k int, channel string) []int       { return nil }
+func (base) leftoverOK(key string) bool                        { return false }
+func (base) expects(error) bool                                { return false }
+func (base) setup(s *Sim, w *World)                            {}
+func (base) settled(s *Sim, w *World) string                   { return "" }
+func (base) freeNeeds() int                                    { return 1 }
+func (base) downBound() int64                                  { return 0 }
 
 // relook of the polling modes: a failed attempt is tried again after the retry delay.
 func (base) relook(s *Sim) int64 { return ms(s.cfg.Retry) }

@@ -50,7 +50,10 @@ func (k lineKind) acquire(s *Sim, w *World, c *Client) {
 	switch {
 	case c.Granted:
 		s.note(w, c.name(), "take the lock handed over", "token "+itoa(c.GrantTok))
-		s.enter(w, c, c.GrantTok)
+		ttl := min(ms(s.cfg.Lease), k.grantTTL(s))
+		s.handedOver(w, c, c.GrantTok, ttl, func() any {
+			return s.script(w, c, 0, "FencedRenew", script.FencedRenew, []string{lockName}, c.Value, itoa(ms(s.cfg.Lease)))
+		})
 	case w.Now >= c.Next:
 		k.try(s, w, c)
 	case w.Now >= c.Deadline:
@@ -65,18 +68,22 @@ func (k lineKind) acquire(s *Sim, w *World, c *Client) {
 
 // try is one run of the acquire script (line.go waitLine.try).
 func (k lineKind) try(s *Sim, w *World, c *Client) {
-	r, _ := s.script(w, c, 0, "LineAcquire", script.LineAcquire, k.keys(), c.Value, itoa(w.Now), k.flag(),
-		itoa(ms(s.cfg.Lease)), itoa(c.Deadline), itoa(k.grantTTL(s))).([]any)
+	c.Sent = w.Now
+	reply := s.script(w, c, 0, "LineAcquire", script.LineAcquire, k.keys(), c.Value, itoa(w.Now), k.flag(),
+		itoa(ms(s.cfg.Lease)), itoa(c.Deadline), itoa(k.grantTTL(s)))
+	r, _ := reply.([]any)
 	if len(r) == 2 {
 		if held, _ := asInt(r[0]); held == 1 {
 			tok, _ := asInt(r[1])
-			s.enter(w, c, tok)
+			s.hold(w, c, tok, w.Now, ms(s.cfg.Lease))
 			return
 		}
 	}
 	d := int64(-1)
 	if len(r) == 2 {
 		d, _ = asInt(r[1])
+	} else if reply != errDown {
+		s.unexpected(w, c, "LineAcquire", reply)
 	}
 	if d < 0 {
 		d = k.grantTTL(s)
@@ -85,11 +92,8 @@ func (k lineKind) try(s *Sim, w *World, c *Client) {
 	c.sleep(min(c.Next, c.Deadline))
 }
 
-func (k lineKind) renew(s *Sim, w *World, c *Client) bool {
-	if n, _ := asInt(s.script(w, c, 0, "FencedRenew", script.FencedRenew, []string{lockName}, c.Value, itoa(ms(s.cfg.Lease)))); n != 1 {
-		c.Lost = true
-	}
-	return true
+func (k lineKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
+	return true, renewOutcome(s.script(w, c, 0, "FencedRenew", script.FencedRenew, []string{lockName}, c.Value, itoa(ms(s.cfg.Lease))))
 }
 
 func (k lineKind) release(s *Sim, w *World, c *Client) {

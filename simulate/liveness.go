@@ -122,6 +122,20 @@ func (s *Sim) lockHeldBy(w *World, x int64, v string) bool {
 	return false
 }
 
+// heldOn counts the masters whose lock key holds value v now (its string, or a field of Redisson's
+// hash).
+func (s *Sim) heldOn(w *World, v string) int {
+	n := 0
+	for _, m := range w.Masters {
+		for _, k := range m.Data {
+			if k.Key == s.kind.lockKey() && alive(w, k, w.Now) && (k.Str == v || slices.Contains(k.Hash, v)) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // calmStart is the first instant in [w.Now, t] at which the lock is calm, time alone moving
 // from w.Now to t (-1: none): the candidates are now, every key's expiry and every fault
 // effect's end within the move. Time only takes things away (keys expire, effects end), so once

@@ -36,10 +36,13 @@ func (k multiKind) acquire(s *Sim, w *World, c *Client) {
 	}
 	r := s.script(w, c, c.I, "ReentrantAcquire", script.ReentrantAcquire, []string{lockName}, itoa(ms(s.cfg.Lease)), c.Value)
 	if r == nil {
+		if c.I == 0 {
+			c.Start = w.Now // the first part's TTL runs out first
+		}
 		c.Got[c.I] = true
 		c.I++
 		if c.I == 3 {
-			s.enter(w, c, 0)
+			s.hold(w, c, 0, c.Start, ms(s.cfg.Lease))
 			c.Got = [3]bool{true, true, true}
 		}
 		return
@@ -67,13 +70,15 @@ func (k multiKind) releasePart(s *Sim, w *World, c *Client, i int) {
 	s.script(w, c, i, "ReentrantRelease", script.ReentrantRelease, []string{lockName, unlockChannel}, "0", itoa(ms(s.cfg.Lease)), c.Value)
 }
 
-// renew: each part's watchdog renews its master; one that finds its part gone loses the lock.
-func (k multiKind) renew(s *Sim, w *World, c *Client) bool {
-	if n, _ := asInt(s.script(w, c, c.I, "ReentrantRenew", script.ReentrantRenew, []string{lockName}, itoa(ms(s.cfg.Lease)), c.Value)); n != 1 {
-		c.Lost = true
+// renew: each part is renewed on its master; one part refused loses the lock, one not answered
+// makes the round fail (tried again while the lease lasts).
+func (k multiKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
+	if c.I == 0 {
+		c.RoundOut = renewOK
 	}
+	c.RoundOut = max(c.RoundOut, renewHash(s, w, c, c.I))
 	c.I = (c.I + 1) % 3
-	return c.I == 0
+	return c.I == 0, c.RoundOut
 }
 
 func (k multiKind) release(s *Sim, w *World, c *Client) {

@@ -100,7 +100,7 @@ func (k redlockKind) set(s *Sim, w *World, c *Client) {
 	case majority(c.Got) && lease-(w.Now-c.Start)-(lease/100+2) > 0 && k.fence:
 		c.Sub, c.Token, c.Got = rlRead, 0, [3]bool{}
 	case majority(c.Got) && lease-(w.Now-c.Start)-(lease/100+2) > 0:
-		s.enter(w, c, 0)
+		s.hold(w, c, 0, c.Start, lease)
 	default:
 		c.Sub = rlGiveBack
 	}
@@ -131,7 +131,7 @@ func (k redlockKind) drawToken(s *Sim, w *World, c *Client) {
 	case c.Sub == rlRead:
 		c.Sub, c.Token, c.Got = rlRaise, c.Token+1, [3]bool{}
 	default:
-		s.enter(w, c, c.Token)
+		s.hold(w, c, c.Token, c.Start, ms(s.cfg.Lease))
 	}
 }
 
@@ -175,21 +175,18 @@ func holderLeft(ttls [3]int64) int64 {
 	return v[1]
 }
 
-// renew extends on each master; a round that extends fewer than a majority loses the lock.
-func (k redlockKind) renew(s *Sim, w *World, c *Client) bool {
-	if n, _ := asInt(s.script(w, c, c.I, "FencedRenew", script.FencedRenew, []string{lockName}, c.Value, itoa(ms(s.cfg.Lease)))); n == 1 {
-		c.Got[c.I] = true
-	} else {
-		c.Got[c.I] = false
-	}
+// renew extends on each master; a round that extends fewer than a majority fails (redsync's
+// extend), tried again while the validity lasts.
+func (k redlockKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
+	c.Got[c.I] = renewOutcome(s.script(w, c, c.I, "FencedRenew", script.FencedRenew, []string{lockName}, c.Value, itoa(ms(s.cfg.Lease)))) == renewOK
 	if c.I++; c.I < 3 {
-		return false
+		return false, renewOK
 	}
 	c.I = 0
 	if !majority(c.Got) {
-		c.Lost = true
+		return true, renewFailed
 	}
-	return true
+	return true, renewOK
 }
 
 func (k redlockKind) release(s *Sim, w *World, c *Client) {

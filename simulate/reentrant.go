@@ -47,7 +47,7 @@ func (k reentrantKind) acquire(s *Sim, w *World, c *Client) {
 	r := s.script(w, c, 0, "RLockAcquire", script.RLockAcquire, rlockLineKeys, itoa(ms(s.cfg.Lease)), c.Value,
 		itoa(w.Now), nomID(c), itoa(c.Deadline))
 	if r == nil {
-		s.enter(w, c, 0)
+		s.hold(w, c, 0, w.Now, ms(s.cfg.Lease))
 		return
 	}
 	pttl, _ := asInt(r)
@@ -59,11 +59,13 @@ func (k reentrantKind) acquire(s *Sim, w *World, c *Client) {
 	c.sleep(min(c.Next, c.Deadline))
 }
 
-func (k reentrantKind) renew(s *Sim, w *World, c *Client) bool {
-	if n, _ := asInt(s.script(w, c, 0, "ReentrantRenew", script.ReentrantRenew, []string{lockName}, itoa(ms(s.cfg.Lease)), c.Value)); n != 1 {
-		c.Lost = true
-	}
-	return true
+func (k reentrantKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
+	return true, renewHash(s, w, c, 0)
+}
+
+// renewHash is one renewal of the holder's field of Redisson's hash on master m.
+func renewHash(s *Sim, w *World, c *Client, m int) renewal {
+	return renewOutcome(s.script(w, c, m, "ReentrantRenew", script.ReentrantRenew, []string{lockName}, itoa(ms(s.cfg.Lease)), c.Value))
 }
 
 func (k reentrantKind) release(s *Sim, w *World, c *Client) {

@@ -18,6 +18,7 @@ type KindReport struct {
 	Violations  int       `json:"violations"`
 	ElapsedMs   int64     `json:"elapsedMs"`
 	Seed        uint64    `json:"seed,omitempty"`
+	Runs        int       `json:"runs,omitempty"` // a random search's runs: with the seed, the search again`
 	Shortest    *Shortest `json:"shortest"`
 	ReplayFile  string    `json:"replayFile,omitempty"`
 }
@@ -37,6 +38,7 @@ type Search struct {
 	Config     Config
 	Exhaustive bool
 	Seed       uint64
+	Runs       int // random: this many runs (0: as many as Budget allows)
 	Budget     time.Duration
 	Dir        string // where the replay file of the shortest counterexample goes ("" : nowhere)
 }
@@ -52,12 +54,12 @@ func (q Search) Run(ctx context.Context) (KindReport, error) {
 	if q.Exhaustive {
 		r = s.Exhaustive(ctx)
 	} else {
-		r = s.Random(ctx, q.Seed, q.Budget, 0)
+		r = s.Random(ctx, q.Seed, q.Budget, q.Runs)
 	}
 	rep := KindReport{Kind: r.Kind, Schedules: r.Schedules, States: r.States, Exhaustive: r.Exhaustive,
 		Complete: r.Complete, Interrupted: r.Interrupted, Truncated: r.Truncated, Violations: r.Violations, ElapsedMs: r.Elapsed.Milliseconds()}
 	if !q.Exhaustive {
-		rep.Seed = q.Seed
+		rep.Seed, rep.Runs = q.Seed, r.Schedules
 	}
 	if r.Shortest == nil {
 		return rep, nil

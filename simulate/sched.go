@@ -194,10 +194,12 @@ func (s *Sim) fault(w *World, ch Choice) {
 	case FaultRestartEmpty:
 		s.wipe(w, ch.Master)
 		w.shake(ms(s.cfg.Lease))
+		w.Broken = true
 		who = fmt.Sprintf("m%d", ch.Master)
 	case FaultClockFast:
 		s.jump(w, ch.Master, ms(s.cfg.Jump))
 		w.shake(ms(s.cfg.Lease))
+		w.Broken = true
 		who = fmt.Sprintf("m%d", ch.Master)
 	}
 	s.note(w, "fault", ch.Fault+" "+who, "")

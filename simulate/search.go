@@ -87,14 +87,15 @@ func (s *Sim) Exhaustive(ctx context.Context) *Result {
 	return r
 }
 
-// Random runs seeded random schedules until budget (wall time) is spent; each run's choices come
-// from a PCG generator seeded with (seed, run number) alone, so a run never depends on timing.
-// When ctx ends, the search stops after the run in progress (Interrupted).
-func (s *Sim) Random(ctx context.Context, seed uint64, budget time.Duration, maxRuns int) *Result {
+// Random runs seeded random schedules: runs of them when runs > 0 (the same search on every
+// machine), else until budget (wall time) is spent. Each run's choices come from a PCG generator
+// seeded with (seed, run number) alone, so a run never depends on timing. When ctx ends, the
+// search stops after the run in progress (Interrupted).
+func (s *Sim) Random(ctx context.Context, seed uint64, budget time.Duration, runs int) *Result {
 	start := time.Now()
 	r := &Result{Kind: s.cfg.Kind}
-	for run := uint64(0); maxRuns <= 0 || int(run) < maxRuns; run++ {
-		if run > 0 && time.Since(start) >= budget {
+	for run := uint64(0); runs <= 0 || int(run) < runs; run++ {
+		if runs <= 0 && run > 0 && time.Since(start) >= budget {
 			break
 		}
 		if ctx.Err() != nil {

@@ -93,7 +93,19 @@ func (s *Sim) exec(w *World, c *Client, k int, label string, args ...string) any
 		}
 	}
 	s.note(w, c.name(), fmt.Sprintf("m%d %s", k, label), replyText(reply))
+	if err, ok := reply.(error); ok && !s.kind.expects(err) {
+		s.unexpected(w, c, label, err)
+	}
 	return reply
+}
+
+// unexpected makes a reply no step expects a violation: an error from a script (a Lua error, a
+// wrong argument), or a reply of the wrong shape. The scripts are the library's: one that fails
+// is a bug the search must report, not a step to shrug off.
+func (s *Sim) unexpected(w *World, c *Client, what string, reply any) {
+	if w.Violation == "" {
+		w.Violation = fmt.Sprintf("script: %s's %s got %s, which no step expects", c.acq(), what, replyText(reply))
+	}
 }
 
 // script runs a Lua script by its full source, labelled with its name, KEYS and ARGV.

@@ -116,6 +116,24 @@ func TestCheckerCatchesHandMadeViolations(t *testing.T) {
 	if !strings.HasPrefix(w.Violation, "leftover") {
 		t.Errorf("a key left without TTL, checker said %q", w.Violation)
 	}
+	// A script that fails is a violation, not a step to shrug off.
+	w = s.Start()
+	s.script(w, &w.Clients[0], 0, "Broken", "return redis.call('INCR', KEYS[1], 'x')", []string{"k"})
+	if !strings.HasPrefix(w.Violation, "script") {
+		t.Errorf("a script error, checker said %q", w.Violation)
+	}
+	// The fair lock served out of queue order with nobody's wait over.
+	f := mustSim(t, Config{Kind: "fair", Clients: 2})
+	w = f.Start()
+	fairKind{}.checkFIFO(w, w.Clients[1].Value, []string{w.Clients[0].Value, w.Clients[1].Value})
+	if !strings.HasPrefix(w.Violation, "fifo") {
+		t.Errorf("the second in the fair queue served first, checker said %q", w.Violation)
+	}
+	w = f.Start()
+	fairKind{}.checkFIFO(w, w.Clients[0].Value, []string{w.Clients[0].Value, w.Clients[1].Value})
+	if w.Violation != "" {
+		t.Errorf("the first in the fair queue served first, checker said %q", w.Violation)
+	}
 }
 
 // TestReplayFileRoundTrips: a written replay file reads back and replays identically, and its

@@ -26,6 +26,7 @@ type simulateFlags struct {
 	maxFaults  int
 	exhaustive bool
 	seed       uint64
+	runs       int
 	budget     time.Duration
 	dir        string
 	json       bool
@@ -58,7 +59,8 @@ func (f *simulateFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxFaults, "max-faults", 1, "at most this many faults in one schedule")
 	fs.BoolVar(&f.exhaustive, "exhaustive", false, "explore every schedule within the bounds (state hashing)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random schedules (without --exhaustive)")
-	fs.DurationVar(&f.budget, "budget", 10*time.Second, "wall time of the random search per kind (the schedules never depend on it)")
+	fs.IntVar(&f.runs, "runs", 0, "runs of the random search per kind, the same on every machine (0: as many as --budget allows)")
+	fs.DurationVar(&f.budget, "budget", 10*time.Second, "wall time of the random search per kind, without --runs (the schedules never depend on it)")
 	fs.StringVar(&f.dir, "dir", "artifacts/simulate", "where each kind's shortest counterexample is written (.json to replay, .html to read)")
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON")
 	fs.StringVar(&f.replay, "replay", "", "replay a counterexample file instead of searching")
@@ -74,6 +76,9 @@ func runSimulate(ctx context.Context, opts simulateFlags, stdout io.Writer) erro
 	if opts.budget <= 0 && !opts.exhaustive && opts.replay == "" {
 		return fmt.Errorf("simulate: --budget %s: want a positive duration", opts.budget)
 	}
+	if opts.runs < 0 {
+		return fmt.Errorf("simulate: --runs %d: want 0 (as many as --budget allows) or more", opts.runs)
+	}
 	if opts.clients < 1 || opts.maxFaults < 0 || opts.rounds < 1 {
 		return fmt.Errorf("simulate: --clients %d, --rounds %d, --max-faults %d: want >= 1, >= 1 and >= 0", opts.clients, opts.rounds, opts.maxFaults)
 	}
@@ -86,13 +91,16 @@ func runSimulate(ctx context.Context, opts simulateFlags, stdout io.Writer) erro
 		if len(opts.faults) == 0 {
 			cfg.MaxFaults = 0
 		}
-		rep, err := simulate.Search{Config: cfg, Exhaustive: opts.exhaustive, Seed: opts.seed, Budget: opts.budget, Dir: opts.dir}.Run(ctx)
+		rep, err := simulate.Search{Config: cfg, Exhaustive: opts.exhaustive, Seed: opts.seed, Runs: opts.runs, Budget: opts.budget, Dir: opts.dir}.Run(ctx)
 		if err != nil {
 			return fmt.Errorf("simulate %s: %w", k, err)
 		}
 		reports = append(reports, rep)
 		if !opts.json {
 			printSimulation(stdout, rep)
+			if !rep.Exhaustive && !rep.Interrupted {
+				fmt.Fprintf(stdout, "  again: %s\n", simulateAgain(cfg, rep))
+			}
 		}
 		if rep.Interrupted {
 			break
@@ -107,6 +115,15 @@ func runSimulate(ctx context.Context, opts simulateFlags, stdout io.Writer) erro
 		return fmt.Errorf("simulate: interrupted, the report covers what was searched: %w", err)
 	}
 	return nil
+}
+
+// simulateAgain is the command that runs a random search again, run for run.
+func simulateAgain(cfg simulate.Config, r simulate.KindReport) string {
+	cmd := fmt.Sprintf("go run . simulate --kinds %s --clients %d --rounds %d", r.Kind, cfg.Clients, cfg.Rounds)
+	if len(cfg.Faults) > 0 {
+		cmd += fmt.Sprintf(" --faults %s --max-faults %d", strings.Join(cfg.Faults, ","), cfg.MaxFaults)
+	}
+	return cmd + fmt.Sprintf(" --seed %d --runs %d", r.Seed, r.Runs)
 }
 
 func printSimulation(w io.Writer, r simulate.KindReport) {

@@ -68,8 +68,8 @@ type Ready struct {
 // watch. A lock with less than its lease is pushed out to it a third of the way into its TTL,
 // watched or not.
 func NewLife(now, end time.Time, ttl, lease time.Duration, watch bool) (*Life, Ready) {
-	l := &Life{lease: lease, ttl: min(ttl, lease), watch: watch, end: end}
-	if watch || l.ttl < lease {
+	l := &Life{lease: lease, ttl: min(ttl, lease), watch: watch && !mutated(NoRenewal), end: end}
+	if l.watch || (l.ttl < lease && !mutated(NoPush)) {
 		l.due, l.next = true, now.Add(max(l.ttl/3, time.Millisecond))
 	}
 	return l, l.Tick(now)
@@ -87,7 +87,7 @@ func (l *Life) Tick(now time.Time) Ready {
 	if l.state != held {
 		return Ready{}
 	}
-	if !now.Before(l.end) {
+	if !now.Before(l.end) && !mutated(NeverLost) {
 		return l.lose(ErrRanOut)
 	}
 	var r Ready
@@ -132,7 +132,7 @@ func (l *Life) Refreshed(now, end time.Time) Ready {
 // Check loses the lease when its end has come, and does nothing else: for a holder that looks at
 // Lost before its write, whatever the timer.
 func (l *Life) Check(now time.Time) Ready {
-	if l.state == held && !now.Before(l.end) {
+	if l.state == held && !now.Before(l.end) && !mutated(NeverLost) {
 		return l.lose(ErrRanOut)
 	}
 	return Ready{}
@@ -183,6 +183,9 @@ func (l *Life) lose(why error) Ready {
 func (l *Life) wake() time.Time {
 	if l.due && !l.renewing && l.next.Before(l.end) {
 		return l.next
+	}
+	if mutated(NeverLost) {
+		return time.Time{}
 	}
 	return l.end
 }

@@ -1,0 +1,43 @@
+package core
+
+// Mutant is a deliberate fault in one of the core's decisions. The simulator's tests switch one
+// on at a time and show that a search of `seckill simulate` finds it within seconds
+// (simulate/mutants_test.go): the mutants are the measure of the simulator, which runs this core.
+// The library never switches one on.
+type Mutant int32
+
+// The mutants.
+const (
+	Sound     Mutant = iota // no mutation
+	NoRenewal               // a watchdog never renews
+	NeverLost               // a lease never runs out by its own clock (only a refused renewal loses it)
+	NoPush                  // a lock handed over short is never pushed out to its lease
+)
+
+// Mutants lists every mutant but Sound.
+var Mutants = []Mutant{NoRenewal, NeverLost, NoPush}
+
+func (m Mutant) String() string {
+	switch m {
+	case NoRenewal:
+		return "no-renewal"
+	case NeverLost:
+		return "never-lost"
+	case NoPush:
+		return "no-push"
+	}
+	return "sound"
+}
+
+// mutant is the one switched on. It is a plain variable: Mutate is for a test that runs alone
+// (not in parallel), before or after every other user of the core in its process.
+var mutant = Sound
+
+// Mutate switches m on for every Life in the process until undo is called: for tests of the
+// simulator only, one at a time, in a test that does not run in parallel with others.
+func Mutate(m Mutant) (undo func()) {
+	mutant = m
+	return func() { mutant = Sound }
+}
+
+func mutated(m Mutant) bool { return mutant == m }

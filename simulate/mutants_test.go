@@ -1,0 +1,47 @@
+package simulate
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill-lab/seckill/lock/core"
+)
+
+// TestMutantsFound: each mutant of the core (lock/core.Mutants) is found by an exhaustive search
+// of a small bound within seconds, and the same search of the sound core finds nothing. The
+// simulator runs the library's own core, so a decision broken there breaks here: this is the
+// measure of the simulator. Not parallel: a mutant is switched on for the whole process.
+func TestMutantsFound(t *testing.T) {
+	cases := map[core.Mutant]struct {
+		cfg  Config
+		want string
+	}{
+		// Work outlasts the lease: only the watchdog keeps the lock.
+		core.NoRenewal: {Config{Kind: "fenced", Clients: 1, Work: 1500 * time.Millisecond}, "lost with no fault"},
+		// A holder paused past its lease must learn it lost the lock before it writes.
+		core.NeverLost: {Config{Kind: "fenced", Clients: 2, Faults: []string{FaultPause}, MaxFaults: 1}, "Lost closes too late"},
+		// The second holder's lock comes handed over with 500 ms; its work takes 600.
+		core.NoPush: {Config{Kind: "lua", Clients: 2, Work: 600 * time.Millisecond}, "lost with no fault"},
+	}
+	if len(cases) != len(core.Mutants) {
+		t.Fatalf("%d mutants tested, the core has %d", len(cases), len(core.Mutants))
+	}
+	for _, m := range core.Mutants {
+		tc := cases[m]
+		t.Run(m.String(), func(t *testing.T) {
+			if r := mustSim(t, tc.cfg).Exhaustive(context.Background()); r.Violations != 0 || !r.Complete {
+				t.Fatalf("the sound core: %d violations (complete %v), shortest %+v; want a complete search with none", r.Violations, r.Complete, r.Shortest)
+			}
+			undo := core.Mutate(m)
+			defer undo()
+			start := time.Now()
+			r := mustSim(t, tc.cfg).Exhaustive(context.Background())
+			if r.Shortest == nil || !strings.Contains(r.Shortest.Violation, tc.want) {
+				t.Fatalf("mutant %s: %d violations, shortest %+v; want one saying %q", m, r.Violations, r.Shortest, tc.want)
+			}
+			t.Logf("mutant %s found in %v (%d schedules): %s", m, time.Since(start).Round(time.Millisecond), r.Schedules, r.Shortest.Violation)
+		})
+	}
+}
