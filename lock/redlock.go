@@ -141,63 +141,19 @@ func (l *redlockLocker) Close() error {
 }
 
 func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
-	ttl := opts.Lease
+	a := &redlockAttempt{l: l, key: key, ttl: opts.Lease}
 	// One Mutex per acquisition: it keeps the value and validity of this acquisition, so it is
 	// never shared (redsync's Mutex is not safe to reuse across holders).
-	var value string // the last attempt's
-	newValue := func() (string, error) {
-		v, err := l.newValue()
-		value = v
-		return v, err
-	}
-	m := l.rs.NewMutex(key, redsync.WithExpiry(ttl), redsync.WithTimeoutFactor(nodeTimeout(ttl).Seconds()/ttl.Seconds()),
-		redsync.WithDriftFactor(l.drift), redsync.WithGenValueFunc(newValue))
-	attempts := 0
-	var last error
-	var token int64
-	// One attempt: the attempt and its clean-up release run to the end even if the caller goes
-	// away, so a partial win is always removed from the masters.
-	try := func(ctx context.Context) (bool, time.Duration, error) {
-		if ctx.Err() != nil {
-			return false, 0, l.notObtained(ctx, key, attempts, last)
-		}
-		attempts++
-		last = m.TryLockContext(context.WithoutCancel(ctx))
-		if last != nil && noAnswer(last) {
-			v := value
-			orphaned(ctx, fmt.Errorf("%w: %w", ErrUnavailable, last), "redlock\x00"+key+"\x00"+v,
-				func(ctx context.Context) error { return l.unlockValue(ctx, key, v) })
-		}
-		if last != nil {
-			// Held in this process: its release rings at once, so wait for it (or its validity).
-			// Else the holder's TTL is unknown: poll, unless a release rings.
-			if until, ok := l.heldHere(key); ok {
-				return false, time.Until(until), nil
-			}
-			return false, l.holderLeft(ctx, key), nil
-		}
-		if ctx.Err() != nil {
-			// Won for a caller that has gone: give it back at once.
-			l.giveBack(ctx, m, key, "release after cancelled acquire")
-			return false, 0, l.notObtained(ctx, key, attempts, nil)
-		}
-		if l.fence {
-			if token, last = l.drawToken(context.WithoutCancel(ctx), key, m.Value(), nodeTimeout(ttl)); last != nil {
-				// Not fenced on a majority: give the lock back and try again.
-				l.giveBack(ctx, m, key, "release after a failed fencing round")
-				return false, -1, nil
-			}
-		}
-		return true, 0, nil
-	}
-	err := l.queue.obtain(ctx, key, "", opts.Wait, ttl, false, try)
-	if errors.Is(err, ErrNotObtained) && attempts > 0 {
-		err = l.notObtained(ctx, key, attempts, last)
+	a.m = l.rs.NewMutex(key, redsync.WithExpiry(a.ttl), redsync.WithTimeoutFactor(nodeTimeout(a.ttl).Seconds()/a.ttl.Seconds()),
+		redsync.WithDriftFactor(l.drift), redsync.WithGenValueFunc(a.newValue))
+	err := l.queue.obtain(ctx, key, "", opts.Wait, a.ttl, false, a.try)
+	if errors.Is(err, ErrNotObtained) && a.attempts > 0 {
+		err = l.notObtained(ctx, key, a.attempts, a.last)
 	}
 	if err != nil {
 		return nil, err
 	}
-	le := newRedlockLease(ctx, l, m, key, ttl, token, !opts.ExplicitLease)
+	le := newRedlockLease(ctx, l, a.m, key, a.ttl, a.token, !opts.ExplicitLease)
 	l.mu.Lock()
 	if l.local[key] == nil {
 		l.local[key] = map[*redlockLease]struct{}{}
@@ -205,6 +161,62 @@ func (l *redlockLocker) Acquire(ctx context.Context, key string, opts Options) (
 	l.local[key][le] = struct{}{}
 	l.mu.Unlock()
 	return le, nil
+}
+
+// redlockAttempt is one acquisition across its attempts: its Mutex, the last attempt's value and
+// error, how many were made, and the token of the one that won.
+type redlockAttempt struct {
+	l        *redlockLocker
+	key      string
+	ttl      time.Duration
+	m        *redsync.Mutex
+	value    string
+	attempts int
+	last     error
+	token    int64
+}
+
+func (a *redlockAttempt) newValue() (string, error) {
+	v, err := a.l.newValue()
+	a.value = v
+	return v, err
+}
+
+// try is one attempt: it and its clean-up release run to the end even if the caller goes away,
+// so a partial win is always removed from the masters.
+func (a *redlockAttempt) try(ctx context.Context) (bool, time.Duration, error) {
+	l, key := a.l, a.key
+	if ctx.Err() != nil {
+		return false, 0, l.notObtained(ctx, key, a.attempts, a.last)
+	}
+	a.attempts++
+	a.last = a.m.TryLockContext(context.WithoutCancel(ctx))
+	if a.last != nil && noAnswer(a.last) {
+		v := a.value
+		orphaned(ctx, fmt.Errorf("%w: %w", ErrUnavailable, a.last), "redlock\x00"+key+"\x00"+v,
+			func(ctx context.Context) error { return l.unlockValue(ctx, key, v) })
+	}
+	if a.last != nil {
+		// Held in this process: its release rings at once, so wait for it (or its validity).
+		// Else the holder's TTL is unknown: poll, unless a release rings.
+		if until, ok := l.heldHere(key); ok {
+			return false, time.Until(until), nil
+		}
+		return false, l.holderLeft(ctx, key), nil
+	}
+	if ctx.Err() != nil {
+		// Won for a caller that has gone: give it back at once.
+		l.giveBack(ctx, a.m, key, "release after cancelled acquire")
+		return false, 0, l.notObtained(ctx, key, a.attempts, nil)
+	}
+	if l.fence {
+		if a.token, a.last = l.drawToken(context.WithoutCancel(ctx), key, a.m.Value(), nodeTimeout(a.ttl)); a.last != nil {
+			// Not fenced on a majority: give the lock back and try again.
+			l.giveBack(ctx, a.m, key, "release after a failed fencing round")
+			return false, -1, nil
+		}
+	}
+	return true, 0, nil
 }
 
 // newValue is an acquisition's value on the masters: random, after the instance id when one was
