@@ -6,17 +6,22 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/core"
 )
 
-// handoff holds the queues of one Locker: the in-process waiting of every kind but fair, whose
-// waiters all queue in Redis. What a kind adds is in how it tries (the try func of obtain) and
-// what it listens to (listen): lua and fenced add the hand-over from the line in Redis (line.go),
-// reentrant its nominations (nomination.go). The rules of waiting are in waiting.go: rules 3–8
-// apply here (with 9–12, kept with pubsub.go).
+// handoff drives the queues of one Locker: the in-process waiting of every kind but fair, whose
+// waiters all queue in Redis. Every decision (who is the head, when it tries, when it sleeps and
+// until when, when the queue subscribes, when a wait is over, when an idle queue lets go of its
+// subscription) is lock/core's Queue; handoff feeds it events (a waiter comes or goes, an attempt's
+// answer, a release heard, a subscription confirmed, a timer) and does what it answers, with one
+// timer per queue. A waiter's own goroutine makes its attempts. What a kind adds is in how it tries
+// (the try func of obtain) and what it listens to (listen): lua and fenced add the hand-over from
+// the line in Redis (line.go), reentrant its nominations (nomination.go). The rules of waiting are
+// in waiting.go: rules 3–8 apply here (with 9–12, kept with pubsub.go).
 type handoff struct {
 	// listen subscribes to the release messages of key: ring is called for every release
 	// heard. ready closes once the subscription is confirmed; stop ends it. nil: this mode hears
@@ -35,41 +40,52 @@ type handoff struct {
 
 	mu     sync.Mutex
 	queues map[string]*queue
+	ids    uint64 // the last waiter's number
 }
 
-// queue is one key's waiters in one process. Fields without a comment are guarded by handoff.mu.
+// queue is one key's waiters in one process: the core's queue and what the driver keeps beside it.
+// Fields are guarded by handoff.mu.
 type queue struct {
-	key     string
-	waiters []*place // in arrival order; waiters[0] is the head, the only one contending in Redis
-	// rings counts the releases heard; the head compares it with what it saw before its last
-	// attempt, so a ring is never lost (counted even when nobody is waiting on bell) and a ring
-	// older than the attempt never wakes it for nothing.
-	rings atomic.Uint64
-	bell  chan struct{} // capacity 1: wakes the head to look at rings
-
-	// hint is left by a head that got the lock for the next head: the lock is taken (by a holder
-	// in this process, whose release will ring) and expires at the latest at hintUntil, so the next
-	// head need not try before a ring or that time.
-	hint      bool
-	hintSeen  uint64
-	hintUntil time.Time
-
-	listening bool
-	ready     <-chan struct{}
-	stop      func()
-	idle      *time.Timer // pending teardown of an empty queue
+	key    string
+	core   core.Queue
+	places []*place
+	timer  *time.Timer // the core's Tick (nil until it first asks for one)
+	stop   func()      // ends the subscription (nil: none, or not yet returned by listen)
+	// gone: the queue is forgotten; dropped is closed then, once a subscription waits on it.
+	gone    bool
+	dropped chan struct{}
 }
 
-// place is one waiter's spot in a queue.
+// place is the waiter with id (nil: it has left).
+func (q *queue) place(id uint64) *place {
+	for _, p := range q.places {
+		if p.id == id {
+			return p
+		}
+	}
+	return nil
+}
+
+// forget stops telling the waiter with id anything.
+func (q *queue) forget(id uint64) {
+	q.places = slices.DeleteFunc(q.places, func(p *place) bool { return p.id == id })
+}
+
+// place is one waiter's spot in a queue: the core tells it, on turn, to try or that its wait is
+// over.
 type place struct {
-	turn     chan struct{} // closed when it becomes the head
-	deadline time.Time     // the end of its wait
-	who      string        // the waiter's name for the kind ("" but for lua and fenced: its value)
+	id   uint64
+	who  string // the waiter's name for the kind ("" but for lua and fenced: its value)
+	turn chan bool
 }
 
 func newHandoff(listen func(string, func()) (<-chan struct{}, func()), poll func() time.Duration) *handoff {
 	return &handoff{listen: listen, poll: poll, linger: time.Second, queues: map[string]*queue{}}
 }
+
+// confirmWait bounds how long a head that has just subscribed waits for Redis to confirm before
+// it looks again anyway.
+const confirmWait = 250 * time.Millisecond
 
 // ring records a release of key made by this process.
 func (h *handoff) ring(key string) {
@@ -77,78 +93,180 @@ func (h *handoff) ring(key string) {
 	q := h.queues[key]
 	h.mu.Unlock()
 	if q != nil {
-		q.ring()
+		h.step(q, func(c *core.Queue, now time.Time) core.QueueReady { return c.Ring(now) })
 	}
 }
 
-func (q *queue) ring() {
-	q.rings.Add(1)
-	select {
-	case q.bell <- struct{}{}:
-	default: // the head has a wake-up pending already; it reads rings, not the bell
+// step gives q's core an event and does what it answers (stepLocked).
+func (h *handoff) step(q *queue, event func(*core.Queue, time.Time) core.QueueReady) {
+	h.mu.Lock()
+	post := h.stepLocked(q, event)
+	h.mu.Unlock()
+	h.after(post)
+}
+
+// afterStep is what a step leaves to do once h.mu is released.
+type afterStep struct {
+	q           *queue
+	subscribe   bool
+	unsubscribe func()
+}
+
+// after does it: subscribing and unsubscribing talk to Redis.
+func (h *handoff) after(a afterStep) {
+	if a.subscribe {
+		h.subscribe(a.q)
 	}
+	if a.unsubscribe != nil {
+		a.unsubscribe()
+	}
+}
+
+// stepLocked gives q's core an event, h.mu held, and does what it answers: it tells waiters to try
+// or that their wait is over, arms the timer and forgets a dropped queue. What talks to Redis
+// (subscribing, unsubscribing) is returned, to be done once h.mu is released. A queue already
+// forgotten hears nothing more (a late ring, a timer).
+func (h *handoff) stepLocked(q *queue, event func(*core.Queue, time.Time) core.QueueReady) afterStep {
+	if q.gone {
+		return afterStep{}
+	}
+	r := event(&q.core, time.Now())
+	if p := q.place(r.Try); p != nil {
+		p.turn <- true
+	}
+	for _, id := range r.GiveUp {
+		if p := q.place(id); p != nil {
+			q.forget(id)
+			p.turn <- false
+		}
+	}
+	switch {
+	case r.Drop:
+		if h.queues[q.key] == q {
+			delete(h.queues, q.key)
+		}
+		q.drop()
+	case !r.Wake.IsZero() && q.timer == nil:
+		q.timer = time.AfterFunc(time.Until(r.Wake), func() { h.step(q, (*core.Queue).Tick) })
+	case !r.Wake.IsZero():
+		q.timer.Reset(time.Until(r.Wake))
+	}
+	a := afterStep{q: q, subscribe: r.Subscribe}
+	if r.Unsubscribe {
+		a.unsubscribe, q.stop = q.stop, nil
+	}
+	return a
+}
+
+// drop marks q forgotten (h.mu held).
+func (q *queue) drop() {
+	q.gone = true
+	if q.timer != nil {
+		q.timer.Stop()
+	}
+	if q.dropped != nil {
+		close(q.dropped)
+	}
+}
+
+// subscribe listens to q's key and tells the core when Redis confirms.
+func (h *handoff) subscribe(q *queue) {
+	ready, stop := h.listen(q.key, func() { h.step(q, (*core.Queue).Ring) })
+	h.mu.Lock()
+	gone := q.gone
+	if !gone {
+		q.stop = stop
+		if q.dropped == nil {
+			q.dropped = make(chan struct{})
+		}
+	}
+	dropped := q.dropped
+	h.mu.Unlock()
+	if gone {
+		stop() // the queue was forgotten while listen ran
+		return
+	}
+	go func() {
+		select {
+		case <-ready:
+			h.step(q, (*core.Queue).Confirmed)
+		case <-dropped:
+		}
+	}()
 }
 
 // acquire waits for its turn in key's queue, then runs try until it holds the lock, the wait runs
 // out (ErrNotObtained) or ctx ends (ErrNotObtained wrapping ctx.Err()). try returns held, or
 // the current holder's remaining TTL (< 0: unknown). lease is how long a won lock lives at most
-// (the next head's fallback). An error from try ends the acquisition with that error, unless
+// (the next head's hint). An error from try ends the acquisition with that error, unless
 // brokenRetry has it made again.
 func (h *handoff) acquire(ctx context.Context, key, who string, wait, lease time.Duration,
 	try func(context.Context) (bool, time.Duration, error)) error {
 	deadline := time.Now().Add(wait)
 	q, p := h.enter(key, who, deadline)
-	won := false
-	var seen uint64
-	var until time.Time
-	defer func() { h.exit(q, p, won, seen, until) }()
-
-	if !waitTurn(ctx, p, deadline) {
-		return notObtained(ctx, key)
-	}
-	var wake time.Time
-	hinted := false
 	var retry brokenRetry
-	seen, wake, hinted = h.takeHint(q)
 	for {
-		if !hinted {
-			seen = q.rings.Load()
-			sent := time.Now()
-			held, ttl, err := try(ctx)
-			if err != nil {
-				if retry.again(ctx, err, deadline) {
-					continue
-				}
-				return err
-			}
-			retry.answered()
-			if held {
-				won, until = true, sent.Add(lease)
-				return nil
-			}
-			if h.subscribe(ctx, q, deadline) {
-				// Just subscribed: a release between the attempt and the subscription
-				// would not ring, so look again now that any later one will.
-				continue
-			}
-			switch {
-			case ttl >= 0:
-				wake = time.Now().Add(max(ttl, time.Millisecond))
-			case h.poll != nil:
-				wake = time.Now().Add(h.poll())
-			default:
-				wake = deadline
-			}
-		}
-		hinted = false
-		left := time.Until(deadline)
-		if left <= 0 {
+		select {
+		case <-ctx.Done():
+			h.leave(q, p)
 			return notObtained(ctx, key)
+		case tryNow := <-p.turn:
+			if !tryNow {
+				return notObtained(ctx, key)
+			}
 		}
-		if !q.sleep(ctx, seen, min(time.Until(wake), left)) {
-			return notObtained(ctx, key)
+		sent := time.Now()
+		held, ttl, err := try(ctx)
+		for err != nil && retry.again(ctx, err, deadline) {
+			sent = time.Now()
+			held, ttl, err = try(ctx)
 		}
+		switch {
+		case err != nil:
+			h.leave(q, p)
+			return err
+		case held:
+			h.step(q, func(c *core.Queue, now time.Time) core.QueueReady { return c.Held(now, p.id, sent.Add(lease)) })
+			h.forget(q, p)
+			return nil
+		}
+		retry.answered()
+		if ttl < 0 && h.poll != nil {
+			ttl = h.poll()
+		}
+		h.step(q, func(c *core.Queue, now time.Time) core.QueueReady { return c.Failed(now, p.id, ttl) })
 	}
+}
+
+// enter joins key's queue as who until deadline.
+func (h *handoff) enter(key, who string, deadline time.Time) (*queue, *place) {
+	h.mu.Lock()
+	q := h.queues[key]
+	if q == nil {
+		q = &queue{key: key, core: core.NewQueue(core.QueueConfig{Listens: h.listen != nil,
+			SureRing: h.localRing || h.listen == nil, Linger: h.linger, ConfirmWait: confirmWait})}
+		h.queues[key] = q
+	}
+	h.ids++
+	p := &place{id: h.ids, who: who, turn: make(chan bool, 1)}
+	q.places = append(q.places, p)
+	post := h.stepLocked(q, func(c *core.Queue, now time.Time) core.QueueReady { return c.Enter(now, p.id, deadline) })
+	h.mu.Unlock()
+	h.after(post)
+	return q, p
+}
+
+// leave takes p out of its queue (its caller has gone, or its attempt failed for good).
+func (h *handoff) leave(q *queue, p *place) {
+	h.forget(q, p)
+	h.step(q, func(c *core.Queue, now time.Time) core.QueueReady { return c.Leave(now, p.id) })
+}
+
+// forget stops telling p anything.
+func (h *handoff) forget(q *queue, p *place) {
+	h.mu.Lock()
+	q.forget(p.id)
+	h.mu.Unlock()
 }
 
 // obtain runs the rules every waiting mode shares around acquire: a zero wait is one attempt, and
@@ -191,33 +309,14 @@ func newSubscribedQueue(rdb redis.UniversalClient, log *slog.Logger) (*subscribe
 	return sub, queue
 }
 
-// enter joins key's queue as who until deadline; the first in an empty queue is its head at once.
-func (h *handoff) enter(key, who string, deadline time.Time) (*queue, *place) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	q := h.queues[key]
-	if q == nil {
-		q = &queue{key: key, bell: make(chan struct{}, 1)}
-		h.queues[key] = q
-	}
-	if q.idle != nil {
-		q.idle.Stop()
-		q.idle = nil
-	}
-	p := &place{turn: make(chan struct{}), deadline: deadline, who: who}
-	q.waiters = append(q.waiters, p)
-	if len(q.waiters) == 1 {
-		close(p.turn)
-	}
-	return q, p
-}
-
 // headOf is who the head of key's queue is; false when nobody waits.
 func (h *handoff) headOf(key string) (string, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if q := h.queues[key]; q != nil && len(q.waiters) > 0 {
-		return q.waiters[0].who, true
+	if q := h.queues[key]; q != nil {
+		if id, ok := q.core.Head(); ok && q.place(id) != nil {
+			return q.place(id).who, true
+		}
 	}
 	return "", false
 }
@@ -231,7 +330,7 @@ func (h *handoff) ringAll() {
 	}
 	h.mu.Unlock()
 	for _, q := range queues {
-		q.ring()
+		h.step(q, (*core.Queue).Ring)
 	}
 }
 
@@ -239,154 +338,10 @@ func (h *handoff) ringAll() {
 func (h *handoff) lastDeadline(key string) time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var last time.Time
 	if q := h.queues[key]; q != nil {
-		for _, p := range q.waiters {
-			if p.deadline.After(last) {
-				last = p.deadline
-			}
-		}
+		return q.core.LastDeadline()
 	}
-	return last
-}
-
-// waitTurn waits until p is the head of its queue; false when the wait or ctx ran out first.
-func waitTurn(ctx context.Context, p *place, deadline time.Time) bool {
-	select {
-	case <-p.turn:
-		return true
-	default:
-	}
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-p.turn:
-		return true
-	case <-t.C:
-		// The turn may have come at the same moment; taking it is as good as not.
-		select {
-		case <-p.turn:
-			return true
-		default:
-			return false
-		}
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// takeHint returns the hint the previous head left, if it is usable: only when the holder's
-// release is sure to ring, i.e. the mode rings its own releases, or the queue's subscription is
-// confirmed.
-func (h *handoff) takeHint(q *queue) (seen uint64, until time.Time, ok bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !q.hint {
-		return 0, time.Time{}, false
-	}
-	q.hint = false
-	if !h.localRing && h.listen != nil {
-		if !q.listening || q.ready == nil || !isDone(q.ready) {
-			return 0, time.Time{}, false
-		}
-	}
-	return q.hintSeen, q.hintUntil, true
-}
-
-// subscribe makes sure the queue hears releases from other processes; it reports true when it
-// has just subscribed (and waited, within the deadline, for Redis to confirm).
-func (h *handoff) subscribe(ctx context.Context, q *queue, deadline time.Time) bool {
-	if h.listen == nil {
-		return false
-	}
-	h.mu.Lock()
-	if q.listening {
-		h.mu.Unlock()
-		return false
-	}
-	q.listening = true
-	h.mu.Unlock()
-	// Outside the lock: it talks to Redis. Only the head gets here, and the queue cannot be torn
-	// down while it is in it.
-	ready, stop := h.listen(q.key, q.ring)
-	h.mu.Lock()
-	q.ready, q.stop = ready, stop
-	h.mu.Unlock()
-	// A subscription slow to confirm costs latency, not correctness: wait a bounded time.
-	t := time.NewTimer(min(time.Until(deadline), 250*time.Millisecond))
-	defer t.Stop()
-	select {
-	case <-ready:
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	return true
-}
-
-// exit leaves the queue. A head that leaves hands the turn to the next waiter, with a hint when
-// it got the lock. An empty queue is torn down (and unsubscribed) after linger.
-func (h *handoff) exit(q *queue, p *place, won bool, seen uint64, until time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	head := q.waiters[0] == p
-	q.waiters = slices.DeleteFunc(q.waiters, func(w *place) bool { return w == p })
-	if head {
-		// The next head reads the hint under h.mu, so after this.
-		q.hint, q.hintSeen, q.hintUntil = won, seen, until
-		if len(q.waiters) > 0 {
-			close(q.waiters[0].turn)
-		}
-	}
-	if len(q.waiters) > 0 {
-		return
-	}
-	if !q.listening {
-		if h.queues[q.key] == q {
-			delete(h.queues, q.key)
-		}
-		return
-	}
-	var t *time.Timer
-	t = time.AfterFunc(h.linger, func() {
-		h.mu.Lock()
-		if q.idle != t || len(q.waiters) > 0 {
-			h.mu.Unlock()
-			return // someone came back meanwhile
-		}
-		q.idle = nil
-		if h.queues[q.key] == q {
-			delete(h.queues, q.key)
-		}
-		stop := q.stop
-		h.mu.Unlock()
-		// Outside the lock: unsubscribing talks to Redis, which may be slow or down.
-		if stop != nil {
-			stop()
-		}
-	})
-	q.idle = t
-}
-
-// sleep waits until a ring newer than seen, d, or the end of ctx; false only when ctx ended.
-func (q *queue) sleep(ctx context.Context, seen uint64, d time.Duration) bool {
-	if q.rings.Load() != seen {
-		return true
-	}
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for q.rings.Load() == seen {
-		select {
-		case <-q.bell:
-		case <-t.C:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	return true
+	return time.Time{}
 }
 
 // close tears down every idle queue and its subscription now instead of after linger (the Locker
@@ -395,16 +350,14 @@ func (h *handoff) close() {
 	h.mu.Lock()
 	var stops []func()
 	for key, q := range h.queues {
-		if len(q.waiters) > 0 {
+		if !q.core.Empty() {
 			continue
 		}
-		if q.idle != nil {
-			q.idle.Stop()
-			q.idle = nil
-		}
 		delete(h.queues, key)
+		q.drop()
 		if q.stop != nil {
 			stops = append(stops, q.stop)
+			q.stop = nil
 		}
 	}
 	h.mu.Unlock()
