@@ -1,4 +1,4 @@
-package lock_test
+package conformance
 
 // The conformance suite: every clause of the contract in docs/library.md ("Guarantees") run
 // against every kind of lock, each clause a subtest named after its number. A kind is added to
@@ -165,7 +165,7 @@ func TestShardedResubscription(t *testing.T) {
 // servers run last.
 func TestConformanceOnCluster(t *testing.T) {
 	t.Parallel()
-	if !lock.Long() {
+	if !long() {
 		t.Skip("LOCKTEST_LONG=1 runs the suite on a Redis Cluster")
 	}
 	for _, k := range conformanceKinds {
@@ -195,7 +195,7 @@ func TestConformanceOnCluster(t *testing.T) {
 func TestConformanceCoversEveryConstructor(t *testing.T) {
 	t.Parallel()
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	pkgs, err := parser.ParseDir(fset, "..", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
