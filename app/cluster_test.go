@@ -47,6 +47,7 @@ func startCluster(t *testing.T) *redisproc.Cluster {
 // the single-instance locks, reentrant's unlock PUBLISH) must stay in one slot, and every SKU
 // must sell exactly its stock under the safe modes.
 func TestClusterDataStore(t *testing.T) {
+	t.Parallel() // on a cluster and servers of its own
 	cl := startCluster(t)
 	cfg, _, _ := apptest.Config(t, 3)
 	var skus []string

@@ -22,6 +22,7 @@ import (
 )
 
 func TestLabScenariosAreListed(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	r := do(t, http.MethodGet, f.HTTP.URL+"/lab/scenarios", nil)
 	if r.status != http.StatusOK {
@@ -48,6 +49,7 @@ func TestLabScenariosAreListed(t *testing.T) {
 }
 
 func TestLabRunAnswersTheRow(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	for name, want := range map[string]string{"none": lab.Reproduced, "atomic": lab.Held} {
 		r := do(t, http.MethodPost, f.HTTP.URL+"/lab/scenarios/"+name+"/run", nil)
@@ -69,6 +71,7 @@ func TestLabRunAnswersTheRow(t *testing.T) {
 }
 
 func TestLabRunUnknownIs404(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	r := do(t, http.MethodPost, f.HTTP.URL+"/lab/scenarios/no-such/run", nil)
 	if r.status != http.StatusNotFound || !strings.Contains(r.raw, "no-such") {
@@ -79,6 +82,7 @@ func TestLabRunUnknownIs404(t *testing.T) {
 // TestLabRunsOneAtATime starts a scenario that takes over a second and requires 409 for every
 // other experiment until it ends.
 func TestLabRunsOneAtATime(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	first := make(chan resp, 1)
 	go func() {
@@ -127,6 +131,7 @@ func TestLabRunsOneAtATime(t *testing.T) {
 }
 
 func TestLabDisabledIs403(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, func(c *config.Config) { c.Lab.Enabled = false })
 	for _, path := range []string{"/lab/scenarios/none/run", "/lab/burst?n=5"} {
 		r := do(t, http.MethodPost, f.HTTP.URL+path, nil)
@@ -141,6 +146,7 @@ func TestLabDisabledIs403(t *testing.T) {
 }
 
 func TestLabNeedsTheAdminToken(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, func(c *config.Config) { c.Server.AdminToken = "s3cret" })
 	for _, path := range []string{"/lab/scenarios/none/run", "/lab/burst?n=5"} {
 		if r := do(t, http.MethodPost, f.HTTP.URL+path, nil); r.status != http.StatusUnauthorized {
@@ -160,6 +166,7 @@ func TestLabNeedsTheAdminToken(t *testing.T) {
 }
 
 func TestBurstSellsThroughTheService(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	if r := do(t, http.MethodPost, f.HTTP.URL+"/inventory/reset?stock=50", nil); r.status != http.StatusOK {
 		t.Fatalf("reset: %d %s", r.status, r.raw)
@@ -205,6 +212,7 @@ func TestBurstSellsThroughTheService(t *testing.T) {
 }
 
 func TestDashboardIsServed(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	for path, ctype := range map[string]string{"/": "text/html", "/dashboard/dashboard.js": "javascript",
 		"/dashboard/dashboard.css": "text/css"} {
@@ -247,6 +255,7 @@ func (f *fakeLab) Run(_ context.Context, sc lab.Scenario) lab.Result {
 // TestFailingHistoryIsServed: after a run whose history was not linearizable, the dashboard's
 // link serves the lab's visualisation; after a run that was, or before any run, 404.
 func TestFailingHistoryIsServed(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	file := filepath.Join(t.TempDir(), "history.html")
 	if err := os.WriteFile(file, []byte("<html>the failing part</html>"), 0o600); err != nil {
@@ -311,6 +320,7 @@ func TestFailingHistoryIsServed(t *testing.T) {
 // run of `seckill lab` (its own Runner, no file written), and after a run another instance made
 // over HTTP (which serves the same page from the file it wrote).
 func TestFailingHistoryIsServedByEveryInstance(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	sc, err := lab.Lookup("none")
 	if err != nil {
@@ -350,6 +360,7 @@ func TestFailingHistoryIsServedByEveryInstance(t *testing.T) {
 
 // TestLabHistoryFilesAreRemovedOnClose: the history files of the last runs go with the service.
 func TestLabHistoryFilesAreRemovedOnClose(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	fake := &fakeLab{history: filepath.Join(t.TempDir(), "history.html")}
 	if err := os.WriteFile(fake.history, []byte("<html></html>"), 0o600); err != nil {
@@ -374,6 +385,7 @@ func TestLabHistoryFilesAreRemovedOnClose(t *testing.T) {
 // LabRunner app gives it (no reaching into the service for Redis clients), and without one the
 // run endpoint answers 503.
 func TestLabRunGoesThroughTheRunnerItIsGiven(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	fake := &fakeLab{}
 	for _, c := range []struct {
@@ -412,6 +424,7 @@ func lastRuns(t *testing.T, base string) map[string]lab.Result {
 // `seckill lab` (another Runner over the same data Redis). The list leaves the timelines out;
 // a scenario's result route has it.
 func TestLabListsRunsStartedElsewhere(t *testing.T) {
+	t.Parallel()
 	f := apptest.New(t, nil)
 	if last := lastRuns(t, f.HTTP.URL); len(last) != 0 {
 		t.Fatalf("before any run: %v", last)

@@ -76,8 +76,5 @@ func own(l *Locker, owner string) string {
 	return ""
 }
 
-// Universal and Long, for the tests of package lock_test.
-var (
-	Universal = universal
-	Long      = long
-)
+// Universal, for the tests of package lock_test.
+var Universal = universal

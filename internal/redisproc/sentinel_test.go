@@ -12,6 +12,7 @@ import (
 // TestReplicatedFailover: the Sentinel topology comes up, a write reaches the replica, and when
 // the master is killed the sentinels promote the replica, which the failover client then finds.
 func TestReplicatedFailover(t *testing.T) {
+	t.Parallel() // each on a topology of its own, after the serial TestSentinelsMoveOffATakenPort
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -53,6 +54,7 @@ func TestReplicatedFailover(t *testing.T) {
 // TestHoldBackReplication: with the replica paused and its link dropped, a write never reaches
 // it, and WAIT says so.
 func TestHoldBackReplication(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r, err := redisproc.StartReplicated(ctx, redisproc.ReplicatedOptions{})

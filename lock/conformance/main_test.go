@@ -1,0 +1,36 @@
+package conformance
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/locktest"
+)
+
+// The conformance suite (every clause of docs/library.md's contract over every kind of lock) and
+// the tests built on its kinds, in a test binary of their own: `go test ./lock/...` then runs it
+// beside the library's other tests instead of after them.
+
+// quiet drops go-redis's own log lines ("failed to dial" while a test has stopped a server on
+// purpose).
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+func init() { redis.SetLogger(quiet{}) }
+
+// parallelTests is how many of this package's tests run at once unless -test.parallel says
+// otherwise: they mostly wait (on leases, TTLs, servers starting), each on servers of its own.
+const parallelTests = 8
+
+func TestMain(m *testing.M) { locktest.RunParallel(m, parallelTests) }
+
+// long reports whether the long, stability-minded repetitions are asked for (LOCKTEST_LONG=1,
+// which CI sets).
+func long() bool {
+	v := os.Getenv("LOCKTEST_LONG")
+	return v != "" && v != "0"
+}
