@@ -72,7 +72,7 @@ type Options struct {
 
 // Locker acquires one kind of lock. It is safe for concurrent use; build one per process and
 // lock, and share it. The promises every Locker keeps are listed once, in docs/library.md
-// ("Guarantees"), and checked for every kind by the conformance suite (conformance_test.go).
+// ("Guarantees"), and checked for every kind by the conformance suite (lock/conformance).
 type Locker struct {
 	impl locker
 	// kind is the constructor's name, for errors.
