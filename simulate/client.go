@@ -52,9 +52,13 @@ type Client struct {
 	RoundOut renewal // the worst answer of the round so far (a multilock's parts)
 	Sent     int64   // when its last attempt was sent: a lock handed over counts its TTL from it
 	BeatAt   int64   // the fair waiter's process's next heartbeat (0: none)
-	Got      [3]bool
-	TTLs     [3]int64 // what each master said of the lock's PTTL (redlock's holderLeft)
-	I        int      // the master its next command goes to
+	// The acquisition's place in its process's queue (queue.go): Turn, the queue said to try;
+	// Over, its wait is over.
+	Queued, Turn, Over bool
+	Q                  core.Queue
+	Got                [3]bool
+	TTLs               [3]int64 // what each master said of the lock's PTTL (redlock's holderLeft)
+	I                  int      // the master its next command goes to
 
 	PassOn      string // a lock handed to an acquisition that has left: pass it on
 	Crashed     bool
@@ -108,6 +112,10 @@ func (s *Sim) begin(w *World, c *Client) {
 	c.Waiting, c.WakeAt, c.Granted, c.GrantTok, c.Next = false, 0, false, 0, 0
 	c.Inside, c.Got, c.Sent, c.BeatAt = false, [3]bool{}, w.Now, 0
 	c.Leased, c.Life, c.LifeWake, c.Lost, c.Renewing, c.RoundAt = false, core.Life{}, 0, false, false, 0
+	c.Queued, c.Q, c.Turn, c.Over = false, core.Queue{}, false, false
+	if cfg, ok := s.kind.queue(); ok {
+		s.waitIn(w, c, cfg)
+	}
 }
 
 // enter: c holds the lock (token: its fencing token) and reads the resource. Where the kind
@@ -138,6 +146,9 @@ func (s *Sim) enter(w *World, c *Client, token int64) {
 func (s *Sim) hold(w *World, c *Client, token, since, ttl int64) {
 	l, r := core.NewLife(at(w.Now), core.SafeEnd(at(since), dur(ttl)), dur(ttl), s.cfg.Lease, s.kind.watchdog())
 	c.Leased, c.Life = true, *l
+	if c.Queued {
+		s.won(w, c)
+	}
 	s.enter(w, c, token)
 	s.lifeSays(w, c, r)
 }
@@ -269,7 +280,9 @@ func (s *Sim) step(w *World, c *Client) {
 	}
 	switch c.PC {
 	case pcAcquire:
-		s.kind.acquire(s, w, c)
+		if s.queueTurn(w, c) {
+			s.kind.acquire(s, w, c)
+		}
 	case pcWork:
 		// Once the work is done the holder looks at its lease (Lease.Lost asks the life whether
 		// its end has come, whatever its timer) before any renewal due at the same time.

@@ -60,7 +60,7 @@ func (k fairKind) nap(c *Client) {
 // try is one run of the acquire script (fairLocker.try).
 func (k fairKind) try(s *Sim, w *World, c *Client) {
 	c.Sent = w.Now
-	queue := k.queue(w)
+	queue := k.redisQueue(w)
 	r := s.script(w, c, 0, "FairAcquire", script.FairAcquire, fairKeys, itoa(ms(s.cfg.Lease)), c.Value, itoa(ms(s.cfg.Wait)),
 		itoa(w.Now), itoa(k.grantTTL(s)), "1", itoa(max(c.Deadline-w.Now+1, 1)), procOf(c), itoa(w.Now+fairAliveFor), fairLagCap)
 	if r == nil {
@@ -112,7 +112,7 @@ func (k fairKind) release(s *Sim, w *World, c *Client) {
 // releaseField runs the release script once; a lock it hands to a waiter of this process that
 // has left is passed on by the next step (fairLocker.release's loop).
 func (k fairKind) releaseField(s *Sim, w *World, c *Client, field string, leaseMs, waitMs int64) {
-	queue := k.queue(w)
+	queue := k.redisQueue(w)
 	r, _ := s.script(w, c, 0, "FairRelease", script.FairRelease, fairChannelKeys, "0", itoa(leaseMs), field, itoa(w.Now),
 		procOf(c)+":", itoa(ms(s.cfg.Lease)), itoa(waitMs), fairGranted, fairLagCap).([]any)
 	if len(r) == 2 {
@@ -126,8 +126,8 @@ func (k fairKind) releaseField(s *Sim, w *World, c *Client, field string, leaseM
 	}
 }
 
-// queue is the fair queue in Redis now, first waiter first.
-func (k fairKind) queue(w *World) []string {
+// redisQueue is the fair queue in Redis now, first waiter first.
+func (k fairKind) redisQueue(w *World) []string {
 	for _, key := range w.Masters[0].Data {
 		if key.Key == fairKeys[1] {
 			return key.List

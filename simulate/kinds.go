@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
@@ -28,7 +29,10 @@ type kind interface {
 	passOn(s *Sim, w *World, c *Client)
 	route(w *World, k int, channel string) []int
 	leftoverOK(key string) bool
-	expects(err error) bool          // an error reply the kind's steps handle (any other is a violation)
+	expects(err error) bool // an error reply the kind's steps handle (any other is a violation)
+	// queue is the library's in-process queue of the kind (queue.go); false: the kind waits on
+	// its own (fair, which queues in Redis alone, and the lab's polling modes).
+	queue() (core.QueueConfig, bool)
 	setup(s *Sim, w *World)          // Redis before the first step (atomic's stock)
 	settled(s *Sim, w *World) string // the kind's own verdict once every client is done ("": none)
 	// The liveness check's bounds (liveness.go): how many masters without the lock key make
@@ -54,6 +58,7 @@ func (base) passOn(s *Sim, w *World, c *Client)                { c.PassOn = "" }
 func (base) route(w *World, k int, channel string) []int       { return nil }
 func (base) leftoverOK(key string) bool                        { return false }
 func (base) expects(error) bool                                { return false }
+func (base) queue() (core.QueueConfig, bool)                   { return core.QueueConfig{}, false }
 func (base) setup(s *Sim, w *World)                            {}
 func (base) settled(s *Sim, w *World) string                   { return "" }
 func (base) freeNeeds() int                                    { return 1 }

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
@@ -46,23 +47,24 @@ func (k lineKind) grantTTL(s *Sim) int64 {
 
 func (k lineKind) leftoverOK(key string) bool { return k.tokens && key == lockName+":token" }
 
+// queue: the line's waiters wait in their process's queue; a release here rings it itself.
+func (lineKind) queue() (core.QueueConfig, bool) { return queueConfig(true), true }
+
 func (k lineKind) acquire(s *Sim, w *World, c *Client) {
 	switch {
+	case c.Over:
+		// Out of the line: the release script takes the value out of the Redis line, and passes
+		// the lock on if it was handed to it meanwhile.
+		k.releaseValue(s, w, c, c.Value)
+		s.giveUp(w, c)
 	case c.Granted:
 		s.note(w, c.name(), "take the lock handed over", "token "+itoa(c.GrantTok))
 		ttl := min(ms(s.cfg.Lease), k.grantTTL(s))
 		s.handedOver(w, c, c.GrantTok, ttl, func() any {
 			return s.script(w, c, 0, "FencedRenew", script.FencedRenew, []string{lockName}, c.Value, itoa(ms(s.cfg.Lease)))
 		})
-	case w.Now >= c.Next:
-		k.try(s, w, c)
-	case w.Now >= c.Deadline:
-		// Out of the line: the release script takes the value out of the Redis line, and passes
-		// the lock on if it was handed to it meanwhile.
-		k.releaseValue(s, w, c, c.Value)
-		s.giveUp(w, c)
 	default:
-		c.sleep(min(c.Next, c.Deadline))
+		k.try(s, w, c)
 	}
 }
 
@@ -88,8 +90,7 @@ func (k lineKind) try(s *Sim, w *World, c *Client) {
 	if d < 0 {
 		d = k.grantTTL(s)
 	}
-	c.Next = w.Now + max(min(d, k.grantTTL(s), lostGrant), 1)
-	c.sleep(min(c.Next, c.Deadline))
+	s.failed(w, c, max(min(d, k.grantTTL(s), lostGrant), 1))
 }
 
 func (k lineKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
@@ -133,7 +134,8 @@ func (k lineKind) deliver(s *Sim, w *World, c *Client, m msg) {
 	tok, _ := strconv.ParseInt(parts[2], 10, 64)
 	switch {
 	case c.PC == pcAcquire && !c.Done && c.Value == parts[1]:
-		c.Granted, c.GrantTok, c.Waiting = true, tok, false
+		c.Granted, c.GrantTok = true, tok
+		s.ring(w, c)
 	case c.Inside && c.Value == parts[1]:
 	default:
 		c.PassOn = parts[1]

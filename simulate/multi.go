@@ -3,6 +3,7 @@ package simulate
 import (
 	"slices"
 
+	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
@@ -24,12 +25,16 @@ func (multiKind) relook(*Sim) int64 { return relookLine }
 // lostBound: a waiter whose unlock message is lost sleeps until the holder's PTTL, up to a lease.
 func (multiKind) lostBound(s *Sim) int64 { return ms(s.cfg.Lease) }
 
+// queue: each part is taken by a reentrant Locker of its master, whose queue hears Redisson's
+// unlock message; the parts are waited for one after the other, each in a queue of its own.
+func (multiKind) queue() (core.QueueConfig, bool) { return queueConfig(false), true }
+
 func (k multiKind) acquire(s *Sim, w *World, c *Client) {
 	if c.Sub == 1 { // giving back the parts already taken, one master a step
 		k.giveBackNext(s, w, c)
 		return
 	}
-	if w.Now >= c.Deadline {
+	if c.Over {
 		c.Sub, c.I = 1, 0
 		k.giveBackNext(s, w, c)
 		return
@@ -44,7 +49,11 @@ func (k multiKind) acquire(s *Sim, w *World, c *Client) {
 		if c.I == 3 {
 			s.hold(w, c, 0, c.Start, ms(s.cfg.Lease))
 			c.Got = [3]bool{true, true, true}
+			return
 		}
+		s.won(w, c)
+		cfg, _ := k.queue()
+		s.waitIn(w, c, cfg) // the next part, on the next master
 		return
 	}
 	pttl, _ := asInt(r)
@@ -52,7 +61,7 @@ func (k multiKind) acquire(s *Sim, w *World, c *Client) {
 	if ttl < 0 {
 		ttl = ms(s.cfg.Lease)
 	}
-	c.sleep(min(w.Now+ttl, c.Deadline))
+	s.failed(w, c, ttl)
 }
 
 // giveBackNext releases the next part taken, then gives up once none is left.
@@ -103,7 +112,7 @@ func (k multiKind) route(w *World, m int, channel string) []int {
 
 func (k multiKind) deliver(s *Sim, w *World, c *Client, m msg) {
 	if c.PC == pcAcquire && c.Sub == 0 {
-		c.Waiting = false
+		s.ring(w, c)
 	}
 }
 

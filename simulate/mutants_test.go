@@ -24,6 +24,12 @@ func TestMutantsFound(t *testing.T) {
 		core.NeverLost: {Config{Kind: "fenced", Clients: 2, Faults: []string{FaultPause}, MaxFaults: 1}, "Lost closes too late"},
 		// The second holder's lock comes handed over with 500 ms; its work takes 600.
 		core.NoPush: {Config{Kind: "lua", Clients: 2, Work: 600 * time.Millisecond}, "lost with no fault"},
+		// A multilock waiter sleeps on its part's PTTL unless the release's unlock message wakes
+		// it; its wait ends before that PTTL runs out.
+		core.NoWake: {Config{Kind: "multilock", Clients: 2, Wait: 800 * time.Millisecond}, "liveness"},
+		// The grant message is lost; only the head's bounded sleep brings it back to the lock
+		// handed to it.
+		core.NoRelook: {Config{Kind: "lua", Clients: 2, Faults: []string{FaultPubsubLost}, MaxFaults: 1}, "liveness"},
 	}
 	if len(cases) != len(core.Mutants) {
 		t.Fatalf("%d mutants tested, the core has %d", len(cases), len(core.Mutants))

@@ -3,6 +3,7 @@ package simulate
 import (
 	"slices"
 
+	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
@@ -47,7 +48,16 @@ func (k redlockKind) tokenKey() string { return lockName + ":token" }
 
 func (k redlockKind) leftoverOK(key string) bool { return k.fence && key == k.tokenKey() }
 
+// queue: a process's waiters wait in its queue; redlock rings it on its own releases (no release
+// of another process is heard here: the simulator sends redlock no message).
+func (redlockKind) queue() (core.QueueConfig, bool) { return queueConfig(true), true }
+
 func (k redlockKind) acquire(s *Sim, w *World, c *Client) {
+	if c.Over && c.Sub == rlSet && c.I == 0 {
+		s.note(w, c.name(), "give up", "wait over")
+		s.giveUp(w, c)
+		return
+	}
 	switch c.Sub {
 	case rlSet:
 		k.set(s, w, c)
@@ -66,14 +76,14 @@ func (k redlockKind) acquire(s *Sim, w *World, c *Client) {
 			return
 		}
 		c.I, c.Sub = 0, rlSet
-		c.sleep(min(w.Now+holderLeft(c.TTLs), c.Deadline))
+		s.failed(w, c, holderLeft(c.TTLs))
 	case rlRead, rlRaise:
 		k.drawToken(s, w, c)
 	case rlUnfenced: // the library's giveBack; the attempt counts as lost, retried after the poll delay
 		s.script(w, c, c.I, "redsync-delete", redsyncDelete, []string{lockName}, c.Value)
 		if c.I++; c.I == 3 {
 			c.I, c.Sub, c.Got = 0, rlSet, [3]bool{}
-			c.sleep(min(w.Now+5, c.Deadline))
+			s.failed(w, c, 5)
 		}
 	}
 }
@@ -82,11 +92,6 @@ func (k redlockKind) acquire(s *Sim, w *World, c *Client) {
 // left) or given back.
 func (k redlockKind) set(s *Sim, w *World, c *Client) {
 	if c.I == 0 {
-		if w.Now >= c.Deadline {
-			s.note(w, c.name(), "give up", "wait over")
-			s.giveUp(w, c)
-			return
-		}
 		c.Start = w.Now
 	}
 	r := s.cmd(w, c, c.I, "SET", lockName, c.Value, "NX", "PX", itoa(ms(s.cfg.Lease)))

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
@@ -37,8 +38,12 @@ func holderTTL(pttl int64) int64 {
 	return pttl
 }
 
+// queue: a process's waiters wait in its queue, which hears Redisson's unlock message and the
+// process's nominations.
+func (reentrantKind) queue() (core.QueueConfig, bool) { return queueConfig(false), true }
+
 func (k reentrantKind) acquire(s *Sim, w *World, c *Client) {
-	if w.Now >= c.Deadline {
+	if c.Over {
 		// The last waiter of the process gives up: out of the line (nominator.pass).
 		s.script(w, c, 0, "RLockPass", script.RLockPass, nominationKeys, itoa(w.Now), nomID(c), "0", "0")
 		s.giveUp(w, c)
@@ -55,8 +60,7 @@ func (k reentrantKind) acquire(s *Sim, w *World, c *Client) {
 	if ttl < 0 || ttl > lostGrant {
 		ttl = lostGrant // queued: it looks again at least this often
 	}
-	c.Next = w.Now + ttl
-	c.sleep(min(c.Next, c.Deadline))
+	s.failed(w, c, ttl)
 }
 
 func (k reentrantKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
@@ -92,8 +96,7 @@ func (k reentrantKind) route(w *World, _ int, channel string) []int {
 // deliver: a nomination wakes the waiting head; a process with no waiter passes it on.
 func (k reentrantKind) deliver(s *Sim, w *World, c *Client, m msg) {
 	if c.PC == pcAcquire && !c.Done && c.Sub == 0 {
-		c.Waiting = false
-		c.Next = w.Now
+		s.ring(w, c)
 		return
 	}
 	c.PassOn = m.Payload

@@ -76,6 +76,9 @@ func (w *World) clone() *World {
 	c := *w
 	c.Masters = append([]master(nil), w.Masters...)
 	c.Clients = append([]Client(nil), w.Clients...)
+	for i := range c.Clients {
+		c.Clients[i].Q = c.Clients[i].Q.Clone()
+	}
 	c.Msgs = append([]msg(nil), w.Msgs...)
 	return &c
 }

@@ -12,10 +12,12 @@ const (
 	NoRenewal               // a watchdog never renews
 	NeverLost               // a lease never runs out by its own clock (only a refused renewal loses it)
 	NoPush                  // a lock handed over short is never pushed out to its lease
+	NoWake                  // a release's ring does not wake the head of the queue
+	NoRelook                // a failed attempt's answer does not bound the head's sleep
 )
 
 // Mutants lists every mutant but Sound.
-var Mutants = []Mutant{NoRenewal, NeverLost, NoPush}
+var Mutants = []Mutant{NoRenewal, NeverLost, NoPush, NoWake, NoRelook}
 
 func (m Mutant) String() string {
 	switch m {
@@ -25,6 +27,10 @@ func (m Mutant) String() string {
 		return "never-lost"
 	case NoPush:
 		return "no-push"
+	case NoWake:
+		return "no-wake"
+	case NoRelook:
+		return "no-relook"
 	}
 	return "sound"
 }

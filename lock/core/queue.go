@@ -129,7 +129,7 @@ func (q *Queue) Failed(now time.Time, id uint64, retry time.Duration) QueueReady
 		return q.step(now, r)
 	}
 	q.head.phase, q.head.wake = sleeping, time.Time{}
-	if retry >= 0 {
+	if retry >= 0 && !mutated(NoRelook) {
 		q.head.wake = now.Add(max(retry, time.Millisecond))
 	}
 	return q.step(now, r)
@@ -145,7 +145,9 @@ func (q *Queue) Leave(now time.Time, id uint64) QueueReady {
 
 // Ring: a release of the key was heard (or made here).
 func (q *Queue) Ring(now time.Time) QueueReady {
-	q.rings++
+	if !mutated(NoWake) {
+		q.rings++
+	}
 	return q.step(now, QueueReady{})
 }
 
@@ -183,10 +185,10 @@ func (q *Queue) LastDeadline() time.Time {
 func (q *Queue) Empty() bool { return len(q.waiters) == 0 }
 
 // Clone is a copy that shares nothing with q.
-func (q *Queue) Clone() *Queue {
+func (q *Queue) Clone() Queue {
 	c := *q
 	c.waiters = slices.Clone(q.waiters)
-	return &c
+	return c
 }
 
 func (q *Queue) index(id uint64) int {
