@@ -4,8 +4,8 @@ import "time"
 
 // The rules of waiting, stated once for every kind: who a release wakes, how a waiter sleeps
 // without polling, how a dead or departed waiter is passed over, and what a Redisson client on
-// the same lock sees. handoff.go (the in-process queue of every kind but fair), pubsub.go and
-// pubsub_sharded.go (the wake-up), line.go (the hand-over from the line in Redis, of lua and
+// the same lock sees. core/queue.go (the decisions of the in-process queue of every kind but
+// fair, driven by handoff.go and run by seckill simulate), pubsub.go and pubsub_sharded.go (the wake-up), line.go (the hand-over from the line in Redis, of lua and
 // fenced), nomination.go (reentrant's place in the same line) and fair.go (Redisson's queue) are
 // there to keep them; the Lua scripts they run are in script/lua (the line itself in
 // line.lua). Each rule says the kinds it applies to (lua, fenced, reentrant, fair, multilock,
@@ -31,13 +31,13 @@ import "time"
 //     TestHandoffReentryDoesNotQueue (reentrant); fair's re-entry only with nobody waiting, by
 //     TestFairReentryAndWatchdog.
 //
-// # The in-process queue (handoff.go)
+// # The in-process queue (core/queue.go, driven by handoff.go)
 //
 //  3. One queue per key per Locker (process), the same FIFO for every kind but fair:
 //     waiters join at the tail and are served in arrival order; only the head contends in Redis,
 //     the others sleep until the head has got the lock or given up, and the next is rung when
 //     the head leaves. A later waiter never overtakes an earlier one in the same process.
-//     handoff.go holds it for every kind but fair; line.go adds to it, for lua and fenced, what a
+//     core/queue.go decides it for every kind but fair; line.go adds to it, for lua and fenced, what a
 //     hand-over from the Redis line needs (rule 13).
 //     Checked by TestHandoffServesOneProcessInArrivalOrder/<mode> (lua, reentrant, fenced,
 //     multilock, redlock).
