@@ -15,6 +15,7 @@ import (
 
 	"github.com/seckill-lab/seckill/lock"
 	"github.com/seckill-lab/seckill/lock/locktest"
+	"github.com/seckill-lab/seckill/lock/script"
 )
 
 // fairLocker builds a fair lock on c as process id (its clients carry the fault hook).
@@ -375,8 +376,10 @@ func TestFairHandsOverWithinOneProcess(t *testing.T) {
 	before := c.ZScore(t.Context(), deadlines, "p:w1").Val()
 	calls.Reset()
 	le, _ := releaseFor(t, h, gots[0])
-	if n := calls.Load(); n != 1 {
-		t.Errorf("release and handover sent %d commands, want 1 (the release script)", n)
+	// The waiting process's heartbeat runs on a timer of its own (every 125 ms) and may land in
+	// the count on a slow machine: it is not part of the handover.
+	if n := calls.Load() - calls.Script(script.FairBeat); n != 1 {
+		t.Errorf("release and handover sent %d commands besides heartbeats, want 1 (the release script)", n)
 	}
 	if q := queue(t, c, key); !slices.Equal(q, []string{"p:w1"}) {
 		t.Errorf("queue after the handover: %v, want [p:w1]", q)

@@ -11,15 +11,16 @@ import (
 // command in it, a script call counts once (as EVALSHA, or EVAL). Counting on the client side works
 // the same on a real redis-server and on the in-process one (which has no INFO commandstats).
 type Counter struct {
-	mu     sync.Mutex
-	byName map[string]int64
-	trips  int64
+	mu      sync.Mutex
+	byName  map[string]int64
+	scripts map[string]int64 // runs by the script's SHA1
+	trips   int64
 }
 
 // Count installs a counting hook on every client and returns the counter. A client keeps the hook
 // until it is closed, so count only on a test's own clients.
 func Count(cs ...*redis.Client) *Counter {
-	c := &Counter{byName: map[string]int64{}}
+	c := &Counter{byName: map[string]int64{}, scripts: map[string]int64{}}
 	for _, cl := range cs {
 		cl.AddHook(counterHook{c})
 	}
@@ -58,11 +59,20 @@ func (c *Counter) RoundTrips() int64 {
 	return c.trips
 }
 
+// Script is the number of runs of the script with source src (EVAL or EVALSHA) since the last
+// Reset: a test can leave out a script that runs on a timer of its own (a heartbeat).
+func (c *Counter) Script(src string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.scripts[redis.NewScript(src).Hash()]
+}
+
 // Reset starts counting from zero.
 func (c *Counter) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.byName)
+	clear(c.scripts)
 	c.trips = 0
 }
 
@@ -72,6 +82,13 @@ func (c *Counter) add(cmds ...redis.Cmder) {
 	setupOnly := true
 	for _, cmd := range cmds {
 		c.byName[cmd.Name()]++
+		if args := cmd.Args(); (cmd.Name() == "evalsha" || cmd.Name() == "eval") && len(args) > 1 {
+			src, _ := args[1].(string)
+			if cmd.Name() == "eval" {
+				src = redis.NewScript(src).Hash()
+			}
+			c.scripts[src]++
+		}
 		switch cmd.Name() {
 		case "hello", "client", "auth", "select":
 		default:
