@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
@@ -129,8 +130,8 @@ func fairChannelKeys(name string) []string {
 // beats, so a live process on a busy machine (a beat late, or one that timed out) is not taken
 // for dead: that would cost its waiters their places, never the lock.
 const (
-	aliveEvery = 125 * time.Millisecond
-	aliveFor   = 500 * time.Millisecond
+	aliveEvery = core.AliveEvery
+	aliveFor   = core.AliveFor
 )
 
 // fairLagCap is how far (ms) the waiters behind the first may owe their move-ups before the
@@ -213,7 +214,7 @@ func (l *fairLocker) enter(key string, opts Options) *fairWait {
 		// pushes it out to its lease (a third of the way in), as in the lua and fenced line: a
 		// waiter whose process died meanwhile holds the line up that long at most.
 		bell:     make(chan struct{}, 1),
-		grantTTL: max(min(lease, wait, maxGrantTTL), time.Millisecond),
+		grantTTL: core.GrantTTL(lease, wait, maxGrantTTL),
 	}
 	if wait > 0 {
 		fw.grantMs = fw.grantTTL.Milliseconds() // with no wait: not queued, never handed anything

@@ -80,12 +80,8 @@ type place struct {
 }
 
 func newHandoff(listen func(string, func()) (<-chan struct{}, func()), poll func() time.Duration) *handoff {
-	return &handoff{listen: listen, poll: poll, linger: time.Second, queues: map[string]*queue{}}
+	return &handoff{listen: listen, poll: poll, linger: core.Linger, queues: map[string]*queue{}}
 }
-
-// confirmWait bounds how long a head that has just subscribed waits for Redis to confirm before
-// it looks again anyway.
-const confirmWait = 250 * time.Millisecond
 
 // ring records a release of key made by this process.
 func (h *handoff) ring(key string) {
@@ -244,7 +240,7 @@ func (h *handoff) enter(key, who string, deadline time.Time) (*queue, *place) {
 	q := h.queues[key]
 	if q == nil {
 		q = &queue{key: key, core: core.NewQueue(core.QueueConfig{Listens: h.listen != nil,
-			SureRing: h.localRing || h.listen == nil, Linger: h.linger, ConfirmWait: confirmWait})}
+			SureRing: h.localRing || h.listen == nil, Linger: h.linger, ConfirmWait: core.ConfirmWait})}
 		h.queues[key] = q
 	}
 	h.ids++

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
@@ -248,7 +249,7 @@ func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait tim
 		return wl.once(ctx, key, value, lease, leaseMs)
 	}
 	ready := wl.subscribe()
-	w := &lineWaiter{value: value, lease: lease, grantTTL: max(min(lease, wait, wl.maxGrant), time.Millisecond),
+	w := &lineWaiter{value: value, lease: lease, grantTTL: core.GrantTTL(lease, wait, wl.maxGrant),
 		deadline: time.Now().Add(wait), sent: time.Now()}
 	wl.mu.Lock()
 	wl.waiting[value] = w
@@ -308,14 +309,7 @@ func (wl *waitLine) attempt(ctx context.Context, key, value, leaseMs string, w *
 	if err != nil || held {
 		return lineWin{token: tok, since: sent}, held, 0, err
 	}
-	d := time.Duration(ms) * time.Millisecond
-	if d < 0 {
-		d = w.grantTTL // a lock without a TTL: not one of this mode's
-	}
-	if !subscribed {
-		d = min(d, unsubscribedPoll)
-	}
-	d = max(min(d, w.grantTTL, wl.lostGrant), time.Millisecond)
+	d := core.LineSleep(time.Duration(ms)*time.Millisecond, w.grantTTL, wl.lostGrant, subscribed)
 	wl.mu.Lock()
 	// A ring before then (a release here that handed the lock elsewhere) is no reason to try:
 	// only a grant, or a lookAgain, is.

@@ -260,7 +260,7 @@ func (l *redlockLocker) holderLeft(ctx context.Context, key string) time.Duratio
 	case 0:
 		return -1
 	case never:
-		return 2 * time.Second
+		return core.NoQuorumPoll
 	default:
 		return q
 	}

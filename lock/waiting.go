@@ -1,6 +1,6 @@
 package lock
 
-import "time"
+import "github.com/seckill-lab/seckill/lock/core"
 
 // The rules of waiting, stated once for every kind: who a release wakes, how a waiter sleeps
 // without polling, how a dead or departed waiter is passed over, and what a Redisson client on
@@ -291,21 +291,10 @@ import "time"
 //     so the order in which the thaw runs the two does not matter. Once, in Locker.Acquire, for
 //     every kind; an unanswered re-entry of an owner that holds the lock is not given back. All
 //     kinds. Checked by TestSellsAgainSoonAfterALongFreeze/<kind>.
+//
+// The bounds the rules name, from lock/core (the simulator reads them there too).
 const (
-	// unsubscribedPoll is how often a head retries while its process's grant subscription is
-	// not confirmed yet (it does not queue meanwhile).
-	unsubscribedPoll = 5 * time.Millisecond
-	// lostGrantBound is the longest a queued head sleeps without looking: a grant lost with a
-	// broken subscription costs this much at most.
-	lostGrantBound = 250 * time.Millisecond
-	// maxGrantTTL bounds how long a lock handed to a waiter lives before its new holder pushes it
-	// out to its lease (at a third of it): a waiter that is gone, or whose grant was lost with a
-	// broken connection, holds the line up this long at most, not its whole wait.
-	maxGrantTTL = 500 * time.Millisecond
-	// cohort is how many holders in a row one process's waiters may be while waiters of other
-	// processes wait in the Redis line (rule 15): with 8, a process with a single waiter gets
-	// about as many turns as each buyer of a crowd of 8 elsewhere, and a hand-over inside one
-	// process, which sends no message to another, is 7 hand-overs in 8 where crowds wait
-	// everywhere. 1 would take strict turns between processes.
-	cohort = 8
+	lostGrantBound = core.LostGrantBound
+	maxGrantTTL    = core.MaxGrantTTL
+	cohort         = core.Cohort
 )

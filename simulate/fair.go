@@ -3,6 +3,9 @@ package simulate
 import (
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/seckill-lab/seckill/lock/core"
 
 	"github.com/seckill-lab/seckill/lock/script"
 )
@@ -17,8 +20,8 @@ var (
 const (
 	fairLagCap   = "86400000"
 	fairGranted  = script.FairGrantMessage
-	fairBeatMs   = 125 // aliveEvery
-	fairAliveFor = 500 // aliveFor
+	fairBeatMs   = int64(core.AliveEvery / time.Millisecond)
+	fairAliveFor = int64(core.AliveFor / time.Millisecond)
 )
 
 // fairKind is NewFair (lock/fair.go): every waiter queues in Redis at once; a release hands the
@@ -97,7 +100,7 @@ func (k fairKind) beat(s *Sim, w *World, c *Client) {
 // grantTTL is how long a lock handed to a waiter of this library lives before its holder pushes
 // it out to its lease (the line kinds' maxGrantTTL bound).
 func (k fairKind) grantTTL(s *Sim) int64 {
-	return max(min(ms(s.cfg.Lease), ms(s.cfg.Wait), maxGrantMs), 1)
+	return ms(core.GrantTTL(s.cfg.Lease, s.cfg.Wait, core.MaxGrantTTL))
 }
 
 func (k fairKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {

@@ -15,8 +15,9 @@ type lineKind struct {
 	tokens bool
 }
 
-// lostGrant is the library's lostGrantBound: a queued head looks again at least this often.
-const lostGrant = 250
+// lostGrant is the library's lostGrantBound (lock/core): a queued head looks again at least this
+// often.
+var lostGrant = ms(core.LostGrantBound)
 
 func (k lineKind) fenced() bool    { return k.tokens }
 func (lineKind) relook(*Sim) int64 { return relookLine }
@@ -37,12 +38,10 @@ func (k lineKind) flag() string {
 	return "0"
 }
 
-// maxGrantMs is the library's maxGrantTTL (lock/waiting.go): a lock handed to a waiter lives at
-// most this long before its new holder pushes it out to its lease.
-const maxGrantMs = 500
-
+// grantTTL is the library's (lock/core.GrantTTL): how long a lock handed to a waiter lives
+// before its new holder pushes it out to its lease.
 func (k lineKind) grantTTL(s *Sim) int64 {
-	return max(min(ms(s.cfg.Lease), ms(s.cfg.Wait), maxGrantMs), 1)
+	return ms(core.GrantTTL(s.cfg.Lease, s.cfg.Wait, core.MaxGrantTTL))
 }
 
 func (k lineKind) leftoverOK(key string) bool { return k.tokens && key == lockName+":token" }
@@ -87,10 +86,7 @@ func (k lineKind) try(s *Sim, w *World, c *Client) {
 	} else if reply != errDown {
 		s.unexpected(w, c, "LineAcquire", reply)
 	}
-	if d < 0 {
-		d = k.grantTTL(s)
-	}
-	s.failed(w, c, max(min(d, k.grantTTL(s), lostGrant), 1))
+	s.failed(w, c, ms(core.LineSleep(dur(d), dur(k.grantTTL(s)), core.LostGrantBound, true)))
 }
 
 func (k lineKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {

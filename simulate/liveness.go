@@ -38,7 +38,7 @@ import (
 // relook bounds of the kinds (lock/waiting.go): a queued head looks again at least every
 // lostGrantBound (rules 17, 26); the fair lock's head beats every aliveEvery (125 ms) and looks
 // at once when the beat finds the lock free (rule 22), within the same bound.
-const relookLine = lostGrant
+var relookLine = lostGrant
 
 // calmAt: at instant x (w.Now or later, with nothing but time passing) the lock is free and no
 // fault is in effect.

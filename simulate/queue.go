@@ -16,7 +16,7 @@ import (
 // whether every release it must hear rings it before the subscription is confirmed (handoff's
 // localRing: lua, fenced and redlock ring their own).
 func queueConfig(sure bool) core.QueueConfig {
-	return core.QueueConfig{Listens: true, SureRing: sure, Linger: time.Second, ConfirmWait: 250 * time.Millisecond}
+	return core.QueueConfig{Listens: true, SureRing: sure, Linger: core.Linger, ConfirmWait: core.ConfirmWait}
 }
 
 // waitIn starts c's wait in a queue of its own (an acquisition, or a multilock's part).

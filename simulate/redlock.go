@@ -153,7 +153,7 @@ func majority(got [3]bool) bool {
 
 // noQuorumPoll is how long a waiter sleeps when no quorum can ever free (lock/redlock.go
 // holderLeft: masters that do not answer, or keys without TTL): it looks again every 2 s.
-const noQuorumPoll = 2000
+var noQuorumPoll = ms(core.NoQuorumPoll)
 
 // holderLeft is the library's sleep after a failed attempt: the quorum-th shortest PTTL (a
 // master without the key counts 0, a key without TTL or a master down never frees).

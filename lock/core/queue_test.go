@@ -137,3 +137,26 @@ func TestQueueLingers(t *testing.T) {
 }
 
 func ptr(q Queue) *Queue { return &q }
+
+func TestLineSleepBounds(t *testing.T) {
+	const ms = time.Millisecond
+	grant := GrantTTL(30*time.Second, 10*time.Second, MaxGrantTTL)
+	for _, c := range []struct {
+		ttl        time.Duration
+		subscribed bool
+		want       time.Duration
+	}{
+		{100 * ms, true, 100 * ms},          // the holder's lock runs out first
+		{20 * time.Second, true, 250 * ms},  // a queued waiter looks again within LostGrantBound
+		{-1, true, 250 * ms},                // a lock without a TTL: the grant's bound, then LostGrantBound
+		{100 * ms, false, UnsubscribedPoll}, // it hears no grant yet: it polls
+		{0, true, ms},                       // never a busy loop
+	} {
+		if got := LineSleep(c.ttl, grant, LostGrantBound, c.subscribed); got != c.want {
+			t.Errorf("LineSleep(%v, subscribed %v) = %v, want %v", c.ttl, c.subscribed, got, c.want)
+		}
+	}
+	if grant != MaxGrantTTL || GrantTTL(time.Second, 100*ms, MaxGrantTTL) != 100*ms || GrantTTL(0, 0, MaxGrantTTL) != ms {
+		t.Errorf("GrantTTL: %v; the least of lease, wait and the bound, at least 1 ms", grant)
+	}
+}

@@ -1,0 +1,54 @@
+package core
+
+import "time"
+
+// The library's timing, in one place: the drivers in package lock and `seckill simulate` read it
+// here, so the simulator's clock runs the library's bounds, not copies of them. The rules that
+// use them are in lock/waiting.go.
+const (
+	// LostGrantBound is the longest a waiter queued in Redis sleeps without looking: a grant or
+	// nomination lost with a broken subscription costs this much at most.
+	LostGrantBound = 250 * time.Millisecond
+	// MaxGrantTTL bounds how long a lock handed to a waiter lives before its new holder pushes it
+	// out to its lease (at a third of it): a waiter that is gone holds the line up this long at
+	// most, not its whole wait.
+	MaxGrantTTL = 500 * time.Millisecond
+	// UnsubscribedPoll is how often a head retries while its process's grant subscription is not
+	// confirmed yet (it does not queue in Redis meanwhile).
+	UnsubscribedPoll = 5 * time.Millisecond
+	// Cohort is how many holders in a row one process's waiters may be while waiters of other
+	// processes wait in the Redis line.
+	Cohort = 8
+	// ConfirmWait is how long a head that has just subscribed waits for Redis to confirm before it
+	// looks again anyway.
+	ConfirmWait = 250 * time.Millisecond
+	// Linger is how long an empty queue keeps its subscription.
+	Linger = time.Second
+	// AliveEvery and AliveFor: a process with waiters in a fair queue says it is alive every
+	// AliveEvery, for AliveFor from then.
+	AliveEvery = 125 * time.Millisecond
+	AliveFor   = 500 * time.Millisecond
+	// NoQuorumPoll is how long a Redlock waiter sleeps when no quorum of masters can free (masters
+	// that do not answer, keys without a TTL).
+	NoQuorumPoll = 2 * time.Second
+)
+
+// GrantTTL is how long a lock handed to a waiter lives before its holder pushes it out to its
+// lease: its lease, its wait or maxGrant (MaxGrantTTL), the least, at least a millisecond.
+func GrantTTL(lease, wait, maxGrant time.Duration) time.Duration {
+	return max(min(lease, wait, maxGrant), time.Millisecond)
+}
+
+// LineSleep is how long a waiter of the line kept in Redis (lua, fenced) sleeps after an attempt
+// that did not take the lock, at the latest: until the holder's lock runs out (ttl; < 0: a lock
+// without a TTL, not one of the line's), no longer than a lock handed to it would live (grant) or
+// lostGrant, and no longer than UnsubscribedPoll before its process hears grants.
+func LineSleep(ttl, grant, lostGrant time.Duration, subscribed bool) time.Duration {
+	if ttl < 0 {
+		ttl = grant
+	}
+	if !subscribed {
+		ttl = min(ttl, UnsubscribedPoll)
+	}
+	return max(min(ttl, grant, lostGrant), time.Millisecond)
+}
