@@ -33,8 +33,6 @@ type waitLine struct {
 	rdb    redis.UniversalClient
 	log    *slog.Logger
 	fenced bool
-	// cohort is the constant cohort (waiting.go rule 15); a test sets others.
-	cohort int
 	// lostGrant is lostGrantBound and maxGrant maxGrantTTL (a test that counts commands raises
 	// both: a head queued in Redis looks again within either).
 	lostGrant, maxGrant time.Duration
@@ -49,50 +47,13 @@ type waitLine struct {
 	subscribed sync.Once
 
 	mu sync.Mutex
-	// waiting are this process's waiters, by value, from the start of their wait to its end.
-	waiting map[string]*lineWaiter
-	// turns counts, per key, the releases in a row here that handed the lock to this process's
-	// next waiter before the Redis line (waiting.go rule 15; the script does not look whether
-	// anyone waits in it, so the count is reset only by a release that does).
-	turns map[string]int
-	// holders are, per key, the holder in this process, from the moment a waiter got the lock
-	// until its release has run, and until when its lock lives at most: its release will hand
-	// the lock on, or put the head in the Redis line, and ring the key's queue, so the head need
-	// not try before that or until (waiting.go rule 7); and a late grant message for it is not
-	// taken for an orphan.
-	holders map[string]holding
-	ready   <-chan struct{} // closed once the grant channel's subscription is confirmed
+	// line decides (lock/core): this process's waiters, the holder of each key here and the
+	// cohort's turns.
+	line  core.Line
+	ready <-chan struct{} // closed once the grant channel's subscription is confirmed
 }
 
-// holding is a holder in this process.
-type holding struct {
-	value string
-	until time.Time
-}
-
-// lineWaiter is one waiter. Fields other than the first four are guarded by waitLine.mu.
-type lineWaiter struct {
-	value    string
-	lease    time.Duration
-	grantTTL time.Duration // min(lease, wait, maxGrant): how long a lock handed to it lives unrenewed
-	deadline time.Time
-
-	// granted: a release handed it the lock (with token; short: with grantTTL, less than the
-	// lease, waiting.go rule 16), sent at since.
-	granted bool
-	token   int64
-	short   bool
-	since   time.Time
-	// queued: it is in the Redis line (its attempt put it there, or a release did). until is
-	// when it tries again at the latest, without a grant: a ring before then does not make it
-	// try (its last attempt's answer, or a release that queued it, said when it is worth it).
-	queued bool
-	until  time.Time
-	// sent is when its last attempt was sent (its creation before any).
-	sent time.Time
-}
-
-// idUnsafe makes an instance id safe inside a line id.
+// idUnsafe makes// idUnsafe makes an instance id safe inside a line id.
 var idUnsafe = strings.NewReplacer(":", "_", "\n", "_", " ", "_", "\t", "_", "\r", "_")
 
 // grantChannelPrefix starts every process's grant channel.
@@ -122,14 +83,20 @@ func newWaitLine(rdb redis.UniversalClient, log *slog.Logger, fenced bool, insta
 		id = idUnsafe.Replace(instance) + "." + id
 	}
 	everything := func(string) bool { return true } // every payload on the grant channel is a grant
-	wl := &waitLine{rdb: rdb, log: log, fenced: fenced, cohort: cohort, lostGrant: lostGrantBound, maxGrant: maxGrantTTL,
-		id: id, channel: grantChannelPrefix + id, sub: newSubscriber(rdb, log, everything),
-		waiting: map[string]*lineWaiter{}, turns: map[string]int{}, holders: map[string]holding{}}
+	wl := &waitLine{rdb: rdb, log: log, fenced: fenced, lostGrant: lostGrantBound, maxGrant: maxGrantTTL,
+		id: id, channel: grantChannelPrefix + id, sub: newSubscriber(rdb, log, everything), line: core.NewLine(cohort)}
 	// The grant channel is the process's, not the key's: a queue joins it, and is rung by deliver.
 	wl.queue = newHandoff(func(string, func()) (<-chan struct{}, func()) { return wl.subscribe(), func() {} }, nil)
 	// A release here rings its key's queue itself (release, forget).
 	wl.queue.localRing = true
 	return wl
+}
+
+// setCohort sets the cohort (waiting.go rule 15) of a line nobody waits in: a test takes others.
+func (wl *waitLine) setCohort(k int) {
+	wl.mu.Lock()
+	defer wl.mu.Unlock()
+	wl.line = core.NewLine(k)
 }
 
 // newValue is the value of a new acquisition: it names this process, so a release elsewhere
@@ -163,9 +130,7 @@ func (wl *waitLine) subscribe() <-chan struct{} {
 // lookAgain makes the head of every key's queue in this process try again at once.
 func (wl *waitLine) lookAgain() {
 	wl.mu.Lock()
-	for _, w := range wl.waiting {
-		w.until = time.Time{}
-	}
+	wl.line.LookAgain()
 	wl.mu.Unlock()
 	wl.queue.ringAll()
 }
@@ -187,25 +152,12 @@ func (wl *waitLine) heard(payload string) {
 // waits (and the value is not held here either): nobody has the lock that was handed to it.
 func (wl *waitLine) deliver(key, value string, token int64, short bool, since time.Time) bool {
 	wl.mu.Lock()
-	if wl.holders[key].value == value {
-		wl.mu.Unlock()
-		return true // taken already by its own attempt
-	}
-	w := wl.waiting[value]
-	if w == nil {
-		wl.mu.Unlock()
-		return false
-	}
-	if !w.granted {
-		w.granted, w.token, w.short = true, token, short
-		w.since = since
-		if since.IsZero() {
-			w.since = w.sent
-		}
-	}
+	ring, passOn := wl.line.Granted(key, value, token, short, since)
 	wl.mu.Unlock()
-	wl.queue.ring(key) // it is the head: only a head is in the Redis line, or passed on by a release
-	return true
+	if ring {
+		wl.queue.ring(key) // it is the head: only a head is in the Redis line, or passed on by a release
+	}
+	return !passOn
 }
 
 // passOn hands on a lock that was handed to a waiter that had left (waiting.go rule 21).
@@ -226,21 +178,14 @@ func (wl *waitLine) acquire(ctx context.Context, key, value string, lease, wait 
 		return 0, nil, err
 	}
 	ttl := lease
-	if win.short && win.grantTTL < lease {
-		ttl = win.grantTTL
+	if win.Short && win.GrantTTL < lease {
+		ttl = win.GrantTTL
 	}
-	return win.token, &tenure{ttl: ttl, until: win.since.Add(ttl)}, nil
+	return win.Token, &tenure{ttl: ttl, until: win.Since.Add(ttl)}, nil
 }
 
-// lineWin is how a waiter got the lock: its token, whether it came handed over with its grant
-// TTL (short), that TTL, and when the command that took it (or the release that handed it over)
-// was sent.
-type lineWin struct {
-	token    int64
-	short    bool
-	grantTTL time.Duration
-	since    time.Time
-}
+// lineWin is how a waiter got the lock (core.LineWin).
+type lineWin = core.LineWin
 
 // wait waits in key's queue and line until value holds the lock, the wait runs out or ctx ends.
 func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait time.Duration) (lineWin, error) {
@@ -249,23 +194,22 @@ func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait tim
 		return wl.once(ctx, key, value, lease, leaseMs)
 	}
 	ready := wl.subscribe()
-	w := &lineWaiter{value: value, lease: lease, grantTTL: core.GrantTTL(lease, wait, wl.maxGrant),
-		deadline: time.Now().Add(wait), sent: time.Now()}
+	now := time.Now()
 	wl.mu.Lock()
-	wl.waiting[value] = w
+	wl.line.Enter(now, key, value, lease, core.GrantTTL(lease, wait, wl.maxGrant), now.Add(wait))
 	wl.mu.Unlock()
 	var win lineWin
 	err := wl.queue.obtain(ctx, key, value, wait, lease, false, func(ctx context.Context) (held bool, next time.Duration, err error) {
-		win, held, next, err = wl.attempt(ctx, key, value, leaseMs, w, isDone(ready))
+		win, held, next, err = wl.attempt(ctx, key, value, leaseMs, isDone(ready))
 		return held, next, err
 	})
-	wl.exit(key, w, err == nil)
+	wl.exit(key, value, err == nil)
 	return win, err
 }
 
 // once is a single attempt that does not queue (no wait).
 func (wl *waitLine) once(ctx context.Context, key, value string, lease time.Duration, leaseMs string) (lineWin, error) {
-	win := lineWin{since: time.Now()}
+	win := lineWin{Since: time.Now()}
 	held, tok, _, err := wl.try(ctx, key, value, leaseMs, 0, 0)
 	switch {
 	case err != nil:
@@ -274,9 +218,9 @@ func (wl *waitLine) once(ctx context.Context, key, value string, lease time.Dura
 		return win, notObtained(ctx, key)
 	}
 	wl.mu.Lock()
-	wl.holders[key] = holding{value: value, until: win.since.Add(lease)}
+	wl.line.Hold(key, value, win.Since.Add(lease))
 	wl.mu.Unlock()
-	win.token = tok
+	win.Token = tok
 	return win, nil
 }
 
@@ -285,35 +229,28 @@ func (wl *waitLine) once(ctx context.Context, key, value string, lease time.Dura
 // published before this process's subscription is confirmed would be lost (and found only by the
 // waiter's next attempt), so until then the head tries without queueing, every few milliseconds,
 // as a poll would. It returns the win, or how long until it is worth looking again.
-func (wl *waitLine) attempt(ctx context.Context, key, value, leaseMs string, w *lineWaiter, subscribed bool) (lineWin, bool, time.Duration, error) {
+func (wl *waitLine) attempt(ctx context.Context, key, value, leaseMs string, subscribed bool) (lineWin, bool, time.Duration, error) {
 	sent := time.Now()
 	wl.mu.Lock()
-	switch h, here := wl.holders[key]; {
-	case w.granted:
-		wl.mu.Unlock()
-		return lineWin{token: w.token, short: w.short, grantTTL: w.grantTTL, since: w.since}, true, 0, nil
-	case sent.Before(w.until):
-		wl.mu.Unlock()
-		return lineWin{}, false, w.until.Sub(sent), nil
-	case here && sent.Before(h.until): // a holder here: its release rings (waiting.go rule 7)
-		wl.mu.Unlock()
-		return lineWin{}, false, h.until.Sub(sent), nil
-	}
-	w.sent = sent
+	look := wl.line.Look(sent, value, subscribed)
+	grant := wl.line.GrantTTLOf(value)
 	wl.mu.Unlock()
-	queueUntil := w.deadline.UnixMilli()
-	if !subscribed {
-		queueUntil = 0
+	switch {
+	case look.Win != nil:
+		return *look.Win, true, 0, nil
+	case look.Wait > 0:
+		return lineWin{}, false, look.Wait, nil
 	}
-	held, tok, ms, err := wl.try(ctx, key, value, leaseMs, queueUntil, w.grantTTL.Milliseconds())
+	var queueUntil int64
+	if !look.QueueUntil.IsZero() {
+		queueUntil = look.QueueUntil.UnixMilli()
+	}
+	held, tok, ms, err := wl.try(ctx, key, value, leaseMs, queueUntil, grant.Milliseconds())
 	if err != nil || held {
-		return lineWin{token: tok, since: sent}, held, 0, err
+		return lineWin{Token: tok, Since: sent}, held, 0, err
 	}
-	d := core.LineSleep(time.Duration(ms)*time.Millisecond, w.grantTTL, wl.lostGrant, subscribed)
 	wl.mu.Lock()
-	// A ring before then (a release here that handed the lock elsewhere) is no reason to try:
-	// only a grant, or a lookAgain, is.
-	w.queued, w.until = w.queued || subscribed, time.Now().Add(d)
+	d := wl.line.Tried(time.Now(), value, time.Duration(ms)*time.Millisecond, wl.lostGrant, subscribed)
 	wl.mu.Unlock()
 	return lineWin{}, false, d, nil
 }
@@ -350,34 +287,30 @@ func (wl *waitLine) fencedArg() string {
 // exit ends value's wait. With the lock (won) the value is held from now on. Without it: a lock
 // handed to it that it did not take is passed on, else its entry in the Redis line is removed
 // (waiting.go rules 20 and 21).
-func (wl *waitLine) exit(key string, w *lineWaiter, won bool) {
+func (wl *waitLine) exit(key, value string, won bool) {
 	wl.mu.Lock()
-	delete(wl.waiting, w.value)
-	if won {
-		wl.holders[key] = holding{value: w.value, until: time.Now().Add(w.lease)}
-	}
-	granted := w.granted && !won
+	passOn, leave := wl.line.Exit(time.Now(), key, value, won)
 	wl.mu.Unlock()
 	switch {
-	case won:
+	case passOn:
+		go wl.passOn(key, value)
 		return
-	case granted:
-		go wl.passOn(key, w.value)
+	case !leave:
 		return
 	}
 	// An entry left behind would hold the Redis line up until its deadline (waiting.go rule 18),
 	// so a leave that could not reach Redis (a connection broken by a restart) is sent again, in
 	// the background: the waiter returns at once.
-	leave := func(ctx context.Context) error {
-		_, err := wl.release(ctx, nil, key, w.value)
+	leaveLine := func(ctx context.Context) error {
+		_, err := wl.release(ctx, nil, key, value)
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	err := leave(ctx)
+	err := leaveLine(ctx)
 	cancel()
 	if !answered(err) {
 		go func() {
-			if err := resend(context.Background(), time.Now().Add(releaseTimeout), leave); err != nil {
+			if err := resend(context.Background(), time.Now().Add(releaseTimeout), leaveLine); err != nil {
 				wl.log.Warn("lock line: leave the line", "key", key, "err", err)
 			}
 		}()
@@ -389,30 +322,24 @@ func (wl *waitLine) exit(key string, w *lineWaiter, won bool) {
 // forget ends a hold of value in this process: its key's head may try now.
 func (wl *waitLine) forget(key, value string) {
 	wl.mu.Lock()
-	was := wl.dropHolder(key, value)
+	was := wl.line.Forget(key, value)
 	wl.mu.Unlock()
 	if was {
 		wl.queue.ring(key)
 	}
 }
 
-// dropHolder forgets value as key's holder here, if it is; wl.mu is held.
-func (wl *waitLine) dropHolder(key, value string) bool {
-	if wl.holders[key].value != value {
-		return false
-	}
-	delete(wl.holders, key)
-	return true
-}
-
 // release gives back key's lock held by value and passes it on (waiting.go rules 14 and 15),
 // after the holder's pipeline p when there is one (runScript); when the lock is not value's, it
 // only takes value out of the Redis line. It reports whether the lock was value's.
 func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value string) (bool, error) {
-	next, ours := wl.nextWaiter(key, value)
-	args := []any{value, time.Now().UnixMilli(), wl.fencedArg(), wl.id + ":", grantChannelPrefix, "", 0, 0, 0, ours}
-	if next != nil {
-		args[5], args[6], args[7], args[8] = next.value, next.deadline.UnixMilli(), next.grantTTL.Milliseconds(), max(next.lease.Milliseconds(), 1)
+	next, ok := wl.nextWaiter(key, value)
+	args := []any{value, time.Now().UnixMilli(), wl.fencedArg(), wl.id + ":", grantChannelPrefix, "", 0, 0, 0, "0"}
+	if ok {
+		args[5], args[6], args[7], args[8] = next.Value, next.Deadline.UnixMilli(), next.GrantTTL.Milliseconds(), max(next.Lease.Milliseconds(), 1)
+		if next.Before {
+			args[9] = "1"
+		}
 	}
 	sent := time.Now()
 	r, err := runScript(ctx, p, wl.rdb, lineRelease, wl.scriptKeys(key), args...).Slice()
@@ -428,16 +355,7 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 	to, _ := r[1].(string)
 	tok, _ := r[2].(int64)
 	wl.mu.Lock()
-	wl.dropHolder(key, value)
-	if code == 3 && len(r) > 3 {
-		wl.turns[key]++ // before the Redis line
-	} else {
-		delete(wl.turns, key) // handed to the Redis line, or nobody was in it
-	}
-	if next != nil && to != next.value {
-		// Queued behind in the Redis line by the release: it waits for its grant.
-		next.queued, next.until = true, time.Now().Add(next.grantTTL)
-	}
+	wl.line.Released(time.Now(), key, value, code == 3 && len(r) > 3, next.Value, to)
 	wl.mu.Unlock()
 	if strings.HasPrefix(to, wl.id+":") && !wl.deliver(key, to, tok, code == 2, sent) {
 		go wl.passOn(key, to)
@@ -448,25 +366,14 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 	return true, nil
 }
 
-// nextWaiter is what a release of value passes on to this process's next waiter: that waiter
-// (the head of key's queue, when the release is a holder's here and the head is not in the Redis
-// line yet) and whether it may have the lock before the Redis line ("1": its process's turn
-// lasts, waiting.go rule 15).
-func (wl *waitLine) nextWaiter(key, value string) (*lineWaiter, string) {
+// nextWaiter is what a release of value passes on to this process's next waiter: the head of
+// key's queue, when the release is a holder's here and the head is not in the Redis line yet, and
+// whether it may have the lock before the Redis line (waiting.go rule 15).
+func (wl *waitLine) nextWaiter(key, value string) (core.LineNext, bool) {
 	head, ok := wl.queue.headOf(key)
 	wl.mu.Lock()
 	defer wl.mu.Unlock()
-	if !ok || wl.holders[key].value != value || wl.ready == nil || !isDone(wl.ready) {
-		return nil, "0"
-	}
-	w := wl.waiting[head]
-	if w == nil || w.queued || w.granted {
-		return nil, "0"
-	}
-	if wl.turns[key]+1 < wl.cohort {
-		return w, "1"
-	}
-	return w, "0"
+	return wl.line.Next(key, value, head, ok, wl.ready != nil && isDone(wl.ready))
 }
 
 // close ends the grant subscription. Waiters still waiting fall back to their timers.

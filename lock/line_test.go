@@ -356,7 +356,7 @@ func TestLineSharesTurnsAcrossProcesses(t *testing.T) {
 			srv := newClientSet(t)
 			ls := lineLockers(t, srv, "lua", 2, 5*time.Second)
 			for _, l := range ls {
-				lineOf(l).cohort = k
+				lineOf(l).setCohort(k)
 			}
 			key := "{line}:lock:lopsided"
 			stop := time.Now().Add(600 * time.Millisecond)
