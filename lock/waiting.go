@@ -109,7 +109,7 @@ import "github.com/seckill-lab/seckill/lock/core"
 //     TestClusterSubscriptionFollowsTheSlot and TestClusterWaiterWakesOnForeignSPUBLISH, and
 //     script's TestShardedBuildsDifferOnlyInPublish.
 //
-// # The line in Redis and the cohort (line.go; lua, fenced)
+// # The line in Redis and the cohort (core/line.go, driven by line.go; lua, fenced)
 //
 //  13. Two lines. In each process the waiters of a key wait in arrival order and only the head
 //     goes to Redis (rule 3); in Redis the heads of the processes wait in one line per key (a list
