@@ -171,7 +171,7 @@ func (l *fairLocker) Acquire(ctx context.Context, key string, opts Options) (hel
 	defer l.beatWhileWaiting(key)()
 	h, lookNow := fw.subscribe(ctx, before)
 	defer l.sub.leave(h)
-	if err := fw.waitTurn(ctx, h, due, lookNow); err != nil {
+	if err := fw.waitTurn(ctx, due, lookNow); err != nil {
 		return fw.fail(ctx, err)
 	}
 	return fw.take(ctx, opts)
@@ -290,39 +290,49 @@ func (fw *fairWait) subscribe(ctx context.Context, before uint64) (waitHandle, b
 }
 
 // waitTurn waits until the lock is this waiter's: handed over by a release, or taken by an
-// attempt made when the bell rang or the estimated turn (due) came.
-func (fw *fairWait) waitTurn(ctx context.Context, h waitHandle, due time.Duration, lookNow bool) error {
+// attempt made when the bell rang or the estimated turn (due) came. The waiter is the one waiter
+// of a core.Queue of its own (fair has no in-process line: every waiter queues in Redis), which
+// decides when it looks again and when its wait is over. Its sleep is bounded below so a stale
+// estimate is no busy loop, and above by the thread wait: its deadline does not count the hold
+// of whoever took the lock ahead of it, so a long hold can make the next script drop it from the
+// queue, live as it is, and nobody rings a waiter who is not in the queue; looking again within a
+// thread wait puts it back in line (WithThreadWait).
+func (fw *fairWait) waitTurn(ctx context.Context, due time.Duration, lookNow bool) error {
+	q := core.NewQueue(core.QueueConfig{})
+	now := time.Now()
+	q.Enter(now, 1, fw.deadline)
+	nap := func(due time.Duration) time.Duration {
+		return min(max(due, 5*time.Millisecond), time.Duration(fw.waitMs)*time.Millisecond)
+	}
+	retry := nap(due)
+	if lookNow {
+		retry = 0
+	}
+	r := q.Failed(now, 1, retry)
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
 	for !fw.granted.Load() {
-		if !lookNow {
-			left := time.Until(fw.deadline)
-			if left <= 0 || ctx.Err() != nil {
-				return notObtained(ctx, fw.key)
+		switch {
+		case len(r.GiveUp) > 0:
+			return notObtained(ctx, fw.key)
+		case r.Try != 0:
+			due, held, err := fw.try(ctx)
+			if err != nil || held {
+				// Taken by its own attempt, or a handover found before it was told (the attempt
+				// then took it as it was, without a second hold).
+				return err
 			}
-			// Sleep until told, or until our estimated turn (then look again: the waiter before
-			// us may be dead), bounded below so a stale estimate does not become a busy loop,
-			// and above by the thread wait: our deadline does not count the hold of whoever
-			// took the lock ahead of us, so a long hold can make the next script drop us from
-			// the queue, live as we are, and nobody rings a waiter who is not in the queue;
-			// looking again within a thread wait puts us back in line (WithThreadWait).
-			nap := min(max(due, 5*time.Millisecond), left, time.Duration(fw.waitMs)*time.Millisecond)
-			t := time.NewTimer(nap)
-			select {
-			case <-fw.bell:
-			case <-t.C:
-			case <-ctx.Done():
-			}
-			t.Stop()
-			if fw.granted.Load() {
-				return nil
-			}
+			r = q.Failed(time.Now(), 1, nap(due))
+			continue
 		}
-		lookNow = false
-		var held bool
-		var err error
-		if due, held, err = fw.try(ctx); err != nil || held {
-			// Taken by its own attempt, or a handover found before it was told (the attempt
-			// then took it as it was, without a second hold).
-			return err
+		t.Reset(time.Until(r.Wake))
+		select {
+		case <-fw.bell:
+			r = q.Ring(time.Now())
+		case <-t.C:
+			r = q.Tick(time.Now())
+		case <-ctx.Done():
+			return notObtained(ctx, fw.key)
 		}
 	}
 	return nil
