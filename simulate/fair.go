@@ -197,3 +197,5 @@ func (k fairKind) deliver(s *Sim, w *World, c *Client, m msg) {
 }
 
 func init() { kinds["fair"] = fairKind{} }
+
+func (fairKind) wakes() bool { return true }

@@ -33,6 +33,10 @@ type kind interface {
 	// queue is the library's in-process queue of the kind (queue.go); false: the kind waits on
 	// its own (fair, which queues in Redis alone, and the lab's polling modes).
 	queue() (core.QueueConfig, bool)
+	// wakes: a release wakes a waiter at once (a message or a hand-over), so a lock must not lie
+	// idle while one sleeps (liveness.go checkPrompt); false for the polling kinds and redlock,
+	// whose waiters here hear no other process's release.
+	wakes() bool
 	setup(s *Sim, w *World)          // Redis before the first step (atomic's stock)
 	settled(s *Sim, w *World) string // the kind's own verdict once every client is done ("": none)
 	// The liveness check's bounds (liveness.go): how many masters without the lock key make
@@ -59,6 +63,7 @@ func (base) route(w *World, k int, channel string) []int       { return nil }
 func (base) leftoverOK(key string) bool                        { return false }
 func (base) expects(error) bool                                { return false }
 func (base) queue() (core.QueueConfig, bool)                   { return core.QueueConfig{}, false }
+func (base) wakes() bool                                       { return false }
 func (base) setup(s *Sim, w *World)                            {}
 func (base) settled(s *Sim, w *World) string                   { return "" }
 func (base) freeNeeds() int                                    { return 1 }

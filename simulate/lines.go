@@ -142,3 +142,5 @@ func init() {
 	kinds["lua"] = lineKind{}
 	kinds["fenced"] = lineKind{tokens: true}
 }
+
+func (lineKind) wakes() bool { return true }

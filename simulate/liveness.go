@@ -193,6 +193,54 @@ func (s *Sim) observe(w *World, since int64) {
 	}
 }
 
+// promptBound is how long a released lock may lie idle before a waiter of a kind that wakes on
+// the release takes it (waiting.go rule 9: within milliseconds, without polling).
+const promptBound = 10
+
+// checkPrompt: the clock is about to move to t. When a waiter sleeps through the move while the
+// lock serves nobody (no client inside, and the lock key absent or holding a waiting client's
+// value: handed to it, or a multilock part it took on the way) and no fault is in effect, the
+// move must be short: a release wakes a waiter at once (kinds that wake on messages; a polling
+// kind's relook bound is the liveness check's).
+func (s *Sim) checkPrompt(w *World, t int64) {
+	if !s.kind.wakes() || w.Violation != "" || t-w.Now <= promptBound || s.effectAt(w, w.Now) != "" || !s.idle(w) {
+		return
+	}
+	for i := range w.Clients {
+		c := &w.Clients[i]
+		if c.PC == pcAcquire && !c.Crashed && !c.Done {
+			w.Violation = fmt.Sprintf("wake: %s slept from %d to %d ms while the lock served nobody and no fault was in effect (a release wakes a waiter at once)", c.acq(), w.Now, t)
+			return
+		}
+	}
+}
+
+// idle: no client is inside, and on every master the lock key is absent or holds the value of a
+// client that is still acquiring.
+func (s *Sim) idle(w *World) bool {
+	waiting := map[string]bool{}
+	for i := range w.Clients {
+		c := &w.Clients[i]
+		if c.Inside {
+			return false
+		}
+		if c.PC == pcAcquire && !c.Crashed && !c.Done {
+			waiting[c.Value] = true
+		}
+	}
+	for _, m := range w.Masters {
+		for _, k := range m.Data {
+			if k.Key != s.kind.lockKey() || !alive(w, k, w.Now) {
+				continue
+			}
+			if !waiting[k.Str] && !slices.ContainsFunc(k.Hash, func(f string) bool { return waiting[f] }) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // calmFor is how long the lock has been calm (-1: it is not).
 func (w *World) calmFor() int64 {
 	if w.Calm < 0 {

@@ -117,3 +117,5 @@ func (k multiKind) deliver(s *Sim, w *World, c *Client, m msg) {
 }
 
 func init() { kinds["multilock"] = multiKind{} }
+
+func (multiKind) wakes() bool { return true }

@@ -24,9 +24,9 @@ func TestMutantsFound(t *testing.T) {
 		core.NeverLost: {Config{Kind: "fenced", Clients: 2, Faults: []string{FaultPause}, MaxFaults: 1}, "Lost closes too late"},
 		// The second holder's lock comes handed over with 500 ms; its work takes 600.
 		core.NoPush: {Config{Kind: "lua", Clients: 2, Work: 600 * time.Millisecond}, "lost with no fault"},
-		// A multilock waiter sleeps on its part's PTTL unless the release's unlock message wakes
-		// it; its wait ends before that PTTL runs out.
-		core.NoWake: {Config{Kind: "multilock", Clients: 2, Wait: 800 * time.Millisecond}, "liveness"},
+		// The release hands the lock to the waiter and tells it; unless the grant's ring wakes
+		// it, it sleeps on its bound while the lock handed to it serves nobody.
+		core.NoWake: {Config{Kind: "lua", Clients: 2}, "wake"},
 		// The grant message is lost; only the head's bounded sleep brings it back to the lock
 		// handed to it.
 		core.NoRelook: {Config{Kind: "lua", Clients: 2, Faults: []string{FaultPubsubLost}, MaxFaults: 1}, "liveness"},

@@ -103,3 +103,5 @@ func (k reentrantKind) deliver(s *Sim, w *World, c *Client, m msg) {
 }
 
 func init() { kinds["reentrant"] = reentrantKind{} }
+
+func (reentrantKind) wakes() bool { return true }

@@ -126,6 +126,7 @@ func (s *Sim) Apply(w *World, ch Choice, i int) {
 		s.fault(w, ch)
 	case "time":
 		from := w.Now
+		s.checkPrompt(w, s.nextTimer(w))
 		s.advance(w, s.nextTimer(w))
 		s.note(w, "clock", fmt.Sprintf("+%dms", w.Now-from), "")
 	}
