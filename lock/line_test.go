@@ -275,7 +275,9 @@ func TestLineHandedOverLockGetsItsLease(t *testing.T) {
 				}
 				got <- le
 			}()
-			time.Sleep(150 * time.Millisecond)
+			// Released once the waiter is in the Redis line: a busy machine may take longer than a
+			// quiet one to queue it, and a waiter not yet in line takes a free lock itself.
+			waitFor(t, "the waiter in the Redis line", func() bool { return lineLen(t, srv, lineKeys(key)[1]) == 1 })
 			if err := holder.Release(context.Background()); err != nil {
 				t.Fatal(err)
 			}

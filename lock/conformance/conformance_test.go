@@ -338,12 +338,12 @@ func (r *rig) keys() []string {
 	return out
 }
 
-// acquire is Acquire that fails the test on an error. It waits up to 2 s for a free lock, so
-// a busy machine that makes one attempt miss its few milliseconds per master (Redlock) does not
-// fail the test.
+// acquire is Acquire that fails the test on an error. It waits up to 5 s for a free lock, so
+// a busy machine that makes attempts miss their few milliseconds per master (Redlock: a 20th of
+// the lease) for a while does not fail the test.
 func acquire(t *testing.T, l *lock.Locker, key string, opts lock.Options) *lock.Lease {
 	t.Helper()
-	opts.Wait = max(opts.Wait, 2*time.Second)
+	opts.Wait = max(opts.Wait, 5*time.Second)
 	le, err := l.Acquire(context.Background(), key, opts)
 	if err != nil {
 		t.Fatalf("acquire %s: %v", key, err)
@@ -707,7 +707,8 @@ func clauseLost(t *testing.T, k conformanceKind) {
 	// protects anything.
 	var given []*lock.Lease
 	for _, name := range []string{"c8-released", "c8-released-after"} {
-		given = append(given, acquire(t, a, name, lock.Options{Lease: 300 * time.Millisecond, ExplicitLease: true}))
+		// Long enough not to run out on a busy machine before they are given back.
+		given = append(given, acquire(t, a, name, lock.Options{Lease: 3 * time.Second, ExplicitLease: true}))
 	}
 	start := time.Now()
 	le := acquire(t, a, "c8", lock.Options{Lease: 300 * time.Millisecond, ExplicitLease: true})
@@ -745,10 +746,11 @@ func clauseLost(t *testing.T, k conformanceKind) {
 		t.Fatal("Lost not closed 2 s after a 300ms explicit lease")
 	}
 	// A lease taken after a wait longer than itself is not lost at once: its lease counts from
-	// when it was taken, not from when the wait began.
-	held := acquire(t, a, "c8-waited", lock.Options{Lease: 300 * time.Millisecond, ExplicitLease: true})
+	// when it was taken, not from when the wait began (an acquisition slowed down by a busy
+	// machine, three masters under -race, may spend up to 400 ms of it).
+	held := acquire(t, a, "c8-waited", lock.Options{Lease: 800 * time.Millisecond, ExplicitLease: true})
 	waited := time.Now()
-	after, err := a.Acquire(context.Background(), "c8-waited", lock.Options{Lease: 200 * time.Millisecond, ExplicitLease: true, Wait: 3 * time.Second})
+	after, err := a.Acquire(context.Background(), "c8-waited", lock.Options{Lease: 500 * time.Millisecond, ExplicitLease: true, Wait: 3 * time.Second})
 	if err != nil {
 		t.Fatalf("waiter behind an explicit lease: %v", err)
 	}
@@ -799,7 +801,17 @@ func clauseWake(t *testing.T, k conformanceKind) {
 			t.Errorf("waiter: %v", err)
 		}
 	}()
-	time.Sleep(200 * time.Millisecond) // the waiter settles in line
+	// The waiter settles in line: its first attempts, its subscription and the look after it. On
+	// a busy machine that takes longer than on a quiet one, so wait until a quarter second passes
+	// with no more than one look (two commands) in it, for at most 5 s: a waiter that polls never
+	// settles, and the window below then counts its polling.
+	for settled := time.Now().Add(5 * time.Second); time.Now().Before(settled); {
+		n := sent.Load()
+		time.Sleep(250 * time.Millisecond)
+		if sent.Load()-n <= 2 {
+			break
+		}
+	}
 	before := sent.Load()
 	const window = time.Second
 	time.Sleep(window)
