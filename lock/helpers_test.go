@@ -1,7 +1,6 @@
 package lock
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -11,14 +10,6 @@ import (
 
 	"github.com/seckill-lab/seckill/lock/locktest"
 )
-
-// quiet drops go-redis's own log lines ("failed to dial" while a test has stopped a server on
-// purpose).
-type quiet struct{}
-
-func (quiet) Printf(context.Context, string, ...any) {}
-
-func init() { redis.SetLogger(quiet{}) }
 
 // parallelTests is how many of this package's tests run at once unless -test.parallel says
 // otherwise: they mostly wait (on leases, TTLs, servers starting), each on servers of its own,

@@ -1,11 +1,8 @@
 package conformance
 
 import (
-	"context"
 	"os"
 	"testing"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/lock/locktest"
 )
@@ -13,14 +10,6 @@ import (
 // The conformance suite (every clause of docs/library.md's contract over every kind of lock) and
 // the tests built on its kinds, in a test binary of their own: `go test ./lock/...` then runs it
 // beside the library's other tests instead of after them.
-
-// quiet drops go-redis's own log lines ("failed to dial" while a test has stopped a server on
-// purpose).
-type quiet struct{}
-
-func (quiet) Printf(context.Context, string, ...any) {}
-
-func init() { redis.SetLogger(quiet{}) }
 
 // parallelTests is how many of this package's tests run at once unless -test.parallel says
 // otherwise: they mostly wait (on leases, TTLs, servers starting), each on servers of its own.

@@ -6,6 +6,7 @@
 package locktest
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -100,7 +101,10 @@ func NewClient(tb testing.TB, s *Server) *redis.Client {
 // RunParallel is a TestMain for packages whose tests mostly wait (on leases, TTLs, servers
 // starting) rather than compute, each on servers of its own: it runs up to n of their parallel
 // tests at once instead of GOMAXPROCS, unless -test.parallel is given.
+// It also drops go-redis's own log lines ("failed to dial" while a test has stopped a server on
+// purpose).
 func RunParallel(m *testing.M, n int) {
+	redis.SetLogger(quiet{})
 	flag.Parse()
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
@@ -134,3 +138,8 @@ func Alone(t *testing.T) bool {
 	}
 	return false
 }
+
+// quiet is a go-redis logger that drops every line.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
