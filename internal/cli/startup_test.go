@@ -33,10 +33,15 @@ func TestReadmeShowsTheStartUpLine(t *testing.T) {
 	}
 	want := string(block[1])
 
-	ports := make([]int, 5)
-	for i := range ports {
-		if ports[i], err = redisproc.FreePort(); err != nil {
+	// Five different free ports: the kernel may hand the same free port out twice in a row.
+	var ports []int
+	for len(ports) < 5 {
+		p, err := redisproc.FreePort()
+		if err != nil {
 			t.Fatal(err)
+		}
+		if !slices.Contains(ports, p) {
+			ports = append(ports, p)
 		}
 	}
 	addr := func(p int) string { return "127.0.0.1:" + strconv.Itoa(p) }
