@@ -86,11 +86,12 @@ func newHandoff(listen func(string, func()) (<-chan struct{}, func()), poll func
 // ring records a release of key made by this process.
 func (h *handoff) ring(key string) {
 	h.mu.Lock()
-	q := h.queues[key]
-	h.mu.Unlock()
-	if q != nil {
-		h.step(q, func(c *core.Queue, now time.Time) core.QueueReady { return c.Ring(now) })
+	var post afterStep
+	if q := h.queues[key]; q != nil {
+		post = h.stepLocked(q, (*core.Queue).Ring)
 	}
+	h.mu.Unlock()
+	h.after(post)
 }
 
 // step gives q's core an event and does what it answers (stepLocked).
@@ -222,8 +223,7 @@ func (h *handoff) acquire(ctx context.Context, key, who string, wait, lease time
 			h.leave(q, p)
 			return err
 		case held:
-			h.step(q, func(c *core.Queue, now time.Time) core.QueueReady { return c.Held(now, p.id, sent.Add(lease)) })
-			h.forget(q, p)
+			h.quit(q, p, func(c *core.Queue, now time.Time) core.QueueReady { return c.Held(now, p.id, sent.Add(lease)) })
 			return nil
 		}
 		retry.answered()
@@ -254,15 +254,16 @@ func (h *handoff) enter(key, who string, deadline time.Time) (*queue, *place) {
 
 // leave takes p out of its queue (its caller has gone, or its attempt failed for good).
 func (h *handoff) leave(q *queue, p *place) {
-	h.forget(q, p)
-	h.step(q, func(c *core.Queue, now time.Time) core.QueueReady { return c.Leave(now, p.id) })
+	h.quit(q, p, func(c *core.Queue, now time.Time) core.QueueReady { return c.Leave(now, p.id) })
 }
 
-// forget stops telling p anything.
-func (h *handoff) forget(q *queue, p *place) {
+// quit stops telling p anything and gives the core the event of its going, under one lock.
+func (h *handoff) quit(q *queue, p *place, event func(*core.Queue, time.Time) core.QueueReady) {
 	h.mu.Lock()
 	q.forget(p.id)
+	post := h.stepLocked(q, event)
 	h.mu.Unlock()
+	h.after(post)
 }
 
 // obtain runs the rules every waiting mode shares around acquire: a zero wait is one attempt, and

@@ -233,7 +233,6 @@ func (wl *waitLine) attempt(ctx context.Context, key, value, leaseMs string, sub
 	sent := time.Now()
 	wl.mu.Lock()
 	look := wl.line.Look(sent, value, subscribed)
-	grant := wl.line.GrantTTLOf(value)
 	wl.mu.Unlock()
 	switch {
 	case look.Win != nil:
@@ -245,7 +244,7 @@ func (wl *waitLine) attempt(ctx context.Context, key, value, leaseMs string, sub
 	if !look.QueueUntil.IsZero() {
 		queueUntil = look.QueueUntil.UnixMilli()
 	}
-	held, tok, ms, err := wl.try(ctx, key, value, leaseMs, queueUntil, grant.Milliseconds())
+	held, tok, ms, err := wl.try(ctx, key, value, leaseMs, queueUntil, look.GrantTTL.Milliseconds())
 	if err != nil || held {
 		return lineWin{Token: tok, Since: sent}, held, 0, err
 	}

@@ -54,11 +54,12 @@ type LineWin struct {
 
 // LineLook is what the head does on its turn: take a lock handed to it (Win), wait (Wait > 0: no
 // reason to try before then), or run the acquire script, queueing in Redis until QueueUntil
-// (zero: a try that does not queue).
+// (zero: a try that does not queue) with GrantTTL, how long a lock handed to it would live.
 type LineLook struct {
 	Win        *LineWin
 	Wait       time.Duration
 	QueueUntil time.Time
+	GrantTTL   time.Duration
 }
 
 // LineNext is what a release passes on to this process's next waiter: its value, deadline, grant
@@ -99,14 +100,12 @@ func (l *Line) Look(now time.Time, value string, subscribed bool) LineLook {
 	}
 	w.sent = now
 	l.waiting[value] = w
+	look := LineLook{GrantTTL: w.grantTTL}
 	if subscribed {
-		return LineLook{QueueUntil: w.deadline}
+		look.QueueUntil = w.deadline
 	}
-	return LineLook{}
+	return look
 }
-
-// GrantTTLOf is how long a lock handed to value lives before it pushes it out (0: not waiting).
-func (l *Line) GrantTTLOf(value string) time.Duration { return l.waiting[value].grantTTL }
 
 // Tried: value's attempt did not take the lock, and read ttl (the holder's PTTL; < 0: none). It
 // returns how long the head sleeps at most; a ring before then (a release here that handed the
