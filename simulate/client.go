@@ -56,9 +56,16 @@ type Client struct {
 	// Over, its wait is over.
 	Queued, Turn, Over bool
 	Q                  core.Queue
-	Got                [3]bool
-	TTLs               [3]int64 // what each master said of the lock's PTTL (redlock's holderLeft)
-	I                  int      // the master its next command goes to
+	// Listen is the process's subscription to what rings its queue: asked for by the queue, then
+	// confirmed by a message of its own (confirmation), and kept for the client's life (the
+	// library's queue lingers). Until it is confirmed, what is published to the process is not
+	// heard.
+	Listen listen
+	// Line is the process's lock/core.Line (lua, fenced), made anew for each acquisition.
+	Line core.Line
+	Got  [3]bool
+	TTLs [3]int64 // what each master said of the lock's PTTL (redlock's holderLeft)
+	I    int      // the master its next command goes to
 
 	PassOn      string // a lock handed to an acquisition that has left: pass it on
 	Crashed     bool

@@ -174,7 +174,7 @@ func (k fairKind) route(w *World, _ int, channel string) []int {
 		return nil
 	}
 	for i, c := range w.Clients {
-		if !c.Crashed && strings.HasPrefix(field, "p"+itoa(int64(c.ID))+":") {
+		if strings.HasPrefix(field, "p"+itoa(int64(c.ID))+":") {
 			return []int{i}
 		}
 	}

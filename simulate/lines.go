@@ -1,15 +1,18 @@
 package simulate
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
 // lineKind is NewLua (fenced false) and NewFenced (fenced true): the waiter line of
-// lock/line.go, one waiter per process, with the library's scripts and arguments.
+// lock/line.go, one waiter per process, with the library's scripts and arguments, and its
+// decisions taken by the library's own lock/core.Line.
 type lineKind struct {
 	base
 	tokens bool
@@ -49,33 +52,62 @@ func (k lineKind) leftoverOK(key string) bool { return k.tokens && key == lockNa
 // queue: the line's waiters wait in their process's queue; a release here rings it itself.
 func (lineKind) queue() (core.QueueConfig, bool) { return queueConfig(true), true }
 
+// enter starts the acquisition's wait in its process's line (lock/core.Line), the library's:
+// the process first subscribes to its grant channel, as the library does before a waiter enters.
+func (k lineKind) enter(s *Sim, w *World, c *Client) {
+	s.listen(w, c)
+	c.Line = core.NewLine(core.Cohort)
+	c.Line.Enter(at(w.Now), lockName, c.Value, s.cfg.Lease, dur(k.grantTTL(s)), at(c.Deadline))
+	c.Sub = 1
+}
+
 func (k lineKind) acquire(s *Sim, w *World, c *Client) {
-	switch {
-	case c.Over:
+	if c.Sub == 0 {
+		k.enter(s, w, c)
+	}
+	if c.Over {
 		// Out of the line: the release script takes the value out of the Redis line, and passes
 		// the lock on if it was handed to it meanwhile.
-		k.releaseValue(s, w, c, c.Value)
+		if passOn, leave := c.Line.Exit(at(w.Now), lockName, c.Value, false); passOn || leave {
+			k.releaseValue(s, w, c, c.Value)
+		}
 		s.giveUp(w, c)
-	case c.Granted:
-		s.note(w, c.name(), "take the lock handed over", "token "+itoa(c.GrantTok))
-		ttl := min(ms(s.cfg.Lease), k.grantTTL(s))
-		s.handedOver(w, c, c.GrantTok, ttl, func() any {
+		return
+	}
+	subscribed := c.Listen == listenOn
+	look := c.Line.Look(at(w.Now), c.Value, subscribed)
+	switch {
+	case look.Win != nil:
+		s.note(w, c.name(), "take the lock handed over", "token "+itoa(look.Win.Token))
+		c.Line.Exit(at(w.Now), lockName, c.Value, true)
+		c.Sent = msAt(look.Win.Since)
+		s.handedOver(w, c, look.Win.Token, min(ms(s.cfg.Lease), ms(look.Win.GrantTTL)), func() any {
 			return s.script(w, c, 0, "FencedRenew", script.FencedRenew, []string{lockName}, c.Value, itoa(ms(s.cfg.Lease)))
 		})
+	case look.Wait > 0:
+		// Queued in Redis, or just tried: its grant or its bound comes next, not an attempt.
+		s.note(w, c.name(), "look: no attempt before its bound", fmt.Sprintf("+%dms", ms(look.Wait)))
+		s.failed(w, c, ms(look.Wait))
 	default:
-		k.try(s, w, c)
+		k.try(s, w, c, look, subscribed)
 	}
 }
 
-// try is one run of the acquire script (line.go waitLine.try).
-func (k lineKind) try(s *Sim, w *World, c *Client) {
+// try is one run of the acquire script (line.go waitLine.attempt): queued in the Redis line only
+// once the process hears grants.
+func (k lineKind) try(s *Sim, w *World, c *Client, look core.LineLook, subscribed bool) {
 	c.Sent = w.Now
+	deadline := int64(0)
+	if !look.QueueUntil.IsZero() {
+		deadline = msAt(look.QueueUntil)
+	}
 	reply := s.script(w, c, 0, "LineAcquire", script.LineAcquire, k.keys(), c.Value, itoa(w.Now), k.flag(),
-		itoa(ms(s.cfg.Lease)), itoa(c.Deadline), itoa(k.grantTTL(s)))
+		itoa(ms(s.cfg.Lease)), itoa(deadline), itoa(ms(look.GrantTTL)))
 	r, _ := reply.([]any)
 	if len(r) == 2 {
 		if held, _ := asInt(r[0]); held == 1 {
 			tok, _ := asInt(r[1])
+			c.Line.Exit(at(w.Now), lockName, c.Value, true)
 			s.hold(w, c, tok, w.Now, ms(s.cfg.Lease))
 			return
 		}
@@ -86,7 +118,7 @@ func (k lineKind) try(s *Sim, w *World, c *Client) {
 	} else if reply != errDown {
 		s.unexpected(w, c, "LineAcquire", reply)
 	}
-	s.failed(w, c, ms(core.LineSleep(dur(d), dur(k.grantTTL(s)), core.LostGrantBound, true)))
+	s.failed(w, c, ms(c.Line.Tried(at(w.Now), c.Value, dur(d), core.LostGrantBound, subscribed)))
 }
 
 func (k lineKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
@@ -95,6 +127,7 @@ func (k lineKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
 
 func (k lineKind) release(s *Sim, w *World, c *Client) {
 	k.releaseValue(s, w, c, c.Value)
+	c.Line.Forget(lockName, c.Value)
 	s.released(w, c)
 }
 
@@ -114,26 +147,26 @@ func (k lineKind) passOn(s *Sim, w *World, c *Client) {
 func (k lineKind) route(w *World, _ int, channel string) []int {
 	id, ok := strings.CutPrefix(channel, script.GrantChannelPrefix+"p")
 	n, err := strconv.Atoi(id)
-	if !ok || err != nil || n < 1 || n > len(w.Clients) || w.Clients[n-1].Crashed {
+	if !ok || err != nil || n < 1 || n > len(w.Clients) {
 		return nil
 	}
 	return []int{n - 1}
 }
 
-// deliver: a grant "<lock>\n<value>\n<token>" for the waiting acquisition wakes it holding the
-// lock; one for a value this process does not wait with nor hold is passed on (line.go heard).
+// deliver: a grant "<lock>\n<value>\n<token>" is the process line's to judge (core.Line.Granted):
+// the waiting acquisition's wakes it holding the lock; one for a value this process neither waits
+// with nor holds is passed on (line.go heard).
 func (k lineKind) deliver(s *Sim, w *World, c *Client, m msg) {
 	parts := strings.SplitN(m.Payload, "\n", 3)
 	if len(parts) != 3 {
 		return
 	}
 	tok, _ := strconv.ParseInt(parts[2], 10, 64)
-	switch {
-	case c.PC == pcAcquire && !c.Done && c.Value == parts[1]:
-		c.Granted, c.GrantTok = true, tok
+	ring, passOn := c.Line.Granted(parts[0], parts[1], tok, true, time.Time{})
+	if ring {
 		s.ring(w, c)
-	case c.Inside && c.Value == parts[1]:
-	default:
+	}
+	if passOn {
 		c.PassOn = parts[1]
 	}
 }

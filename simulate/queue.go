@@ -10,7 +10,8 @@ import (
 // the key, lock/core's Queue, the one the library's handoff drives. The queue decides when the
 // client tries, how long it sleeps after a failed attempt, that it looks again after subscribing,
 // that a ring wakes it, and when its wait is over. With one client per process it is the only
-// waiter in its queue. A subscription is confirmed at once.
+// waiter in its queue. Its process's subscription is confirmed by a message of its own, which
+// the scheduler delivers like any other: at once, or late when a pub/sub fault delays it.
 
 // queueConfig is the library's queue of a kind that listens to its key's releases: sure is
 // whether every release it must hear rings it before the subscription is confirmed (handoff's
@@ -29,7 +30,7 @@ func (s *Sim) waitIn(w *World, c *Client, cfg core.QueueConfig) {
 // its next step leaves), or it sleeps until the queue's timer or a ring.
 func (s *Sim) queueSays(w *World, c *Client, r core.QueueReady) {
 	if r.Subscribe {
-		r = c.Q.Confirmed(at(w.Now))
+		r = s.subscribe(w, c, r)
 	}
 	switch {
 	case len(r.GiveUp) > 0:
@@ -73,4 +74,51 @@ func (s *Sim) queueTurn(w *World, c *Client) bool {
 	}
 	s.queueSays(w, c, c.Q.Tick(at(w.Now)))
 	return c.Turn || c.Over
+}
+
+// listen is a process's subscription: none, asked (its confirmation on the way), or on.
+type listen int8
+
+const (
+	listenNone listen = iota
+	listenAsked
+	listenOn
+)
+
+// confirmation is the channel name of the message that confirms a process's subscription (not a
+// channel of Redis's: the reply to SUBSCRIBE, which the scheduler delivers, delays or reorders
+// like a message).
+const confirmation = "(subscribe confirmed)"
+
+// subscribe: c's queue asked its process to subscribe. A process already subscribed is confirmed
+// at once (the library's subscriber answers from what it has); else the confirmation is sent.
+func (s *Sim) subscribe(w *World, c *Client, r core.QueueReady) core.QueueReady {
+	if c.Listen == listenOn {
+		return c.Q.Confirmed(at(w.Now))
+	}
+	s.listen(w, c)
+	return r
+}
+
+// listen starts c's process's subscription unless it has one: its confirmation is on its way.
+func (s *Sim) listen(w *World, c *Client) {
+	if c.Listen == listenNone {
+		c.Listen = listenAsked
+		w.Msgs = append(w.Msgs, msg{To: c.ID - 1, Channel: confirmation, At: w.Now})
+	}
+}
+
+// confirmed: c's subscription is confirmed; its queue's head looks again.
+func (s *Sim) confirmed(w *World, c *Client) {
+	c.Listen = listenOn
+	if c.Queued && c.PC == pcAcquire && !c.Done {
+		s.queueSays(w, c, c.Q.Confirmed(at(w.Now)))
+	}
+}
+
+// unheard: a message published now to client i is lost, since its process listens through a
+// queue whose subscription is not yet confirmed.
+func (s *Sim) unheard(w *World, i int) bool {
+	_, queued := s.kind.queue()
+	return queued && w.Clients[i].Listen != listenOn
 }

@@ -87,7 +87,7 @@ func (k reentrantKind) passOn(s *Sim, w *World, c *Client) {
 func (k reentrantKind) route(w *World, _ int, channel string) []int {
 	id, ok := strings.CutPrefix(channel, nominationPref+":n")
 	n, err := strconv.Atoi(id)
-	if !ok || err != nil || n < 1 || n > len(w.Clients) || w.Clients[n-1].Crashed {
+	if !ok || err != nil || n < 1 || n > len(w.Clients) {
 		return nil
 	}
 	return []int{n - 1}

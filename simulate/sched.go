@@ -73,10 +73,10 @@ func (s *Sim) faultChoices(w *World) []Choice {
 		for i := range w.Clients {
 			c := &w.Clients[i]
 			alive := !c.Crashed && !c.Done
-			_, msgNow := w.head(i)
+			j, msgNow := w.head(i)
 			switch {
 			case f == FaultCrash && alive, f == FaultPause && alive && c.PausedUntil <= w.Now,
-				(f == FaultPubsubLost || f == FaultPubsubDelayed) && msgNow:
+				f == FaultPubsubDelayed && msgNow, f == FaultPubsubLost && msgNow && w.Msgs[j].Channel != confirmation:
 				ch = append(ch, Choice{Op: "fault", Fault: f, Client: i})
 			}
 		}
@@ -120,6 +120,11 @@ func (s *Sim) Apply(w *World, ch Choice, i int) {
 		m := w.Msgs[j]
 		w.Msgs = append(w.Msgs[:j:j], w.Msgs[j+1:]...)
 		c := &w.Clients[ch.Client]
+		if m.Channel == confirmation {
+			s.note(w, c.name(), "subscription confirmed", "")
+			s.confirmed(w, c)
+			break
+		}
 		s.note(w, c.name(), "receive "+m.Channel, fmt.Sprintf("%q", m.Payload))
 		s.kind.deliver(s, w, c, m)
 	case "fault":
@@ -188,7 +193,11 @@ func (s *Sim) fault(w *World, ch Choice) {
 	case FaultPubsubDelayed:
 		j, _ := w.head(ch.Client)
 		w.Msgs[j].At = w.Now + ms(s.cfg.Delay)
-		w.shake(max(ms(s.cfg.Delay), s.kind.lostBound(s)))
+		if w.Msgs[j].Channel == confirmation {
+			w.shake(ms(s.cfg.Delay)) // nothing is lost: the head looks again when it comes
+		} else {
+			w.shake(max(ms(s.cfg.Delay), s.kind.lostBound(s)))
+		}
 	case FaultMasterDown:
 		w.Masters[ch.Master].DownUntil = w.Now + ms(s.cfg.Down)
 		who = fmt.Sprintf("m%d", ch.Master)

@@ -87,16 +87,32 @@ func (s *Sim) exec(w *World, c *Client, k int, label string, args ...string) any
 	e.pubs = e.pubs[:0]
 	reply := e.do(args)
 	s.keep(w, k)
-	for _, p := range e.pubs {
-		for _, to := range s.kind.route(w, k, p.Channel) {
-			w.Msgs = append(w.Msgs, msg{To: to, Channel: p.Channel, Payload: p.Payload, At: w.Now})
-		}
-	}
 	s.note(w, c.name(), fmt.Sprintf("m%d %s", k, label), replyText(reply))
+	for _, p := range e.pubs {
+		s.publish(w, k, p)
+	}
 	if err, ok := reply.(error); ok && !s.kind.expects(err) {
 		s.unexpected(w, c, label, err)
 	}
 	return reply
+}
+
+// publish routes a message master k published to the processes that hear it.
+func (s *Sim) publish(w *World, k int, p published) {
+	for _, to := range s.kind.route(w, k, p.Channel) {
+		if w.Clients[to].Crashed {
+			// Sent to a dead process: lost, as a pub/sub message can be, and what its
+			// receiver should have done waits on the relook bound of whoever comes next.
+			s.note(w, w.Clients[to].name(), "lost "+p.Channel, "its process is dead")
+			w.shake(s.kind.lostBound(s))
+			continue
+		}
+		if s.unheard(w, to) {
+			s.note(w, w.Clients[to].name(), "unheard "+p.Channel, "not subscribed yet")
+			continue
+		}
+		w.Msgs = append(w.Msgs, msg{To: to, Channel: p.Channel, Payload: p.Payload, At: w.Now})
+	}
 }
 
 // unexpected makes a reply no step expects a violation: an error from a script (a Lua error, a

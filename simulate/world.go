@@ -78,6 +78,7 @@ func (w *World) clone() *World {
 	c.Clients = append([]Client(nil), w.Clients...)
 	for i := range c.Clients {
 		c.Clients[i].Q = c.Clients[i].Q.Clone()
+		c.Clients[i].Line = c.Clients[i].Line.Clone()
 	}
 	c.Msgs = append([]msg(nil), w.Msgs...)
 	return &c

@@ -8,16 +8,17 @@ type Mutant int32
 
 // The mutants.
 const (
-	Sound     Mutant = iota // no mutation
-	NoRenewal               // a watchdog never renews
-	NeverLost               // a lease never runs out by its own clock (only a refused renewal loses it)
-	NoPush                  // a lock handed over short is never pushed out to its lease
-	NoWake                  // a release's ring does not wake the head of the queue
-	NoRelook                // a failed attempt's answer does not bound the head's sleep
+	Sound                Mutant = iota // no mutation
+	NoRenewal                          // a watchdog never renews
+	NeverLost                          // a lease never runs out by its own clock (only a refused renewal loses it)
+	NoPush                             // a lock handed over short is never pushed out to its lease
+	NoWake                             // a release's ring does not wake the head of the queue
+	NoRelook                           // a failed attempt's answer does not bound the head's sleep
+	NoLookAfterSubscribe               // a head that has just subscribed does not look again when it is confirmed
 )
 
 // Mutants lists every mutant but Sound.
-var Mutants = []Mutant{NoRenewal, NeverLost, NoPush, NoWake, NoRelook}
+var Mutants = []Mutant{NoRenewal, NeverLost, NoPush, NoWake, NoRelook, NoLookAfterSubscribe}
 
 func (m Mutant) String() string {
 	switch m {
@@ -31,6 +32,8 @@ func (m Mutant) String() string {
 		return "no-wake"
 	case NoRelook:
 		return "no-relook"
+	case NoLookAfterSubscribe:
+		return "no-look-after-subscribe"
 	}
 	return "sound"
 }

@@ -27,7 +27,8 @@ type QueueConfig struct {
 // the count with the one it saw before its last attempt, so no ring is lost and no old ring wakes
 // it for nothing. A head's sleep is bounded by what its last attempt said (the holder's TTL, a
 // poll) and by its deadline. After its first failed attempt the head subscribes and looks once
-// more when the subscription is confirmed, since a release between the two was not heard. A head
+// more once the subscription is confirmed, since a release before then was not heard (an attempt
+// that began before the confirmation does not count: it looks once more after it). A head
 // that won leaves a hint for the next: the lock is held here until at most a moment, and its
 // release will ring. A waiter whose wait is over is passed over wherever it stands.
 //
@@ -60,6 +61,7 @@ type headState struct {
 	phase phase
 	seen  uint64    // the rings counted before its last attempt (or the hint's)
 	wake  time.Time // zero: no timer of its own
+	heard bool      // its last attempt began with the subscription confirmed
 }
 
 // hint is what a head that leaves tells the next: won, the rings it saw before its winning
@@ -128,6 +130,11 @@ func (q *Queue) Failed(now time.Time, id uint64, retry time.Duration) QueueReady
 		q.head = headState{phase: confirming, wake: now.Add(q.cfg.ConfirmWait)}
 		return q.step(now, r)
 	}
+	if q.sub == subConfirmed && !q.head.heard && !mutated(NoLookAfterSubscribe) {
+		// The attempt began before the confirmation: a release between the two was not heard.
+		q.head = headState{phase: confirming}
+		return q.step(now, r)
+	}
 	q.head.phase, q.head.wake = sleeping, time.Time{}
 	if retry >= 0 && !mutated(NoRelook) {
 		q.head.wake = now.Add(max(retry, time.Millisecond))
@@ -153,8 +160,15 @@ func (q *Queue) Ring(now time.Time) QueueReady {
 
 // Confirmed: the subscription is confirmed; a head that has just subscribed looks again.
 func (q *Queue) Confirmed(now time.Time) QueueReady {
+	h := &q.head
 	if q.sub == subAsked {
 		q.sub = subConfirmed
+		if h.phase == sleeping {
+			h.phase = confirming // it looked meanwhile, but a release since was not heard
+		}
+	}
+	if mutated(NoLookAfterSubscribe) && h.phase == confirming {
+		h.phase, h.seen = sleeping, q.rings // it waits for a ring, which went by before it listened
 	}
 	return q.step(now, QueueReady{})
 }
@@ -222,7 +236,7 @@ func (q *Queue) step(now time.Time, r QueueReady) QueueReady {
 		h := &q.head
 		due := !h.wake.IsZero() && !now.Before(h.wake)
 		if (h.phase == sleeping && (q.rings != h.seen || due)) || (h.phase == confirming && (q.sub == subConfirmed || due)) {
-			h.phase, h.seen, h.wake = trying, q.rings, time.Time{}
+			h.phase, h.seen, h.wake, h.heard = trying, q.rings, time.Time{}, q.sub == subConfirmed
 			r.Try = q.waiters[0].id
 		}
 	} else if q.sub == subNone {

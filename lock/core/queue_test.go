@@ -87,6 +87,33 @@ func TestQueueLooksAfterSubscribing(t *testing.T) {
 	}
 }
 
+// A look that began before the confirmation does not count: the head looks once more after it,
+// whether it was asleep or trying when the confirmation came.
+func TestQueueLooksOnceConfirmed(t *testing.T) {
+	q := ptr(NewQueue(listening))
+	q.Enter(at(0), 1, at(10_000))
+	q.Failed(at(1), 1, time.Second)
+	q.Tick(at(251)) // the confirmation is slow: it looks anyway
+	if r := q.Failed(at(252), 1, time.Second); r.Try != 0 || !r.Wake.Equal(at(1252)) {
+		t.Fatalf("unconfirmed, failed again: %+v, want a sleep on the TTL", r)
+	}
+	if r := q.Confirmed(at(300)); r.Try != 1 {
+		t.Fatalf("confirmed while asleep: %+v, want a look", r)
+	}
+	if r := q.Failed(at(301), 1, time.Second); r.Try != 0 || !r.Wake.Equal(at(1301)) {
+		t.Fatalf("a look after the confirmation failed: %+v, want a sleep, not another look", r)
+	}
+	// Confirmed while its attempt is in flight: that attempt may have run before Redis listened.
+	q = ptr(NewQueue(listening))
+	q.Enter(at(0), 1, at(10_000))
+	q.Failed(at(1), 1, time.Second)
+	q.Tick(at(251))
+	q.Confirmed(at(260))
+	if r := q.Failed(at(270), 1, time.Second); r.Try != 1 {
+		t.Fatalf("the attempt in flight at the confirmation failed: %+v, want one more look", r)
+	}
+}
+
 // A wait that ends passes the waiter over wherever it stands, but a head learns its attempt's
 // answer first.
 func TestQueueWaitsEnd(t *testing.T) {
