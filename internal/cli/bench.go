@@ -26,6 +26,7 @@ type benchFlags struct {
 	url        string
 	adminToken string
 	reportOnly bool
+	clientCost bool
 }
 
 // errTargetsFailed makes `seckill bench` exit 1 when a target of the run FAILs, unless
@@ -78,6 +79,7 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&b.json, "json", false, "print the report as JSON instead of a table")
 	fs.StringVar(&b.html, "html", "", "also draw the report as a self-contained HTML page in this file (sales/s against the peers, each mode's waits as a CDF, sales per buyer); a bare name goes into $TMPDIR/seckill-bench")
 	fs.BoolVar(&b.reportOnly, "report-only", false, "exit 0 even when a target FAILs (by default a FAIL target makes the run exit 1)")
+	fs.BoolVar(&b.clientCost, "client-cost", false, "run nothing else: the client's CPU, allocations, commands and goroutines per sale of the lua and fenced locks against redislock, 16 Lockers × 4 buyers on one key in this process (--rounds rounds of --duration each, names alternated)")
 	fs.BoolVar(&b.opt.Embedded, "embedded", false, "use in-process Redis servers even when redis-server is installed")
 }
 
@@ -106,6 +108,9 @@ func runBench(ctx context.Context, b benchFlags, getenv func(string) string, std
 		// a report read back is looked at, not judged again: its FAIL targets exit 0
 		b.reportOnly = true
 		return writeBench(rep, b, func(string) string { return "" }, stdout, stderr)
+	}
+	if b.clientCost {
+		return runClientCost(ctx, b, stdout)
 	}
 	opt := b.opt
 	opt.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
@@ -190,4 +195,19 @@ func htmlPath(name, tmp string) (string, error) {
 		return "", fmt.Errorf("bench: --html: %w", err)
 	}
 	return filepath.Join(dir, name), nil
+}
+
+// runClientCost prints what each way of locking costs the process that uses it, per sale.
+func runClientCost(ctx context.Context, b benchFlags, stdout io.Writer) error {
+	costs, err := bench.RunClientCost(ctx, b.opt.Rounds, b.opt.Duration, b.opt.Embedded)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "client cost per sale: %d Lockers × %d buyers on one key, one process; medians of %d rounds of %s\n",
+		bench.CostLockers, bench.CostBuyers, max(b.opt.Rounds, 1), b.opt.Duration)
+	fmt.Fprintf(stdout, "%-16s %10s %12s %10s %10s %22s\n", "LOCK", "SALES/S", "CPU µs/SALE", "ALLOCS", "CMDS", "GOROUTINES/LOCKER")
+	for _, c := range costs {
+		fmt.Fprintf(stdout, "%-16s %10.0f %12.1f %10.1f %10.2f %22.2f\n", c.Name, c.PerSec, c.CPUus, c.Allocs, c.Cmds, c.Routine)
+	}
+	return nil
 }
