@@ -1,0 +1,347 @@
+package lock_test
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock"
+	"github.com/seckill-lab/seckill/lock/locktest"
+)
+
+// rwLockers builds NewReadWrite's two sides on c as instance id, closed when the test ends.
+func rwLockers(t *testing.T, c *redis.Client, id string, opts ...lock.Option) (read, write *lock.Locker) {
+	t.Helper()
+	opts = append([]lock.Option{lock.WithInstanceID(id), lock.WithLogger(slog.New(slog.DiscardHandler))}, opts...)
+	read, write, err := lock.NewReadWrite(c, opts...)
+	if err != nil {
+		t.Fatalf("NewReadWrite: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := errors.Join(read.Close(), write.Close()); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return read, write
+}
+
+func rwAcquire(t *testing.T, l *lock.Locker, key, owner string, wait time.Duration) *lock.Lease {
+	t.Helper()
+	le, err := l.Acquire(t.Context(), key, lock.Options{Owner: owner, Wait: wait})
+	if err != nil {
+		t.Fatalf("acquire %s as %q: %v", key, owner, err)
+	}
+	return le
+}
+
+func rwRelease(t *testing.T, le *lock.Lease) {
+	t.Helper()
+	if err := le.Release(t.Context()); err != nil {
+		t.Fatalf("release %s (%s): %v", le.Key(), le.Field(), err)
+	}
+}
+
+// refused checks that l cannot take key for owner in one attempt.
+func refused(t *testing.T, l *lock.Locker, key, owner string) {
+	t.Helper()
+	le, err := l.Acquire(t.Context(), key, lock.Options{Owner: owner})
+	if err == nil {
+		_ = le.Release(t.Context())
+		t.Fatalf("%s taken as %q (%s), want refused", key, owner, le.Field())
+	}
+	if !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("acquire %s as %q: %v, want ErrNotObtained", key, owner, err)
+	}
+}
+
+// rwHash is the lock's hash as Redis holds it.
+func rwHash(t *testing.T, c *redis.Client, key string) map[string]string {
+	t.Helper()
+	h, err := c.HGetAll(t.Context(), key).Result()
+	if err != nil {
+		t.Fatalf("HGETALL %s: %v", key, err)
+	}
+	return h
+}
+
+// TestReadWriteReadersShare: eight readers, each its own owner, hold the read side at once.
+func TestReadWriteReadersShare(t *testing.T) {
+	t.Parallel()
+	c := locktest.NewClient(t, locktest.New(t))
+	read, _ := rwLockers(t, c, "go")
+	const n, key = 8, "rw:share"
+	var all sync.WaitGroup
+	all.Add(n)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			le, err := read.Acquire(t.Context(), key, lock.Options{Owner: fmt.Sprint("r", i), Wait: 5 * time.Second})
+			all.Done()
+			if err != nil {
+				errs <- err
+				return
+			}
+			all.Wait() // every reader holds it now
+			errs <- le.Release(t.Context())
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := c.Exists(t.Context(), key).Result(); n != 0 {
+		t.Errorf("the lock is still there after the last reader's release")
+	}
+}
+
+// TestReadWriteWriterExcludes: readers and writers of two processes take turns on one key; no
+// writer ever holds it together with anyone (overlaps counted: 0), and readers did share.
+func TestReadWriteWriterExcludes(t *testing.T) {
+	t.Parallel()
+	c := locktest.NewClient(t, locktest.New(t))
+	r1, w1 := rwLockers(t, c, "p1")
+	r2, w2 := rwLockers(t, c, "p2")
+	const key = "rw:exclude"
+	var readers, writers, overlaps, shared, writes atomic.Int64
+	work := func(l *lock.Locker, write bool) error {
+		le, err := l.Acquire(t.Context(), key, lock.Options{Wait: 10 * time.Second})
+		if err != nil {
+			return err
+		}
+		if write {
+			if writers.Add(1) > 1 || readers.Load() > 0 {
+				overlaps.Add(1)
+			}
+			time.Sleep(time.Millisecond)
+			writes.Add(1)
+			writers.Add(-1)
+		} else {
+			if readers.Add(1) > 1 {
+				shared.Add(1)
+			}
+			if writers.Load() > 0 {
+				overlaps.Add(1)
+			}
+			time.Sleep(2 * time.Millisecond)
+			readers.Add(-1)
+		}
+		return le.Release(t.Context())
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i, l := range []*lock.Locker{r1, r2, r1, r2, w1, w2} {
+		wg.Go(func() {
+			for range 6 {
+				if err := work(l, i >= 4); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if overlaps.Load() != 0 || writes.Load() != 12 {
+		t.Errorf("%d overlaps with a writer (want 0), %d writes (want 12)", overlaps.Load(), writes.Load())
+	}
+	t.Logf("%d reads found another reader holding it", shared.Load())
+}
+
+// TestReadWriteReentry: an owner re-enters each side and needs as many releases; each read hold
+// has its own timeout key.
+func TestReadWriteReentry(t *testing.T) {
+	t.Parallel()
+	c := locktest.NewClient(t, locktest.New(t))
+	read, write := rwLockers(t, c, "go")
+	const key = "rw:reentry"
+	a := rwAcquire(t, read, key, "t1", 0)
+	b := rwAcquire(t, read, key, "t1", 0)
+	if h := rwHash(t, c, key); h["go:t1"] != "2" || h["mode"] != "read" {
+		t.Fatalf("two read holds: hash %v, want mode read and go:t1 2", h)
+	}
+	if n, _ := c.Exists(t.Context(), "{rw:reentry}:go:t1:rwlock_timeout:1", "{rw:reentry}:go:t1:rwlock_timeout:2").Result(); n != 2 {
+		t.Fatalf("%d of the two read holds' timeout keys exist", n)
+	}
+	rwRelease(t, b)
+	if h := rwHash(t, c, key); h["go:t1"] != "1" {
+		t.Fatalf("one read hold left: hash %v", h)
+	}
+	rwRelease(t, a)
+	w1 := rwAcquire(t, write, key, "t1", 0)
+	w2 := rwAcquire(t, write, key, "t1", 0)
+	refused(t, write, key, "t2")
+	if h := rwHash(t, c, key); h["go:t1:write"] != "2" || h["mode"] != "write" {
+		t.Fatalf("two write holds: hash %v", h)
+	}
+	rwRelease(t, w2)
+	refused(t, read, key, "t2")
+	rwRelease(t, w1)
+	rwRelease(t, rwAcquire(t, read, key, "t2", 0))
+	if err := w1.Release(t.Context()); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("second release: %v, want ErrNotHeld", err)
+	}
+}
+
+// TestReadWriteDowngrade: the writer takes the read side while it writes; other readers wait
+// for the write release, which leaves the lock in read mode and lets them in at once.
+func TestReadWriteDowngrade(t *testing.T) {
+	t.Parallel()
+	c := locktest.NewClient(t, locktest.New(t))
+	read, write := rwLockers(t, c, "go")
+	const key = "rw:downgrade"
+	w := rwAcquire(t, write, key, "t1", 0)
+	r := rwAcquire(t, read, key, "t1", time.Second)
+	refused(t, read, key, "t2")
+	got := make(chan error, 1)
+	go func() {
+		le, err := read.Acquire(t.Context(), key, lock.Options{Owner: "t2", Wait: 10 * time.Second})
+		if err == nil {
+			err = le.Release(t.Context())
+		}
+		got <- err
+	}()
+	waitSubscribed(t, c, "redisson_rwlock:{rw:downgrade}")
+	rwRelease(t, w)
+	if h := rwHash(t, c, key); h["mode"] != "read" || h["go:t1"] != "1" || len(h) != 2 {
+		t.Fatalf("after the write release: hash %v, want mode read and go:t1 1", h)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("reader t2: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("reader t2 was not let in by the write release (downgraded lock in read mode)")
+	}
+	rwRelease(t, r)
+}
+
+// TestReadWriteUpgradeRefused: a reader asking for the write side is ErrUpgrade at once, whatever
+// its wait, and Redis is left as it was.
+func TestReadWriteUpgradeRefused(t *testing.T) {
+	t.Parallel()
+	c := locktest.NewClient(t, locktest.New(t))
+	read, write := rwLockers(t, c, "go")
+	const key = "rw:upgrade"
+	r := rwAcquire(t, read, key, "t1", 0)
+	before := rwHash(t, c, key)
+	keys := func() []string {
+		k, err := c.Keys(t.Context(), "*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	keysBefore := keys()
+	start := time.Now()
+	_, err := write.Acquire(t.Context(), key, lock.Options{Owner: "t1", Wait: 10 * time.Second})
+	if !errors.Is(err, lock.ErrUpgrade) || !errors.Is(err, lock.ErrNotObtained) {
+		t.Fatalf("upgrade: %v, want ErrUpgrade and ErrNotObtained", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the upgrade took %s to refuse, want at once", d)
+	}
+	if after := rwHash(t, c, key); !maps.Equal(before, after) || len(keys()) != len(keysBefore) {
+		t.Errorf("the refused upgrade changed Redis: hash %v -> %v, keys %v -> %v", before, after, keysBefore, keys())
+	}
+	// From a Locker that does not know the owner holds the read side (another process, same id).
+	_, write2 := rwLockers(t, c, "go")
+	if _, err := write2.Acquire(t.Context(), key, lock.Options{Owner: "t1", Wait: 10 * time.Second}); !errors.Is(err, lock.ErrUpgrade) {
+		t.Fatalf("upgrade from a second Locker: %v, want ErrUpgrade", err)
+	}
+	rwRelease(t, r)
+	rwRelease(t, rwAcquire(t, write, key, "t1", 0))
+}
+
+// waitSubscribed waits until someone listens on channel: a waiter's queue subscribes after its
+// first failed attempt.
+func waitSubscribed(t *testing.T, c *redis.Client, channel string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if n, err := c.PubSubNumSub(t.Context(), channel).Result(); err == nil && n[channel] > 0 {
+			return
+		}
+	}
+	t.Fatalf("nobody subscribed to %s within 5 s", channel)
+}
+
+// TestReadWriteReleaseWakesWriter: a writer waiting (in another process) for two readers is woken
+// by the last read release, not by the 30 s lease running out.
+func TestReadWriteReleaseWakesWriter(t *testing.T) {
+	t.Parallel()
+	c := locktest.NewClient(t, locktest.New(t))
+	read, _ := rwLockers(t, c, "p1")
+	_, write := rwLockers(t, c, "p2")
+	const key = "rw:wake"
+	a, b := rwAcquire(t, read, key, "t1", 0), rwAcquire(t, read, key, "t2", 0)
+	got := make(chan error, 1)
+	go func() {
+		le, err := write.Acquire(t.Context(), key, lock.Options{Wait: 20 * time.Second})
+		if err == nil {
+			err = le.Release(t.Context())
+		}
+		got <- err
+	}()
+	waitSubscribed(t, c, "redisson_rwlock:{rw:wake}")
+	rwRelease(t, a)
+	select {
+	case err := <-got:
+		t.Fatalf("the writer finished while a reader still holds the lock: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	rwRelease(t, b)
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("writer: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the last read release did not wake the writer")
+	}
+}
+
+// TestReadWriteWatchdog: the watchdog keeps a read hold, its hash and its timeout key past its
+// lease; Lost closes once the lock is gone from Redis.
+func TestReadWriteWatchdog(t *testing.T) {
+	t.Parallel()
+	c := locktest.NewClient(t, locktest.New(t))
+	read, write := rwLockers(t, c, "go", lock.WithLease(300*time.Millisecond))
+	const key = "rw:watchdog"
+	le := rwAcquire(t, read, key, "t1", 0)
+	for deadline := time.Now().Add(5 * time.Second); le.Renewals() < 4; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d renewals in 5 s with a 300 ms lease", le.Renewals())
+		}
+	}
+	select {
+	case <-le.Lost():
+		t.Fatal("Lost closed while the watchdog renews")
+	default:
+	}
+	if ttl, _ := c.PTTL(t.Context(), "{rw:watchdog}:go:t1:rwlock_timeout:1").Result(); ttl <= 0 {
+		t.Errorf("the read hold's timeout key has PTTL %s past its lease", ttl)
+	}
+	refused(t, write, key, "w")
+	if err := c.Del(t.Context(), key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-le.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Lost did not close after the lock was deleted")
+	}
+}
