@@ -216,8 +216,9 @@ func TestReadWriteDowngrade(t *testing.T) {
 	}()
 	waitSubscribed(t, c, "redisson_rwlock:{rw:downgrade}")
 	rwRelease(t, w)
-	if h := rwHash(t, c, key); h["mode"] != "read" || h["go:t1"] != "1" || len(h) != 2 {
-		t.Fatalf("after the write release: hash %v, want mode read and go:t1 1", h)
+	// Reader t2 may be in already.
+	if h := rwHash(t, c, key); h["mode"] != "read" || h["go:t1"] != "1" || h["go:t1:write"] != "" {
+		t.Fatalf("after the write release: hash %v, want mode read, go:t1 1 and no writer", h)
 	}
 	select {
 	case err := <-got:
@@ -343,5 +344,166 @@ func TestReadWriteWatchdog(t *testing.T) {
 	case <-le.Lost():
 	case <-time.After(5 * time.Second):
 		t.Fatal("Lost did not close after the lock was deleted")
+	}
+}
+
+// TestReadWriteWireLayout: what a Go client writes is what Redisson's RedissonReadLock and
+// RedissonWriteLock write and read: the hash's fields, each read hold's timeout key (on a plain
+// name and one with a hash tag), and the messages on redisson_rwlock:{name}: "0" when the last
+// read goes, "1" when a write goes.
+func TestReadWriteWireLayout(t *testing.T) {
+	t.Parallel()
+	c := locktest.NewClient(t, locktest.New(t))
+	read, write := rwLockers(t, c, "go")
+	for _, tc := range []struct{ key, prefix, channel string }{
+		{"rw:wire", "{rw:wire}", "redisson_rwlock:{rw:wire}"},
+		{"{sku}:rw", "{sku}:rw", "redisson_rwlock:{sku}:rw"},
+	} {
+		ps := c.Subscribe(t.Context(), tc.channel)
+		if _, err := ps.Receive(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		msgs := ps.Channel()
+		next := func() string {
+			select {
+			case m := <-msgs:
+				return m.Payload
+			case <-time.After(5 * time.Second):
+				return "(nothing within 5 s)"
+			}
+		}
+		a, b := rwAcquire(t, read, tc.key, "t1", 0), rwAcquire(t, read, tc.key, "t1", 0)
+		want := map[string]string{"mode": "read", "go:t1": "2"}
+		if h := rwHash(t, c, tc.key); !maps.Equal(h, want) {
+			t.Errorf("%s: two read holds: hash %v, want %v", tc.key, h, want)
+		}
+		for _, n := range []string{"1", "2"} {
+			k := tc.prefix + ":go:t1:rwlock_timeout:" + n
+			if ttl, _ := c.PTTL(t.Context(), k).Result(); ttl <= 0 || ttl > 30*time.Second {
+				t.Errorf("%s: PTTL %s, want the 30 s lease", k, ttl)
+			}
+		}
+		rwRelease(t, b)
+		rwRelease(t, a)
+		if m := next(); m != "0" {
+			t.Errorf("%s: the last read release published %q, want \"0\"", tc.channel, m)
+		}
+		w := rwAcquire(t, write, tc.key, "t2", 0)
+		want = map[string]string{"mode": "write", "go:t2:write": "1"}
+		if h := rwHash(t, c, tc.key); !maps.Equal(h, want) {
+			t.Errorf("%s: a write hold: hash %v, want %v", tc.key, h, want)
+		}
+		rwRelease(t, w)
+		if m := next(); m != "1" {
+			t.Errorf("%s: the write release published %q, want \"1\"", tc.channel, m)
+		}
+		if n, _ := c.Exists(t.Context(), tc.key, tc.prefix+":go:t1:rwlock_timeout:1").Result(); n != 0 {
+			t.Errorf("%s: %d keys left after the releases", tc.key, n)
+		}
+		_ = ps.Close()
+	}
+}
+
+// TestReadWriteInteropJavaWriter: a write lock held as a Java client writes it keeps Go's readers
+// and writers out; Redisson's release (the hash deleted, "1" published) lets a waiting Go reader
+// in at once.
+func TestReadWriteInteropJavaWriter(t *testing.T) {
+	t.Parallel()
+	c := locktest.NewClient(t, locktest.New(t))
+	read, write := rwLockers(t, c, "go")
+	const key = "rw:java-writer"
+	ctx := t.Context()
+	if err := c.HSet(ctx, key, "mode", "write", "java:1:write", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.PExpire(ctx, key, 30*time.Second)
+	refused(t, read, key, "t1")
+	refused(t, write, key, "t1")
+	got := make(chan error, 1)
+	go func() {
+		le, err := read.Acquire(ctx, key, lock.Options{Owner: "t1", Wait: 20 * time.Second})
+		if err == nil {
+			err = le.Release(ctx)
+		}
+		got <- err
+	}()
+	waitSubscribed(t, c, "redisson_rwlock:{rw:java-writer}")
+	c.Del(ctx, key)
+	c.Publish(ctx, "redisson_rwlock:{rw:java-writer}", "1")
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("Go reader: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the Java writer's release did not wake the Go reader")
+	}
+}
+
+// TestReadWriteInteropJavaReader: a Java reader's hold lets a Go reader share and keeps a Go
+// writer out. Go's read release leaves the lock to the Java reader for as long as its timeout key
+// lives; once that is gone (a Java client that died), Go's release deletes the lock.
+func TestReadWriteInteropJavaReader(t *testing.T) {
+	t.Parallel()
+	c := locktest.NewClient(t, locktest.New(t))
+	read, write := rwLockers(t, c, "go")
+	const key, javaTimeout = "rw:java-reader", "{rw:java-reader}:java:1:rwlock_timeout:1"
+	ctx := t.Context()
+	if err := c.HSet(ctx, key, "mode", "read", "java:1", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.Set(ctx, javaTimeout, 1, 20*time.Second)
+	c.PExpire(ctx, key, 20*time.Second)
+	r := rwAcquire(t, read, key, "t1", 0)
+	refused(t, write, key, "t2")
+	rwRelease(t, r)
+	if h := rwHash(t, c, key); h["java:1"] != "1" || h["mode"] != "read" || h["go:t1"] != "" {
+		t.Fatalf("after Go's read release: hash %v, want the Java reader's alone", h)
+	}
+	if ttl, _ := c.PTTL(ctx, key).Result(); ttl <= 0 || ttl > 20*time.Second {
+		t.Errorf("the hash's PTTL %s, want the Java reader's timeout key's (<= 20 s)", ttl)
+	}
+	c.Del(ctx, javaTimeout) // the Java reader's hold has run out
+	rwRelease(t, rwAcquire(t, read, key, "t1", 0))
+	if n, _ := c.Exists(ctx, key).Result(); n != 0 {
+		t.Errorf("the lock stays with a dead Java reader in it: %v", rwHash(t, c, key))
+	}
+	rwRelease(t, rwAcquire(t, write, key, "t2", 0))
+}
+
+// TestReadWriteReadersFollowWriter: readers of one process waiting for a writer all get in on
+// its release, together.
+func TestReadWriteReadersFollowWriter(t *testing.T) {
+	t.Parallel()
+	c := locktest.NewClient(t, locktest.New(t))
+	read, _ := rwLockers(t, c, "p1")
+	_, write := rwLockers(t, c, "p2")
+	const n, key = 4, "rw:follow"
+	w := rwAcquire(t, write, key, "w", 0)
+	var all sync.WaitGroup
+	all.Add(n)
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			le, err := read.Acquire(t.Context(), key, lock.Options{Owner: fmt.Sprint("r", i), Wait: 20 * time.Second})
+			all.Done()
+			if err == nil {
+				all.Wait() // every reader holds it now
+				err = le.Release(t.Context())
+			}
+			errs <- err
+		}()
+	}
+	waitSubscribed(t, c, "redisson_rwlock:{rw:follow}")
+	rwRelease(t, w)
+	for range n {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("not every waiting reader got in together after the write release")
+		}
 	}
 }
