@@ -507,3 +507,48 @@ func TestReadWriteReadersFollowWriter(t *testing.T) {
 		}
 	}
 }
+
+// TestReadWriteReadLease: a read lease keeps the promises of every lease with the write side as
+// the rival: Refresh while held, ErrNotHeld after the release and on a second one, an explicit
+// lease that runs out frees the lock, and Close gives back what its side holds.
+func TestReadWriteReadLease(t *testing.T) {
+	t.Parallel()
+	c := locktest.NewClient(t, locktest.New(t))
+	read, write := rwLockers(t, c, "go")
+	const key = "rw:lease"
+	ctx := t.Context()
+	le := rwAcquire(t, read, key, "t1", 0)
+	if err := le.Refresh(ctx); err != nil {
+		t.Fatalf("refresh while held: %v", err)
+	}
+	rwRelease(t, le)
+	if err := le.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("second release: %v, want ErrNotHeld", err)
+	}
+	if err := le.Refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("refresh after the release: %v, want ErrNotHeld", err)
+	}
+
+	short, err := read.Acquire(ctx, key, lock.Options{Owner: "t1", Lease: 200 * time.Millisecond, ExplicitLease: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := write.Acquire(ctx, key, lock.Options{Owner: "w", Wait: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("the writer after an explicit read lease of 200 ms: %v", err)
+	}
+	select {
+	case <-short.Lost():
+	default:
+		t.Error("the read lease's Lost is open after a writer took the lock")
+	}
+	rwRelease(t, w)
+
+	rwAcquire(t, read, key, "t1", 0)
+	read2, _ := rwLockers(t, c, "go2")
+	rwAcquire(t, read2, key, "t2", 0)
+	if err := errors.Join(read.Close(), read2.Close()); err != nil {
+		t.Fatal(err)
+	}
+	rwRelease(t, rwAcquire(t, write, key, "w", 0))
+}
