@@ -17,7 +17,7 @@ import (
 )
 
 // maxExported bounds the package's surface: a library as small as redislock's.
-const maxExported = 25
+const maxExported = 27
 
 // TestPublicSurface counts the package's exported top-level names (each constant, variable,
 // function, type and constructor) and reads its documentation for words of the service it came

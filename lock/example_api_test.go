@@ -169,3 +169,58 @@ func ExampleLease_ReleaseAfter() {
 	// written: true
 	// lock free: true
 }
+
+// A stock page reads under the read side while a restock writes under the write side: readers
+// share, the writer may read too (a downgrade), and a reader asking to write is refused at once.
+func ExampleNewReadWrite() {
+	clients, _, stop := exampleRedis(1)
+	defer stop()
+	rdb := clients[0]
+	ctx := context.Background()
+
+	read, write, err := lock.NewReadWrite(rdb, lock.WithInstanceID("worker-1"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer read.Close()
+	defer write.Close()
+
+	var readers []*lock.Lease
+	for _, page := range []string{"page-1", "page-2"} {
+		le, err := read.Acquire(ctx, "stock", lock.Options{Owner: page})
+		if err != nil {
+			log.Fatal(err)
+		}
+		readers = append(readers, le)
+	}
+	fmt.Println("two readers:", rdb.HGet(ctx, "stock", "mode").Val())
+	_, err = write.Acquire(ctx, "stock", lock.Options{Owner: "restock"})
+	fmt.Println("a writer meanwhile:", errors.Is(err, lock.ErrNotObtained))
+	_, err = write.Acquire(ctx, "stock", lock.Options{Owner: "page-1", Wait: time.Minute})
+	fmt.Println("a reader asking to write:", errors.Is(err, lock.ErrUpgrade))
+	for _, le := range readers {
+		if err := le.Release(ctx); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	w, err := write.Acquire(ctx, "stock", lock.Options{Owner: "restock", Wait: time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	r, err := read.Acquire(ctx, "stock", lock.Options{Owner: "restock"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("the writer reads too:", r.Field())
+	for _, le := range []*lock.Lease{w, r} {
+		if err := le.Release(ctx); err != nil {
+			log.Fatal(err)
+		}
+	}
+	// Output:
+	// two readers: read
+	// a writer meanwhile: true
+	// a reader asking to write: true
+	// the writer reads too: worker-1:restock
+}

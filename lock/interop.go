@@ -102,4 +102,6 @@ var shardedTwins = map[*redis.Script]*redis.Script{
 	rlockPass:        redis.NewScript(script.RLockPassSharded),
 	fairRelease:      redis.NewScript(script.FairReleaseSharded),
 	fairCancel:       redis.NewScript(script.FairCancelSharded),
+	readLockRelease:  redis.NewScript(script.ReadLockReleaseSharded),
+	writeLockRelease: redis.NewScript(script.WriteLockReleaseSharded),
 }

@@ -13,6 +13,8 @@
 //   - NewMultilock: Redisson's MultiLock, one reentrant lock on each of several independent
 //     Redis servers, all required.
 //   - NewRedlock: Redlock over independent masters (on redsync); WithFencingTokens adds tokens.
+//   - NewReadWrite: Redisson's RReadWriteLock, its read side (shared) and its write side
+//     (exclusive) as two Lockers, wire-compatible with Java Redisson.
 //
 // A Locker is shared and safe for concurrent use: every Acquire hands out a *Lease that carries
 // its own token. Waiters are woken by the release (pub/sub, and in-process hand-over) instead of
@@ -30,7 +32,7 @@
 // Errors tell the cases apart with errors.Is: ErrNotObtained (the wait ran out; with ctx.Err()
 // joined when the context ended first; ErrClosed joined when the Locker was closed), ErrNotHeld,
 // ErrUnavailable (a server did not answer or would not serve until the wait ended: transient
-// errors are ridden out within the wait), ErrNotReplicated.
+// errors are ridden out within the wait), ErrNotReplicated, ErrUpgrade.
 //
 // The commands of an acquisition, its watchdog's renewals included, run under the values of the
 // context given to Acquire (not its cancellation), so tracing and go-redis hooks see a renewal as

@@ -80,6 +80,19 @@ var conformanceKinds = []conformanceKind{
 		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithDriftFactor", "WithRetryDelay", "WithFencingTokens"}},
 	{name: "redlock-fenced", constructor: "NewRedlock", masters: true, build: multi(lock.NewRedlock), opts: []lock.Option{lock.WithFencingTokens()},
 		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithDriftFactor", "WithRetryDelay", "WithFencingTokens"}},
+	// NewReadWrite's write side is a mutex, held to every clause. Its read side shares, so the
+	// clauses of exclusion and of waking a waiter do not apply to it as written (docs/library.md).
+	{name: "readwrite-write", constructor: "NewReadWrite", owners: true, build: single(writeSide),
+		honoured: []string{"WithLease", "WithLogger", "WithInstanceID", "WithReplicas", "WithShardedPubSub"}},
+}
+
+// writeSide is NewReadWrite's write side alone: its read side, closed at once, holds nothing.
+func writeSide(c redis.UniversalClient, opts ...lock.Option) (*lock.Locker, error) {
+	read, write, err := lock.NewReadWrite(c, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return write, read.Close()
 }
 
 // allOptions is every option of the library, by name.

@@ -31,6 +31,13 @@ const (
 	RedissonTokenPrefix   = "redisson_lock_token"
 	RedissonChannelPrefix = "redisson_lock__channel"
 	UnlockMessage         = "0"
+
+	// Redisson's RReadWriteLock: the channel both of its sides announce on, the suffix of each
+	// read hold's timeout key, and the message a write release publishes (READ_UNLOCK_MESSAGE),
+	// on which every waiting reader may go.
+	RWLockChannelPrefix = "redisson_rwlock"
+	RWLockTimeoutSuffix = "rwlock_timeout"
+	ReadUnlockMessage   = "1"
 )
 
 // Prefixed is prefix's name for lock name, as Redisson's RedissonObject.prefixName builds it:
@@ -41,4 +48,14 @@ func Prefixed(prefix, name string) string {
 		return prefix + ":" + name
 	}
 	return prefix + ":{" + name + "}"
+}
+
+// Suffixed is the name of something kept beside lock name, as Redisson's
+// RedissonObject.suffixName builds it: a name that carries a hash tag keeps it, any other is
+// wrapped in braces, so the key hashes like the lock key.
+func Suffixed(name, suffix string) string {
+	if strings.Contains(name, "{") {
+		return name + ":" + suffix
+	}
+	return "{" + name + "}:" + suffix
 }

@@ -116,6 +116,14 @@ var (
 	// RedlockTokenRead and RedlockTokenRaise: NewRedlock with WithFencingTokens.
 	RedlockTokenRead  = build("redlock_token_read.lua", nil)
 	RedlockTokenRaise = build("redlock_token_raise.lua", nil)
+
+	// ReadLockAcquire, ReadLockRelease, ReadLockRenew, WriteLockAcquire, WriteLockRelease:
+	// NewReadWrite in Redisson's RReadWriteLock layout (its write side renews with ReentrantRenew).
+	ReadLockAcquire  = build("read_lock_acquire.lua", nil)
+	ReadLockRelease  = build("read_lock_release.lua", nil)
+	ReadLockRenew    = build("read_lock_renew.lua", nil)
+	WriteLockAcquire = build("write_lock_acquire.lua", nil)
+	WriteLockRelease = build("write_lock_release.lua", nil)
 )
 
 // The sharded builds of the scripts that announce a release (publish.lua swapped for
@@ -127,6 +135,8 @@ var (
 	RLockPassSharded        = build("rlock_pass.lua", shardedSwap)
 	FairReleaseSharded      = build("fair_release.lua", shardedSwap)
 	FairCancelSharded       = build("fair_cancel.lua", shardedSwap)
+	ReadLockReleaseSharded  = build("read_lock_release.lua", shardedSwap)
+	WriteLockReleaseSharded = build("write_lock_release.lua", shardedSwap)
 )
 
 // Sources is every script as sent (the classic build), by its exported name.
@@ -137,6 +147,8 @@ func Sources() map[string]string {
 		"RLockAcquire": RLockAcquire, "RLockRelease": RLockRelease, "RLockPass": RLockPass,
 		"FairAcquire": FairAcquire, "FairBeat": FairBeat, "FairRelease": FairRelease, "FairCancel": FairCancel,
 		"RFencedAcquire": RFencedAcquire, "RedlockTokenRead": RedlockTokenRead, "RedlockTokenRaise": RedlockTokenRaise,
+		"ReadLockAcquire": ReadLockAcquire, "ReadLockRelease": ReadLockRelease, "ReadLockRenew": ReadLockRenew,
+		"WriteLockAcquire": WriteLockAcquire, "WriteLockRelease": WriteLockRelease,
 	}
 }
 
@@ -145,6 +157,7 @@ func ShardedSources() map[string]string {
 	return map[string]string{
 		"ReentrantRelease": ReentrantReleaseSharded, "RLockRelease": RLockReleaseSharded, "RLockPass": RLockPassSharded,
 		"FairRelease": FairReleaseSharded, "FairCancel": FairCancelSharded,
+		"ReadLockRelease": ReadLockReleaseSharded, "WriteLockRelease": WriteLockReleaseSharded,
 	}
 }
 

@@ -1,0 +1,260 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/script"
+)
+
+var (
+	readLockAcquire  = redis.NewScript(script.ReadLockAcquire)
+	readLockRelease  = redis.NewScript(script.ReadLockRelease)
+	readLockRenew    = redis.NewScript(script.ReadLockRenew)
+	writeLockAcquire = redis.NewScript(script.WriteLockAcquire)
+	writeLockRelease = redis.NewScript(script.WriteLockRelease)
+)
+
+// ErrUpgrade: an owner that holds the read side of a NewReadWrite lock asked for its write side.
+// The acquisition is refused at once (it is also ErrNotObtained) and nothing in Redis changes:
+// the writer would wait for its own read to end, forever.
+var ErrUpgrade = errors.New("lock: an owner that holds the read lock cannot take the write lock")
+
+// upgradeReply is write_lock_acquire.lua's answer to an owner that holds the read side.
+const upgradeReply = -3
+
+// NewReadWrite returns Redisson's RReadWriteLock on one Redis, wire-compatible with Redisson's
+// RedissonReadLock and RedissonWriteLock: read and write are its two sides, each an ordinary
+// Locker. Any number of owners hold the read side of a key at once, or one owner its write side.
+// The lock is one hash: "mode" (read or write), a field "<instance-id>:<owner>" per reader and
+// "<instance-id>:<owner>:write" for the writer, each with its hold count. Every read hold also
+// has a timeout key, "{<key>}:<instance-id>:<owner>:rwlock_timeout:<n>". Holds re-enter by
+// Options.Owner; the write side's owner may take the read side too (a downgrade), but a reader
+// asking for the write side is ErrUpgrade. Both sides are renewed by a watchdog every lease/3,
+// and their waiters are woken by the releases on redisson_rwlock:{key}. Close each side.
+func NewReadWrite(rdb redis.UniversalClient, opts ...Option) (read, write *Locker, err error) {
+	var rw *rwLock
+	spec := func(write bool) kindSpec {
+		return kindSpec{name: "readWrite", owners: yes, options: fixed("WithReplicas", "WithShardedPubSub"),
+			newMode: func(d settings) (locker, error) {
+				if rw == nil {
+					rw = newRWLock(d)
+				}
+				return rw.side(d, write), nil
+			}}
+	}
+	if read, err = construct(spec(false), settings{Data: rdb}, opts); err != nil {
+		return nil, nil, err
+	}
+	if write, err = construct(spec(true), settings{Data: rdb}, opts); err != nil {
+		return nil, nil, errors.Join(err, read.Close())
+	}
+	return read, write, nil
+}
+
+// rwLock is what the two sides of one NewReadWrite share: the instance id (a read field and a
+// write field name one owner only under the same id), and the holds taken here by each owner,
+// so that an owner's re-entry or downgrade tries at once instead of queueing behind waiters.
+type rwLock struct {
+	rdb redis.UniversalClient
+	id  string
+	log *slog.Logger
+
+	mu    sync.Mutex
+	holds map[string]int // key NUL owner -> leases held here, either side
+}
+
+func newRWLock(d settings) *rwLock {
+	id := d.InstanceID
+	if id == "" {
+		id = uuid.NewString()
+	}
+	return &rwLock{rdb: d.Data, id: id, log: d.Logger, holds: map[string]int{}}
+}
+
+// rwSide is one side of the lock. Its waiters wait in the handoff's queue of their side, rung by
+// both messages Redisson publishes on redisson_rwlock:{key}: "0" when a read release deletes the
+// lock, "1" when a write release frees it. A ring wakes one waiter; a reader that wins rings
+// its own queue again, so the readers waiting here go one after the other, as Redisson's
+// READ_UNLOCK_MESSAGE lets them all go at once.
+type rwSide struct {
+	*rwLock
+	write bool
+	sub   *subscriber
+	queue *handoff
+}
+
+func (rw *rwLock) side(d settings, write bool) *rwSide {
+	s := &rwSide{rwLock: rw, write: write}
+	s.sub = newSubscriber(rw.rdb, rw.log, func(p string) bool { return p == unlockMessage || p == script.ReadUnlockMessage })
+	s.sub.mode = newPubsubMode(rw.rdb, d.Subscription)
+	s.queue = newHandoff(func(key string, ring func()) (<-chan struct{}, func()) {
+		h := s.sub.join(context.Background(), rwChannel(key), ring)
+		return h.ready, func() { s.sub.leave(h) }
+	}, nil)
+	return s
+}
+
+// rwChannel is the channel both sides of lock name announce on (RedissonReadLock.getChannelName).
+func rwChannel(name string) string { return script.Prefixed(script.RWLockChannelPrefix, name) }
+
+// Acquire takes one hold of key's side for opts.Owner (a fresh owner when there is none).
+func (s *rwSide) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
+	owner := ownerOf(opts)
+	field := s.id + ":" + owner
+	if s.write {
+		field += ":write"
+	}
+	le := &rwLease{s: s, key: key, owner: owner, field: field, leaseMs: max(opts.Lease.Milliseconds(), 1)}
+	// An owner that holds either side here tries at once: a downgrade must not queue behind the
+	// readers waiting for the writer it is, and an upgrade is refused at once. Its unanswered
+	// attempt is not given back (orphan.go): that could end the owner's other hold.
+	reentry := s.holding(key, owner)
+	err := s.queue.obtain(ctx, key, "", opts.Wait, opts.Lease, reentry, func(ctx context.Context) (bool, time.Duration, error) {
+		held, ttl, err := le.try(ctx)
+		if !reentry {
+			orphaned(ctx, err, fmt.Sprintf("%p\x00%s\x00%s", s, key, field), func(ctx context.Context) error {
+				return le.release(ctx, nil)
+			})
+		}
+		return held, ttl, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !s.write {
+		s.queue.ring(key) // readers share: the next reader waiting here may go now
+	}
+	s.count(key, owner, 1)
+	if !opts.ExplicitLease {
+		le.wd = startWatchdog(ctx, opts.Lease, opts.Lease, attemptSent(ctx, time.Now()).Add(opts.Lease), func(ctx context.Context) (renewOutcome, error) {
+			return outcome(le.refresh(ctx))
+		}, func(err error) {
+			s.log.Warn("watchdog: lock lost", "lock", "readWrite", "key", key, "field", field, "err", err)
+		})
+	}
+	return le, nil
+}
+
+// holding reports whether owner holds either side of key here.
+func (rw *rwLock) holding(key, owner string) bool {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	return rw.holds[key+"\x00"+owner] > 0
+}
+
+// count adds n to owner's holds of key here.
+func (rw *rwLock) count(key, owner string, n int) {
+	id := key + "\x00" + owner
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if rw.holds[id] += n; rw.holds[id] <= 0 {
+		delete(rw.holds, id)
+	}
+}
+
+// Close ends the side's subscription and its waits. Held leases keep their watchdogs until they
+// are released.
+func (s *rwSide) Close() error {
+	s.queue.close()
+	return s.sub.Close()
+}
+
+// rwLease is one hold of one side.
+type rwLease struct {
+	s       *rwSide
+	key     string
+	owner   string
+	field   string
+	leaseMs int64
+	wd      *life // nil with an explicit lease
+	gate    releaseGate
+}
+
+func (le *rwLease) Key() string           { return le.key }
+func (le *rwLease) Field() string         { return le.field }
+func (le *rwLease) Token() int64          { return 0 }
+func (le *rwLease) Renewals() int64       { return le.wd.Renewals() }
+func (le *rwLease) Lost() <-chan struct{} { return le.wd.Lost() }
+
+// keyPrefix starts every read hold's timeout key of the lock: "{<key>}" (Redisson's suffixName).
+func (le *rwLease) keyPrefix() string { return strings.TrimSuffix(script.Suffixed(le.key, ""), ":") }
+
+// timeoutPrefix starts this owner's timeout keys: "{<key>}:<field>:rwlock_timeout".
+func (le *rwLease) timeoutPrefix() string {
+	return script.Suffixed(le.key, le.field+":"+script.RWLockTimeoutSuffix)
+}
+
+// try runs the side's acquire script once: held, or the holder's remaining PTTL (-1ms: no TTL).
+func (le *rwLease) try(ctx context.Context) (bool, time.Duration, error) {
+	markAttempt(ctx)
+	s := le.s
+	var cmd *redis.Cmd
+	if s.write {
+		cmd = writeLockAcquire.Run(ctx, s.rdb, []string{le.key}, le.leaseMs, le.field, s.id+":"+le.owner)
+	} else {
+		cmd = readLockAcquire.Run(ctx, s.rdb, []string{le.key, le.timeoutPrefix()}, le.leaseMs, le.field, le.field+":write")
+	}
+	n, err := cmd.Int64()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return true, 0, nil
+	case err != nil:
+		return false, 0, redisErr("acquire "+le.key, err)
+	case n == upgradeReply:
+		return false, 0, fmt.Errorf("%w: %w: %s: owner %s holds its read side; release it first", ErrNotObtained, ErrUpgrade, le.key, le.owner)
+	}
+	return false, holderTTL(n), nil
+}
+
+// releaseAfter gives back one hold, after the holder's pipeline p when there is one (runScript).
+func (le *rwLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
+	return le.gate.release(ctx, p, le.key, func() {
+		le.s.count(le.key, le.owner, -1)
+		le.wd.Stop()
+	}, func() error { return le.release(ctx, p) })
+}
+
+// release sends the side's release script: ErrNotHeld when the owner holds no such hold.
+func (le *rwLease) release(ctx context.Context, p redis.Pipeliner) error {
+	s := le.s
+	sc, keys, args := readLockRelease, []string{le.key, rwChannel(le.key), le.timeoutPrefix(), le.keyPrefix()}, []any{unlockMessage, le.field}
+	if s.write {
+		sc, keys, args = writeLockRelease, []string{le.key, rwChannel(le.key)}, []any{script.ReadUnlockMessage, le.leaseMs, le.field}
+	}
+	_, err := runScript(ctx, p, s.rdb, s.sub.mode.script(ctx, sc), keys, args...).Int64()
+	if errors.Is(err, redis.Nil) {
+		return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, le.key, le.field)
+	}
+	if err != nil {
+		return redisErr("release "+le.key, err)
+	}
+	return nil
+}
+
+// refresh pushes the hold out by the lease while the owner's field is still there.
+func (le *rwLease) refresh(ctx context.Context) error { return le.refreshOn(ctx, le.s.rdb) }
+
+// refreshOn is refresh sent through sc (one connection, for WithReplicas). A read renewal also
+// pushes out the owner's timeout keys (Redisson's ReadLockTask); a write renewal is RLock's.
+func (le *rwLease) refreshOn(ctx context.Context, sc redis.Scripter) error {
+	if le.s.write {
+		return renewHash(ctx, sc, le.key, le.field, le.leaseMs)
+	}
+	n, err := readLockRenew.Run(ctx, sc, []string{le.key, le.keyPrefix()}, le.leaseMs, le.field).Int()
+	if err != nil {
+		return redisErr("renew "+le.key, err)
+	}
+	if n != 1 {
+		return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, le.key, le.field)
+	}
+	return nil
+}
