@@ -31,6 +31,12 @@ const (
 	RedissonTokenPrefix   = "redisson_lock_token"
 	RedissonChannelPrefix = "redisson_lock__channel"
 	UnlockMessage         = "0"
+
+	// Redisson's semaphores (RSemaphore, RPermitExpirableSemaphore): the channel that tells their
+	// waiters of permits given back (its messages are the permits available, in decimal), and
+	// the suffix of the expirable one's sorted set of permit id -> expiry.
+	SemaphoreChannelPrefix = "redisson_sc"
+	PermitTimeoutSuffix    = "timeout"
 )
 
 // Prefixed is prefix's name for lock name, as Redisson's RedissonObject.prefixName builds it:
@@ -41,4 +47,14 @@ func Prefixed(prefix, name string) string {
 		return prefix + ":" + name
 	}
 	return prefix + ":{" + name + "}"
+}
+
+// Suffixed is the name of a key kept beside lock name, as Redisson's RedissonObject.suffixName
+// builds it: a name that already carries a hash tag keeps it, any other is wrapped in braces, so
+// the key always hashes like name.
+func Suffixed(name, suffix string) string {
+	if strings.Contains(name, "{") {
+		return name + ":" + suffix
+	}
+	return "{" + name + "}:" + suffix
 }

@@ -116,6 +116,18 @@ var (
 	// RedlockTokenRead and RedlockTokenRaise: NewRedlock with WithFencingTokens.
 	RedlockTokenRead  = build("redlock_token_read.lua", nil)
 	RedlockTokenRaise = build("redlock_token_raise.lua", nil)
+
+	// SemSet, SemAcquire, SemRelease: NewSemaphore (Redisson's RSemaphore); SemSet is also
+	// NewExpirableSemaphore's TrySetPermits.
+	SemSet     = build("sem_set.lua", nil)
+	SemAcquire = build("sem_acquire.lua", nil)
+	SemRelease = build("sem_release.lua", nil)
+	// PermitAcquire, PermitRenew, PermitRelease, PermitAvailable: NewExpirableSemaphore
+	// (Redisson's RPermitExpirableSemaphore).
+	PermitAcquire   = build("permit_acquire.lua", nil)
+	PermitRenew     = build("permit_renew.lua", nil)
+	PermitRelease   = build("permit_release.lua", nil)
+	PermitAvailable = build("permit_available.lua", nil)
 )
 
 // The sharded builds of the scripts that announce a release (publish.lua swapped for
@@ -127,6 +139,12 @@ var (
 	RLockPassSharded        = build("rlock_pass.lua", shardedSwap)
 	FairReleaseSharded      = build("fair_release.lua", shardedSwap)
 	FairCancelSharded       = build("fair_cancel.lua", shardedSwap)
+	SemSetSharded           = build("sem_set.lua", shardedSwap)
+	SemReleaseSharded       = build("sem_release.lua", shardedSwap)
+	PermitAcquireSharded    = build("permit_acquire.lua", shardedSwap)
+	PermitRenewSharded      = build("permit_renew.lua", shardedSwap)
+	PermitReleaseSharded    = build("permit_release.lua", shardedSwap)
+	PermitAvailableSharded  = build("permit_available.lua", shardedSwap)
 )
 
 // Sources is every script as sent (the classic build), by its exported name.
@@ -137,6 +155,9 @@ func Sources() map[string]string {
 		"RLockAcquire": RLockAcquire, "RLockRelease": RLockRelease, "RLockPass": RLockPass,
 		"FairAcquire": FairAcquire, "FairBeat": FairBeat, "FairRelease": FairRelease, "FairCancel": FairCancel,
 		"RFencedAcquire": RFencedAcquire, "RedlockTokenRead": RedlockTokenRead, "RedlockTokenRaise": RedlockTokenRaise,
+		"SemSet": SemSet, "SemAcquire": SemAcquire, "SemRelease": SemRelease,
+		"PermitAcquire": PermitAcquire, "PermitRenew": PermitRenew, "PermitRelease": PermitRelease,
+		"PermitAvailable": PermitAvailable,
 	}
 }
 
@@ -145,6 +166,9 @@ func ShardedSources() map[string]string {
 	return map[string]string{
 		"ReentrantRelease": ReentrantReleaseSharded, "RLockRelease": RLockReleaseSharded, "RLockPass": RLockPassSharded,
 		"FairRelease": FairReleaseSharded, "FairCancel": FairCancelSharded,
+		"SemSet": SemSetSharded, "SemRelease": SemReleaseSharded,
+		"PermitAcquire": PermitAcquireSharded, "PermitRenew": PermitRenewSharded,
+		"PermitRelease": PermitReleaseSharded, "PermitAvailable": PermitAvailableSharded,
 	}
 }
 

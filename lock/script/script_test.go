@@ -87,8 +87,8 @@ func fileOf(name string) string {
 func TestSourcesAreWhole(t *testing.T) {
 	t.Parallel()
 	fs := readFiles(t)
-	if n := len(Names()); n != 16 {
-		t.Fatalf("%d scripts, want 16", n)
+	if n := len(Names()); n != 23 {
+		t.Fatalf("%d scripts, want 23", n)
 	}
 	used := map[string]bool{}
 	for name, src := range Sources() {
