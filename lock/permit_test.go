@@ -312,3 +312,77 @@ func TestPermitBadInput(t *testing.T) {
 		t.Error("NewExpirableSemaphore(WithLease(-1s)): no error")
 	}
 }
+
+// TestSemaphoreShardedPubSub: with WithShardedPubSub(true), a release is announced with SPUBLISH
+// on redisson_sc:{name}, where a sharded Redisson client listens, and it wakes a waiter of
+// either semaphore.
+func TestSemaphoreShardedPubSub(t *testing.T) {
+	t.Parallel()
+	srv := locktest.New(t)
+	if srv.Kind != locktest.KindReal {
+		t.Skip("the in-process Redis has no SSUBSCRIBE/SPUBLISH")
+	}
+	c := locktest.NewClient(t, srv)
+	ctx := t.Context()
+	if err := c.Do(ctx, "pubsub", "shardnumsub").Err(); err != nil {
+		t.Skipf("this redis-server has no sharded pub/sub: %v", err)
+	}
+	sem, err := lock.NewSemaphore(c, lock.WithShardedPubSub(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sem.Close() }()
+	exp := newExpirable(t, c, lock.WithShardedPubSub(true))
+	ps := c.SSubscribe(ctx, "redisson_sc:{sharded-sem}")
+	defer func() { _ = ps.Close() }()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := sem.TrySetPermits(ctx, "sharded-sem", 1); !ok || err != nil {
+		t.Fatalf("TrySetPermits: %v %v", ok, err)
+	}
+	if m, err := ps.ReceiveMessage(ctx); err != nil || m.Payload != "1" {
+		t.Errorf("sharded message %v (%v), want \"1\"", m, err)
+	}
+	if _, err := exp.TrySetPermits(ctx, "sharded-exp", 1); err != nil {
+		t.Fatal(err)
+	}
+	p, err := exp.TryAcquire(ctx, "sharded-exp", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = sem.Acquire(ctx, "sharded-sem", 1, 0)
+	done := make(chan error, 2)
+	go func() { done <- sem.Acquire(context.Background(), "sharded-sem", 1, 20*time.Second) }()
+	go func() {
+		q, err := exp.Acquire(context.Background(), "sharded-exp", 20*time.Second, 0)
+		if err == nil {
+			err = q.Release(context.Background())
+		}
+		done <- err
+	}()
+	for _, ch := range []string{"redisson_sc:{sharded-sem}", "redisson_sc:{sharded-exp}"} {
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+			n, _ := c.Do(ctx, "pubsub", "shardnumsub", ch).Slice()
+			if len(n) == 2 && n[1] != int64(0) || time.Now().After(deadline) {
+				break
+			}
+		}
+	}
+	if err := sem.Release(ctx, "sharded-sem", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a sharded release did not wake its waiter")
+		}
+	}
+}
