@@ -140,7 +140,7 @@ func TestPermitsStayWithinLimit(t *testing.T) {
 	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	a, b := newExpirable(t, c), newExpirable(t, c)
-	const name, limit, workers, rounds = "permit-limit", 3, 12, 5
+	const name, limit, workers, rounds = "permit-limit", 3, 8, 4
 	if _, err := a.TrySetPermits(t.Context(), name, limit); err != nil {
 		t.Fatal(err)
 	}

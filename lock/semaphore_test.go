@@ -83,7 +83,7 @@ func TestSemaphorePermitsStayWithinLimit(t *testing.T) {
 	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
 	a, b := newSemaphore(t, c), newSemaphore(t, c)
-	const name, limit, workers, rounds = "sem-limit", 3, 12, 5
+	const name, limit, workers, rounds = "sem-limit", 3, 8, 4
 	if ok, err := a.TrySetPermits(t.Context(), name, limit); !ok || err != nil {
 		t.Fatalf("TrySetPermits: %v %v", ok, err)
 	}
