@@ -38,6 +38,11 @@ const (
 	RWLockChannelPrefix = "redisson_rwlock"
 	RWLockTimeoutSuffix = "rwlock_timeout"
 	ReadUnlockMessage   = "1"
+	// Redisson's semaphores (RSemaphore, RPermitExpirableSemaphore): the channel that tells their
+	// waiters of permits given back (its messages are the permits available, in decimal), and
+	// the suffix of the expirable one's sorted set of permit id -> expiry.
+	SemaphoreChannelPrefix = "redisson_sc"
+	PermitTimeoutSuffix    = "timeout"
 )
 
 // Prefixed is prefix's name for lock name, as Redisson's RedissonObject.prefixName builds it:
@@ -50,9 +55,9 @@ func Prefixed(prefix, name string) string {
 	return prefix + ":{" + name + "}"
 }
 
-// Suffixed is the name of something kept beside lock name, as Redisson's
-// RedissonObject.suffixName builds it: a name that carries a hash tag keeps it, any other is
-// wrapped in braces, so the key hashes like the lock key.
+// Suffixed is the name of a key kept beside lock name, as Redisson's RedissonObject.suffixName
+// builds it: a name that already carries a hash tag keeps it, any other is wrapped in braces, so
+// the key always hashes like name.
 func Suffixed(name, suffix string) string {
 	if strings.Contains(name, "{") {
 		return name + ":" + suffix

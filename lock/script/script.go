@@ -124,6 +124,17 @@ var (
 	ReadLockRenew    = build("read_lock_renew.lua", nil)
 	WriteLockAcquire = build("write_lock_acquire.lua", nil)
 	WriteLockRelease = build("write_lock_release.lua", nil)
+	// SemSet, SemAcquire, SemRelease: NewSemaphore (Redisson's RSemaphore); SemSet is also
+	// NewExpirableSemaphore's TrySetPermits.
+	SemSet     = build("sem_set.lua", nil)
+	SemAcquire = build("sem_acquire.lua", nil)
+	SemRelease = build("sem_release.lua", nil)
+	// PermitAcquire, PermitRenew, PermitRelease, PermitAvailable: NewExpirableSemaphore
+	// (Redisson's RPermitExpirableSemaphore).
+	PermitAcquire   = build("permit_acquire.lua", nil)
+	PermitRenew     = build("permit_renew.lua", nil)
+	PermitRelease   = build("permit_release.lua", nil)
+	PermitAvailable = build("permit_available.lua", nil)
 )
 
 // The sharded builds of the scripts that announce a release (publish.lua swapped for
@@ -137,6 +148,12 @@ var (
 	FairCancelSharded       = build("fair_cancel.lua", shardedSwap)
 	ReadLockReleaseSharded  = build("read_lock_release.lua", shardedSwap)
 	WriteLockReleaseSharded = build("write_lock_release.lua", shardedSwap)
+	SemSetSharded           = build("sem_set.lua", shardedSwap)
+	SemReleaseSharded       = build("sem_release.lua", shardedSwap)
+	PermitAcquireSharded    = build("permit_acquire.lua", shardedSwap)
+	PermitRenewSharded      = build("permit_renew.lua", shardedSwap)
+	PermitReleaseSharded    = build("permit_release.lua", shardedSwap)
+	PermitAvailableSharded  = build("permit_available.lua", shardedSwap)
 )
 
 // Sources is every script as sent (the classic build), by its exported name.
@@ -149,6 +166,9 @@ func Sources() map[string]string {
 		"RFencedAcquire": RFencedAcquire, "RedlockTokenRead": RedlockTokenRead, "RedlockTokenRaise": RedlockTokenRaise,
 		"ReadLockAcquire": ReadLockAcquire, "ReadLockRelease": ReadLockRelease, "ReadLockRenew": ReadLockRenew,
 		"WriteLockAcquire": WriteLockAcquire, "WriteLockRelease": WriteLockRelease,
+		"SemSet": SemSet, "SemAcquire": SemAcquire, "SemRelease": SemRelease,
+		"PermitAcquire": PermitAcquire, "PermitRenew": PermitRenew, "PermitRelease": PermitRelease,
+		"PermitAvailable": PermitAvailable,
 	}
 }
 
@@ -158,6 +178,9 @@ func ShardedSources() map[string]string {
 		"ReentrantRelease": ReentrantReleaseSharded, "RLockRelease": RLockReleaseSharded, "RLockPass": RLockPassSharded,
 		"FairRelease": FairReleaseSharded, "FairCancel": FairCancelSharded,
 		"ReadLockRelease": ReadLockReleaseSharded, "WriteLockRelease": WriteLockReleaseSharded,
+		"SemSet": SemSetSharded, "SemRelease": SemReleaseSharded,
+		"PermitAcquire": PermitAcquireSharded, "PermitRenew": PermitRenewSharded,
+		"PermitRelease": PermitReleaseSharded, "PermitAvailable": PermitAvailableSharded,
 	}
 }
 

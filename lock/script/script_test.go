@@ -87,8 +87,8 @@ func fileOf(name string) string {
 func TestSourcesAreWhole(t *testing.T) {
 	t.Parallel()
 	fs := readFiles(t)
-	if n := len(Names()); n != 21 {
-		t.Fatalf("%d scripts, want 21", n)
+	if n := len(Names()); n != 28 {
+		t.Fatalf("%d scripts, want 28", n)
 	}
 	used := map[string]bool{}
 	for name, src := range Sources() {
