@@ -1,5 +1,7 @@
 package lock
 
+import "slices"
+
 // keyNamer is implemented by every kind: the Redis keys its lock called name may use.
 type keyNamer interface {
 	keys(name string) []string
@@ -24,7 +26,7 @@ func (l *Locker) Keys(name string) []string {
 
 func (l *valueLocker) keys(name string) []string {
 	if l.fenced {
-		return l.line.scriptKeys(name)
+		return slices.Clone(l.line.scriptKeys(name))
 	}
 	return lineKeys(name)
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -36,9 +37,16 @@ type waitLine struct {
 	// lostGrant is lostGrantBound and maxGrant maxGrantTTL (a test that counts commands raises
 	// both: a head queued in Redis looks again within either).
 	lostGrant, maxGrant time.Duration
-	// id names this process in its waiters' values ("<id>:<uuid>") and its grant channel.
+	// id names this process in its waiters' values ("<id>:<uuid>") and its grant channel; mine
+	// is id + ":", the start of this process's values.
 	id      string
+	mine    string
 	channel string // grantChannelPrefix + id
+	// args are the scripts' constant arguments, boxed once: the fenced flag and mine.
+	fencedArg, mineArg any
+	// keys are the scripts' keys of the key last used (a process sells one key at a time, most
+	// often), kept so that a busy sale does not build them on every command.
+	keys atomic.Pointer[lineKeySet]
 	// queue is the in-process queue of each key; a waiter's place is named by its value.
 	queue *handoff
 	// sub is the Locker's pub/sub connection (pubsub.go), on which the grant channel is
@@ -65,14 +73,26 @@ func lineKeys(key string) []string {
 	return []string{key, script.Prefixed(script.LinePrefix, key), script.Prefixed(script.LineWaitersPrefix, key)}
 }
 
+// lineKeySet is the keys of one lock's scripts.
+type lineKeySet struct {
+	key  string
+	keys []string
+}
+
 // scriptKeys are the keys of this line's scripts: lineKeys and the token counter (the lock key
-// again for lua).
+// again for lua). The slice is shared: the caller does not change it.
 func (wl *waitLine) scriptKeys(key string) []string {
+	if k := wl.keys.Load(); k != nil && k.key == key {
+		return k.keys
+	}
 	tok := key
 	if wl.fenced {
 		tok = fencedTokenKey(wl.rdb, key)
 	}
-	return append(lineKeys(key), tok)
+	keys := append(lineKeys(key), tok)
+	k := &lineKeySet{key: key, keys: keys[:len(keys):len(keys)]}
+	wl.keys.Store(k)
+	return k.keys
 }
 
 // newWaitLine builds a Locker's line; instance (WithInstanceID) starts its id, so a lock's value
@@ -84,7 +104,11 @@ func newWaitLine(rdb redis.UniversalClient, log *slog.Logger, fenced bool, insta
 	}
 	everything := func(string) bool { return true } // every payload on the grant channel is a grant
 	wl := &waitLine{rdb: rdb, log: log, fenced: fenced, lostGrant: lostGrantBound, maxGrant: maxGrantTTL,
-		id: id, channel: grantChannelPrefix + id, sub: newSubscriber(rdb, log, everything), line: core.NewLine(cohort)}
+		id: id, mine: id + ":", channel: grantChannelPrefix + id, sub: newSubscriber(rdb, log, everything), line: core.NewLine(cohort)}
+	wl.fencedArg, wl.mineArg = "0", wl.mine
+	if fenced {
+		wl.fencedArg = "1"
+	}
 	// The grant channel is the process's, not the key's: a queue joins it, and is rung by deliver.
 	wl.queue = newHandoff(func(string, func()) (<-chan struct{}, func()) { return wl.subscribe(), func() {} }, nil)
 	// A release here rings its key's queue itself (release, forget).
@@ -101,7 +125,7 @@ func (wl *waitLine) setCohort(k int) {
 
 // newValue is the value of a new acquisition: it names this process, so a release elsewhere
 // knows where to send its grant.
-func (wl *waitLine) newValue() string { return wl.id + ":" + uuid.NewString() }
+func (wl *waitLine) newValue() string { return wl.mine + uuid.NewString() }
 
 // subscribe starts listening on this process's grant channel (once), and returns a channel that
 // closes when Redis has confirmed it.
@@ -257,7 +281,7 @@ func (wl *waitLine) attempt(ctx context.Context, key, value, leaseMs string, sub
 // try is one run of the acquire script: held and the token, or how long until it is worth
 // looking again (ms). deadline 0: a single attempt that does not queue.
 func (wl *waitLine) try(ctx context.Context, key, value, leaseMs string, deadline, grantMs int64) (bool, int64, int64, error) {
-	r, err := lineAcquire.Run(ctx, wl.rdb, wl.scriptKeys(key), value, time.Now().UnixMilli(), wl.fencedArg(),
+	r, err := lineAcquire.Run(ctx, wl.rdb, wl.scriptKeys(key), value, time.Now().UnixMilli(), wl.fencedArg,
 		leaseMs, deadline, grantMs).Int64Slice()
 	if err != nil {
 		err = redisErr("acquire "+key, err)
@@ -274,13 +298,6 @@ func (wl *waitLine) try(ctx context.Context, key, value, leaseMs string, deadlin
 		return true, r[1], 0, nil
 	}
 	return false, 0, r[1], nil
-}
-
-func (wl *waitLine) fencedArg() string {
-	if wl.fenced {
-		return "1"
-	}
-	return "0"
 }
 
 // exit ends value's wait. With the lock (won) the value is held from now on. Without it: a lock
@@ -333,7 +350,7 @@ func (wl *waitLine) forget(key, value string) {
 // only takes value out of the Redis line. It reports whether the lock was value's.
 func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value string) (bool, error) {
 	next, ok := wl.nextWaiter(key, value)
-	args := []any{value, time.Now().UnixMilli(), wl.fencedArg(), wl.id + ":", grantChannelPrefix, "", 0, 0, 0, "0"}
+	args := []any{value, time.Now().UnixMilli(), wl.fencedArg, wl.mineArg, grantChannelPrefix, "", 0, 0, 0, "0"}
 	if ok {
 		args[5], args[6], args[7], args[8] = next.Value, next.Deadline.UnixMilli(), next.GrantTTL.Milliseconds(), max(next.Lease.Milliseconds(), 1)
 		if next.Before {
@@ -356,7 +373,7 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 	wl.mu.Lock()
 	wl.line.Released(time.Now(), key, value, code == 3 && len(r) > 3, next.Value, to)
 	wl.mu.Unlock()
-	if strings.HasPrefix(to, wl.id+":") && !wl.deliver(key, to, tok, code == 2, sent) {
+	if strings.HasPrefix(to, wl.mine) && !wl.deliver(key, to, tok, code == 2, sent) {
 		go wl.passOn(key, to)
 	}
 	// The head looks at what the release did: a waiter that became the head while the script

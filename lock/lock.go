@@ -89,6 +89,7 @@ type Locker struct {
 	// closing ends with Close: every wait of the Locker ends with ErrClosed.
 	closing  context.Context
 	close    context.CancelCauseFunc
+	crew     *crew // runs the acquisitions and background releases
 	once     sync.Once
 	closeErr error
 
@@ -146,7 +147,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 	//
 	// An acquisition that ends without the lock gives back what its unanswered attempts may
 	// still take (orphan.go, waiting.go rule 37), also when Acquire has returned without it.
-	h, err := abandonAfter(actx, func() (heldLock, error) {
+	h, err := abandonAfter(actx, l.crew, func() (heldLock, error) {
 		return l.ride(actx, key, opts, clock)
 	}, func(h heldLock) {
 		rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
@@ -280,19 +281,19 @@ func (l *Locker) check(key string, opts Options) error {
 	return nil
 }
 
-// abandonAfter runs call in a goroutine and returns what it returns, or, once ctx has ended and call
-// has not returned within abandonGrace, ctx's cause; a result that comes later is given to undo
-// (a lock won for a caller that has gone is given back).
-func abandonAfter[T any](ctx context.Context, call func() (T, error), undo func(T)) (T, error) {
+// abandonAfter runs call on one of c's goroutines and returns what it returns, or, once ctx has
+// ended and call has not returned within abandonGrace, ctx's cause; a result that comes later is
+// given to undo (a lock won for a caller that has gone is given back).
+func abandonAfter[T any](ctx context.Context, c *crew, call func() (T, error), undo func(T)) (T, error) {
 	type result struct {
 		v   T
 		err error
 	}
 	done := make(chan result, 1)
-	go func() {
+	c.run(func() {
 		v, err := call()
 		done <- result{v, err}
-	}()
+	})
 	select {
 	case r := <-done:
 		return r.v, r.err
@@ -554,13 +555,13 @@ func (le *Lease) settle(ctx context.Context, again bool) *pendingRelease {
 	pend := &pendingRelease{done: make(chan struct{})}
 	le.pending = pend
 	giveUp := time.Now().Add(le.ttl)
-	go func() {
+	le.locker.crew.run(func() {
 		defer close(pend.done)
 		if again && !sleep(ctx, releaseRetry) {
 			return
 		}
 		pend.err = resend(ctx, giveUp, func(ctx context.Context) error { return le.impl.releaseAfter(ctx, nil) })
-	}()
+	})
 	return pend
 }
 

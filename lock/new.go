@@ -49,7 +49,7 @@ func construct(k kindSpec, d settings, opts []Option) (*Locker, error) {
 	}
 	closing, closeFn := context.WithCancelCause(context.Background())
 	l := &Locker{impl: impl, kind: name, extra: extra, lease: d.Lease, owners: k.owners != nil && k.owners(d),
-		closing: closing, close: closeFn}
+		closing: closing, close: closeFn, crew: newCrew(closing)}
 	if rl, ok := impl.(*reentrantLocker); !ok || rl.sync == nil {
 		// NewReentrant waits for replicas inside its acquire (reentrant_sync.go).
 		l.replicas, l.data = newReplicaSync(d), d.Data
