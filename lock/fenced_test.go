@@ -211,7 +211,9 @@ func testFencedFrozenHolderLosesLockToNewerToken(t *testing.T, lay layout) {
 		holder.Freeze(ctx, 3*lease) // a stop-the-world pause: the watchdog stops with the holder
 		close(thawed)
 	}()
-	b, err := l.Acquire(ctx, key, lock.Options{Wait: 3 * time.Second, Lease: lease})
+	// B's lease is long: on a busy machine a 300 ms lease of its own could run out, and the
+	// check below would take that for A's release deleting it.
+	b, err := l.Acquire(ctx, key, lock.Options{Wait: 3 * time.Second, Lease: 10 * time.Second})
 	if err != nil {
 		t.Fatalf("B acquire: %v", err)
 	}
@@ -264,7 +266,9 @@ func testFencedCrashedHoldersLockExpiresOneLeaseLater(t *testing.T, lay layout) 
 	}
 	holder.Crash()
 	start := time.Now()
-	b, err := l.Acquire(ctx, key, lock.Options{Wait: 3 * time.Second, Lease: lease})
+	// B's lease is long: on a busy machine a 300 ms lease of its own could run out, and the
+	// check below would take that for A's release deleting it.
+	b, err := l.Acquire(ctx, key, lock.Options{Wait: 3 * time.Second, Lease: 10 * time.Second})
 	if err != nil {
 		t.Fatalf("B acquire after A's crash: %v", err)
 	}

@@ -118,7 +118,7 @@ func TestHandoffServesOneProcessInArrivalOrder(t *testing.T) {
 						t.Errorf("waiter %d release: %v", i, err)
 					}
 				})
-				time.Sleep(30 * time.Millisecond) // arrive one after the other
+				waitInQueue(t, l, key, i+1) // arrive one after the other
 			}
 			time.Sleep(100 * time.Millisecond)
 			srv.calls.Reset()
@@ -328,5 +328,41 @@ func TestHandoffWaitEnds(t *testing.T) {
 				t.Fatalf("the last waiter got the lock %s after the release", d)
 			}
 		})
+	}
+}
+
+// queueOf is the in-process queue l's waiters for a key wait in first (a multilock's: its first
+// part's).
+func queueOf(l *Locker) *handoff {
+	switch k := l.impl.(type) {
+	case *valueLocker:
+		return k.line.queue
+	case *reentrantLocker:
+		return k.queue
+	case *multiLocker:
+		return k.parts[0].queue
+	case *redlockLocker:
+		return k.queue
+	}
+	return nil
+}
+
+// waitInQueue waits until n of l's waiters are in key's queue.
+func waitInQueue(t *testing.T, l *Locker, key string, n int) {
+	t.Helper()
+	h := queueOf(l)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		h.mu.Lock()
+		got := 0
+		if q := h.queues[key]; q != nil {
+			got = len(q.places)
+		}
+		h.mu.Unlock()
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waiters in %s's queue after 10 s, want %d", got, key, n)
+		}
 	}
 }

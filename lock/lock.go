@@ -460,6 +460,15 @@ func (le *Lease) Release(ctx context.Context) error {
 		}
 		pend = nil
 	}
+	if pend == nil && ctx.Done() == nil {
+		// Nothing can end the caller's wait: the release runs here, as it would elsewhere while
+		// the caller waited for it.
+		pend = &pendingRelease{done: make(chan struct{})}
+		le.pending = pend
+		le.mu.Unlock()
+		le.settleHere(ctx, pend, false)
+		return le.settled(ctx, pend)
+	}
 	if pend == nil {
 		// The release runs in a goroutine of its own (as an acquisition does), so Release returns
 		// when ctx ends whatever the client's timeouts, and it goes on there while the server
@@ -473,18 +482,23 @@ func (le *Lease) Release(ctx context.Context) error {
 	}
 	select {
 	case <-pend.done:
-		le.mu.Lock()
-		if le.pending == pend {
-			le.pending = nil
-		}
-		le.mu.Unlock()
-		if pend.err != nil && retryable(pend.err) && ctx.Err() != nil && !errors.Is(pend.err, ctx.Err()) {
-			return fmt.Errorf("%w: %w", pend.err, ctx.Err())
-		}
-		return pend.err
+		return le.settled(ctx, pend)
 	case <-ctx.Done():
 		return fmt.Errorf("lock: release %s: %w: no answer before the context ended: %w", le.Key(), ErrUnavailable, ctx.Err())
 	}
+}
+
+// settled is how a release that has ended went, for a caller whose context is ctx.
+func (le *Lease) settled(ctx context.Context, pend *pendingRelease) error {
+	le.mu.Lock()
+	if le.pending == pend {
+		le.pending = nil
+	}
+	le.mu.Unlock()
+	if pend.err != nil && retryable(pend.err) && ctx.Err() != nil && !errors.Is(pend.err, ctx.Err()) {
+		return fmt.Errorf("%w: %w", pend.err, ctx.Err())
+	}
+	return pend.err
 }
 
 // giveBack releases the lease for Close, bounded by releaseTimeout; a later Release learns how it
@@ -554,15 +568,18 @@ type pendingRelease struct {
 func (le *Lease) settle(ctx context.Context, again bool) *pendingRelease {
 	pend := &pendingRelease{done: make(chan struct{})}
 	le.pending = pend
-	giveUp := time.Now().Add(le.ttl)
-	le.locker.crew.run(func() {
-		defer close(pend.done)
-		if again && !sleep(ctx, releaseRetry) {
-			return
-		}
-		pend.err = resend(ctx, giveUp, func(ctx context.Context) error { return le.impl.releaseAfter(ctx, nil) })
-	})
+	le.locker.crew.run(func() { le.settleHere(ctx, pend, again) })
 	return pend
+}
+
+// settleHere is settle's release, in the caller's goroutine: pend ends with it.
+func (le *Lease) settleHere(ctx context.Context, pend *pendingRelease, again bool) {
+	defer close(pend.done)
+	giveUp := time.Now().Add(le.ttl)
+	if again && !sleep(ctx, releaseRetry) {
+		return
+	}
+	pend.err = resend(ctx, giveUp, func(ctx context.Context) error { return le.impl.releaseAfter(ctx, nil) })
 }
 
 // Refresh extends the lock by its lease from now, as the watchdog does: for a lease without a
