@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 
@@ -44,6 +45,9 @@ type kind interface {
 	// free and no fault is in effect (G); how long a lost pub/sub message may keep one asleep;
 	// how long after a master down comes back a waiter may still sleep on its silence.
 	freeNeeds() int
+	// holds: key k, alive at x, shows that value v holds the lock (by default the lock key's
+	// string, or a field of Redisson's hash).
+	holds(k keySnap, v string, x int64) bool
 	relook(s *Sim) int64
 	lostBound(s *Sim) int64
 	downBound() int64
@@ -67,7 +71,10 @@ func (base) wakes() bool                                       { return false }
 func (base) setup(s *Sim, w *World)                            {}
 func (base) settled(s *Sim, w *World) string                   { return "" }
 func (base) freeNeeds() int                                    { return 1 }
-func (base) downBound() int64                                  { return 0 }
+func (base) holds(k keySnap, v string, _ int64) bool {
+	return k.Key == lockName && (k.Str == v || slices.Contains(k.Hash, v))
+}
+func (base) downBound() int64 { return 0 }
 
 // relook of the polling modes: a failed attempt is tried again after the retry delay.
 func (base) relook(s *Sim) int64 { return ms(s.cfg.Retry) }

@@ -114,7 +114,7 @@ func (s *Sim) mentions(w *World, x int64, c *Client) bool {
 func (s *Sim) lockHeldBy(w *World, x int64, v string) bool {
 	for _, m := range w.Masters {
 		for _, k := range m.Data {
-			if k.Key == s.kind.lockKey() && alive(w, k, x) && (k.Str == v || slices.Contains(k.Hash, v)) {
+			if alive(w, k, x) && s.kind.holds(k, v, x) {
 				return true
 			}
 		}
@@ -128,7 +128,7 @@ func (s *Sim) heldOn(w *World, v string) int {
 	n := 0
 	for _, m := range w.Masters {
 		for _, k := range m.Data {
-			if k.Key == s.kind.lockKey() && alive(w, k, w.Now) && (k.Str == v || slices.Contains(k.Hash, v)) {
+			if alive(w, k, w.Now) && s.kind.holds(k, v, w.Now) {
 				n++
 			}
 		}

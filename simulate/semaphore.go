@@ -1,0 +1,193 @@
+package simulate
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/seckill-lab/seckill/lock/core"
+	"github.com/seckill-lab/seckill/lock/script"
+)
+
+// semKind is the library's NewSemaphore (Redisson's RSemaphore; expirable false) and
+// NewExpirableSemaphore (Redisson's RPermitExpirableSemaphore, its permits leased and watched:
+// true), with the library's scripts, one permit set before the first step, and every client
+// taking one: a binary semaphore, so the resource's checks (no lost update) apply as to a lock.
+// The kind's own checks: the count stays within 0 and the limit with the permits held, and once
+// every client is done the limit is whole again (RSemaphore breaks it when a holder dies: its
+// permit never comes back, Redisson's documented pitfall).
+type semKind struct {
+	base
+	expirable bool
+}
+
+// semLimit is how many permits the semaphore has.
+const semLimit = 1
+
+var (
+	semTimeout = script.Suffixed(lockName, script.PermitTimeoutSuffix)
+	semChan    = script.Prefixed(script.SemaphoreChannelPrefix, lockName)
+)
+
+func (k semKind) watchdog() bool { return k.expirable }
+
+// queue: a waiter waits in its process's queue, rung by every message on the semaphore's
+// channel, which its process hears only once subscribed.
+func (semKind) queue() (core.QueueConfig, bool) { return queueConfig(false), true }
+func (semKind) wakes() bool                     { return true }
+
+// leftoverOK: the count stays; so do expired permits of the expirable one, which come back to the
+// count only when a script next runs (as Redisson's do).
+func (k semKind) leftoverOK(key string) bool {
+	return key == lockName || (k.expirable && key == semTimeout)
+}
+
+// holds: an expirable permit is held while its id is in the timeout set with an expiry after x.
+func (k semKind) holds(key keySnap, v string, x int64) bool {
+	if !k.expirable || key.Key != semTimeout {
+		return false
+	}
+	for i := 0; i+1 < len(key.ZSet); i += 2 {
+		if key.ZSet[i] == v {
+			at, _ := strconv.ParseFloat(key.ZSet[i+1], 64)
+			return int64(at) > x
+		}
+	}
+	return false
+}
+
+// setup sets the permits, as TrySetPermits does.
+func (semKind) setup(s *Sim, w *World) {
+	s.gen++
+	w.Masters[0].Gen = s.gen
+	w.Masters[0].Data = redisState{{Key: lockName, Type: "string", Str: itoa(semLimit)}}
+}
+
+func (k semKind) keys() []string {
+	if k.expirable {
+		return []string{lockName, semTimeout, semChan}
+	}
+	return []string{lockName, semChan}
+}
+
+// acquire is one attempt (semaphore.go Acquire's try): a permit taken, or a sleep until a release
+// rings (RSemaphore), or until the earliest expiry of a permit held (expirable).
+func (k semKind) acquire(s *Sim, w *World, c *Client) {
+	if c.Over {
+		s.giveUp(w, c)
+		return
+	}
+	c.Sent = w.Now
+	if !k.expirable {
+		reply := s.script(w, c, 0, "SemAcquire", script.SemAcquire, k.keys()[:1], "1")
+		if n, ok := reply.(int); ok && n == 1 {
+			s.won(w, c)
+			s.enter(w, c, 0)
+		} else {
+			s.failed(w, c, -1)
+		}
+		k.check(s, w, c)
+		return
+	}
+	lease := ms(s.cfg.Lease)
+	reply := s.script(w, c, 0, "PermitAcquire", script.PermitAcquire, k.keys(), itoa(w.Now), c.Value, itoa(w.Now+lease))
+	r, _ := reply.([]any)
+	held, _ := asInt(firstOf(r))
+	switch {
+	case len(r) == 2 && held == 1:
+		s.hold(w, c, 0, w.Now, lease)
+	case len(r) == 2:
+		at, _ := asInt(r[1])
+		retry := int64(-1)
+		if at >= 0 {
+			retry = max(at-w.Now, 0)
+		}
+		s.failed(w, c, retry)
+	default:
+		if reply != errDown {
+			s.unexpected(w, c, "PermitAcquire", reply)
+		}
+		s.failed(w, c, -1)
+	}
+	k.check(s, w, c)
+}
+
+func firstOf(r []any) any {
+	if len(r) == 0 {
+		return nil
+	}
+	return r[0]
+}
+
+func (k semKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
+	return true, renewOutcome(s.script(w, c, 0, "PermitRenew", script.PermitRenew, k.keys(), itoa(w.Now), c.Value,
+		itoa(w.Now+ms(s.cfg.Lease))))
+}
+
+func (k semKind) release(s *Sim, w *World, c *Client) {
+	if k.expirable {
+		s.script(w, c, 0, "PermitRelease", script.PermitRelease, k.keys(), itoa(w.Now), c.Value)
+	} else {
+		s.script(w, c, 0, "SemRelease", script.SemRelease, k.keys(), "1")
+	}
+	k.check(s, w, c)
+	s.released(w, c)
+}
+
+// route: the semaphore's channel rings every process that waits (its count of permits is no
+// one's in particular).
+func (semKind) route(w *World, _ int, channel string) []int {
+	var to []int
+	for i, c := range w.Clients {
+		if channel == semChan && !c.Crashed && !c.Done && c.PC == pcAcquire {
+			to = append(to, i)
+		}
+	}
+	return to
+}
+
+func (semKind) deliver(s *Sim, w *World, c *Client, m msg) { s.ring(w, c) }
+
+// permits counts the permits available and those held unexpired at x (the expirable semaphore's
+// expired ones come back to the count when a script next runs).
+func (k semKind) permits(w *World, x int64) (free, held, expired int64) {
+	for _, key := range w.Masters[0].Data {
+		switch key.Key {
+		case lockName:
+			free, _ = strconv.ParseInt(key.Str, 10, 64)
+		case semTimeout:
+			for i := 0; i+1 < len(key.ZSet); i += 2 {
+				at, _ := strconv.ParseFloat(key.ZSet[i+1], 64)
+				if int64(at) > x {
+					held++
+				} else {
+					expired++
+				}
+			}
+		}
+	}
+	return free, held, expired
+}
+
+// check: the count never goes below 0, and the count with the permits held never above the
+// limit.
+func (k semKind) check(s *Sim, w *World, c *Client) {
+	free, held, expired := k.permits(w, w.Now)
+	if w.Violation == "" && (free < 0 || free+held+expired > semLimit) {
+		w.Violation = fmt.Sprintf("permits: after %s's step the semaphore counts %d available and %d held, limit %d", c.acq(), free, held+expired, semLimit)
+	}
+}
+
+// settled: every client done or dead, past every lease: the limit is whole again.
+func (k semKind) settled(s *Sim, w *World) string {
+	free, held, expired := k.permits(w, w.Now)
+	if free+expired != semLimit || held != 0 {
+		return fmt.Sprintf("permits: the semaphore ends with %d of its %d permits (%d held past every lease): a permit that never comes back",
+			free+expired, semLimit, held)
+	}
+	return ""
+}
+
+func init() {
+	kinds["semaphore"] = semKind{}
+	kinds["permits"] = semKind{expirable: true}
+}
