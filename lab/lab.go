@@ -126,7 +126,8 @@ type Result struct {
 	ForeignUnlocks int64 `json:"foreignUnlocks"`
 	StaleRejected  int64 `json:"staleWritesRejected"`
 	// Deadlock: the lock key stayed with no live holder and no TTL (or far past its holder's
-	// death) and later buyers could not get it.
+	// death) and later buyers could not get it; in a row that drives a library kind, its waiters
+	// could never get in (an owner waiting for its own read hold, a semaphore with no permit left).
 	Deadlock bool `json:"deadlock"`
 	// Renewals sums the watchdog renewals the buyers' leases made.
 	Renewals int64 `json:"renewals"`
