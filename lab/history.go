@@ -54,6 +54,8 @@ func (e *Env) checkHistory() {
 	e.mu.Unlock()
 	na := ""
 	switch {
+	case e.Scenario.Library:
+		na = "the row sells nothing: it drives the library's " + e.Scenario.Mode + " directly"
 	case len(stocks) == 0:
 		na = "the main SKU's stock was never set"
 	case len(stocks) > 1:

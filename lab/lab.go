@@ -60,8 +60,12 @@ type Scenario struct {
 	Name string `json:"name"`
 	// Row is the row of docs/lab.md.
 	Row int `json:"row"`
-	// Mode is the lock mode under test.
+	// Mode is the lock mode under test; for a Library row, the library's kind it drives.
 	Mode string `json:"mode"`
+	// Library says the row drives one of the library's kinds directly (Mode names it: readwrite,
+	// semaphore, expirable), not a lock mode of the service: it sells nothing, and its figures are
+	// its checks and notes.
+	Library bool `json:"-"`
 	// Step names the row's step of the story in docs/lab.md, where its public references are
 	// linked (e.g. "step 2: SETNX without a TTL").
 	Step string `json:"step"`
@@ -122,7 +126,8 @@ type Result struct {
 	ForeignUnlocks int64 `json:"foreignUnlocks"`
 	StaleRejected  int64 `json:"staleWritesRejected"`
 	// Deadlock: the lock key stayed with no live holder and no TTL (or far past its holder's
-	// death) and later buyers could not get it.
+	// death) and later buyers could not get it; in a row that drives a library kind, its waiters
+	// could never get in (an owner waiting for its own read hold, a semaphore with no permit left).
 	Deadlock bool `json:"deadlock"`
 	// Renewals sums the watchdog renewals the buyers' leases made.
 	Renewals int64 `json:"renewals"`
@@ -262,7 +267,7 @@ func (r *Runner) run(ctx context.Context, sc Scenario) (_ Result, page []byte) {
 	lease := r.lease() * time.Duration(max(sc.LeaseFactor, 1))
 	res := Result{Name: sc.Name, Row: sc.Row, Mode: sc.Mode, Step: sc.Step, Expect: sc.Expect, Short: sc.Short, Safe: sc.Safe,
 		SKU: "lab-" + sc.Name, LeaseMs: lease.Milliseconds(), Outcomes: map[string]int{}}
-	if _, err := modes.LookupMode(sc.Mode); err != nil {
+	if _, err := modes.LookupMode(sc.Mode); err != nil && !sc.Library {
 		res.Verdict = Unexpected
 		res.Reason = fmt.Sprintf("lock mode %s is not available in this build: %v", sc.Mode, err)
 		return res, nil

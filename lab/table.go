@@ -16,9 +16,13 @@ func WriteTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tSCENARIO\tMODE\tSOLD\tLOST\tOVERSOLD\tOVERLAPS\tSTALE\tHISTORY\tTIME\tVERDICT")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%d\t%s\t%.1fs\t%s\n",
-			r.Row, r.Name, r.Mode, r.Sold, r.Initial, r.Lost, r.Oversold, r.Overlaps, r.StaleRejected,
-			historyTiny(r.History), r.DurationMs/1000, r.Verdict)
+		sold := fmt.Sprintf("%d/%d", r.Sold, r.Initial)
+		figs := []string{sold, fmt.Sprint(r.Lost), fmt.Sprint(r.Oversold), fmt.Sprint(r.Overlaps), fmt.Sprint(r.StaleRejected)}
+		if sellsNothing(r) {
+			figs = []string{"-", "-", "-", "-", "-"}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.1fs\t%s\n",
+			r.Row, r.Name, r.Mode, strings.Join(figs, "\t"), historyTiny(r.History), r.DurationMs/1000, r.Verdict)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("lab: write table: %w", err)
@@ -40,9 +44,15 @@ func WriteWideTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tSCENARIO\tMODE\tSOURCE\tEXPECTED\tSOLD\tINIT\tLOST\tOVERSOLD\tOVERLAPS\tFOREIGN\tDEADLOCK\tSTALE\tRENEWALS\tTIME\tHISTORY\tVERDICT")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%.1fs\t%s\t%s\n",
-			r.Row, r.Name, r.Mode, r.Step, r.Short, r.Sold, r.Initial, r.Lost, r.Oversold, r.Overlaps,
-			r.ForeignUnlocks, yesNo(r.Deadlock), r.StaleRejected, r.Renewals, r.DurationMs/1000, historyShort(r.History), r.Verdict)
+		sales := []string{fmt.Sprint(r.Sold), fmt.Sprint(r.Initial), fmt.Sprint(r.Lost), fmt.Sprint(r.Oversold),
+			fmt.Sprint(r.Overlaps), fmt.Sprint(r.ForeignUnlocks)}
+		more := []string{fmt.Sprint(r.StaleRejected), fmt.Sprint(r.Renewals)}
+		if sellsNothing(r) {
+			sales, more = []string{"-", "-", "-", "-", "-", "-"}, []string{"-", "-"}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1fs\t%s\t%s\n",
+			r.Row, r.Name, r.Mode, r.Step, r.Short, strings.Join(sales, "\t"), yesNo(r.Deadlock), strings.Join(more, "\t"),
+			r.DurationMs/1000, historyShort(r.History), r.Verdict)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("lab: write table: %w", err)
@@ -192,6 +202,13 @@ func CountStarved(results []Result) int {
 		}
 	}
 	return n
+}
+
+// sellsNothing reports whether r is the run of a row that drives a library kind directly
+// (Scenario.Library): its sales figures are none, and the tables print "-" for them.
+func sellsNothing(r Result) bool {
+	sc, err := Lookup(r.Name)
+	return err == nil && sc.Library
 }
 
 func yesNo(b bool) string {
