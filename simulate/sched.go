@@ -112,6 +112,7 @@ func (s *Sim) nextTimer(w *World) int64 {
 
 // Apply performs choice i of Choices(w) on w (which it changes), and records it in the trace.
 func (s *Sim) Apply(w *World, ch Choice, i int) {
+	before := w.trace
 	switch ch.Op {
 	case "step":
 		s.step(w, &w.Clients[ch.Client])
@@ -134,6 +135,10 @@ func (s *Sim) Apply(w *World, ch Choice, i int) {
 		s.checkPrompt(w, s.nextTimer(w))
 		s.advance(w, s.nextTimer(w))
 		s.note(w, "clock", fmt.Sprintf("+%dms", w.Now-from), "")
+	}
+	if w.trace == before {
+		// A step that sent nothing still takes its place in the trace, which holds the choices.
+		s.note(w, ch.String(), "(nothing sent)", "")
 	}
 	w.trace.choice = i
 	s.observe(w, w.Now)

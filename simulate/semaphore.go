@@ -73,6 +73,7 @@ func (k semKind) keys() []string {
 // rings (RSemaphore), or until the earliest expiry of a permit held (expirable).
 func (k semKind) acquire(s *Sim, w *World, c *Client) {
 	if c.Over {
+		s.note(w, c.name(), "give up", "the wait is over") // a step of its own: the trace records each
 		s.giveUp(w, c)
 		return
 	}

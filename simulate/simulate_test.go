@@ -42,6 +42,8 @@ func TestBrokenModesFoundAndReplayed(t *testing.T) {
 		{"uuid", []string{FaultPause}, "mutual exclusion"},
 		{"lua", []string{FaultPause}, "mutual exclusion"},
 		{"redlock", []string{FaultRestartEmpty}, "mutual exclusion"},
+		// Redisson's RSemaphore: a holder that dies keeps its permit for good.
+		{"semaphore", []string{FaultCrash}, "permits"},
 	} {
 		cfg := Config{Kind: tc.kind, Clients: 2, Faults: tc.faults, MaxFaults: 1}
 		r := mustSim(t, cfg).Exhaustive(t.Context())
@@ -66,6 +68,7 @@ func TestSafeKindsHoldSmallBounds(t *testing.T) {
 	}{
 		{"lua", nil}, {"fenced", []string{FaultPause}}, {"reentrant", []string{FaultCrash}},
 		{"fair", []string{FaultCrash}}, {"multilock", nil}, {"redlock", nil},
+		{"semaphore", []string{FaultPubsubLost}}, {"permits", []string{FaultCrash}},
 	} {
 		r := mustSim(t, Config{Kind: tc.kind, Clients: 2, Faults: tc.faults, MaxFaults: 1}).Exhaustive(t.Context())
 		if r.Violations != 0 || !r.Complete || r.Schedules == 0 {
