@@ -24,7 +24,11 @@ var lostGrant = ms(core.LostGrantBound)
 
 func (k lineKind) fenced() bool    { return k.tokens }
 func (lineKind) relook(*Sim) int64 { return relookLine }
-func (k lineKind) watchdog() bool  { return k.tokens }
+
+// downBound: an attempt a master down refused leaves the head asleep up to lostGrant
+// (core.LineSleep of no TTL), so it may sleep that long after the master is back.
+func (lineKind) downBound() int64 { return lostGrant }
+func (k lineKind) watchdog() bool { return k.tokens }
 
 func (k lineKind) keys() []string {
 	tok := lockName

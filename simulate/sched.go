@@ -189,6 +189,9 @@ func (s *Sim) fault(w *World, ch Choice) {
 	case FaultCrash:
 		c.Crashed, c.Inside, c.PassOn = true, false, ""
 		w.Msgs = slices.DeleteFunc(w.Msgs, func(m msg) bool { return m.To == ch.Client })
+		// What the dead process was told and had not acted on yet (a nomination, a grant, a
+		// message on its way) is lost, as a message sent to it later is.
+		w.shake(s.kind.lostBound(s))
 	case FaultPause:
 		c.PausedUntil, c.PausedValue = w.Now+ms(s.cfg.Pause), c.Value
 	case FaultPubsubLost:
