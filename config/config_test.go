@@ -38,8 +38,8 @@ func TestDefaults(t *testing.T) {
 	if cfg.Server.Instance != "seckill-8080" || cfg.Redis.Embedded != "auto" {
 		t.Fatalf("instance %q embedded %q", cfg.Server.Instance, cfg.Redis.Embedded)
 	}
-	if cfg.Checkout.Limit != 128 || cfg.Checkout.Wait != time.Second {
-		t.Fatalf("checkout defaults: %+v, want a limit of 128 and a wait of 1s", cfg.Checkout)
+	if cfg.Checkout.Limit != 256 || cfg.Checkout.Wait != time.Second {
+		t.Fatalf("checkout defaults: %+v, want a limit of 256 and a wait of 1s", cfg.Checkout)
 	}
 }
 

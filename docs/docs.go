@@ -1478,7 +1478,7 @@ const docTemplate = `{
                 "available": {
                     "description": "Available is the permits free now, once those whose lease ended are back (-1: not read).",
                     "type": "integer",
-                    "example": 128
+                    "example": 256
                 },
                 "error": {
                     "description": "Error says why the permits could not be counted.",
@@ -1486,12 +1486,12 @@ const docTemplate = `{
                 },
                 "limit": {
                     "type": "integer",
-                    "example": 128
+                    "example": 256
                 },
                 "semaphore": {
                     "description": "Semaphore names the expirable semaphore on the data Redis; its limit is part of the name.",
                     "type": "string",
-                    "example": "{inventory001}:checkout:128"
+                    "example": "{inventory001}:checkout:256"
                 },
                 "waitMs": {
                     "type": "integer",

@@ -100,11 +100,11 @@ func (s *Service) checkoutError(err error, sku, mode, name string) error {
 // CheckoutView is the checkout limit of one SKU in GET /locks.
 type CheckoutView struct {
 	// Semaphore names the expirable semaphore on the data Redis; its limit is part of the name.
-	Semaphore string `json:"semaphore" example:"{inventory001}:checkout:128"`
-	Limit     int    `json:"limit" example:"128"`
+	Semaphore string `json:"semaphore" example:"{inventory001}:checkout:256"`
+	Limit     int    `json:"limit" example:"256"`
 	WaitMs    int64  `json:"waitMs" example:"1000"`
 	// Available is the permits free now, once those whose lease ended are back (-1: not read).
-	Available int `json:"available" example:"128"`
+	Available int `json:"available" example:"256"`
 	// Error says why the permits could not be counted.
 	Error string `json:"error,omitempty"`
 }
