@@ -45,6 +45,8 @@ type App struct {
 	stopLab  func() // nil without a lab
 	// Locks is the lock registry the service sells with.
 	Locks *modes.Registry
+	// Checkout is the semaphore of the checkout permits (checkout.limit); nil when it is 0.
+	Checkout *lock.ExpirableSemaphore
 }
 
 // NewLogger builds the service's logger at the configured level.
@@ -169,6 +171,19 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, lab Lab) (*Ap
 		}
 	}
 	a.Service = service.New(st, a.Locks, Settings(cfg), pingers, log)
+	if cfg.Checkout.Limit > 0 {
+		// On the data Redis, beside the stock, announcing releases as lock.subscriptionMode says;
+		// each permit's lease is its sale's own.
+		if a.Checkout, err = lock.NewExpirableSemaphore(a.Data, LockOptions(cfg.Lock, log)...); err != nil {
+			a.Close()
+			return nil, fmt.Errorf("app: checkout.limit: %w", err)
+		}
+		a.Service.SetCheckout(a.Checkout)
+		if err := a.Service.EnsureCheckout(ctx); err != nil {
+			a.Close()
+			return nil, fmt.Errorf("app: checkout.limit on %s: %w", DataName(cfg), err)
+		}
+	}
 	a.Metrics = metrics.New()
 	a.Service.SetObserver(a.Metrics)
 	opts := handler.Options{AdminToken: cfg.Server.AdminToken, Logger: log, Metrics: a.Metrics}
@@ -215,6 +230,7 @@ func Settings(cfg config.Config) service.Settings {
 		MaxPause: cfg.Lab.MaxPause, MaxLease: cfg.Lab.MaxLease, MaxStock: config.MaxStock, TrackOverlap: cfg.Lab.Enabled,
 		AllowedModes: cfg.Lock.AllowedModes, OperatorRequired: cfg.Server.AdminToken != "", MaxInFlight: cfg.Server.MaxInFlight,
 		RFencedLayout: cfg.Lock.FencedLayout == "redisson",
+		CheckoutLimit: cfg.Checkout.Limit, CheckoutWait: cfg.Checkout.Wait,
 	}
 }
 
@@ -222,6 +238,9 @@ func Settings(cfg config.Config) service.Settings {
 func (a *App) Close() {
 	if a.stopLab != nil {
 		a.stopLab()
+	}
+	if a.Checkout != nil {
+		_ = a.Checkout.Close()
 	}
 	if a.Locks != nil {
 		_ = a.Locks.Close()

@@ -38,5 +38,11 @@ func TestLockOptions(t *testing.T) {
 			t.Errorf("%s: lease %s, want %s", tc.name, got, tc.lease)
 		}
 		_ = reg.Close()
+		// The checkout semaphore (checkout.limit) is given the same list.
+		sem, err := lock.NewExpirableSemaphore(c, app.LockOptions(tc.cfg, log)...)
+		if err != nil {
+			t.Fatalf("%s: the checkout semaphore: %v", tc.name, err)
+		}
+		_ = sem.Close()
 	}
 }

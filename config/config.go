@@ -45,6 +45,7 @@ type Config struct {
 	Redis     Redis     `mapstructure:"redis"`
 	Inventory Inventory `mapstructure:"inventory"`
 	Lock      Lock      `mapstructure:"lock"`
+	Checkout  Checkout  `mapstructure:"checkout"`
 	Lab       Lab       `mapstructure:"lab"`
 	Log       Log       `mapstructure:"log"`
 }
@@ -116,6 +117,18 @@ type Lock struct {
 	// the lock and its tokens with Java services; docs/interop.md).
 	FencedLayout string `mapstructure:"fencedlayout"`
 }
+
+// Checkout bounds the buyers of one SKU in checkout at once, across every instance (an
+// expirable semaphore on the data Redis; service/checkout.go).
+type Checkout struct {
+	// Limit is the number of checkout permits of each SKU; 0: no limit.
+	Limit int `mapstructure:"limit"`
+	// Wait bounds a buyer's wait for a permit; 0: one attempt.
+	Wait time.Duration `mapstructure:"wait"`
+}
+
+// MaxCheckoutLimit bounds checkout.limit.
+const MaxCheckoutLimit = 1_000_000
 
 // Lab enables fault injection and the scenario lab, with upper bounds on every fault.
 type Lab struct {
@@ -224,6 +237,12 @@ func (c *Config) Validate(modes []string) error {
 	}
 	if c.Lock.WaitReplicasTimeout < 0 || c.Lock.WaitReplicasTimeout > time.Minute {
 		return bad("lock.waitReplicasTimeout", "%s must be a duration of at most 1m, such as 1s (0: the lock library's default, 1s)", c.Lock.WaitReplicasTimeout)
+	}
+	if c.Checkout.Limit < 0 || c.Checkout.Limit > MaxCheckoutLimit {
+		return bad("checkout.limit", "%d is out of range 0..%d (0: no limit)", c.Checkout.Limit, MaxCheckoutLimit)
+	}
+	if c.Checkout.Wait < 0 || c.Checkout.Wait > time.Minute {
+		return bad("checkout.wait", "%s must be a duration of at most 1m, such as 1s (0s: one attempt)", c.Checkout.Wait)
 	}
 	if c.Redis.Addr == "" {
 		return bad("redis.addr", "must not be empty")

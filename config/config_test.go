@@ -38,6 +38,20 @@ func TestDefaults(t *testing.T) {
 	if cfg.Server.Instance != "seckill-8080" || cfg.Redis.Embedded != "auto" {
 		t.Fatalf("instance %q embedded %q", cfg.Server.Instance, cfg.Redis.Embedded)
 	}
+	if cfg.Checkout.Limit != 256 || cfg.Checkout.Wait != time.Second {
+		t.Fatalf("checkout defaults: %+v, want a limit of 256 and a wait of 1s", cfg.Checkout)
+	}
+}
+
+// checkout.limit=0 switches the limit off; the environment sets both keys.
+func TestCheckoutLimitFromTheEnvironment(t *testing.T) {
+	cfg, err := config.Load("", env(map[string]string{"SECKILL_CHECKOUT_LIMIT": "0", "SECKILL_CHECKOUT_WAIT": "250ms"}), modes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Checkout.Limit != 0 || cfg.Checkout.Wait != 250*time.Millisecond {
+		t.Fatalf("checkout %+v, want limit 0 (off) and wait 250ms", cfg.Checkout)
+	}
 }
 
 func TestShippedFileMatchesBuiltIn(t *testing.T) {
@@ -102,6 +116,9 @@ func TestInvalidValuesNameTheKey(t *testing.T) {
 		{"SECKILL_REDIS_EMBEDDED", "sometimes", "redis.embedded"},
 		{"SECKILL_INVENTORY_STOCK", "-5", "inventory.stock"},
 		{"SECKILL_LOG_LEVEL", "loud", "log.level"},
+		{"SECKILL_CHECKOUT_LIMIT", "-1", "checkout.limit"},
+		{"SECKILL_CHECKOUT_WAIT", "-1s", "checkout.wait"},
+		{"SECKILL_CHECKOUT_WAIT", "2m", "checkout.wait"},
 	} {
 		t.Run(tc.env+"="+tc.val, func(t *testing.T) {
 			_, err := config.Load("", env(map[string]string{tc.env: tc.val}), modes)

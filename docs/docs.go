@@ -353,7 +353,7 @@ const docTemplate = `{
         },
         "/inventory/sale": {
             "get": {
-                "description": "Reads the stock, and if it is above 0 writes stock-1 and records an order, inside the\nchosen lock mode (a read-check-write on purpose: only the lock protects it). GET is\naccepted as in the classic demos, unless server.adminToken is set (then 405). A mode\noutside lock.allowedModes and every fault parameter need lab.enabled (else 403) and,\nwhen server.adminToken is set, the X-Admin-Token header (else 401).",
+                "description": "Reads the stock, and if it is above 0 writes stock-1 and records an order, inside the\nchosen lock mode (a read-check-write on purpose: only the lock protects it). GET is\naccepted as in the classic demos, unless server.adminToken is set (then 405). A mode\noutside lock.allowedModes and every fault parameter need lab.enabled (else 403) and,\nwhen server.adminToken is set, the X-Admin-Token header (else 401). A sale in a lock\nmode holds one of the SKU's checkout.limit permits while it waits for the lock and sells.",
                 "produces": [
                     "application/json"
                 ],
@@ -459,7 +459,7 @@ const docTemplate = `{
                         }
                     },
                     "503": {
-                        "description": "lock not obtained within the wait (a lock without expiry is named), Redis unavailable, the stock key missing (restock), or server.maxInFlight reached (Retry-After)",
+                        "description": "lock not obtained within the wait (a lock without expiry is named), Redis unavailable, the stock key missing (restock), server.maxInFlight reached, or no checkout permit free within checkout.wait (Retry-After)",
                         "schema": {
                             "$ref": "#/definitions/handler.SaleBody"
                         }
@@ -467,7 +467,7 @@ const docTemplate = `{
                 }
             },
             "post": {
-                "description": "Reads the stock, and if it is above 0 writes stock-1 and records an order, inside the\nchosen lock mode (a read-check-write on purpose: only the lock protects it). GET is\naccepted as in the classic demos, unless server.adminToken is set (then 405). A mode\noutside lock.allowedModes and every fault parameter need lab.enabled (else 403) and,\nwhen server.adminToken is set, the X-Admin-Token header (else 401).",
+                "description": "Reads the stock, and if it is above 0 writes stock-1 and records an order, inside the\nchosen lock mode (a read-check-write on purpose: only the lock protects it). GET is\naccepted as in the classic demos, unless server.adminToken is set (then 405). A mode\noutside lock.allowedModes and every fault parameter need lab.enabled (else 403) and,\nwhen server.adminToken is set, the X-Admin-Token header (else 401). A sale in a lock\nmode holds one of the SKU's checkout.limit permits while it waits for the lock and sells.",
                 "produces": [
                     "application/json"
                 ],
@@ -573,7 +573,7 @@ const docTemplate = `{
                         }
                     },
                     "503": {
-                        "description": "lock not obtained within the wait (a lock without expiry is named), Redis unavailable, the stock key missing (restock), or server.maxInFlight reached (Retry-After)",
+                        "description": "lock not obtained within the wait (a lock without expiry is named), Redis unavailable, the stock key missing (restock), server.maxInFlight reached, or no checkout permit free within checkout.wait (Retry-After)",
                         "schema": {
                             "$ref": "#/definitions/handler.SaleBody"
                         }
@@ -808,7 +808,7 @@ const docTemplate = `{
         },
         "/locks": {
             "get": {
-                "description": "For the data Redis and every master: each key under {sku}:lock: with its type, PTTL\n(-1: no TTL), the value of a string lock, or the holder fields and hold counts of a\nRedisson-layout hash; plus the newest fencing token accepted. A server that does not\nanswer is reported in its entry.",
+                "description": "For the data Redis and every master: each key under {sku}:lock: with its type, PTTL\n(-1: no TTL), the value of a string lock, or the holder fields and hold counts of a\nRedisson-layout hash; plus the newest fencing token accepted, and the checkout limit\nwith the permits free now (checkout.limit; absent when it is 0). A server that does not\nanswer is reported in its entry.",
                 "produces": [
                     "application/json"
                 ],
@@ -1472,9 +1472,44 @@ const docTemplate = `{
                 }
             }
         },
+        "service.CheckoutView": {
+            "type": "object",
+            "properties": {
+                "available": {
+                    "description": "Available is the permits free now, once those whose lease ended are back (-1: not read).",
+                    "type": "integer",
+                    "example": 256
+                },
+                "error": {
+                    "description": "Error says why the permits could not be counted.",
+                    "type": "string"
+                },
+                "limit": {
+                    "type": "integer",
+                    "example": 256
+                },
+                "semaphore": {
+                    "description": "Semaphore names the expirable semaphore on the data Redis; its limit is part of the name.",
+                    "type": "string",
+                    "example": "{inventory001}:checkout:256"
+                },
+                "waitMs": {
+                    "type": "integer",
+                    "example": 1000
+                }
+            }
+        },
         "service.LocksView": {
             "type": "object",
             "properties": {
+                "checkout": {
+                    "description": "Checkout is the SKU's checkout limit and the permits free now (checkout.limit); absent\nwhen the limit is off.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/service.CheckoutView"
+                        }
+                    ]
+                },
                 "fenceError": {
                     "description": "FenceError says why a token could not be read.",
                     "type": "string"

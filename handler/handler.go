@@ -90,6 +90,7 @@ func statusOf(err error) int {
 		{service.ErrNeedsOperator, http.StatusUnauthorized},
 		{service.ErrNoStock, http.StatusServiceUnavailable},
 		{service.ErrOverloaded, http.StatusServiceUnavailable},
+		{service.ErrCheckoutFull, http.StatusServiceUnavailable},
 		{service.ErrSoldOut, http.StatusConflict},
 		{service.ErrStaleWrite, http.StatusConflict},
 		{service.ErrRestocked, http.StatusConflict},

@@ -105,7 +105,8 @@ func ParseSale(q url.Values) (req service.SaleRequest, faults modes.Faults, err 
 //	@Description	chosen lock mode (a read-check-write on purpose: only the lock protects it). GET is
 //	@Description	accepted as in the classic demos, unless server.adminToken is set (then 405). A mode
 //	@Description	outside lock.allowedModes and every fault parameter need lab.enabled (else 403) and,
-//	@Description	when server.adminToken is set, the X-Admin-Token header (else 401).
+//	@Description	when server.adminToken is set, the X-Admin-Token header (else 401). A sale in a lock
+//	@Description	mode holds one of the SKU's checkout.limit permits while it waits for the lock and sells.
 //	@Tags			inventory
 //	@Produce		json
 //	@Param			lock				query		string	false	"lock mode for this request (default lock.mode)"
@@ -123,7 +124,7 @@ func ParseSale(q url.Values) (req service.SaleRequest, faults modes.Faults, err 
 //	@Failure		405					{object}	httpkit.ErrorBody	"GET while server.adminToken is set"
 //	@Failure		409					{object}	SaleBody	"sold out, a stale write rejected by the fencing token, or nothing sold because a restock came between the read and the write"
 //	@Failure		500					{object}	SaleBody	"stock value not an integer, or an injected crash"
-//	@Failure		503					{object}	SaleBody	"lock not obtained within the wait (a lock without expiry is named), Redis unavailable, the stock key missing (restock), or server.maxInFlight reached (Retry-After)"
+//	@Failure		503					{object}	SaleBody	"lock not obtained within the wait (a lock without expiry is named), Redis unavailable, the stock key missing (restock), server.maxInFlight reached, or no checkout permit free within checkout.wait (Retry-After)"
 //	@Router			/inventory/sale [get]
 //	@Router			/inventory/sale [post]
 func (a *API) sale(c *gin.Context) {

@@ -61,7 +61,8 @@ func (a *API) getMultiLock(c *gin.Context) {
 //	@Summary		The lock keys of a SKU, everywhere (read-only)
 //	@Description	For the data Redis and every master: each key under {sku}:lock: with its type, PTTL
 //	@Description	(-1: no TTL), the value of a string lock, or the holder fields and hold counts of a
-//	@Description	Redisson-layout hash; plus the newest fencing token accepted. A server that does not
+//	@Description	Redisson-layout hash; plus the newest fencing token accepted, and the checkout limit
+//	@Description	with the permits free now (checkout.limit; absent when it is 0). A server that does not
 //	@Description	answer is reported in its entry.
 //	@Tags			locks
 //	@Produce		json

@@ -384,6 +384,8 @@ func kindOf(res service.SaleResult, err error) string {
 		return "lost"
 	case errors.Is(err, service.ErrUnavailable):
 		return "unavailable"
+	case errors.Is(err, service.ErrCheckoutFull):
+		return "checkout-full"
 	default:
 		return "error"
 	}

@@ -23,6 +23,8 @@ type Metrics struct {
 	staleWrites     *prometheus.CounterVec
 	foreignUnlocks  *prometheus.CounterVec
 	labRuns         *prometheus.CounterVec
+	checkoutHeld    *prometheus.GaugeVec
+	checkoutFull    *prometheus.CounterVec
 }
 
 // New builds the registry with every metric.
@@ -54,9 +56,15 @@ func New() *Metrics {
 		labRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_lab_runs_total", Help: "Lab scenario runs by scenario and verdict.",
 		}, []string{"scenario", "verdict"}),
+		checkoutHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_checkout_permits", Help: "Checkout permits this instance holds now (checkout.limit), by SKU.",
+		}, []string{"sku"}),
+		checkoutFull: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_checkout_refusals_total", Help: "Sales refused because no checkout permit was free within checkout.wait, by SKU.",
+		}, []string{"sku"}),
 	}
 	m.reg.MustRegister(m.sales, m.lockWait, m.lockHold, m.renewals, m.renewalFailures, m.staleWrites,
-		m.foreignUnlocks, m.labRuns,
+		m.foreignUnlocks, m.labRuns, m.checkoutHeld, m.checkoutFull,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -95,6 +103,19 @@ func (m *Metrics) ObserveRenewals(mode string, n int64) {
 
 // ObserveLeaseLost records a lease lost while held.
 func (m *Metrics) ObserveLeaseLost(mode string) { m.renewalFailures.WithLabelValues(mode).Inc() }
+
+// ObserveCheckout records a checkout permit taken ("enter") or given back ("leave"), or a buyer
+// refused one ("full"), for sku.
+func (m *Metrics) ObserveCheckout(sku, event string) {
+	switch event {
+	case "enter":
+		m.checkoutHeld.WithLabelValues(sku).Inc()
+	case "leave":
+		m.checkoutHeld.WithLabelValues(sku).Dec()
+	case "full":
+		m.checkoutFull.WithLabelValues(sku).Inc()
+	}
+}
 
 // ObserveLabRun records a lab scenario's verdict.
 func (m *Metrics) ObserveLabRun(scenario, verdict string) {

@@ -65,6 +65,10 @@ type Settings struct {
 	// RFencedLayout: mode fenced keeps Redisson RFencedLock's layout (lock.fencedLayout=redisson),
 	// so its tokens come from that layout's counter.
 	RFencedLayout bool
+	// CheckoutLimit bounds the buyers of one SKU in checkout at once, across every instance
+	// (checkout.limit; checkout.go); 0: no limit. CheckoutWait bounds a buyer's wait for a permit.
+	CheckoutLimit int
+	CheckoutWait  time.Duration
 }
 
 // Pinger is anything whose health /readyz checks.
@@ -83,8 +87,9 @@ type Service struct {
 	log      *slog.Logger
 	pingers  map[string]Pinger
 	observer Observer
-	hook     SaleHook      // the lab's, or nil
-	inflight chan struct{} // one token per sale in flight; nil: unbounded
+	hook     SaleHook                 // the lab's, or nil
+	inflight chan struct{}            // one token per sale in flight; nil: unbounded
+	checkout *lock.ExpirableSemaphore // the checkout permits (SetCheckout), or nil
 }
 
 // Observer receives what happened in each sale (metrics hook). Implementations must be cheap.
@@ -94,6 +99,9 @@ type Observer interface {
 	ObserveForeignUnlock(mode string)
 	ObserveRenewals(mode string, n int64)
 	ObserveLeaseLost(mode string)
+	// ObserveCheckout is told when a buyer of sku takes a checkout permit (CheckoutEnter), is
+	// about to give it back (CheckoutLeave), or got none within checkout.wait (CheckoutFull).
+	ObserveCheckout(sku, event string)
 }
 
 type nopObserver struct{}
@@ -103,6 +111,7 @@ func (nopObserver) ObserveStaleWrite(string)                                 {}
 func (nopObserver) ObserveForeignUnlock(string)                              {}
 func (nopObserver) ObserveRenewals(string, int64)                            {}
 func (nopObserver) ObserveLeaseLost(string)                                  {}
+func (nopObserver) ObserveCheckout(string, string)                           {}
 
 // New builds a Service. pingers names every Redis the service depends on, for readiness.
 func New(st *store.Store, locks *modes.Registry, set Settings, pingers map[string]Pinger, log *slog.Logger) *Service {
@@ -254,14 +263,24 @@ func (s *Service) Sale(ctx context.Context, req SaleRequest) (SaleResult, error)
 	}
 	defer leave()
 	// A per-request deadline, so a slow or vanished client cannot pin a goroutine (and a lock)
-	// longer than the wait plus what its hook adds (the lab's business time and pauses).
-	ctx, cancel := context.WithTimeout(ctx, s.set.Wait+steps.Within()+requestSlack)
+	// longer than the waits plus what its hook adds (the lab's business time and pauses).
+	within := s.set.Wait + steps.Within() + requestSlack
+	if s.checkoutOn() && !mode.Atomic {
+		within += s.set.CheckoutWait
+	}
+	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	res := SaleResult{Instance: s.set.Instance, Lock: mode.Name}
 	order := store.Order{ID: uuid.NewString(), Instance: s.set.Instance, Mode: mode.Name}
 	if mode.Atomic {
 		return s.atomicSale(ctx, req, res, order)
 	}
+	// Only checkout.limit buyers of the SKU wait for its lock at once; the others are told so.
+	leaveCheckout, err := s.enterCheckout(ctx, req.SKU, mode.Name)
+	if err != nil {
+		return res, err
+	}
+	defer leaveCheckout()
 
 	start := time.Now()
 	opts := lock.Options{Wait: s.set.Wait, Owner: order.ID}

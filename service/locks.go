@@ -31,6 +31,9 @@ type LocksView struct {
 	// FenceError says why a token could not be read.
 	FenceError string              `json:"fenceError,omitempty"`
 	Servers    []modes.ServerLocks `json:"servers"`
+	// Checkout is the SKU's checkout limit and the permits free now (checkout.limit); absent
+	// when the limit is off.
+	Checkout *CheckoutView `json:"checkout,omitempty"`
 }
 
 // LockKeys reads the lock keys of sku ("" = the default SKU) everywhere, without changing them.
@@ -54,6 +57,7 @@ func (s *Service) LockKeys(ctx context.Context, sku string) (LocksView, error) {
 		v.FenceTokens[mode] = n
 	}
 	v.FenceToken = v.FenceTokens["fenced"]
+	v.Checkout = s.checkoutView(ctx, sku)
 	return v, nil
 }
 

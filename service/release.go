@@ -18,13 +18,19 @@ import (
 // milliseconds rather than left for its whole lease. ctx bounds the retries (the caller gives it
 // a few seconds, well within the lease).
 func (s *Service) release(ctx context.Context, lease modes.Lease) error {
+	return s.retryRelease(ctx, lease.Key(), lease.Release)
+}
+
+// retryRelease runs release (of key) until it gets an answer from Redis or ctx ends, as release
+// does for a lease.
+func (s *Service) retryRelease(ctx context.Context, key string, release func(context.Context) error) error {
 	backoff := 20 * time.Millisecond
 	for {
-		err := lease.Release(ctx)
+		err := release(ctx)
 		if err == nil || !errors.Is(err, lock.ErrUnavailable) {
 			return err
 		}
-		s.log.Warn("release failed, retrying", "key", lease.Key(), "err", err)
+		s.log.Warn("release failed, retrying", "key", key, "err", err)
 		if !lockutil.Sleep(ctx, backoff) {
 			return err
 		}

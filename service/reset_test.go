@@ -17,7 +17,7 @@ import (
 // TestResetLeavesNoLockKey: with a lock held in every mode and every key each mode's lock may use
 // (Locker.Keys: lines, queues, grant and lag hashes, token counters) present on the data Redis
 // and on every master, a reset leaves none of them, nothing under the SKU's lock prefix, and on
-// the data Redis only the SKU's own keys.
+// the data Redis only the SKU's own keys (its checkout semaphore among them).
 func TestResetLeavesNoLockKey(t *testing.T) {
 	t.Parallel()
 	f := apptest.New(t, nil)
@@ -54,7 +54,9 @@ func TestResetLeavesNoLockKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := store.KeysFor(sku)
-	own := []string{k.Stock, k.Initial, k.Epoch}
+	// The checkout semaphore stays: its permits belong to the sales under way, and clearing it
+	// would let the limit's buyers and as many more into checkout.
+	own := []string{k.Stock, k.Initial, k.Epoch, k.CheckoutOf(f.Cfg.Checkout.Limit)}
 	for i, c := range servers {
 		left, err := c.Keys(ctx, "*").Result()
 		if err != nil {

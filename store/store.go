@@ -40,6 +40,8 @@ type Keys struct {
 	// Epoch counts the restocks and resets of the stock: a sale's write carries the epoch its read
 	// saw and writes nothing once it has moved, so no sale under way can undo a restock.
 	Epoch string
+	// Checkout starts the name of the SKU's checkout semaphore (CheckoutOf); a reset keeps it.
+	Checkout string
 }
 
 // KeysFor returns the keys of sku.
@@ -49,9 +51,13 @@ func KeysFor(sku string) Keys {
 		Stock: sku, Orders: tag + "orders", Initial: tag + "initial", ByInstance: tag + "byInstance",
 		Fence: tag + "fence", Stale: tag + "stale", Foreign: tag + "foreignUnlocks",
 		InSection: tag + "inSection", Overlaps: tag + "overlaps", LockPrefix: tag + "lock:",
-		Epoch: tag + "epoch",
+		Epoch: tag + "epoch", Checkout: tag + "checkout:",
 	}
 }
+
+// CheckoutOf names the checkout semaphore of limit permits. The limit is part of the name: the
+// semaphore's count is set once, so a new limit starts a semaphore of its own.
+func (k Keys) CheckoutOf(limit int) string { return k.Checkout + strconv.Itoa(limit) }
 
 // The token counters a sale's fencing token may come from. Each has a fence of its own
 // (Keys.FenceOf): tokens drawn from two counters are not comparable, and one fence over both let
