@@ -224,3 +224,98 @@ func ExampleNewReadWrite() {
 	// a reader asking to write: true
 	// the writer reads too: worker-1:restock
 }
+
+// At most two payment calls at once, across every process that shares the Redis: a third caller
+// waits until a permit is given back. The permits belong to nobody: a holder that dies keeps its
+// permit for good (NewExpirableSemaphore's come back).
+func ExampleNewSemaphore() {
+	clients, _, stop := exampleRedis(1)
+	defer stop()
+	ctx := context.Background()
+
+	sem, err := lock.NewSemaphore(clients[0])
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sem.Close()
+
+	set, err := sem.TrySetPermits(ctx, "payment-calls", 2)
+	if err != nil {
+		log.Fatal(err)
+	}
+	again, _ := sem.TrySetPermits(ctx, "payment-calls", 5)
+	fmt.Println("set:", set, "set again:", again)
+	for range 2 {
+		if err := sem.Acquire(ctx, "payment-calls", 1, 0); err != nil {
+			log.Fatal(err)
+		}
+	}
+	left, _ := sem.AvailablePermits(ctx, "payment-calls")
+	fmt.Println("available:", left)
+	ok, _ := sem.TryAcquire(ctx, "payment-calls", 1)
+	fmt.Println("a third at once:", ok)
+
+	taken := make(chan error, 1)
+	go func() { taken <- sem.Acquire(ctx, "payment-calls", 1, 5*time.Second) }()
+	if err := sem.Release(ctx, "payment-calls", 1); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("the third after a release:", <-taken == nil)
+	if err := sem.Release(ctx, "payment-calls", 2); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// set: true set again: false
+	// available: 0
+	// a third at once: false
+	// the third after a release: true
+}
+
+// At most one export per region: each permit has an id and a lease, is renewed by a watchdog
+// while held, and comes back on its own when its lease ends unrenewed (its holder died, or took
+// it with a lease of its own and never refreshed it).
+func ExampleNewExpirableSemaphore() {
+	clients, _, stop := exampleRedis(1)
+	defer stop()
+	ctx := context.Background()
+
+	sem, err := lock.NewExpirableSemaphore(clients[0], lock.WithLease(time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sem.Close()
+	if _, err := sem.TrySetPermits(ctx, "export-eu", 1); err != nil {
+		log.Fatal(err)
+	}
+
+	watched, err := sem.Acquire(ctx, "export-eu", 0, 0) // lease 0: the watchdog renews it
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("id:", len(watched.ID()), "hex digits")
+	_, err = sem.TryAcquire(ctx, "export-eu", 0)
+	fmt.Println("a second meanwhile:", errors.Is(err, lock.ErrNotObtained))
+	fmt.Println("released:", watched.Release(ctx) == nil)
+	fmt.Println("released twice:", errors.Is(watched.Release(ctx), lock.ErrNotHeld))
+
+	// A permit with a lease of its own that is never refreshed: it comes back when the lease ends,
+	// and the waiter wakes then, with no release.
+	short, err := sem.Acquire(ctx, "export-eu", 0, 200*time.Millisecond)
+	if err != nil {
+		log.Fatal(err)
+	}
+	next, err := sem.Acquire(ctx, "export-eu", 5*time.Second, 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	<-short.Lost()
+	fmt.Println("the expired permit lost; its release:", errors.Is(short.Release(ctx), lock.ErrNotHeld))
+	fmt.Println("the next holder's permit:", next.Release(ctx) == nil)
+	// Output:
+	// id: 32 hex digits
+	// a second meanwhile: true
+	// released: true
+	// released twice: true
+	// the expired permit lost; its release: true
+	// the next holder's permit: true
+}
