@@ -1135,7 +1135,7 @@ const docTemplate = `{
                     }
                 },
                 "deadlock": {
-                    "description": "Deadlock: the lock key stayed with no live holder and no TTL (or far past its holder's\ndeath) and later buyers could not get it.",
+                    "description": "Deadlock: the lock key stayed with no live holder and no TTL (or far past its holder's\ndeath) and later buyers could not get it; in a row that drives a library kind, its waiters\ncould never get in (an owner waiting for its own read hold, a semaphore with no permit left).",
                     "type": "boolean"
                 },
                 "durationMs": {
@@ -1263,7 +1263,7 @@ const docTemplate = `{
                     "type": "string"
                 },
                 "mode": {
-                    "description": "Mode is the lock mode under test.",
+                    "description": "Mode is the lock mode under test; for a Library row, the library's kind it drives.",
                     "type": "string"
                 },
                 "name": {
