@@ -21,7 +21,7 @@ tr.fault td{background:#fde2e2}tr.clock td{background:#eef}
 <h1>{{.Kind}}: {{.Steps}} steps</h1>
 <p class="v">{{.Violation}}</p>
 <p>{{.Clients}} clients, {{.Rounds}} round(s) each, faults {{.Faults}} (at most {{.MaxFaults}}); trace sha256 <code>{{.TraceHash}}</code>.
-Replay: <code>seckill simulate --replay FILE.json --times 10 --json</code>.</p>
+Replay: <code>go run . simulate --replay FILE.json --times 10 --json</code>.</p>
 <table><tr><th>#</th><th>virtual ms</th><th>who</th><th>command</th><th>reply</th><th>lock key after the step (each master)</th></tr>
 {{range $i, $s := .Trace}}<tr class="{{$s.Who}}"><td>{{inc $i}}</td><td>{{$s.At}}</td><td>{{$s.Who}}</td><td class="cmd">{{$s.What}}</td><td class="cmd">{{$s.Reply}}</td><td class="lock">{{$s.Lock}}</td></tr>
 {{end}}</table></body></html>
