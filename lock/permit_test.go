@@ -272,8 +272,8 @@ func TestPermitWatchdogRefreshAndRelease(t *testing.T) {
 	}
 }
 
-// TestPermitLeaseRunsOut: a permit whose lease runs out closes Lost, comes back, and its Release
-// is ErrNotHeld.
+// TestPermitLeaseRunsOut: a permit whose lease runs out closes Lost, comes back, and its Refresh
+// and Release are ErrNotHeld.
 func TestPermitLeaseRunsOut(t *testing.T) {
 	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))
@@ -296,8 +296,101 @@ func TestPermitLeaseRunsOut(t *testing.T) {
 			break
 		}
 	}
+	if err := short.Refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("Refresh after the lease: %v, want ErrNotHeld", err)
+	}
 	if err := short.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Release after the lease: %v, want ErrNotHeld", err)
+	}
+	if n, err := s.AvailablePermits(ctx, name); n != 1 || err != nil {
+		t.Errorf("available %d (%v), want the permit back", n, err)
+	}
+}
+
+// TestPermitWaitEnds: a wait whose context ends mid-wait ends with ErrNotObtained and ctx.Err();
+// Close ends a wait with ErrClosed, and a later Acquire fails so at once; a permit held across
+// Close stays held until its Release.
+func TestPermitWaitEnds(t *testing.T) {
+	t.Parallel()
+	c := locktest.NewClient(t, locktest.New(t))
+	s := newExpirable(t, c)
+	ctx := t.Context()
+	for _, name := range []string{"permit-cancel", "permit-close"} {
+		if _, err := s.TrySetPermits(ctx, name, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancelled, err := s.TryAcquire(ctx, "permit-cancel", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cancelled.Release(context.Background()) }()
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Acquire(wctx, "permit-cancel", 20*time.Second, 0)
+		done <- err
+	}()
+	waitSubscribed(t, c, "redisson_sc:{permit-cancel}")
+	cancel()
+	if err := <-done; !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
+		t.Errorf("a wait cancelled mid-wait: %v, want ErrNotObtained and context.Canceled", err)
+	}
+	held, err := s.TryAcquire(ctx, "permit-close", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_, err := s.Acquire(context.Background(), "permit-close", 20*time.Second, 0)
+		done <- err
+	}()
+	waitSubscribed(t, c, "redisson_sc:{permit-close}")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, lock.ErrClosed) {
+		t.Errorf("a wait ended by Close: %v, want ErrNotObtained and ErrClosed", err)
+	}
+	if _, err := s.Acquire(ctx, "permit-close", time.Second, 0); !errors.Is(err, lock.ErrNotObtained) || !errors.Is(err, lock.ErrClosed) {
+		t.Errorf("Acquire after Close: %v, want ErrNotObtained and ErrClosed", err)
+	}
+	if closedWithin(held.Lost(), 0) {
+		t.Error("Close closed a held permit's Lost: permits held stay held")
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Errorf("Release after Close: %v, want the permit still held", err)
+	}
+	if n, err := s.AvailablePermits(ctx, "permit-close"); n != 1 || err != nil {
+		t.Errorf("available %d (%v), want the permit back", n, err)
+	}
+}
+
+// TestPermitReleaseWithEndedContext: a Release whose context has already ended stops the renewal
+// and closes Lost at once, and returns the context's error; nothing gives the permit back in the
+// background, and a later Release does.
+func TestPermitReleaseWithEndedContext(t *testing.T) {
+	t.Parallel()
+	c := locktest.NewClient(t, locktest.New(t))
+	s := newExpirable(t, c)
+	ctx := t.Context()
+	const name = "permit-ended"
+	if _, err := s.TrySetPermits(ctx, name, 1); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.TryAcquire(ctx, name, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := p.Release(ended); !errors.Is(err, context.Canceled) || !closedWithin(p.Lost(), 0) {
+		t.Errorf("Release with an ended context: %v, lost %v: want context.Canceled and Lost closed", err, closedWithin(p.Lost(), 0))
+	}
+	if n, err := s.AvailablePermits(ctx, name); n != 0 || err != nil {
+		t.Errorf("available %d (%v) after a release that was not sent, want 0", n, err)
+	}
+	if err := p.Release(ctx); err != nil {
+		t.Errorf("a second Release: %v, want the permit given back", err)
 	}
 	if n, err := s.AvailablePermits(ctx, name); n != 1 || err != nil {
 		t.Errorf("available %d (%v), want the permit back", n, err)

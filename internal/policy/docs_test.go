@@ -361,13 +361,6 @@ func topLevelAlternatives(re string) []string {
 	return append(out, re[start:])
 }
 
-// sentenceLimitPending are the pages, or one section of a page ("page#Heading"), that the sentence
-// limit does not check yet, each with the reason.
-var sentenceLimitPending = map[string]string{
-	"docs/library.md":                   "being rewritten",
-	"docs/development.md#Package graph": "to be redrawn with the package restructuring",
-}
-
 var (
 	mdInlineCode = regexp.MustCompile("`[^`]*`")
 	mdImage      = regexp.MustCompile(`!\[[^\]]*\]\([^)]*\)`)
@@ -439,18 +432,12 @@ func TestDocSentencesUnder50Words(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, doc := range append([]string{"README.md"}, pages...) {
-		if _, pending := sentenceLimitPending[doc]; pending {
-			continue
-		}
 		raw, err := os.ReadFile(doc)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sentences, headings := proseSentences(string(raw))
 		for i, s := range sentences {
-			if _, pending := sentenceLimitPending[doc+"#"+headings[i]]; pending {
-				continue
-			}
 			if n := len(strings.Fields(s)); n > limit {
 				t.Errorf("%s (%s): a sentence of %d words, more than %d: %.120s…", doc, headings[i], n, limit, s)
 			}
