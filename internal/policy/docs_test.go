@@ -444,3 +444,28 @@ func TestDocSentencesUnder50Words(t *testing.T) {
 		}
 	}
 }
+
+// sourceRule is a pointer into a source file's numbered rules ("waiting.go rule 11", "rules 6 and
+// 17"), which a user of the manual cannot follow and which goes stale when the rules move.
+var sourceRule = regexp.MustCompile(`(?i)\.go\b[^.\n]{0,40}\brules? \d`)
+
+// TestDocsPointIntoNoSourceRules: the README and the manual name a test or a section, never a
+// source file's rule by its number.
+func TestDocsPointIntoNoSourceRules(t *testing.T) {
+	t.Parallel()
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range append([]string{"README.md", "lock/README.md"}, pages...) {
+		raw, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(raw), "\n") {
+			if m := sourceRule.FindString(line); m != "" {
+				t.Errorf("%s:%d points into a source rule by number: %q", doc, i+1, m)
+			}
+		}
+	}
+}
