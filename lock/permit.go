@@ -127,8 +127,8 @@ func (s *ExpirableSemaphore) try(ctx context.Context, name, id string, now time.
 	return false, max(time.Until(time.UnixMilli(r[1])), 0), nil
 }
 
-// orphaned gives back the permit an attempt that got no answer may still take (waiting.go rule
-// 37), by the give-back policy, and once more after an answer. An attempt that runs after both
+// orphaned gives back the permit an attempt that got no answer may still take, by the give-back
+// policy, and once more after an answer. An attempt that runs after both
 // keeps its permit until its lease ends.
 func (s *ExpirableSemaphore) orphaned(ctx context.Context, name, id string, lease time.Duration) {
 	giveUp := time.Now().Add(lease)
@@ -206,10 +206,21 @@ func (p *Permit) Refresh(ctx context.Context) error {
 }
 
 // Release gives the permit back and wakes a waiter; at once its renewal stops and Lost closes.
-// ErrNotHeld when it was released already or its lease had ended (it came back then). One that
-// could not reach Redis may be released again.
+// ErrNotHeld when it was released already or its lease had ended (it came back then). A release
+// that could not reach Redis, or whose context had ended, returns that error and goes on in the
+// background by the give-back policy of every lease (resend), until Redis answers or the lease
+// would have ended anyway; calling Release again meanwhile is safe.
 func (p *Permit) Release(ctx context.Context) error {
-	return p.gate.release(ctx, nil, p.name, p.life.Stop, func() error { return p.release(ctx) })
+	until := p.life.until()
+	err := p.gate.release(ctx, nil, p.name, p.life.Stop, func() error { return p.release(ctx) })
+	if retryable(err) {
+		go func() {
+			_ = resend(context.WithoutCancel(ctx), until, func(ctx context.Context) error {
+				return p.gate.release(ctx, nil, p.name, nil, func() error { return p.release(ctx) })
+			})
+		}()
+	}
+	return err
 }
 
 // renew runs updateLeaseTime once.
