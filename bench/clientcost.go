@@ -184,10 +184,10 @@ func cpuTime() time.Duration {
 // RunClientCost measures every one of CostNames on a Redis of its own (redis-server when
 // installed, unless embedded), rounds times each, the names alternated within a round so that a
 // machine's slow moment falls on all of them alike; each figure is the median of its rounds.
-func RunClientCost(ctx context.Context, rounds int, d time.Duration, embedded bool) ([]ClientCost, error) {
+func RunClientCost(ctx context.Context, rounds int, d time.Duration, embedded bool) (costs []ClientCost, server string, err error) {
 	srv, err := redisproc.Start(redisproc.Options{Embedded: embedded})
 	if err != nil {
-		return nil, fmt.Errorf("bench: client cost: %w", err)
+		return nil, "", fmt.Errorf("bench: client cost: %w", err)
 	}
 	defer srv.Close()
 	runs := map[string][]ClientCost{}
@@ -195,16 +195,15 @@ func RunClientCost(ctx context.Context, rounds int, d time.Duration, embedded bo
 		for _, name := range CostNames {
 			c, err := MeasureClientCost(ctx, srv.Addr, name, d)
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			runs[name] = append(runs[name], c)
 		}
 	}
-	out := make([]ClientCost, 0, len(CostNames))
 	for _, name := range CostNames {
-		out = append(out, medianCost(runs[name]))
+		costs = append(costs, medianCost(runs[name]))
 	}
-	return out, nil
+	return costs, srv.Kind, nil
 }
 
 // medianCost is each figure's median over runs (sales summed).

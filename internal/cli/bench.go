@@ -15,6 +15,7 @@ import (
 
 	"seckill/bench"
 	"seckill/internal/benchreport"
+	"seckill/internal/redisproc"
 )
 
 // benchFlags are the flags of `seckill bench`.
@@ -199,12 +200,15 @@ func htmlPath(name, tmp string) (string, error) {
 
 // runClientCost prints what each way of locking costs the process that uses it, per sale.
 func runClientCost(ctx context.Context, b benchFlags, stdout io.Writer) error {
-	costs, err := bench.RunClientCost(ctx, b.opt.Rounds, b.opt.Duration, b.opt.Embedded)
+	costs, server, err := bench.RunClientCost(ctx, b.opt.Rounds, b.opt.Duration, b.opt.Embedded)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "client cost per sale: %d Lockers × %d buyers on one key, one process; medians of %d rounds of %s\n",
-		bench.CostLockers, bench.CostBuyers, max(b.opt.Rounds, 1), b.opt.Duration)
+	fmt.Fprintf(stdout, "client cost per sale: %d Lockers × %d buyers on one key of one %s, one process; medians of %d rounds of %s\n",
+		bench.CostLockers, bench.CostBuyers, server, max(b.opt.Rounds, 1), b.opt.Duration)
+	if server != redisproc.KindReal {
+		fmt.Fprintln(stdout, "the Redis runs in this process: its CPU, allocations and goroutines count as the client's; install redis-server for the client's own")
+	}
 	fmt.Fprintf(stdout, "%-16s %10s %12s %10s %10s %22s\n", "LOCK", "SALES/S", "CPU µs/SALE", "ALLOCS", "CMDS", "GOROUTINES/LOCKER")
 	for _, c := range costs {
 		fmt.Fprintf(stdout, "%-16s %10.0f %12.1f %10.1f %10.2f %22.2f\n", c.Name, c.PerSec, c.CPUus, c.Allocs, c.Cmds, c.Routine)
