@@ -38,6 +38,7 @@ type Client struct {
 
 	Inside  bool
 	Read    int   // the resource's version when it entered
+	Entered int   // the resource's count of readers' entries when it entered (readwrite)
 	Token   int64 // its fencing token
 	WorkEnd int64
 	// The holder's lease, for the library's kinds: its life is the library's own (lock/core), given
@@ -133,7 +134,11 @@ func (s *Sim) begin(w *World, c *Client) {
 // seen by the read, so no interleaving is lost that could matter.
 func (s *Sim) enter(w *World, c *Client, token int64) {
 	c.PC, c.Sub, c.I = pcWork, 0, 0
-	c.Inside, c.Read, c.Token = true, w.Res.Version, token
+	c.Inside, c.Read, c.Token, c.Entered = true, w.Res.Version, token, w.Res.Reads
+	if s.kind.reader(c) {
+		w.Res.Reads++
+		w.Res.Reader = c.acq()
+	}
 	if s.kind.fenced() {
 		if token < w.Res.MaxToken {
 			c.PC, c.Waiting = pcRelease, false
@@ -339,8 +344,13 @@ func (s *Sim) check(w *World, c *Client) {
 
 // write is the holder's write at the resource: refused when the kind fences and a newer token
 // was accepted; a write over a version the writer never read is a lost update: two clients
-// inside at once whose writes both land.
+// inside at once whose writes both land. A write after a reader entered since the writer did
+// (readwrite) was made with a reader inside. A reader reads again instead (reread).
 func (s *Sim) write(w *World, c *Client) {
+	if s.kind.reader(c) {
+		s.reread(w, c)
+		return
+	}
 	c.PC, c.Sub = pcRelease, 0
 	if s.kind.fenced() && c.Token < w.Res.MaxToken {
 		s.note(w, c.name(), fmt.Sprintf("write v%d token %d", c.Read+1, c.Token), fmt.Sprintf("refused (newest token %d)", w.Res.MaxToken))
@@ -350,6 +360,9 @@ func (s *Sim) write(w *World, c *Client) {
 	if w.Violation == "" && w.Res.Version != c.Read {
 		w.Violation = fmt.Sprintf("mutual exclusion: %s wrote over v%d, a write it never read (%s was inside at once and its write landed too)", c.acq(), w.Res.Version, w.Res.Writer)
 	}
+	if w.Violation == "" && w.Res.Reads != c.Entered {
+		w.Violation = fmt.Sprintf("mutual exclusion: %s wrote after %s, a reader, entered while it was inside", c.acq(), w.Res.Reader)
+	}
 	if w.Violation == "" && s.kind.fenced() && c.Token == w.Res.WriteToken && w.Res.Writer != "" {
 		w.Violation = fmt.Sprintf("fencing: %s wrote with token %d, the token %s wrote with", c.acq(), c.Token, w.Res.Writer)
 	}
@@ -357,4 +370,20 @@ func (s *Sim) write(w *World, c *Client) {
 	w.Res.MaxToken = max(w.Res.MaxToken, c.Token)
 	w.Res.WriteToken = c.Token
 	w.Res.Writer = c.acq()
+}
+
+// reread is a reader's last step inside (readwrite): it reads the resource again, once its lease
+// said it still holds. A version other than the one it read on entering is a write that landed
+// while it was inside.
+func (s *Sim) reread(w *World, c *Client) {
+	c.PC, c.Sub = pcRelease, 0
+	if w.Res.Version == c.Read {
+		s.note(w, c.name(), fmt.Sprintf("read v%d again", c.Read), "unchanged")
+		return
+	}
+	s.note(w, c.name(), fmt.Sprintf("read v%d again", c.Read), fmt.Sprintf("v%d", w.Res.Version))
+	if w.Violation == "" {
+		w.Violation = fmt.Sprintf("mutual exclusion: reader %s read v%d on entering and v%d before leaving (%s wrote while it was inside)",
+			c.acq(), c.Read, w.Res.Version, w.Res.Writer)
+	}
 }

@@ -48,6 +48,13 @@ type kind interface {
 	// holds: key k, alive at x, shows that value v holds the lock (by default the lock key's
 	// string, or a field of Redisson's hash).
 	holds(k keySnap, v string, x int64) bool
+	// reader: c's acquisition only reads the resource (readwrite's readers): it reads it again
+	// before leaving instead of writing it (client.go reread).
+	reader(c *Client) bool
+	// admits: the lock, though held, would let waiter c in now (readwrite: a reader, while no
+	// writer holds it), so c must not sleep through a clock move either (liveness.go
+	// checkPrompt).
+	admits(w *World, c *Client) bool
 	relook(s *Sim) int64
 	lostBound(s *Sim) int64
 	downBound() int64
@@ -74,7 +81,9 @@ func (base) freeNeeds() int                                    { return 1 }
 func (base) holds(k keySnap, v string, _ int64) bool {
 	return k.Key == lockName && (k.Str == v || slices.Contains(k.Hash, v))
 }
-func (base) downBound() int64 { return 0 }
+func (base) downBound() int64                { return 0 }
+func (base) reader(*Client) bool             { return false }
+func (base) admits(w *World, c *Client) bool { return false }
 
 // relook of the polling modes: a failed attempt is tried again after the retry delay.
 func (base) relook(s *Sim) int64 { return ms(s.cfg.Retry) }

@@ -201,15 +201,24 @@ const promptBound = 10
 // lock serves nobody (no client inside, and the lock key absent or holding a waiting client's
 // value: handed to it, or a multilock part it took on the way) and no fault is in effect, the
 // move must be short: a release wakes a waiter at once (kinds that wake on messages; a polling
-// kind's relook bound is the liveness check's).
+// kind's relook bound is the liveness check's). So must it be when the lock, though held, would
+// let the waiter in (kind.admits: a reader while only readers hold a read-write lock).
 func (s *Sim) checkPrompt(w *World, t int64) {
-	if !s.kind.wakes() || w.Violation != "" || t-w.Now <= promptBound || s.effectAt(w, w.Now) != "" || !s.idle(w) {
+	if !s.kind.wakes() || w.Violation != "" || t-w.Now <= promptBound || s.effectAt(w, w.Now) != "" {
 		return
 	}
+	idle := s.idle(w)
 	for i := range w.Clients {
 		c := &w.Clients[i]
-		if c.PC == pcAcquire && !c.Crashed && !c.Done {
+		if c.PC != pcAcquire || c.Crashed || c.Done {
+			continue
+		}
+		switch {
+		case idle:
 			w.Violation = fmt.Sprintf("wake: %s slept from %d to %d ms while the lock served nobody and no fault was in effect (a release wakes a waiter at once)", c.acq(), w.Now, t)
+			return
+		case s.kind.admits(w, c):
+			w.Violation = fmt.Sprintf("wake: %s slept from %d to %d ms while the lock would let it in and no fault was in effect (readers share)", c.acq(), w.Now, t)
 			return
 		}
 	}

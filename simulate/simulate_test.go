@@ -33,19 +33,24 @@ func TestSameSeedSameTrace(t *testing.T) {
 func TestBrokenModesFoundAndReplayed(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		kind   string
-		faults []string
-		want   string
+		kind    string
+		clients int // 2 when 0
+		faults  []string
+		want    string
 	}{
-		{"setnx", []string{FaultCrash}, "leftover"},
-		{"setnx-expire", []string{FaultCrash}, "leftover"},
-		{"uuid", []string{FaultPause}, "mutual exclusion"},
-		{"lua", []string{FaultPause}, "mutual exclusion"},
-		{"redlock", []string{FaultRestartEmpty}, "mutual exclusion"},
+		{"setnx", 0, []string{FaultCrash}, "leftover"},
+		{"setnx-expire", 0, []string{FaultCrash}, "leftover"},
+		{"uuid", 0, []string{FaultPause}, "mutual exclusion"},
+		{"lua", 0, []string{FaultPause}, "mutual exclusion"},
+		{"redlock", 0, []string{FaultRestartEmpty}, "mutual exclusion"},
 		// Redisson's RSemaphore: a holder that dies keeps its permit for good.
-		{"semaphore", []string{FaultCrash}, "permits"},
+		{"semaphore", 0, []string{FaultCrash}, "permits"},
+		// A lease's limit, a pause between the look and the write (or the reader's second read),
+		// seen by each side's check: the writer's write after a reader entered, and the reader's.
+		{"readwrite", 0, []string{FaultPause}, "mutual exclusion: c1.r0 wrote after c2.r0, a reader"},
+		{"readwrite", 3, []string{FaultPause}, "mutual exclusion: reader"},
 	} {
-		cfg := Config{Kind: tc.kind, Clients: 2, Faults: tc.faults, MaxFaults: 1}
+		cfg := Config{Kind: tc.kind, Clients: max(tc.clients, 2), Faults: tc.faults, MaxFaults: 1}
 		r := mustSim(t, cfg).Exhaustive(t.Context())
 		if r.Shortest == nil || !strings.HasPrefix(r.Shortest.Violation, tc.want) {
 			t.Errorf("%s %v: %d violations, shortest %+v; want %q", tc.kind, tc.faults, r.Violations, r.Shortest, tc.want)
@@ -63,16 +68,21 @@ func TestBrokenModesFoundAndReplayed(t *testing.T) {
 func TestSafeKindsHoldSmallBounds(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		kind   string
-		faults []string
+		kind            string
+		clients, rounds int // 2 × 1 when 0
+		faults          []string
 	}{
-		{"lua", nil}, {"fenced", []string{FaultPause}}, {"reentrant", []string{FaultCrash}},
-		{"fair", []string{FaultCrash}}, {"multilock", nil}, {"redlock", nil},
-		{"semaphore", []string{FaultPubsubLost}}, {"permits", []string{FaultCrash}},
+		{"lua", 0, 0, nil}, {"fenced", 0, 0, []string{FaultPause}}, {"reentrant", 0, 0, []string{FaultCrash}},
+		{"fair", 0, 0, []string{FaultCrash}}, {"multilock", 0, 0, nil}, {"redlock", 0, 0, nil},
+		{"semaphore", 0, 0, []string{FaultPubsubLost}}, {"permits", 0, 0, []string{FaultCrash}},
+		// A writer and a reader, each twice; then a writer and two readers, who share.
+		{"readwrite", 2, 2, []string{FaultCrash}}, {"readwrite", 3, 1, []string{FaultCrash}},
 	} {
-		r := mustSim(t, Config{Kind: tc.kind, Clients: 2, Faults: tc.faults, MaxFaults: 1}).Exhaustive(t.Context())
+		cfg := Config{Kind: tc.kind, Clients: max(tc.clients, 2), Rounds: max(tc.rounds, 1), Faults: tc.faults, MaxFaults: 1}
+		r := mustSim(t, cfg).Exhaustive(t.Context())
 		if r.Violations != 0 || !r.Complete || r.Schedules == 0 {
-			t.Errorf("%s %v: %d violations (%+v), complete %v, %d schedules", tc.kind, tc.faults, r.Violations, r.Shortest, r.Complete, r.Schedules)
+			t.Errorf("%s %d × %d %v: %d violations (%+v), complete %v, %d schedules", tc.kind, cfg.Clients, cfg.Rounds, tc.faults,
+				r.Violations, r.Shortest, r.Complete, r.Schedules)
 		}
 	}
 }

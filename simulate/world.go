@@ -37,6 +37,10 @@ type resource struct {
 	Writer string
 	// Sold counts the sales acknowledged to clients (atomic, whose resource is the Redis stock).
 	Sold int
+	// Reads counts the readers' entries (readwrite), Reader names the last: a writer whose write
+	// finds it moved since its own entry was inside with a reader.
+	Reads  int
+	Reader string
 }
 
 // World is the whole simulated state at one instant: the virtual clock, every master's data,

@@ -1,0 +1,151 @@
+package simulate
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/seckill-lab/seckill/lock/core"
+	"github.com/seckill-lab/seckill/lock/script"
+)
+
+// rwKind is NewReadWrite (lock/readwrite.go): Redisson's RReadWriteLock, one hash with its mode,
+// a field per reader and one for the writer, and a timeout key per read hold. Client c1 takes the
+// write side and every other client the read side, so that at 2 clients a writer and a reader
+// exclude each other and at 3 two readers may share. A process uses one side only, as each side
+// of the library has a subscription and a queue of its own. Each acquisition is its own owner:
+// its instance id is its process ("p<id>") and its owner the acquisition ("c<id>.r<n>"), so
+// Client.Value is its read field, and its write field that with ":write".
+//
+// The checks of the kind (client.go write, reread; liveness.go checkPrompt): a reader reads the
+// resource on entering and again before leaving, and a write is counted against every reader's
+// entry; a reader must not sleep while no writer holds the lock.
+type rwKind struct{ base }
+
+var (
+	rwChan = script.Prefixed(script.RWLockChannelPrefix, lockName)
+	// rwPrefix starts every read hold's timeout key: "{lock:sku}" (rwLease.keyPrefix).
+	rwPrefix = strings.TrimSuffix(script.Suffixed(lockName, ""), ":")
+)
+
+// rwUpgrade is write_lock_acquire.lua's refusal of an owner that holds the read side (ErrUpgrade),
+// which no acquisition here asks for.
+const rwUpgrade = -3
+
+func (rwKind) watchdog() bool { return true }
+
+// queue: a waiter waits in its side's queue, rung by every message on the lock's channel, which
+// its process hears only once subscribed.
+func (rwKind) queue() (core.QueueConfig, bool) { return queueConfig(false), true }
+func (rwKind) wakes() bool                     { return true }
+
+// relook: a waiter that hears no release sleeps on the lock's PTTL, at most a lease.
+func (rwKind) relook(s *Sim) int64 { return ms(s.cfg.Lease) }
+
+func (rwKind) reader(c *Client) bool { return c.ID != 1 }
+
+// writeField is the writer's field, "<instance-id>:<owner>:write".
+func writeField(v string) string { return v + ":write" }
+
+// rwField is c's field in the hash.
+func (k rwKind) rwField(c *Client) string {
+	if k.reader(c) {
+		return c.Value
+	}
+	return writeField(c.Value)
+}
+
+// rwTimeouts starts c's timeout keys, "{lock:sku}:<field>:rwlock_timeout" (rwLease.timeoutPrefix).
+func rwTimeouts(c *Client) string {
+	return script.Suffixed(lockName, c.Value+":"+script.RWLockTimeoutSuffix)
+}
+
+// holds: the hash has v's read or write field.
+func (rwKind) holds(k keySnap, v string, _ int64) bool {
+	return k.Key == lockName && (slices.Contains(k.Hash, v) || slices.Contains(k.Hash, writeField(v)))
+}
+
+// admits: a reader would be let in now, no writer being inside nor in the hash alive.
+func (k rwKind) admits(w *World, c *Client) bool {
+	if !k.reader(c) {
+		return false
+	}
+	for i := range w.Clients {
+		if d := &w.Clients[i]; d.Inside && !k.reader(d) {
+			return false
+		}
+	}
+	for _, key := range w.Masters[0].Data {
+		if key.Key == lockName && alive(w, key, w.Now) && slices.ContainsFunc(key.Hash, func(f string) bool { return strings.HasSuffix(f, ":write") }) {
+			return false
+		}
+	}
+	return true
+}
+
+// acquire is one attempt (rwLease.try): the side's acquire script, held on nil, else the lock's
+// PTTL, which bounds the waiter's sleep (a master down: it looks again at once).
+func (k rwKind) acquire(s *Sim, w *World, c *Client) {
+	if c.Over {
+		s.note(w, c.name(), "give up", "the wait is over")
+		s.giveUp(w, c)
+		return
+	}
+	c.Sent = w.Now
+	lease := itoa(ms(s.cfg.Lease))
+	var r any
+	if k.reader(c) {
+		r = s.script(w, c, 0, "ReadLockAcquire", script.ReadLockAcquire, []string{lockName, rwTimeouts(c)}, lease, c.Value, writeField(c.Value))
+	} else {
+		r = s.script(w, c, 0, "WriteLockAcquire", script.WriteLockAcquire, []string{lockName}, lease, writeField(c.Value), c.Value)
+	}
+	pttl, ok := asInt(r)
+	switch {
+	case r == nil:
+		s.hold(w, c, 0, w.Now, ms(s.cfg.Lease))
+	case r == errDown:
+		s.failed(w, c, 0)
+	case !ok || pttl == rwUpgrade:
+		s.unexpected(w, c, "acquire", r)
+		s.failed(w, c, -1)
+	default:
+		s.failed(w, c, holderTTL(pttl))
+	}
+}
+
+// renew: a reader's watchdog pushes out the hash and its timeout keys (ReadLockRenew), a writer's
+// its field's hash as RLock's does (ReentrantRenew).
+func (k rwKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
+	lease := itoa(ms(s.cfg.Lease))
+	if k.reader(c) {
+		return true, renewOutcome(s.script(w, c, 0, "ReadLockRenew", script.ReadLockRenew, []string{lockName, rwPrefix}, lease, c.Value))
+	}
+	return true, renewOutcome(s.script(w, c, 0, "ReentrantRenew", script.ReentrantRenew, []string{lockName}, lease, writeField(c.Value)))
+}
+
+// release gives the hold back (rwLease.release): a reader's release publishes Redisson's unlock
+// message when it deletes the lock, a writer's its read-unlock message whenever it frees it.
+func (k rwKind) release(s *Sim, w *World, c *Client) {
+	if k.reader(c) {
+		s.script(w, c, 0, "ReadLockRelease", script.ReadLockRelease, []string{lockName, rwChan, rwTimeouts(c), rwPrefix},
+			script.UnlockMessage, c.Value)
+	} else {
+		s.script(w, c, 0, "WriteLockRelease", script.WriteLockRelease, []string{lockName, rwChan},
+			script.ReadUnlockMessage, itoa(ms(s.cfg.Lease)), writeField(c.Value))
+	}
+	s.released(w, c)
+}
+
+// route: the lock's channel rings every process that waits (both messages ring either side).
+func (rwKind) route(w *World, _ int, channel string) []int {
+	var to []int
+	for i, c := range w.Clients {
+		if channel == rwChan && !c.Crashed && !c.Done && c.PC == pcAcquire {
+			to = append(to, i)
+		}
+	}
+	return to
+}
+
+func (rwKind) deliver(s *Sim, w *World, c *Client, m msg) { s.ring(w, c) }
+
+func init() { kinds["readwrite"] = rwKind{} }
