@@ -61,17 +61,20 @@ func (s *Service) enterCheckout(ctx context.Context, sku, mode string) (leave fu
 	return func() {
 		s.observer.ObserveCheckout(sku, CheckoutLeave)
 		// Given back even when the buyer went away or the sale failed: a permit kept is a buyer
-		// fewer for everyone until its lease ends. A release Redis did not answer goes on in the
-		// library's background (its give-back policy), not in the buyer's answer.
-		relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWithin)
-		defer cancel()
-		switch err := permit.Release(relCtx); {
-		case err == nil:
-		case errors.Is(err, lock.ErrNotHeld):
-			s.log.Warn("checkout permit ended before its release", "permit", name, "err", err)
-		default:
-			s.log.Warn("checkout permit: its release goes on in the background, or it ends with its lease", "permit", name, "lease", lease, "err", err)
-		}
+		// fewer for everyone until its lease ends. It is given back beside the buyer's answer,
+		// never in it: a frozen Redis must not hold back a sale already made (or refused). A
+		// release Redis did not answer goes on by the library's give-back policy.
+		go func() {
+			relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWithin)
+			defer cancel()
+			switch err := permit.Release(relCtx); {
+			case err == nil:
+			case errors.Is(err, lock.ErrNotHeld):
+				s.log.Warn("checkout permit ended before its release", "permit", name, "err", err)
+			default:
+				s.log.Warn("checkout permit: its release goes on in the background, or it ends with its lease", "permit", name, "lease", lease, "err", err)
+			}
+		}()
 	}, nil
 }
 
