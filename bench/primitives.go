@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"text/tabwriter"
 	"time"
 
 	"github.com/google/uuid"
@@ -326,4 +329,30 @@ func (r primRound) primitive(name string, permits int) Primitive {
 		p.Errors = errs
 	}
 	return p
+}
+
+// WritePrimitives prints the lines of a RunPrimitives run with opt as a table.
+func WritePrimitives(w io.Writer, ps []Primitive, opt Options) error {
+	opt.defaults()
+	fmt.Fprintf(w, "primitives: %d instances × %d buyers on one key of one Redis, %d rounds of %s per line, each after %s of warm-up\n\n",
+		PrimInstances, PrimBuyers, opt.Rounds, opt.Duration/time.Duration(opt.Rounds), opt.Warmup)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "line\tpermits\tops/s\tp99 ms\tmax ms\tJain\tmost inside\twrites\twriter max ms\tviolations\terrors\t")
+	for _, p := range ps {
+		permits, writes, writer := "-", "-", "-"
+		if p.Permits > 0 {
+			permits = strconv.Itoa(p.Permits)
+		} else {
+			writes, writer = strconv.Itoa(p.Writes), fmt.Sprintf("%.1f", p.WriterMaxMs)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.4f\t%d\t%s\t%s\t%d\t%s\t\n", p.Name, permits, p.PerSec, p.P99Ms, p.MaxMs,
+			p.Jain, p.MaxInside, writes, writer, p.Violations, errorsText(p.Errors))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nops/s = reads (readwrite) or permits taken per second; p99/max = an attempt: its wait, its hold (one GET)")
+	fmt.Fprintf(w, "and its release; most inside = the most readers or permits held at once; the writer rests %s before each\n", WriterPause)
+	fmt.Fprintln(w, "write; violations = holds that found one they exclude inside (a writer, a reader) or more holders than permits.")
+	return nil
 }

@@ -27,6 +27,7 @@ type benchFlags struct {
 	adminToken string
 	reportOnly bool
 	clientCost bool
+	primitives bool
 }
 
 // errTargetsFailed makes `seckill bench` exit 1 when a target of the run FAILs, unless
@@ -80,6 +81,10 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.html, "html", "", "also draw the report as a self-contained HTML page in this file (sales/s against the peers, each mode's waits as a CDF, sales per buyer); a bare name goes into $TMPDIR/seckill-bench")
 	fs.BoolVar(&b.reportOnly, "report-only", false, "exit 0 even when a target FAILs (by default a FAIL target makes the run exit 1)")
 	fs.BoolVar(&b.clientCost, "client-cost", false, "run nothing else: the client's CPU, allocations, commands and goroutines per sale of the lua and fenced locks against redislock, 16 Lockers × 4 buyers on one key in this process (--rounds rounds of --duration each, names alternated)")
+	fs.BoolVar(&b.primitives, "primitives", false, fmt.Sprintf("run nothing else: the read-write lock (reads/s of %d instances × %d readers while one writer writes, resting %s before each write) "+
+		"and both semaphores (permits/s, %d permits shared by %d instances × %d buyers), on one key of one Redis, "+
+		"each hold checked; a hold that overlaps one it excludes fails the run (--rounds rounds, --duration in all per line)",
+		bench.PrimInstances, bench.PrimBuyers, bench.WriterPause, bench.PrimPermits, bench.PrimInstances, bench.PrimBuyers))
 	fs.BoolVar(&b.opt.Embedded, "embedded", false, "use in-process Redis servers even when redis-server is installed")
 }
 
@@ -111,6 +116,9 @@ func runBench(ctx context.Context, b benchFlags, getenv func(string) string, std
 	}
 	if b.clientCost {
 		return runClientCost(ctx, b, stdout)
+	}
+	if b.primitives {
+		return runPrimitives(ctx, b, stdout)
 	}
 	opt := b.opt
 	opt.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
@@ -210,4 +218,17 @@ func runClientCost(ctx context.Context, b benchFlags, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%-16s %10.0f %12.1f %10.1f %10.2f %22.2f\n", c.Name, c.PerSec, c.CPUus, c.Allocs, c.Cmds, c.Routine)
 	}
 	return nil
+}
+
+// runPrimitives prints the read-write lock's and the semaphores' lines; a violation seen is an
+// error (exit 1), after the table.
+func runPrimitives(ctx context.Context, b benchFlags, stdout io.Writer) error {
+	ps, err := bench.RunPrimitives(ctx, b.opt)
+	if err != nil {
+		return err
+	}
+	if err := bench.WritePrimitives(stdout, ps, b.opt); err != nil {
+		return err
+	}
+	return bench.Violations(ps)
 }
