@@ -117,11 +117,11 @@ func runBench(ctx context.Context, b benchFlags, getenv func(string) string, std
 	if b.clientCost {
 		return runClientCost(ctx, b, stdout)
 	}
-	if b.primitives {
-		return runPrimitives(ctx, b, stdout)
-	}
 	opt := b.opt
 	opt.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	if b.primitives {
+		return runPrimitives(ctx, opt, stdout)
+	}
 	fmt.Fprintf(stderr, "bench: about %s (%d crowd sizes × %d instance counts; per cell %s measured in %d rounds, each after %s of warm-up)\n",
 		opt.Estimate().Round(time.Second), len(opt.Concurrency), max(len(opt.Instances), 1), opt.Duration, opt.Rounds, opt.Warmup)
 	opt.Progress = func(done, total int, c bench.Cell) {
@@ -222,12 +222,12 @@ func runClientCost(ctx context.Context, b benchFlags, stdout io.Writer) error {
 
 // runPrimitives prints the read-write lock's and the semaphores' lines; a violation seen is an
 // error (exit 1), after the table.
-func runPrimitives(ctx context.Context, b benchFlags, stdout io.Writer) error {
-	ps, err := bench.RunPrimitives(ctx, b.opt)
+func runPrimitives(ctx context.Context, opt bench.Options, stdout io.Writer) error {
+	ps, err := bench.RunPrimitives(ctx, opt)
 	if err != nil {
 		return err
 	}
-	if err := bench.WritePrimitives(stdout, ps, b.opt); err != nil {
+	if err := bench.WritePrimitives(stdout, ps, opt); err != nil {
 		return err
 	}
 	return bench.Violations(ps)
