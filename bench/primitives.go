@@ -56,18 +56,25 @@ const (
 	PrimPermits = 4
 	// WriterPause is how long the read-write lock's one writer rests before each write.
 	WriterPause = 10 * time.Millisecond
+	// ReaderRest is how long the readers of the readwrite-rest line rest before each read: long
+	// enough for the reads to leave the writer gaps, which a closed loop of readers does not.
+	ReaderRest = 10 * time.Millisecond
 )
 
 // ErrViolation: a hold of `bench --primitives` overlapped one it excludes, or the permits.
 var ErrViolation = errors.New("bench: a hold overlapped one it excludes")
 
+// roundFunc runs one round of a line on the instances' clients.
+type roundFunc func(ctx context.Context, clients []*redis.Client, w timing, o Options) (primRound, error)
+
 // primLines are the lines of --primitives, in the order they print.
 var primLines = []struct {
 	name    string
 	permits int
-	round   func(ctx context.Context, clients []*redis.Client, w timing, o Options) (primRound, error)
+	round   roundFunc
 }{
-	{"readwrite", 0, rwRound},
+	{"readwrite", 0, rwRound(0)},
+	{"readwrite-rest", 0, rwRound(ReaderRest)},
 	{"semaphore", PrimPermits, semRound(false)},
 	{"expirable", PrimPermits, semRound(true)},
 }
@@ -164,48 +171,55 @@ func lockTaker(l *lock.Locker, key string, wait time.Duration) taker {
 }
 
 // rwRound is one round of the read-write lock: every instance's buyers read under its read side
-// (a GET of a version, which must be even), while one writer on instance 0 writes under its write
-// side every WriterPause (the version made odd, then even again).
-func rwRound(ctx context.Context, clients []*redis.Client, w timing, o Options) (primRound, error) {
-	key := "bench:rw:" + uuid.NewString()
-	version := key + ":version"
-	n := len(clients)
-	reads, writes := make([]taker, n), make([]taker, n)
-	for i, c := range clients {
-		r, wr, err := lock.NewReadWrite(c, o.lockOptions()...)
-		if err != nil {
-			return primRound{}, err
+// (a GET of a version, which must be even), resting rest before each read, while one writer on
+// instance 0 writes under its write side (the version made odd, then even again).
+func rwRound(rest time.Duration) roundFunc {
+	return func(ctx context.Context, clients []*redis.Client, w timing, o Options) (primRound, error) {
+		w.pause = rest
+		key := "bench:rw:" + uuid.NewString()
+		version := key + ":version"
+		n := len(clients)
+		reads := make([]taker, n)
+		var writeTake taker // instance 0's
+		for i, c := range clients {
+			r, wr, err := lock.NewReadWrite(c, o.lockOptions()...)
+			if err != nil {
+				return primRound{}, err
+			}
+			defer r.Close()
+			defer wr.Close()
+			reads[i] = lockTaker(r, key, o.Wait)
+			if i == 0 {
+				writeTake = lockTaker(wr, key, o.Wait)
+			}
 		}
-		defer r.Close()
-		defer wr.Close()
-		reads[i], writes[i] = lockTaker(r, key, o.Wait), lockTaker(wr, key, o.Wait)
-	}
-	var bad atomic.Int64
-	readers := &section{bad: &bad}
-	writers := &section{limit: 1, excludes: readers, bad: &bad}
-	readers.excludes = writers
-	read := func(ctx context.Context, b int) error {
-		return readers.hold(ctx, reads[b%n], func(ctx context.Context) error {
-			v, err := clients[b%n].Get(ctx, version).Int64()
-			if errors.Is(err, redis.Nil) {
-				return nil
-			}
-			if err == nil && v%2 != 0 {
-				bad.Add(1) // a writer is inside, as Redis sees it
-			}
-			return err
-		})
-	}
-	write := func(ctx context.Context, _ int) error {
-		return writers.hold(ctx, writes[0], func(ctx context.Context) error {
-			if err := clients[0].Incr(ctx, version).Err(); err != nil {
+		var bad atomic.Int64
+		readers := &section{bad: &bad}
+		writers := &section{limit: 1, excludes: readers, bad: &bad}
+		readers.excludes = writers
+		read := func(ctx context.Context, b int) error {
+			return readers.hold(ctx, reads[b%n], func(ctx context.Context) error {
+				v, err := clients[b%n].Get(ctx, version).Int64()
+				if errors.Is(err, redis.Nil) {
+					return nil
+				}
+				if err == nil && v%2 != 0 {
+					bad.Add(1) // a writer is inside, as Redis sees it
+				}
 				return err
-			}
-			// Even again, whatever ctx says: an odd version left behind would fail every reader.
-			return clients[0].Incr(context.WithoutCancel(ctx), version).Err()
-		})
+			})
+		}
+		write := func(ctx context.Context, _ int) error {
+			return writers.hold(ctx, writeTake, func(ctx context.Context) error {
+				if err := clients[0].Incr(ctx, version).Err(); err != nil {
+					return err
+				}
+				// Even again, whatever ctx says: an odd version left behind would fail every reader.
+				return clients[0].Incr(context.WithoutCancel(ctx), version).Err()
+			})
+		}
+		return runPrim(ctx, w, n, read, write, readers), nil
 	}
-	return runPrim(ctx, w, n, read, write, readers), nil
 }
 
 // permitSetter is what both semaphores share here.
@@ -216,7 +230,7 @@ type permitSetter interface {
 
 // semRound is one round of a semaphore (the expirable one, its permits renewed by a watchdog):
 // every instance's buyers share PrimPermits permits, each holding one for a GET.
-func semRound(expirable bool) func(ctx context.Context, clients []*redis.Client, w timing, o Options) (primRound, error) {
+func semRound(expirable bool) roundFunc {
 	return func(ctx context.Context, clients []*redis.Client, w timing, o Options) (primRound, error) {
 		name := "bench:sem:" + uuid.NewString()
 		n := len(clients)
@@ -279,8 +293,9 @@ type primRound struct {
 	inside, bad    int64
 }
 
-// runPrim runs one round: the buyers (buyer b on instance b mod n) and, when write is set, one
-// writer resting WriterPause before each write, in windows of the same length.
+// runPrim runs one round: the buyers (buyer b on instance b mod n, resting w.pause before each
+// attempt) and, when write is set, one writer resting WriterPause before each write, in windows of
+// the same length.
 func runPrim(ctx context.Context, w timing, n int, buy, write saleFunc, s *section) primRound {
 	var r primRound
 	var wg sync.WaitGroup
@@ -351,8 +366,9 @@ func WritePrimitives(w io.Writer, ps []Primitive, opt Options) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\nops/s = reads (readwrite) or permits taken per second; p99/max = an attempt: its wait, its hold (one GET)")
-	fmt.Fprintf(w, "and its release; most inside = the most readers or permits held at once; the writer rests %s before each\n", WriterPause)
-	fmt.Fprintln(w, "write; violations = holds that found one they exclude inside (a writer, a reader) or more holders than permits.")
+	fmt.Fprintf(w, "\nreadwrite: readers in a closed loop; readwrite-rest: each reader rests %s before each read; the one writer\n", ReaderRest)
+	fmt.Fprintf(w, "rests %s before each write; ops/s = reads, or permits taken, per second; p99/max = an attempt: its wait,\n", WriterPause)
+	fmt.Fprintln(w, "its hold (one GET) and its release; most inside = the most readers or permits held at once;")
+	fmt.Fprintln(w, "violations = holds that found one they exclude inside (a writer, a reader) or more holders than permits.")
 	return nil
 }

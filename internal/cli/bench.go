@@ -81,10 +81,10 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.html, "html", "", "also draw the report as a self-contained HTML page in this file (sales/s against the peers, each mode's waits as a CDF, sales per buyer); a bare name goes into $TMPDIR/seckill-bench")
 	fs.BoolVar(&b.reportOnly, "report-only", false, "exit 0 even when a target FAILs (by default a FAIL target makes the run exit 1)")
 	fs.BoolVar(&b.clientCost, "client-cost", false, "run nothing else: the client's CPU, allocations, commands and goroutines per sale of the lua and fenced locks against redislock, 16 Lockers × 4 buyers on one key in this process (--rounds rounds of --duration each, names alternated)")
-	fs.BoolVar(&b.primitives, "primitives", false, fmt.Sprintf("run nothing else: the read-write lock (reads/s of %d instances × %d readers while one writer writes, resting %s before each write) "+
-		"and both semaphores (permits/s, %d permits shared by %d instances × %d buyers), on one key of one Redis, "+
-		"each hold checked; a hold that overlaps one it excludes fails the run (--rounds rounds, --duration in all per line)",
-		bench.PrimInstances, bench.PrimBuyers, bench.WriterPause, bench.PrimPermits, bench.PrimInstances, bench.PrimBuyers))
+	fs.BoolVar(&b.primitives, "primitives", false, fmt.Sprintf("run nothing else: the read-write lock (reads/s of %d instances × %d readers, in a closed loop and resting %s before each read, "+
+		"while one writer writes, resting %s before each write) and both semaphores (permits/s, %d permits shared by %d instances × %d buyers), "+
+		"on one key of one Redis, each hold checked; a hold that overlaps one it excludes fails the run (--rounds rounds, --duration in all per line)",
+		bench.PrimInstances, bench.PrimBuyers, bench.ReaderRest, bench.WriterPause, bench.PrimPermits, bench.PrimInstances, bench.PrimBuyers))
 	fs.BoolVar(&b.opt.Embedded, "embedded", false, "use in-process Redis servers even when redis-server is installed")
 }
 
