@@ -23,7 +23,8 @@ import (
 // Primitive is one line of `bench --primitives` (issue 45): one of the library's other primitives
 // on one key of one Redis, PrimInstances instances (each with its own client and its own
 // read-write lock or semaphore, as a separate process would have) × PrimBuyers buyers in a closed
-// loop, shaped as --client-cost is. Every hold does one round trip and is checked while it holds.
+// loop (readwrite-rest's rest ReaderRest before each read), shaped as --client-cost is. Every
+// buyer's hold does one round trip (a GET), and every hold is checked while it holds.
 type Primitive struct {
 	Name      string `json:"name"`
 	Instances int    `json:"instances"`
