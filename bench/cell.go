@@ -21,6 +21,8 @@ type timing struct {
 	// grace is how long buyers still in a sale when the window ends may take to finish it
 	// before their context is cancelled (they never start a new one).
 	grace time.Duration
+	// pause is how long a buyer rests before each attempt (0: none, a closed loop).
+	pause time.Duration
 }
 
 // cellStats is what the buyers of one cell saw inside the measured windows.
@@ -40,55 +42,18 @@ type cellStats struct {
 }
 
 // runCell runs buyers goroutines that call sale in a closed loop (a buyer starts its next
-// purchase as soon as the last one ends, as a seckill crowd hammering one button does) and
-// measures only what completes between warmup and warmup+dur.
+// purchase as soon as the last one ends, as a seckill crowd hammering one button does, or
+// w.pause after it) and measures only what completes between warmup and warmup+dur.
 func runCell(ctx context.Context, buyers, instances int, w timing, sale saleFunc) cellStats {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := time.Now()
 	from, to := start.Add(w.warmup), start.Add(w.warmup+w.dur)
 
-	type buyerStats struct {
-		sold    int
-		lats    []time.Duration
-		errs    map[string]int
-		longest time.Duration
-	}
 	stats := make([]buyerStats, buyers)
 	var wg sync.WaitGroup
 	for b := range buyers {
-		wg.Go(func() {
-			st := &stats[b]
-			st.errs = map[string]int{}
-			st.lats = make([]time.Duration, 0, 1024)
-			lastSale := from
-			for {
-				t0 := time.Now()
-				if !t0.Before(to) || ctx.Err() != nil {
-					break
-				}
-				err := sale(ctx, b)
-				t1 := time.Now()
-				if t1.Before(from) {
-					continue
-				}
-				if t1.After(to) {
-					// Still waiting when the window closed: counted at the time waited so far.
-					st.lats = append(st.lats, to.Sub(t0))
-					continue
-				}
-				st.lats = append(st.lats, t1.Sub(t0))
-				if err != nil {
-					st.errs[errorKind(err)]++
-					continue
-				}
-				st.sold++
-				st.longest = max(st.longest, t1.Sub(lastSale))
-				lastSale = t1
-			}
-			// A buyer that never sold, or not for a long time before the end, waited that long.
-			st.longest = max(st.longest, to.Sub(lastSale))
-		})
+		wg.Go(func() { stats[b].buy(ctx, b, from, to, w.pause, sale) })
 	}
 	// Buyers stop starting sales at `to`; the ones still waiting for a lock get `grace` to finish
 	// (so a lock is not abandoned mid-sale), then their context ends.
@@ -119,6 +84,61 @@ func runCell(ctx context.Context, buyers, instances int, w timing, sale saleFunc
 		out.longest = max(out.longest, st.longest)
 	}
 	return out
+}
+
+// buyerStats is what one buyer of a cell saw inside the window.
+type buyerStats struct {
+	sold    int
+	lats    []time.Duration
+	errs    map[string]int
+	longest time.Duration
+}
+
+// buy is buyer b's loop: it calls sale until to (resting pause before each attempt), keeping what
+// ends between from and to.
+func (st *buyerStats) buy(ctx context.Context, b int, from, to time.Time, pause time.Duration, sale saleFunc) {
+	st.errs = map[string]int{}
+	st.lats = make([]time.Duration, 0, 1024)
+	lastSale := from
+	for {
+		if pause > 0 {
+			rest(ctx, pause)
+		}
+		t0 := time.Now()
+		if !t0.Before(to) || ctx.Err() != nil {
+			break
+		}
+		err := sale(ctx, b)
+		t1 := time.Now()
+		if t1.Before(from) {
+			continue
+		}
+		if t1.After(to) {
+			// Still waiting when the window closed: counted at the time waited so far.
+			st.lats = append(st.lats, to.Sub(t0))
+			continue
+		}
+		st.lats = append(st.lats, t1.Sub(t0))
+		if err != nil {
+			st.errs[errorKind(err)]++
+			continue
+		}
+		st.sold++
+		st.longest = max(st.longest, t1.Sub(lastSale))
+		lastSale = t1
+	}
+	// A buyer that never sold, or not for a long time before the end, waited that long.
+	st.longest = max(st.longest, to.Sub(lastSale))
+}
+
+// rest sleeps d, or until ctx ends.
+func rest(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // merge adds the stats of another round of the same cell (buyer i of each round counts as the

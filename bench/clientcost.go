@@ -47,12 +47,8 @@ var CostNames = []string{"lua", "fenced", RefRedislock100, RefRedislock10}
 // MeasureClientCost runs name (one of CostNames) against the Redis at addr for d.
 func MeasureClientCost(ctx context.Context, addr, name string, d time.Duration) (ClientCost, error) {
 	cmds := &commandCounter{}
-	clients := make([]*redis.Client, CostLockers)
-	for i := range clients {
-		clients[i] = redis.NewClient(&redis.Options{Addr: addr, PoolSize: CostBuyers + 2})
-		clients[i].AddHook(cmds)
-		defer clients[i].Close()
-	}
+	clients, closeClients := openClients(addr, CostLockers, CostBuyers+2, cmds)
+	defer closeClients()
 	sales, closeAll, err := costSales(name, clients)
 	if err != nil {
 		return ClientCost{}, err
@@ -115,6 +111,23 @@ func MeasureClientCost(ctx context.Context, addr, name string, d time.Duration) 
 		Allocs:  float64(m1.Mallocs-m0.Mallocs) / float64(n),
 		Cmds:    float64(cmds.n.Load()) / float64(n),
 		Routine: float64(max(peak.Load()-int64(base)-buyers, 0)) / CostLockers}, nil
+}
+
+// openClients dials n clients to addr, each with a pool of its own (an instance's connections),
+// carrying hook when there is one; closeAll closes them.
+func openClients(addr string, n, pool int, hook redis.Hook) (clients []*redis.Client, closeAll func()) {
+	for range n {
+		c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: pool})
+		if hook != nil {
+			c.AddHook(hook)
+		}
+		clients = append(clients, c)
+	}
+	return clients, func() {
+		for _, c := range clients {
+			_ = c.Close()
+		}
+	}
 }
 
 // saleOnce is one sale of one instance: acquire the lock on key, release it.

@@ -28,6 +28,7 @@ type benchFlags struct {
 	adminToken string
 	reportOnly bool
 	clientCost bool
+	primitives bool
 }
 
 // errTargetsFailed makes `seckill bench` exit 1 when a target of the run FAILs, unless
@@ -81,6 +82,10 @@ func (b *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.html, "html", "", "also draw the report as a self-contained HTML page in this file (sales/s against the peers, each mode's waits as a CDF, sales per buyer); a bare name goes into $TMPDIR/seckill-bench")
 	fs.BoolVar(&b.reportOnly, "report-only", false, "exit 0 even when a target FAILs (by default a FAIL target makes the run exit 1)")
 	fs.BoolVar(&b.clientCost, "client-cost", false, "run nothing else: the client's CPU, allocations, commands and goroutines per sale of the lua and fenced locks against redislock, 16 Lockers × 4 buyers on one key in this process (--rounds rounds of --duration each, names alternated)")
+	fs.BoolVar(&b.primitives, "primitives", false, fmt.Sprintf("run nothing else: the read-write lock (reads/s of %d instances × %d readers, in a closed loop and resting %s before each read, "+
+		"while one writer writes, resting %s before each write) and both semaphores (permits/s, %d permits shared by %d instances × %d buyers), "+
+		"on one key of one Redis, each hold checked; a hold that overlaps one it excludes fails the run (--rounds rounds, --duration in all per line)",
+		bench.PrimInstances, bench.PrimBuyers, bench.ReaderRest, bench.WriterPause, bench.PrimPermits, bench.PrimInstances, bench.PrimBuyers))
 	fs.BoolVar(&b.opt.Embedded, "embedded", false, "use in-process Redis servers even when redis-server is installed")
 }
 
@@ -115,6 +120,9 @@ func runBench(ctx context.Context, b benchFlags, getenv func(string) string, std
 	}
 	opt := b.opt
 	opt.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	if b.primitives {
+		return runPrimitives(ctx, opt, stdout)
+	}
 	fmt.Fprintf(stderr, "bench: about %s (%d crowd sizes × %d instance counts; per cell %s measured in %d rounds, each after %s of warm-up)\n",
 		opt.Estimate().Round(time.Second), len(opt.Concurrency), max(len(opt.Instances), 1), opt.Duration, opt.Rounds, opt.Warmup)
 	opt.Progress = func(done, total int, c bench.Cell) {
@@ -214,4 +222,17 @@ func runClientCost(ctx context.Context, b benchFlags, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%-16s %10.0f %12.1f %10.1f %10.2f %22.2f\n", c.Name, c.PerSec, c.CPUus, c.Allocs, c.Cmds, c.Routine)
 	}
 	return nil
+}
+
+// runPrimitives prints the read-write lock's and the semaphores' lines; a violation seen is an
+// error (exit 1), after the table.
+func runPrimitives(ctx context.Context, opt bench.Options, stdout io.Writer) error {
+	ps, err := bench.RunPrimitives(ctx, opt)
+	if err != nil {
+		return err
+	}
+	if err := bench.WritePrimitives(stdout, ps, opt); err != nil {
+		return err
+	}
+	return bench.Violations(ps)
 }

@@ -157,3 +157,28 @@ func TestBenchFailTargetExitsNonZero(t *testing.T) {
 		t.Errorf("all targets pass: %v", err)
 	}
 }
+
+// TestBenchCommandPrimitives: --primitives runs nothing else and prints the read-write lock's
+// lines and a line for each semaphore, with no violation; `help bench` names it.
+func TestBenchCommandPrimitives(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	err := Run(context.Background(), []string{"bench", "--primitives", "--duration", "300ms", "--warmup", "50ms", "--rounds", "1",
+		"--wait", "1s"}, func(string) string { return "" }, &out, &errOut)
+	if err != nil {
+		t.Fatalf("seckill bench --primitives: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	for _, s := range []string{"most inside", "violations", "readwrite", "readwrite-rest", "semaphore", "expirable"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("the table lacks %q:\n%s", s, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "strategy") {
+		t.Errorf("--primitives ran the lock modes too:\n%s", out.String())
+	}
+	out.Reset()
+	if err := Run(context.Background(), []string{"help", "bench"}, func(string) string { return "" }, &out, &errOut); err != nil ||
+		!strings.Contains(out.String(), "-primitives") {
+		t.Errorf("help bench (%v) lacks --primitives:\n%s", err, out.String())
+	}
+}
