@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"seckill/bench"
 	"seckill/internal/benchreport"
 	"seckill/internal/redisproc"
@@ -115,6 +117,8 @@ func runBench(ctx context.Context, b benchFlags, getenv func(string) string, std
 		b.reportOnly = true
 		return writeBench(rep, b, func(string) string { return "" }, stdout, stderr)
 	}
+	// go-redis's own notes (a connection closed under a hook as the clients close) are not figures.
+	redis.SetLogger(quietRedisLog{slog.New(slog.DiscardHandler)})
 	if b.clientCost {
 		return runClientCost(ctx, b, stdout)
 	}
