@@ -131,6 +131,22 @@ func redisServers(t *testing.T, f *apptest.Fixture) map[string]*redis.Client {
 	return servers
 }
 
+// checkoutSettled waits until no sale holds a checkout permit: a sale gives its permit back
+// beside its answer, so a snapshot taken just after a sale could see the release land.
+func checkoutSettled(t *testing.T, rdb *redis.Client) {
+	t.Helper()
+	ctx := context.Background()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		held, err := rdb.Keys(ctx, "*:checkout:*:timeout").Result()
+		if err == nil && len(held) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("checkout permits still held 5 s after the sales: %v (%v)", held, err)
+		}
+	}
+}
+
 // seed gives every server keys of several types, with and without a TTL, so that the snapshot
 // has something to notice: stock, orders and counters from real sales, a fencing token, and
 // marker keys on the masters (which hold nothing between sales).
@@ -144,6 +160,7 @@ func seed(t *testing.T, f *apptest.Fixture, servers map[string]*redis.Client) {
 			t.Fatalf("seed sale %s: %d %s", mode, r.status, r.raw)
 		}
 	}
+	checkoutSettled(t, f.RDB)
 	ctx := context.Background()
 	for name, c := range servers {
 		if err := c.Set(ctx, "badinput:marker", name, 0).Err(); err != nil {
@@ -368,6 +385,7 @@ func TestBadInputWithTheLabDisabled(t *testing.T) {
 	if r := do(t, http.MethodPost, f.HTTP.URL+"/inventory/sale", nil); r.status != http.StatusOK {
 		t.Fatalf("a plain sale with the lab disabled: %d %s", r.status, r.raw)
 	}
+	checkoutSettled(t, f.RDB)
 	scenario := lab.Scenarios()[0].Name
 	P := http.MethodPost
 	cases := []badRequest{
