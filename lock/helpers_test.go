@@ -18,7 +18,18 @@ import (
 // to answer, which a busy machine under -race does not always keep.
 const parallelTests = 8
 
-func TestMain(m *testing.M) { locktest.RunParallel(m, parallelTests) }
+// parallelEmbedded is the same on in-process servers (no redis-server installed, or
+// LOCKTEST_REDIS=embedded): a test there costs little CPU (no process to start), and twice as
+// many at once halve the package's time without making the machine any busier.
+const parallelEmbedded = 16
+
+func TestMain(m *testing.M) {
+	n := parallelTests
+	if !locktest.UseReal() {
+		n = parallelEmbedded
+	}
+	locktest.RunParallel(m, n)
+}
 
 // universal wraps clients as the UniversalClient interface the constructors take.
 func universal(cs ...*redis.Client) []redis.UniversalClient {
