@@ -84,46 +84,35 @@ func TestSafeModesSellExactlyTheStock(t *testing.T) {
 func TestJoinedReleaseSellsExactlyTheStock(t *testing.T) {
 	t.Parallel()
 	for _, lab := range []bool{true, false} {
-		// With the lab on and off at once, each on servers of its own: a sale mostly waits on
-		// its turn at the lock.
-		t.Run(fmt.Sprintf("lab=%v", lab), func(t *testing.T) {
-			t.Parallel()
-			joinedRelease(t, lab)
+		f := apptest.New(t, func(c *config.Config) {
+			c.Lab.Enabled = lab
+			// 200 buyers go through one lock in turn: on a busy machine, with in-process Redis,
+			// the last of them waited more than the default 5 s. The exact stock is the point,
+			// not the wait.
+			c.Lock.Wait = 30 * time.Second
 		})
-	}
-}
-
-// joinedRelease is one half of TestJoinedReleaseSellsExactlyTheStock: every mode in turn on
-// one service, the lab on or off.
-func joinedRelease(t *testing.T, lab bool) {
-	f := apptest.New(t, func(c *config.Config) {
-		c.Lab.Enabled = lab
-		// 200 buyers go through one lock in turn: on a busy machine, with in-process Redis,
-		// the last of them waited more than the default 5 s. The exact stock is the point,
-		// not the wait.
-		c.Lock.Wait = 30 * time.Second
-	})
-	for _, mode := range []string{"lua", "fenced", "reentrant", "fair", "multilock", "redlock"} {
-		t.Run(mode, func(t *testing.T) {
-			reset(t, f, 50)
-			out := buy(t, f, 200, service.SaleRequest{Mode: mode})
-			inv, err := f.App.Service.Inventory(context.Background(), "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out["sold"] != 50 || out["soldout"] != 150 {
-				t.Fatalf("buyers saw %v, want 50 sold and 150 sold out", out)
-			}
-			if inv.Sold != 50 || inv.Stock != 0 || inv.LostUpdates != 0 || inv.Oversold != 0 || inv.Overlaps != 0 {
-				t.Fatalf("inventory %+v", inv)
-			}
-			if n := f.RDB.Exists(context.Background(), store.LockKey(f.App.Service.SKUs()[0], mode)).Val(); n != 0 {
-				t.Errorf("the lock key is left behind after the last sale")
-			}
-			if n := f.RDB.ZCard(context.Background(), store.KeysFor(f.App.Service.SKUs()[0]).InSection).Val(); n != 0 {
-				t.Errorf("%d buyers still inside the section after the last sale", n)
-			}
-		})
+		for _, mode := range []string{"lua", "fenced", "reentrant", "fair", "multilock", "redlock"} {
+			t.Run(fmt.Sprintf("lab=%v/%s", lab, mode), func(t *testing.T) {
+				reset(t, f, 50)
+				out := buy(t, f, 200, service.SaleRequest{Mode: mode})
+				inv, err := f.App.Service.Inventory(context.Background(), "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out["sold"] != 50 || out["soldout"] != 150 {
+					t.Fatalf("buyers saw %v, want 50 sold and 150 sold out", out)
+				}
+				if inv.Sold != 50 || inv.Stock != 0 || inv.LostUpdates != 0 || inv.Oversold != 0 || inv.Overlaps != 0 {
+					t.Fatalf("inventory %+v", inv)
+				}
+				if n := f.RDB.Exists(context.Background(), store.LockKey(f.App.Service.SKUs()[0], mode)).Val(); n != 0 {
+					t.Errorf("the lock key is left behind after the last sale")
+				}
+				if n := f.RDB.ZCard(context.Background(), store.KeysFor(f.App.Service.SKUs()[0]).InSection).Val(); n != 0 {
+					t.Errorf("%d buyers still inside the section after the last sale", n)
+				}
+			})
+		}
 	}
 }
 
