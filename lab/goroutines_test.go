@@ -18,7 +18,7 @@ import (
 // TestScenariosLeaveNoGoroutines: after every scenario of lab.Scenarios() the process is back to
 // the goroutines of this repository's code it had after a first run (a Redlock line's
 // subscription to a stopped master used to stay parked in the library). The scenarios mostly
-// wait, so three runners, each on servers of its own, run them three at a time; after each
+// wait, so four runners, each on servers of its own, run them four at a time; after each
 // round the count must be back, and a round that leaves more names its scenarios. Every
 // scenario with the long repetitions (SECKILL_TEST_LONG=1, as CI's -race step runs it, about
 // 26 s); otherwise those on the independent masters (multilock, redlock, redlock-fenced), where
@@ -27,7 +27,7 @@ func TestScenariosLeaveNoGoroutines(t *testing.T) {
 	if !locktest.Alone(t) { // counted in a process of its own, beside the other tests
 		return
 	}
-	runners := []*lab.Runner{newRunner(t), newRunner(t), newRunner(t)}
+	runners := []*lab.Runner{newRunner(t), newRunner(t), newRunner(t), newRunner(t)}
 	var names []string
 	for _, sc := range lab.Scenarios() {
 		switch {

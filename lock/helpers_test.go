@@ -18,7 +18,23 @@ import (
 // to answer, which a busy machine under -race does not always keep.
 const parallelTests = 8
 
-func TestMain(m *testing.M) { locktest.RunParallel(m, parallelTests) }
+// parallelEmbedded is the same on in-process servers (no redis-server installed, or
+// LOCKTEST_REDIS=embedded): a test there costs little CPU (no process to start), and twice as
+// many at once halve the package's time without making the machine any busier. Not under the
+// race detector (raceDetector), which makes them costly again: a single attempt on three
+// in-process masters went without an answer for 350 ms there.
+const parallelEmbedded = 16
+
+// raceDetector is set when the tests are built with -race (race_test.go).
+var raceDetector bool
+
+func TestMain(m *testing.M) {
+	n := parallelTests
+	if !locktest.UseReal() && !raceDetector {
+		n = parallelEmbedded
+	}
+	locktest.RunParallel(m, n)
+}
 
 // universal wraps clients as the UniversalClient interface the constructors take.
 func universal(cs ...*redis.Client) []redis.UniversalClient {

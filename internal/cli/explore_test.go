@@ -30,7 +30,10 @@ func TestExploreCommandJSONAndReplay(t *testing.T) {
 	dir := t.TempDir()
 	noEnv := func(string) string { return "" }
 	var out, errOut bytes.Buffer
-	err := Run(context.Background(), []string{"explore", "--modes", "none,atomic", "--budget", "2s", "--shrink-budget", "3s",
+	// The command's plumbing, not the explorer's reach (package explore's tests): in a second
+	// no lock fails several trials and the atomic decrement runs a dozen; the shrinker hands back
+	// the smallest it found when its budget ends.
+	err := Run(context.Background(), []string{"explore", "--modes", "none,atomic", "--budget", "1s", "--shrink-budget", "2s",
 		"--faults", "crash", "--seed", "7", "--dir", dir, "--json"}, noEnv, &out, &errOut)
 	if err != nil {
 		t.Fatalf("seckill explore: %v\n%s", err, errOut.String())
