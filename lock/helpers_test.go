@@ -18,23 +18,11 @@ import (
 // to answer, which a busy machine under -race does not always keep.
 const parallelTests = 8
 
-// parallelEmbedded is the same on in-process servers (no redis-server installed, or
-// LOCKTEST_REDIS=embedded): a test there costs little CPU (no process to start), and twice as
-// many at once halve the package's time without making the machine any busier. Not under the
-// race detector (raceDetector), which makes them costly again: a single attempt on three
-// in-process masters went without an answer for 350 ms there.
+// parallelEmbedded is the same on in-process servers, without the race detector
+// (locktest.RunParallelOnServers).
 const parallelEmbedded = 16
 
-// raceDetector is set when the tests are built with -race (race_test.go).
-var raceDetector bool
-
-func TestMain(m *testing.M) {
-	n := parallelTests
-	if !locktest.UseReal() && !raceDetector {
-		n = parallelEmbedded
-	}
-	locktest.RunParallel(m, n)
-}
+func TestMain(m *testing.M) { locktest.RunParallelOnServers(m, parallelTests, parallelEmbedded) }
 
 // universal wraps clients as the UniversalClient interface the constructors take.
 func universal(cs ...*redis.Client) []redis.UniversalClient {

@@ -117,6 +117,17 @@ func RunParallel(m *testing.M, n int) {
 	os.Exit(m.Run())
 }
 
+// RunParallelOnServers is RunParallel with n tests at once on real redis-server processes or
+// under the race detector, and inProcess on in-process servers without it: a test there costs
+// little CPU (no process to start), so more at once shorten the package without making the
+// machine busier.
+func RunParallelOnServers(m *testing.M, n, inProcess int) {
+	if !UseReal() && !raceDetector {
+		n = inProcess
+	}
+	RunParallel(m, n)
+}
+
 // aloneEnv marks a test binary started by Alone for the test it runs.
 const aloneEnv = "LOCKTEST_ALONE"
 
