@@ -54,18 +54,28 @@ func (e *Env) semaphoreLogger(process string) lock.Option {
 	return lock.WithLogger(e.runner.log().With("process", process))
 }
 
-// rsemaphore is Redisson's RSemaphore as the rows drive it.
-func (e *Env) rsemaphore() (semaphoreOps, error) {
+// aSemaphore is what both semaphores offer the rows besides taking a permit.
+type aSemaphore interface {
+	TrySetPermits(ctx context.Context, name string, n int) (bool, error)
+	AvailablePermits(ctx context.Context, name string) (int, error)
+	Close() error
+}
+
+// semaphoreOpsOf builds a kind's semaphoreOps: open makes one process's semaphore, and take
+// takes one permit within wait (0: one attempt), answering what gives it back; ErrNotObtained
+// when none came.
+func semaphoreOpsOf[S aSemaphore](e *Env, open func(opts ...lock.Option) (S, error),
+	take func(ctx context.Context, s S, name string, wait time.Duration) (func(context.Context) error, error)) (semaphoreOps, error) {
 	name := e.kindKey()
-	open := func(process string) (*lock.Semaphore, error) {
-		s, err := lock.NewSemaphore(e.Data, e.semaphoreLogger(process))
+	process := func(p string) (S, error) {
+		s, err := open(e.semaphoreLogger(p))
 		if err != nil {
-			return nil, fmt.Errorf("lab: semaphore for %s: %w", process, err)
+			return s, fmt.Errorf("lab: %s semaphore for %s: %w", e.Scenario.Mode, p, err)
 		}
 		e.onClose(func() { _ = s.Close() }) // a subscription only
 		return s, nil
 	}
-	shop, err := open("lab-shop")
+	shop, err := process("lab-shop")
 	if err != nil {
 		return semaphoreOps{}, err
 	}
@@ -75,20 +85,19 @@ func (e *Env) rsemaphore() (semaphoreOps, error) {
 		available: func(ctx context.Context) (int, error) { return shop.AvailablePermits(ctx, name) },
 		crashHolder: func(ctx context.Context) error {
 			holders++
-			s, err := open(fmt.Sprintf("lab-holder-%d", holders))
+			s, err := process(fmt.Sprintf("lab-holder-%d", holders))
 			if err != nil {
 				return err
 			}
 			hctx, h := fault.Attach(ctx, fault.Plan{})
-			ok, err := s.TryAcquire(hctx, name, 1)
-			if err != nil || !ok {
-				return fmt.Errorf("lab: holder %d took no permit: %v, %w", holders, ok, err)
+			if _, err := take(hctx, s, name, 0); err != nil {
+				return fmt.Errorf("lab: holder %d took no permit: %w", holders, err)
 			}
-			h.Crash()
+			h.Crash() // nothing of it reaches Redis from now on: an expirable permit's renewals fail
 			return nil
 		},
 		buy: func(ctx context.Context, wait time.Duration, held func()) (bool, error) {
-			err := shop.Acquire(ctx, name, 1, wait)
+			release, err := take(ctx, shop, name, wait)
 			if errors.Is(err, lock.ErrNotObtained) && ctx.Err() == nil {
 				return false, nil
 			}
@@ -96,56 +105,35 @@ func (e *Env) rsemaphore() (semaphoreOps, error) {
 				return false, err
 			}
 			held()
-			return true, shop.Release(context.WithoutCancel(ctx), name, 1)
+			return true, release(context.WithoutCancel(ctx))
 		},
 	}, nil
+}
+
+// rsemaphore is Redisson's RSemaphore as the rows drive it.
+func (e *Env) rsemaphore() (semaphoreOps, error) {
+	open := func(opts ...lock.Option) (*lock.Semaphore, error) { return lock.NewSemaphore(e.Data, opts...) }
+	return semaphoreOpsOf(e, open, func(ctx context.Context, s *lock.Semaphore, name string, wait time.Duration) (func(context.Context) error, error) {
+		if err := s.Acquire(ctx, name, 1, wait); err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) error { return s.Release(ctx, name, 1) }, nil
+	})
 }
 
 // expirable is the permit-expirable semaphore as the rows drive it, its permits renewed by a
 // watchdog (no lease of their own) with the row's lease as its timeout.
 func (e *Env) expirable() (semaphoreOps, error) {
-	name := e.kindKey()
-	open := func(process string) (*lock.ExpirableSemaphore, error) {
-		s, err := lock.NewExpirableSemaphore(e.Data, lock.WithLease(e.Lease), e.semaphoreLogger(process))
+	open := func(opts ...lock.Option) (*lock.ExpirableSemaphore, error) {
+		return lock.NewExpirableSemaphore(e.Data, append(opts, lock.WithLease(e.Lease))...)
+	}
+	return semaphoreOpsOf(e, open, func(ctx context.Context, s *lock.ExpirableSemaphore, name string, wait time.Duration) (func(context.Context) error, error) {
+		p, err := s.Acquire(ctx, name, wait, 0)
 		if err != nil {
-			return nil, fmt.Errorf("lab: expirable semaphore for %s: %w", process, err)
+			return nil, err
 		}
-		e.onClose(func() { _ = s.Close() }) // a subscription only
-		return s, nil
-	}
-	shop, err := open("lab-shop")
-	if err != nil {
-		return semaphoreOps{}, err
-	}
-	holders := 0
-	return semaphoreOps{
-		set:       func(ctx context.Context, n int) (bool, error) { return shop.TrySetPermits(ctx, name, n) },
-		available: func(ctx context.Context) (int, error) { return shop.AvailablePermits(ctx, name) },
-		crashHolder: func(ctx context.Context) error {
-			holders++
-			s, err := open(fmt.Sprintf("lab-holder-%d", holders))
-			if err != nil {
-				return err
-			}
-			hctx, h := fault.Attach(ctx, fault.Plan{})
-			if _, err := s.TryAcquire(hctx, name, 0); err != nil {
-				return fmt.Errorf("lab: holder %d took no permit: %w", holders, err)
-			}
-			h.Crash() // its watchdog's renewals fail from now on: nothing reaches Redis
-			return nil
-		},
-		buy: func(ctx context.Context, wait time.Duration, held func()) (bool, error) {
-			p, err := shop.Acquire(ctx, name, wait, 0)
-			if errors.Is(err, lock.ErrNotObtained) && ctx.Err() == nil {
-				return false, nil
-			}
-			if err != nil {
-				return false, err
-			}
-			held()
-			return true, p.Release(context.WithoutCancel(ctx))
-		},
-	}, nil
+		return p.Release, nil
+	})
 }
 
 // crashAll sets the limit, then lets semPermits holders each take a permit and crash, and
