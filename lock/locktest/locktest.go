@@ -102,9 +102,10 @@ func NewClient(tb testing.TB, s *Server) *redis.Client {
 // starting) rather than compute, each on servers of its own: it runs up to n of their parallel
 // tests at once instead of GOMAXPROCS, unless -test.parallel is given.
 // It also drops go-redis's own log lines ("failed to dial" while a test has stopped a server on
-// purpose).
+// purpose), and starts the stall meter (LongestStall).
 func RunParallel(m *testing.M, n int) {
 	redis.SetLogger(quiet{})
+	WatchStalls()
 	flag.Parse()
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
