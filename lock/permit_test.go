@@ -27,6 +27,18 @@ func newExpirable(t *testing.T, c redis.UniversalClient, opts ...lock.Option) *l
 	return s
 }
 
+// onePermit is an ExpirableSemaphore on a Redis of its own, with names each set to one permit.
+func onePermit(t *testing.T, names ...string) *lock.ExpirableSemaphore {
+	t.Helper()
+	s := newExpirable(t, locktest.NewClient(t, locktest.New(t)))
+	for _, name := range names {
+		if _, err := s.TrySetPermits(t.Context(), name, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
 // closedWithin reports whether ch closes within d.
 func closedWithin(ch <-chan struct{}, d time.Duration) bool {
 	select {
@@ -276,13 +288,8 @@ func TestPermitWatchdogRefreshAndRelease(t *testing.T) {
 // and Release are ErrNotHeld.
 func TestPermitLeaseRunsOut(t *testing.T) {
 	t.Parallel()
-	c := locktest.NewClient(t, locktest.New(t))
-	s := newExpirable(t, c)
-	ctx := t.Context()
 	const name = "permit-runs-out"
-	if _, err := s.TrySetPermits(ctx, name, 1); err != nil {
-		t.Fatal(err)
-	}
+	s, ctx := onePermit(t, name), t.Context()
 	short, err := s.TryAcquire(ctx, name, 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -370,13 +377,8 @@ func TestPermitWaitEnds(t *testing.T) {
 // background (clause 20), which wakes a waiter.
 func TestPermitReleaseWithEndedContext(t *testing.T) {
 	t.Parallel()
-	c := locktest.NewClient(t, locktest.New(t))
-	s := newExpirable(t, c)
-	ctx := t.Context()
 	const name = "permit-ended"
-	if _, err := s.TrySetPermits(ctx, name, 1); err != nil {
-		t.Fatal(err)
-	}
+	s, ctx := onePermit(t, name), t.Context()
 	p, err := s.TryAcquire(ctx, name, 0)
 	if err != nil {
 		t.Fatal(err)
