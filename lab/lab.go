@@ -319,8 +319,26 @@ func (r *Runner) run(ctx context.Context, sc Scenario) (_ Result, page []byte) {
 			res.Verdict = Reproduced
 		}
 	}
+	if why := leaseRanOut(res, sc.Safe, e.Count("lost"), stalled, lease); why != "" && e.slow == "" {
+		e.slow = why
+	}
 	starve(&res, stalled, lease, e.slow)
 	return res, e.keptPage
+}
+
+// leaseRanOut explains an UNEXPECTED safe row by the machine, or answers "": a holder of it
+// found its lease run out unrenewed (its outcome "lost": it did not write) while the process
+// stalled for a third of the lease or more. The watchdog renews every third of the lease, and a
+// stall that long, with Redis's answers slowed by the same load, can let a lease run out; the
+// checks that then fail (the holder did not sell, the next one entered beside it) are the lock
+// doing its job on a starved machine. On a quiet machine the stall is milliseconds, and a lease
+// lost to a broken watchdog stays UNEXPECTED.
+func leaseRanOut(res Result, safe bool, lost int, stalled, lease time.Duration) string {
+	if !safe || res.Verdict != Unexpected || lost == 0 || stalled < lease/3 {
+		return ""
+	}
+	return fmt.Sprintf("the machine stalled %s, over a third of the %s lease, and %d holder(s) found their lease run out unrenewed",
+		stalled.Round(time.Millisecond), lease, lost)
 }
 
 // starve turns a verdict the stall could explain into STARVED: a row judged while the process
