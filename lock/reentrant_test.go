@@ -353,14 +353,29 @@ func TestReentrantWatchdogRidesOutAStalledRedis(t *testing.T) {
 	const lease = 600 * time.Millisecond // renewal every 200ms, each call bounded by 200ms
 	l := reentLocker(t, c, "inst", lease)
 	const key = "stalled"
-	le := reentAcquire(t, l, "holder", key, lock.Options{})
-	time.Sleep(150 * time.Millisecond)
-	if err := srv.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(280 * time.Millisecond) // the renewal due at 200ms times out at least once
-	if err := srv.Resume(); err != nil {
-		t.Fatal(err)
+	// Redis stopped from 150 to 430 ms of a 600 ms lease: the lock is still valid when it comes
+	// back. A busy machine may stretch that past the lease, which then really runs out; such a
+	// try says nothing, and is made again.
+	var le *lock.Lease
+	for try := 0; ; try++ {
+		acquired := time.Now()
+		le = reentAcquire(t, l, "holder", key, lock.Options{})
+		time.Sleep(150 * time.Millisecond)
+		if err := srv.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(280 * time.Millisecond) // the renewal due at 200ms times out at least once
+		if err := srv.Resume(); err != nil {
+			t.Fatal(err)
+		}
+		back := time.Since(acquired)
+		if back < lease-100*time.Millisecond {
+			break
+		}
+		if try == 2 {
+			t.Skipf("the machine stretched the 430 ms from the acquisition to Redis's return to %s three times, too near the %s lease to judge", back, lease)
+		}
+		_ = le.Release(t.Context())
 	}
 	time.Sleep(2 * lease)
 	select {
