@@ -462,11 +462,17 @@ func clauseRefresh(t *testing.T, k conformanceKind) {
 			}
 			break
 		}
-		if !heldByOther(t, b, key) {
+		// An explicit lease is not renewed: a machine that stalls a lease between the refresh and
+		// these checks lets it run out on time, which says nothing of the refresh.
+		ranOut := func() bool { return explicit && time.Since(begun) >= lease }
+		if !heldByOther(t, b, key) && !ranOut() {
 			t.Fatalf("explicit %v: the lock was free after a refresh", explicit)
 		}
 		if err := le.Release(context.Background()); err != nil {
-			t.Fatalf("release after refresh (explicit %v): %v", explicit, err)
+			if !errors.Is(err, lock.ErrNotHeld) || !ranOut() {
+				t.Fatalf("release after refresh (explicit %v): %v", explicit, err)
+			}
+			t.Logf("explicit %v: the machine stalled past the lease after the refresh; its release found it run out (%v)", explicit, err)
 		}
 		if err := le.Refresh(context.Background()); !errors.Is(err, lock.ErrNotHeld) {
 			t.Fatalf("refresh after release (explicit %v): %v, want ErrNotHeld", explicit, err)
