@@ -223,7 +223,17 @@ func (c *psConn) close() error {
 	return err
 }
 
+// dispatch hands m to its listeners. They are rung once s.mu is released: a ring may take a
+// waiter's turn to its end, and the queue that then empties leaves its channel (leave takes
+// s.mu), from this goroutine.
 func (s *subscriber) dispatch(m any) {
+	for _, ring := range s.route(m) {
+		ring()
+	}
+}
+
+// route does the bookkeeping of m with s.mu held, and answers the rings it calls for, in order.
+func (s *subscriber) route(m any) (rings []func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch m := m.(type) {
@@ -234,11 +244,11 @@ func (s *subscriber) dispatch(m any) {
 		case "psubscribe":
 			key = patternKey(m.Channel)
 		default:
-			return
+			return nil
 		}
 		st := s.chans[key]
 		if st == nil {
-			return
+			return nil
 		}
 		// A confirmation beyond what was sent is a reconnect's resubscription: releases published
 		// while the connection was broken went unheard, so ring the channel's listeners (a
@@ -246,7 +256,7 @@ func (s *subscriber) dispatch(m any) {
 		// a holder that a restarted Redis no longer knows). A pattern's listener is told the
 		// pattern itself as the channel (joinPattern).
 		if st.confirmed >= st.sent && st.refs > 0 {
-			st.ringEvery(m.Channel, m.Kind == "psubscribe")
+			rings = append(rings, st.ringEvery(m.Channel, m.Kind == "psubscribe")...)
 		}
 		// A reconnect resubscribes every channel at once; never count past what was sent.
 		st.confirmed = min(st.confirmed+1, st.sent)
@@ -257,14 +267,14 @@ func (s *subscriber) dispatch(m any) {
 		}
 		if st.rehomed && st.confirmed >= st.sent {
 			st.rehomed = false
-			st.ringEvery(m.Channel, false)
+			rings = append(rings, st.ringEvery(m.Channel, false)...)
 		}
 		if st.refs == 0 && st.confirmed >= st.sent {
 			delete(s.chans, key)
 		}
 	case *redis.Message:
 		if !s.accept(m.Payload) {
-			return
+			return nil
 		}
 		key := m.Channel
 		if m.Pattern != "" {
@@ -272,26 +282,29 @@ func (s *subscriber) dispatch(m any) {
 		}
 		st := s.chans[key]
 		if st == nil || st.refs == 0 {
-			return
+			return nil
 		}
 		for _, ring := range st.rings {
-			ring(m.Channel, m.Payload)
+			rings = append(rings, func() { ring(m.Channel, m.Payload) })
 			if m.Pattern != "" {
 				break // a pattern's listeners are alike (joinPattern): one handles each message
 			}
 		}
 	}
+	return rings
 }
 
-// ringEvery tells st's listeners that messages on ch may have gone unheard (payload ""): every
-// one of them, or one for a pattern, whose listeners are alike (joinPattern).
-func (st *chanState) ringEvery(ch string, pattern bool) {
+// ringEvery answers the rings that tell st's listeners that messages on ch may have gone
+// unheard (payload ""): every one of them, or one for a pattern, whose listeners are alike
+// (joinPattern).
+func (st *chanState) ringEvery(ch string, pattern bool) (rings []func()) {
 	for _, ring := range st.rings {
-		ring(ch, "")
+		rings = append(rings, func() { ring(ch, "") })
 		if pattern {
-			return
+			break
 		}
 	}
+	return rings
 }
 
 // Close ends the pub/sub connections. Waiters still waiting fall back to their timers.
