@@ -136,15 +136,7 @@ func (k rwKind) release(s *Sim, w *World, c *Client) {
 }
 
 // route: the lock's channel rings every process that waits (both messages ring either side).
-func (rwKind) route(w *World, _ int, channel string) []int {
-	var to []int
-	for i, c := range w.Clients {
-		if channel == rwChan && !c.Crashed && !c.Done && c.PC == pcAcquire {
-			to = append(to, i)
-		}
-	}
-	return to
-}
+func (rwKind) route(w *World, _ int, channel string) []int { return waitersOn(w, channel, rwChan) }
 
 func (rwKind) deliver(s *Sim, w *World, c *Client, m msg) { s.ring(w, c) }
 

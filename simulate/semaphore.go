@@ -136,10 +136,17 @@ func (k semKind) release(s *Sim, w *World, c *Client) {
 
 // route: the semaphore's channel rings every process that waits (its count of permits is no
 // one's in particular).
-func (semKind) route(w *World, _ int, channel string) []int {
+func (semKind) route(w *World, _ int, channel string) []int { return waitersOn(w, channel, semChan) }
+
+// waitersOn is every live client still acquiring when channel is ch, the one channel a kind's
+// releases are published on; nobody otherwise.
+func waitersOn(w *World, channel, ch string) []int {
+	if channel != ch {
+		return nil
+	}
 	var to []int
 	for i, c := range w.Clients {
-		if channel == semChan && !c.Crashed && !c.Done && c.PC == pcAcquire {
+		if !c.Crashed && !c.Done && c.PC == pcAcquire {
 			to = append(to, i)
 		}
 	}
