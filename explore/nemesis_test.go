@@ -59,8 +59,9 @@ func TestFaultsDoWhatTheySay(t *testing.T) {
 		}
 	})
 	t.Run("master-restart-empty: the lock is gone, a second buyer gets in", func(t *testing.T) {
-		// b1 on another instance: a waiter of the same instance queues in-process behind b0.
-		s := two(1000, 300, 100, Fault{Kind: MasterRestartEmpty, Master: 0, AtMs: 50})
+		// b1 on another instance: a waiter of the same instance queues in-process behind b0. b0
+		// works 1.2 s, so the restart (300 ms on a loaded machine) ends well before b0 writes.
+		s := two(4000, 1200, 100, Fault{Kind: MasterRestartEmpty, Master: 0, AtMs: 50})
 		s.Instances, s.Buyers[1].Instance = 2, 1
 		out := run(t, "lua", s)
 		if !out.Has(LostUpdate) || len(out.Events) != 1 || out.Events[0].Err != "" {
