@@ -74,10 +74,22 @@ type attemptClock struct {
 
 type attemptKey struct{}
 
-// withAttemptClock gives ctx a new clock.
-func withAttemptClock(ctx context.Context) (context.Context, *attemptClock) {
-	c := &attemptClock{}
-	return context.WithValue(ctx, attemptKey{}, c), c
+// acquisition is the context one Acquire runs its kind under: ctx's values and end, bounded by the
+// wait (its cause errNoAnswer) and ended by Close (Locker.acquiring); it carries the acquisition's
+// attempt clock. One allocation for what a context.WithValue on a context.WithCancelCause would
+// take several for.
+type acquisition struct {
+	context.Context
+	cancel context.CancelFunc
+	clock  attemptClock
+}
+
+// Value answers the attempt clock's key with the clock, and any other key as ctx does.
+func (a *acquisition) Value(key any) any {
+	if _, ok := key.(attemptKey); ok {
+		return &a.clock
+	}
+	return a.Context.Value(key)
 }
 
 // markAttempt records, on ctx's clock, that an attempt is being sent now.

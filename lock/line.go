@@ -37,10 +37,11 @@ type waitLine struct {
 	// lostGrant is lostGrantBound and maxGrant maxGrantTTL (a test that counts commands raises
 	// both: a head queued in Redis looks again within either).
 	lostGrant, maxGrant time.Duration
-	// id names this process in its waiters' values ("<id>:<uuid>") and its grant channel; mine
+	// id names this process in its waiters' values ("<id>:<n>") and its grant channel; mine
 	// is id + ":", the start of this process's values.
 	id      string
 	mine    string
+	seq     atomic.Uint64 // numbers this Locker's values (newValue)
 	channel string // grantChannelPrefix + id
 	// args are the scripts' constant arguments, boxed once: the fenced flag and mine.
 	fencedArg, mineArg any
@@ -125,7 +126,11 @@ func (wl *waitLine) setCohort(k int) {
 
 // newValue is the value of a new acquisition: it names this process, so a release elsewhere
 // knows where to send its grant.
-func (wl *waitLine) newValue() string { return wl.mine + uuid.NewString() }
+func (wl *waitLine) newValue() string {
+	// id is random per Locker, and the sequence number unique within it: a value is never reused.
+	var buf [96]byte
+	return string(strconv.AppendUint(append(buf[:0], wl.mine...), wl.seq.Add(1), 10))
+}
 
 // subscribe starts listening on this process's grant channel (once), and returns a channel that
 // closes when Redis has confirmed it.

@@ -98,9 +98,10 @@ type Locker struct {
 	replicas *replicaSync
 	data     redis.UniversalClient
 
-	// held are the leases not yet given back, for Close.
-	mu   sync.Mutex
-	held map[*Lease]struct{}
+	// held are the leases not yet given back, and acquiring the acquisitions under way, for Close.
+	mu        sync.Mutex
+	held      map[*Lease]struct{}
+	acquiring map[*acquisition]struct{}
 }
 
 // answerGrace is how long past its wait an acquisition may take when a server does not answer
@@ -132,13 +133,14 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 	}
 	ttl := opts.Lease
 	start := time.Now()
-	actx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stopClose := context.AfterFunc(l.closing, func() { cancel(ErrClosed) })
-	defer stopClose()
-	actx, cancelDeadline := context.WithTimeoutCause(actx, max(opts.Wait, 0)+answerGrace+l.extra, errNoAnswer)
-	defer cancelDeadline()
-	actx, clock := withAttemptClock(actx)
+	actx := &acquisition{}
+	actx.Context, actx.cancel = context.WithDeadlineCause(ctx, start.Add(max(opts.Wait, 0)+answerGrace+l.extra), errNoAnswer)
+	defer actx.cancel()
+	if !l.enter(actx) {
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotObtained, key, ErrClosed)
+	}
+	defer l.leave(actx)
+	clock := &actx.clock
 
 	// The kind runs in a goroutine of its own, and Acquire returns on time without it: a call
 	// to a server that does not answer blocks until the client's read timeout whatever the
@@ -217,6 +219,27 @@ func transient(err error) bool {
 		!redis.HasErrorPrefix(err, "NOAUTH") && !redis.HasErrorPrefix(err, "WRONGPASS")
 }
 
+// enter records an acquisition under way, for Close to end; false when the Locker is closed.
+func (l *Locker) enter(a *acquisition) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closing.Err() != nil {
+		return false
+	}
+	if l.acquiring == nil {
+		l.acquiring = map[*acquisition]struct{}{}
+	}
+	l.acquiring[a] = struct{}{}
+	return true
+}
+
+// leave forgets an acquisition that has ended.
+func (l *Locker) leave(a *acquisition) {
+	l.mu.Lock()
+	delete(l.acquiring, a)
+	l.mu.Unlock()
+}
+
 // track records a lease as held, for Close to give back; false when the Locker is closed.
 func (l *Locker) track(le *Lease) bool {
 	l.mu.Lock()
@@ -243,7 +266,8 @@ func (l *Locker) untrack(le *Lease) {
 // or the kind's own error.
 func (l *Locker) acquireErr(ctx, actx context.Context, key string, err error) error {
 	switch cause := context.Cause(actx); {
-	case errors.Is(cause, ErrClosed):
+	case l.closing.Err() != nil && errors.Is(cause, context.Canceled) && ctx.Err() == nil:
+		// Close cancelled it (Locker.acquiring).
 		return fmt.Errorf("%w: %s: %w", ErrNotObtained, key, ErrClosed)
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		// The kind's call ended with the caller's context: that says nothing of Redis.
@@ -329,6 +353,9 @@ func (l *Locker) Close() error {
 	l.once.Do(func() {
 		l.mu.Lock()
 		l.close(ErrClosed)
+		for a := range l.acquiring {
+			a.cancel()
+		}
 		held := l.held
 		l.held = nil
 		l.mu.Unlock()
@@ -407,7 +434,10 @@ func (le *Lease) expire(ctx context.Context, sent time.Time) {
 	until, ttl := sent.Add(le.ttl), le.ttl
 	var push func(context.Context) error
 	if t, ok := le.impl.(tenured); ok && !t.expiresAt().IsZero() {
-		until, ttl, push = t.expiresAt(), t.tenureTTL(), t.pusher()
+		until, ttl = t.expiresAt(), t.tenureTTL()
+		if ttl < le.ttl {
+			push = t.pusher() // handed over short: only such a lock is pushed
+		}
 	}
 	le.exp = newExpiry(ctx, le.ttl, ttl, until, push)
 }

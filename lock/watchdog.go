@@ -18,19 +18,22 @@ import (
 // without its cancellation, so tracing and client hooks see a renewal as part of the acquisition
 // that started it.
 type life struct {
-	base   context.Context
-	cancel context.CancelFunc
-	lease  time.Duration
-	renew  func(ctx context.Context) (renewOutcome, error) // nil: no watchdog
-	// endOf is how long a renewal sent at sent keeps the lock by our clock (core.SafeEnd of the
-	// lease; Redlock's validity).
+	acquired context.Context // the acquiring context, for the values of the renewals
+	lease    time.Duration
+	renew    func(ctx context.Context) (renewOutcome, error) // nil: no watchdog
+	// endOf is how long a renewal sent at sent keeps the lock by our clock: nil for core.SafeEnd of
+	// the lease; Redlock's validity.
 	endOf  func(sent time.Time) time.Time
 	onLost func(error) // told why, once, when the lease is lost (nil: nobody)
 
-	mu     sync.Mutex
-	core   *core.Life
+	mu   sync.Mutex
+	core core.Life
+	// base and cancel are the renewals' context, made at the first renewal (a lease given back
+	// before one needs none).
+	base   context.Context
+	cancel context.CancelFunc
 	timer  *time.Timer
-	lost   chan struct{}
+	lost   chan struct{} // made when first asked for (nil until then)
 	closed bool
 }
 
@@ -87,19 +90,14 @@ func newExpiry(ctx context.Context, lease, ttl time.Duration, until time.Time, p
 // newLife starts a lease's life: renew is its watchdog's round (watch) or the push of a lock
 // handed over short (nil: none).
 func newLife(ctx context.Context, lease, ttl time.Duration, until time.Time, renew func(ctx context.Context) (renewOutcome, error), watch bool, onLost func(error)) *life {
-	l := &life{lease: lease, renew: renew, onLost: onLost, lost: make(chan struct{}),
-		endOf: func(sent time.Time) time.Time { return core.SafeEnd(sent, lease) }}
-	if renew != nil {
-		l.base, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	}
+	l := &life{acquired: ctx, lease: lease, renew: renew, onLost: onLost}
 	l.mu.Lock()
 	ttl = min(ttl, lease)
 	end := core.SafeEnd(until.Add(-ttl), ttl)
 	if renew == nil {
 		ttl = lease // nothing can push it: the core must not ask for a push
 	}
-	c, r := core.NewLife(time.Now(), end, ttl, lease, watch && renew != nil)
-	l.core = c
+	r := l.core.Start(time.Now(), end, ttl, lease, watch && renew != nil)
 	l.timer = time.AfterFunc(time.Hour, l.tick)
 	l.mu.Unlock()
 	l.step(func(*core.Life) core.Ready { return r }, true)
@@ -111,7 +109,7 @@ func newLife(ctx context.Context, lease, ttl time.Duration, until time.Time, ren
 // one of their own), closes lost.
 func (l *life) step(event func(*core.Life) core.Ready, inline bool) {
 	l.mu.Lock()
-	r := event(l.core)
+	r := event(&l.core)
 	switch {
 	case r.Lost:
 		l.stopLocked()
@@ -136,15 +134,25 @@ func (l *life) tick() { l.step(func(c *core.Life) core.Ready { return c.Tick(tim
 
 // round sends one renewal and tells the core how it went.
 func (l *life) round() {
+	l.mu.Lock()
+	if l.core.Over() {
+		l.mu.Unlock()
+		return // given back since the core asked for it
+	}
+	if l.base == nil {
+		l.base, l.cancel = context.WithCancel(context.WithoutCancel(l.acquired))
+	}
+	base := l.base
+	l.mu.Unlock()
 	sent := time.Now()
-	ctx, cancel := context.WithTimeout(l.base, max(l.lease/3, time.Millisecond))
+	ctx, cancel := context.WithTimeout(base, max(l.lease/3, time.Millisecond))
 	o, err := l.renew(ctx)
 	cancel()
 	l.step(func(c *core.Life) core.Ready {
 		now := time.Now()
 		switch o {
 		case renewed:
-			return c.Renewed(now, l.endOf(sent))
+			return c.Renewed(now, l.endAt(sent))
 		case renewLost:
 			if err == nil {
 				err = errLost
@@ -156,9 +164,21 @@ func (l *life) round() {
 	}, true)
 }
 
+// endAt is until when a renewal sent at sent keeps the lock by our clock.
+func (l *life) endAt(sent time.Time) time.Time {
+	if l.endOf != nil {
+		return l.endOf(sent)
+	}
+	return core.SafeEnd(sent, l.lease)
+}
+
 // close closes lost, once (l.mu held).
 func (l *life) close() {
-	if !l.closed {
+	switch {
+	case l.closed:
+	case l.lost == nil:
+		l.closed, l.lost = true, closedChan
+	default:
 		l.closed = true
 		close(l.lost)
 	}
@@ -172,6 +192,11 @@ func (l *life) Lost() <-chan struct{} {
 		return nil
 	}
 	l.step(func(c *core.Life) core.Ready { return c.Check(time.Now()) }, false)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost == nil {
+		l.lost = make(chan struct{})
+	}
 	return l.lost
 }
 
@@ -209,7 +234,7 @@ func (l *life) stopLocked() {
 
 // refreshed tells the life that a renewal of the caller's own, sent at sent, was answered.
 func (l *life) refreshed(sent time.Time) {
-	l.step(func(c *core.Life) core.Ready { return c.Refreshed(time.Now(), l.endOf(sent)) }, false)
+	l.step(func(c *core.Life) core.Ready { return c.Refreshed(time.Now(), l.endAt(sent)) }, false)
 }
 
 // refreshedUntil tells the life that a renewal keeps the lock until end (Redlock's validity).

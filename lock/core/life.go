@@ -68,11 +68,17 @@ type Ready struct {
 // watch. A lock with less than its lease is pushed out to it a third of the way into its TTL,
 // watched or not.
 func NewLife(now, end time.Time, ttl, lease time.Duration, watch bool) (*Life, Ready) {
-	l := &Life{lease: lease, ttl: min(ttl, lease), watch: watch && !mutated(NoRenewal), end: end}
+	l := &Life{}
+	return l, l.Start(now, end, ttl, lease, watch)
+}
+
+// Start is NewLife on a Life of the caller's (a field of a driver), which it overwrites.
+func (l *Life) Start(now, end time.Time, ttl, lease time.Duration, watch bool) Ready {
+	*l = Life{lease: lease, ttl: min(ttl, lease), watch: watch && !mutated(NoRenewal), end: end}
 	if l.watch || (l.ttl < lease && !mutated(NoPush)) {
 		l.due, l.next = true, now.Add(max(l.ttl/3, time.Millisecond))
 	}
-	return l, l.Tick(now)
+	return l.Tick(now)
 }
 
 // Stale reports whether a lock just taken, which surely lives until end by a TTL of ttl, has so
