@@ -42,7 +42,7 @@ type waitLine struct {
 	id      string
 	mine    string
 	seq     atomic.Uint64 // numbers this Locker's values (newValue)
-	channel string // grantChannelPrefix + id
+	channel string        // grantChannelPrefix + id
 	// args are the scripts' constant arguments, boxed once: the fenced flag and mine.
 	fencedArg, mineArg any
 	// keys are the scripts' keys of the key last used (a process sells one key at a time, most
