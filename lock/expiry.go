@@ -11,12 +11,11 @@ import (
 
 // tenure is how long a new holder's lock lives by our clock: the TTL it was taken or handed over
 // with (less than the lease when handed over short, waiting.go rule 16), until a moment counted
-// from no later than when that TTL was set; and how to renew it. Lease.Lost follows it
-// (tenured): the lease's life (core.Life) pushes a lock handed over short out to its lease.
+// from no later than when that TTL was set. Lease.Lost follows it (tenured): the lease's life
+// (core.Life) pushes a lock handed over short out to its lease, by the lease's pusher.
 type tenure struct {
 	ttl   time.Duration
 	until time.Time
-	renew func(context.Context) error // renews the lock to its lease (nil: cannot)
 }
 
 func (h *tenure) expiresAt() time.Time { return h.until }
@@ -24,20 +23,19 @@ func (h *tenure) expiresAt() time.Time { return h.until }
 // tenureTTL is the TTL the lock was taken or handed over with.
 func (h *tenure) tenureTTL() time.Duration { return h.ttl }
 
-// pusher is how the lock is renewed to its lease.
-func (h *tenure) pusher() func(context.Context) error { return h.renew }
+// stale reports whether what this process knows of the lock's TTL is stale (core.Stale): a lock
+// handed over from another process by a release known only to have come after this waiter's last
+// attempt, so that its TTL counts from that attempt. It must be freshened before it is held.
+func (h *tenure) stale() bool {
+	return core.Stale(time.Now(), core.SafeEnd(h.until.Add(-h.ttl), h.ttl), h.ttl)
+}
 
-// freshen renews now a lock handed over from another process when what this process knows of
-// its TTL is stale (core.Stale): the release that handed it over is known only to have come after
-// this waiter's last attempt, so its TTL counts from that attempt. A renewal sent now, answered,
-// proves the lock is ours for a lease from its send. ErrNotHeld: the lock ran out before the
-// handover reached this waiter.
-func (h *tenure) freshen(ctx context.Context, lease time.Duration) error {
-	if !core.Stale(time.Now(), core.SafeEnd(h.until.Add(-h.ttl), h.ttl), h.ttl) {
-		return nil
-	}
+// freshen renews a stale lock by renew (the lease's pusher): a renewal sent now, answered, proves
+// the lock is ours for a lease from its send. ErrNotHeld: the lock ran out before the handover
+// reached this waiter.
+func (h *tenure) freshen(ctx context.Context, lease time.Duration, renew func(context.Context) error) error {
 	sent := time.Now()
-	if err := h.renew(ctx); err != nil {
+	if err := renew(ctx); err != nil {
 		return err
 	}
 	h.ttl, h.until = lease, sent.Add(lease)
@@ -114,3 +112,9 @@ func (c *attemptClock) since(def time.Time) time.Time {
 	}
 	return def
 }
+
+// The leases that know their tenure.
+var (
+	_ tenured = (*valueLease)(nil)
+	_ tenured = (*fairLease)(nil)
+)

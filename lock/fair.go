@@ -578,16 +578,17 @@ func (l *fairLocker) cancel(ctx context.Context, key, field string, waitMs int64
 // without one, its Lease pushes a lock handed over short out to its lease.
 func (l *fairLocker) held(ctx context.Context, key, field string, lease, ttl time.Duration, leaseMs, waitMs int64, watch bool) (*fairLease, error) {
 	le := &fairLease{l: l, key: key, field: field, leaseMs: leaseMs, waitMs: waitMs,
-		tenure: &tenure{ttl: ttl, until: attemptSent(ctx, time.Now()).Add(ttl)}}
-	le.renew = func(ctx context.Context) error { return renewHash(ctx, l.rdb, key, field, leaseMs) }
-	if err := le.freshen(ctx, lease); err != nil {
-		return nil, handedOverLate(ctx, key, err, le)
+		tenure: tenure{ttl: ttl, until: attemptSent(ctx, time.Now()).Add(ttl)}}
+	if le.stale() {
+		if err := le.freshen(ctx, lease, le.pusher()); err != nil {
+			return nil, handedOverLate(ctx, key, err, le)
+		}
 	}
 	if !watch {
 		return le, nil
 	}
 	le.wd = startWatchdog(ctx, lease, le.ttl, le.until, func(ctx context.Context) (renewOutcome, error) {
-		return outcome(le.renew(ctx))
+		return outcome(le.renewLease(ctx))
 	}, func(err error) {
 		l.log.Warn("fair lock lost: renewal failed", "key", key, "field", field, "err", err)
 	})
@@ -628,8 +629,8 @@ type fairLease struct {
 	leaseMs int64
 	waitMs  int64 // the holder's wait: the thread wait a handover moves the queue's deadlines by
 	wd      *life // nil with an explicit lease
-	// tenure is the TTL the lock was taken with, and how to renew it.
-	*tenure
+	// tenure is the TTL the lock was taken with.
+	tenure
 	gate releaseGate
 }
 
@@ -656,6 +657,14 @@ func (le *fairLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error 
 		le.l.mu.Unlock()
 	}, func() error { return le.l.release(ctx, le.key, le.field, le.leaseMs, le.waitMs, p) })
 }
+
+// renewLease renews the lock to its lease, while the field is still ours.
+func (le *fairLease) renewLease(ctx context.Context) error {
+	return renewHash(ctx, le.l.rdb, le.key, le.field, le.leaseMs)
+}
+
+// pusher is how the lock is renewed to its lease (tenured).
+func (le *fairLease) pusher() func(context.Context) error { return le.renewLease }
 
 // refresh pushes the lock's expiry out by the lease, while the field is still ours.
 func (le *fairLease) refresh(ctx context.Context) error { return le.refreshOn(ctx, le.l.rdb) }

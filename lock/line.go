@@ -62,7 +62,7 @@ type waitLine struct {
 	ready <-chan struct{} // closed once the grant channel's subscription is confirmed
 }
 
-// idUnsafe makes// idUnsafe makes an instance id safe inside a line id.
+// idUnsafe makes an instance id safe inside a line id.
 var idUnsafe = strings.NewReplacer(":", "_", "\n", "_", " ", "_", "\t", "_", "\r", "_")
 
 // grantChannelPrefix starts every process's grant channel.
@@ -74,26 +74,32 @@ func lineKeys(key string) []string {
 	return []string{key, script.Prefixed(script.LinePrefix, key), script.Prefixed(script.LineWaitersPrefix, key)}
 }
 
-// lineKeySet is the keys of one lock's scripts.
+// lineKeySet is the keys of one lock's scripts, and its two scripts on them.
 type lineKeySet struct {
-	key  string
-	keys []string
+	key              string
+	keys             []string
+	acquire, release scriptCall
 }
 
 // scriptKeys are the keys of this line's scripts: lineKeys and the token counter (the lock key
 // again for lua). The slice is shared: the caller does not change it.
-func (wl *waitLine) scriptKeys(key string) []string {
+func (wl *waitLine) scriptKeys(key string) []string { return wl.keySet(key).keys }
+
+// keySet is key's lineKeySet, kept for the key last used (a process sells one key at a time, most
+// often), so a busy sale does not build it on every command.
+func (wl *waitLine) keySet(key string) *lineKeySet {
 	if k := wl.keys.Load(); k != nil && k.key == key {
-		return k.keys
+		return k
 	}
 	tok := key
 	if wl.fenced {
 		tok = fencedTokenKey(wl.rdb, key)
 	}
 	keys := append(lineKeys(key), tok)
-	k := &lineKeySet{key: key, keys: keys[:len(keys):len(keys)]}
+	keys = keys[:len(keys):len(keys)]
+	k := &lineKeySet{key: key, keys: keys, acquire: newScriptCall(lineAcquire, keys), release: newScriptCall(lineRelease, keys)}
 	wl.keys.Store(k)
-	return k.keys
+	return k
 }
 
 // newWaitLine builds a Locker's line; instance (WithInstanceID) starts its id, so a lock's value
@@ -201,16 +207,16 @@ func (wl *waitLine) passOn(key, value string) {
 // acquire waits until value holds key's lock, the wait runs out (ErrNotObtained) or ctx ends. It
 // returns the lock's fencing token (0 for lua) and its tenure: the TTL it has (less than the lease
 // when handed over short) from when it was taken or handed over.
-func (wl *waitLine) acquire(ctx context.Context, key, value string, lease, wait time.Duration) (int64, *tenure, error) {
+func (wl *waitLine) acquire(ctx context.Context, key, value string, lease, wait time.Duration) (int64, tenure, error) {
 	win, err := wl.wait(ctx, key, value, lease, wait)
 	if err != nil {
-		return 0, nil, err
+		return 0, tenure{}, err
 	}
 	ttl := lease
 	if win.Short && win.GrantTTL < lease {
 		ttl = win.GrantTTL
 	}
-	return win.Token, &tenure{ttl: ttl, until: win.Since.Add(ttl)}, nil
+	return win.Token, tenure{ttl: ttl, until: win.Since.Add(ttl)}, nil
 }
 
 // lineWin is how a waiter got the lock (core.LineWin).
@@ -286,8 +292,9 @@ func (wl *waitLine) attempt(ctx context.Context, key, value, leaseMs string, sub
 // try is one run of the acquire script: held and the token, or how long until it is worth
 // looking again (ms). deadline 0: a single attempt that does not queue.
 func (wl *waitLine) try(ctx context.Context, key, value, leaseMs string, deadline, grantMs int64) (bool, int64, int64, error) {
-	r, err := lineAcquire.Run(ctx, wl.rdb, wl.scriptKeys(key), value, time.Now().UnixMilli(), wl.fencedArg,
-		leaseMs, deadline, grantMs).Int64Slice()
+	call := wl.keySet(key).acquire
+	r, err := call.run(ctx, nil, wl.rdb, append(call.args(6), value, time.Now().UnixMilli(), wl.fencedArg,
+		leaseMs, deadline, grantMs)).Int64Slice()
 	if err != nil {
 		err = redisErr("acquire "+key, err)
 		orphaned(ctx, err, "line\x00"+key+"\x00"+value, func(ctx context.Context) error {
@@ -355,15 +362,18 @@ func (wl *waitLine) forget(key, value string) {
 // only takes value out of the Redis line. It reports whether the lock was value's.
 func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value string) (bool, error) {
 	next, ok := wl.nextWaiter(key, value)
-	args := []any{value, time.Now().UnixMilli(), wl.fencedArg, wl.mineArg, grantChannelPrefix, "", 0, 0, 0, "0"}
-	if ok {
-		args[5], args[6], args[7], args[8] = next.Value, next.Deadline.UnixMilli(), next.GrantTTL.Milliseconds(), max(next.Lease.Milliseconds(), 1)
-		if next.Before {
-			args[9] = "1"
-		}
+	call := wl.keySet(key).release
+	args := append(call.args(10), value, time.Now().UnixMilli(), wl.fencedArg, wl.mineArg, grantChannelPrefix)
+	switch {
+	case ok && next.Before:
+		args = append(args, next.Value, next.Deadline.UnixMilli(), next.GrantTTL.Milliseconds(), max(next.Lease.Milliseconds(), 1), "1")
+	case ok:
+		args = append(args, next.Value, next.Deadline.UnixMilli(), next.GrantTTL.Milliseconds(), max(next.Lease.Milliseconds(), 1), "0")
+	default:
+		args = append(args, "", 0, 0, 0, "0")
 	}
 	sent := time.Now()
-	r, err := runScript(ctx, p, wl.rdb, lineRelease, wl.scriptKeys(key), args...).Slice()
+	r, err := call.run(ctx, p, wl.rdb, args).Slice()
 	if err != nil {
 		wl.forget(key, value)
 		return false, redisErr("release "+key, err)

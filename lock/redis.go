@@ -41,3 +41,45 @@ func execHeld(ctx context.Context, p redis.Pipeliner) {
 		_, _ = p.Exec(ctx)
 	}
 }
+
+// scriptCall is one script on one set of keys, with the head of its EVALSHA (the command, the
+// script's SHA, the key count and the keys) boxed once: go-redis's Script.Run boxes each of them
+// again on every call, and a sale runs two scripts.
+type scriptCall struct {
+	sc   *redis.Script
+	keys []string
+	head []any
+}
+
+func newScriptCall(sc *redis.Script, keys []string) scriptCall {
+	head := append(make([]any, 0, 3+len(keys)), "evalsha", sc.Hash(), len(keys))
+	for _, k := range keys {
+		head = append(head, k)
+	}
+	return scriptCall{sc: sc, keys: keys, head: head}
+}
+
+// args is a new command: the head, with room for n arguments to append.
+func (s scriptCall) args(n int) []any {
+	return append(make([]any, 0, len(s.head)+n), s.head...)
+}
+
+// run sends cmd (s.args with the arguments appended) as runScript does: after p, or with it on a
+// client that sends a pipeline on one connection; a script Redis does not know is sent whole.
+func (s scriptCall) run(ctx context.Context, p redis.Pipeliner, rdb redis.UniversalClient, cmd []any) *redis.Cmd {
+	c := redis.NewCmd(ctx, cmd...)
+	if len(s.keys) > 0 {
+		c.SetFirstKeyPos(3)
+	}
+	if _, oneConn := rdb.(*redis.Client); p != nil && oneConn {
+		_ = p.Process(ctx, c)
+		execHeld(ctx, p)
+	} else {
+		execHeld(ctx, p)
+		_ = rdb.Process(ctx, c)
+	}
+	if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return s.sc.Eval(ctx, rdb, s.keys, cmd[len(s.head):]...)
+	}
+	return c
+}

@@ -74,13 +74,14 @@ func (l *valueLocker) Acquire(ctx context.Context, key string, opts Options) (he
 		return nil, err
 	}
 	le := &valueLease{key: key, value: value, token: token, l: l, leaseMs: max(lease.Milliseconds(), 1), tenure: ten}
-	ten.renew = func(ctx context.Context) error { return renewValue(ctx, l.rdb, key, value, le.leaseMs) }
-	if err := ten.freshen(ctx, lease); err != nil {
-		return nil, handedOverLate(ctx, key, err, le)
+	if le.stale() {
+		if err := le.freshen(ctx, lease, le.pusher()); err != nil {
+			return nil, handedOverLate(ctx, key, err, le)
+		}
 	}
 	if l.fenced && !opts.ExplicitLease {
-		le.wd = startWatchdog(ctx, lease, ten.ttl, ten.until, func(ctx context.Context) (renewOutcome, error) {
-			return outcome(ten.renew(ctx))
+		le.wd = startWatchdog(ctx, lease, le.ttl, le.until, func(ctx context.Context) (renewOutcome, error) {
+			return outcome(le.renewLease(ctx))
 		}, func(err error) {
 			l.log.Warn("fenced lock lost: renewal failed", "key", key, "token", token, "err", err)
 		})
@@ -95,7 +96,7 @@ type valueLease struct {
 	leaseMs    int64
 	wd         *life // nil without one (NewLua, an explicit lease)
 	token      int64 // 0 for NewLua
-	*tenure
+	tenure
 	gate releaseGate
 }
 
@@ -124,6 +125,14 @@ func (l *valueLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error 
 	}
 	return nil
 }
+
+// renewLease renews the lock to its lease, while the key still holds our value.
+func (l *valueLease) renewLease(ctx context.Context) error {
+	return renewValue(ctx, l.l.rdb, l.key, l.value, l.leaseMs)
+}
+
+// pusher is how the lock is renewed to its lease (tenured).
+func (l *valueLease) pusher() func(context.Context) error { return l.renewLease }
 
 // refresh pushes the lock's expiry out by the lease, while the key still holds our value.
 func (l *valueLease) refresh(ctx context.Context) error { return l.refreshOn(ctx, l.l.rdb) }
