@@ -270,8 +270,8 @@ func (wl *waitLine) attempt(ctx context.Context, key, value, leaseMs string, sub
 	look := wl.line.Look(sent, value, subscribed)
 	wl.mu.Unlock()
 	switch {
-	case look.Win != nil:
-		return *look.Win, true, 0, nil
+	case look.Won:
+		return look.Win, true, 0, nil
 	case look.Wait > 0:
 		return lineWin{}, false, look.Wait, nil
 	}

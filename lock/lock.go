@@ -308,36 +308,45 @@ func (l *Locker) check(key string, opts Options) error {
 // abandonAfter runs call on one of c's goroutines and returns what it returns, or, once ctx has
 // ended and call has not returned within abandonGrace, ctx's cause; a result that comes later is
 // given to undo (a lock won for a caller that has gone is given back).
-func abandonAfter[T any](ctx context.Context, c *crew, call func() (T, error), undo func(T)) (T, error) {
-	type result struct {
-		v   T
-		err error
-	}
-	done := make(chan result, 1)
+func abandonAfter(ctx context.Context, c *crew, call func() (heldLock, error), undo func(heldLock)) (heldLock, error) {
+	done := results.Get().(chan acquired)
 	c.run(func() {
-		v, err := call()
-		done <- result{v, err}
+		h, err := call()
+		done <- acquired{h, err}
 	})
 	select {
 	case r := <-done:
-		return r.v, r.err
+		results.Put(done)
+		return r.h, r.err
 	case <-ctx.Done():
 	}
 	t := time.NewTimer(abandonGrace)
 	defer t.Stop()
 	select {
 	case r := <-done:
-		return r.v, r.err
+		results.Put(done)
+		return r.h, r.err
 	case <-t.C:
 	}
 	go func() {
-		if r := <-done; r.err == nil && undo != nil {
-			undo(r.v)
+		r := <-done
+		results.Put(done)
+		if r.err == nil && undo != nil {
+			undo(r.h)
 		}
 	}()
-	var zero T
-	return zero, context.Cause(ctx)
+	return nil, context.Cause(ctx)
 }
+
+// acquired is what an acquisition's kind returned.
+type acquired struct {
+	h   heldLock
+	err error
+}
+
+// results are abandonAfter's channels, each empty when put back (its one result received), so an
+// acquisition does not make one.
+var results = sync.Pool{New: func() any { return make(chan acquired, 1) }}
 
 // Close ends every wait of the Locker within a few milliseconds (ErrNotObtained joined with
 // ErrClosed), makes later Acquire calls fail at once the same way, gives back every lease still
@@ -390,14 +399,18 @@ type Lease struct {
 	locker *Locker // nil for a part of a multilock's lease (Parts)
 	// ttl is the lease asked for (Options.Lease, or the Locker's).
 	ttl time.Duration
-	// exp closes Lost for a lease nothing watches, when its lease runs out by our clock.
-	exp *life
+	// exp closes Lost for a lease nothing watches, when its lease runs out by our clock: nil, or
+	// expiry, the lease's own.
+	exp    *life
+	expiry life
 	// ended: Release (or Close) was called; Lost is closed from then on.
 	ended atomic.Bool
 
 	mu sync.Mutex
-	// pending is a release still under way after its caller's context ended.
+	// pending is a release still under way after its caller's context ended; first is the lease's
+	// own for its first release run in the caller's goroutine.
 	pending *pendingRelease
+	first   pendingRelease
 	// byClose is how Close's release of the lease ended, for the holder's Release to answer.
 	byClose atomic.Pointer[error]
 }
@@ -439,7 +452,8 @@ func (le *Lease) expire(ctx context.Context, sent time.Time) {
 			push = t.pusher() // handed over short: only such a lock is pushed
 		}
 	}
-	le.exp = newExpiry(ctx, le.ttl, ttl, until, push)
+	le.exp = &le.expiry
+	le.exp.expire(ctx, le.ttl, ttl, until, push)
 }
 
 // closedChan is the Lost of a lease given back.
@@ -493,7 +507,11 @@ func (le *Lease) Release(ctx context.Context) error {
 	if pend == nil && ctx.Done() == nil {
 		// Nothing can end the caller's wait: the release runs here, as it would elsewhere while
 		// the caller waited for it.
-		pend = &pendingRelease{done: make(chan struct{})}
+		pend = &le.first
+		if pend.done != nil {
+			pend = &pendingRelease{} // the first was a release that got no answer
+		}
+		pend.done = make(chan struct{})
 		le.pending = pend
 		le.mu.Unlock()
 		le.settleHere(ctx, pend, false)

@@ -80,17 +80,31 @@ func startWatchdog(acquireCtx context.Context, lease, ttl time.Duration, until t
 // unless a Refresh moved it. A lock handed over short is pushed out to its lease by push (nil:
 // nothing can push it, and it runs out with what it has).
 func newExpiry(ctx context.Context, lease, ttl time.Duration, until time.Time, push func(ctx context.Context) error) *life {
+	l := &life{}
+	l.expire(ctx, lease, ttl, until, push)
+	return l
+}
+
+// expire is newExpiry's, on a life of the caller's not started before.
+func (l *life) expire(ctx context.Context, lease, ttl time.Duration, until time.Time, push func(ctx context.Context) error) {
 	var renew func(ctx context.Context) (renewOutcome, error)
 	if push != nil {
 		renew = func(ctx context.Context) (renewOutcome, error) { return outcome(push(ctx)) }
 	}
-	return newLife(ctx, lease, ttl, until, renew, false, nil)
+	l.start(ctx, lease, ttl, until, renew, false, nil)
 }
 
 // newLife starts a lease's life: renew is its watchdog's round (watch) or the push of a lock
 // handed over short (nil: none).
 func newLife(ctx context.Context, lease, ttl time.Duration, until time.Time, renew func(ctx context.Context) (renewOutcome, error), watch bool, onLost func(error)) *life {
-	l := &life{acquired: ctx, lease: lease, renew: renew, onLost: onLost}
+	l := &life{}
+	l.start(ctx, lease, ttl, until, renew, watch, onLost)
+	return l
+}
+
+// start is newLife's, on a life of the caller's (a field of a lease) not started before.
+func (l *life) start(ctx context.Context, lease, ttl time.Duration, until time.Time, renew func(ctx context.Context) (renewOutcome, error), watch bool, onLost func(error)) {
+	l.acquired, l.lease, l.renew, l.onLost = ctx, lease, renew, onLost
 	l.mu.Lock()
 	ttl = min(ttl, lease)
 	end := core.SafeEnd(until.Add(-ttl), ttl)
@@ -101,7 +115,6 @@ func newLife(ctx context.Context, lease, ttl time.Duration, until time.Time, ren
 	l.timer = time.AfterFunc(time.Hour, l.tick)
 	l.mu.Unlock()
 	l.step(func(*core.Life) core.Ready { return r }, true)
-	return l
 }
 
 // step gives the core an event (under the mutex) and does what it answers: arms the timer, sends

@@ -81,7 +81,7 @@ func (k lineKind) acquire(s *Sim, w *World, c *Client) {
 	subscribed := c.Listen == listenOn
 	look := c.Line.Look(at(w.Now), c.Value, subscribed)
 	switch {
-	case look.Win != nil:
+	case look.Won:
 		s.note(w, c.name(), "take the lock handed over", "token "+itoa(look.Win.Token))
 		c.Line.Exit(at(w.Now), lockName, c.Value, true)
 		c.Sent = msAt(look.Win.Since)

@@ -52,11 +52,13 @@ type LineWin struct {
 	Since    time.Time
 }
 
-// LineLook is what the head does on its turn: take a lock handed to it (Win), wait (Wait > 0: no
-// reason to try before then), or run the acquire script, queueing in Redis until QueueUntil
-// (zero: a try that does not queue) with GrantTTL, how long a lock handed to it would live.
+// LineLook is what the head does on its turn: take a lock handed to it (Won, with Win), wait
+// (Wait > 0: no reason to try before then), or run the acquire script, queueing in Redis until
+// QueueUntil (zero: a try that does not queue) with GrantTTL, how long a lock handed to it would
+// live.
 type LineLook struct {
-	Win        *LineWin
+	Won        bool
+	Win        LineWin
 	Wait       time.Duration
 	QueueUntil time.Time
 	GrantTTL   time.Duration
@@ -92,7 +94,7 @@ func (l *Line) Look(now time.Time, value string, subscribed bool) LineLook {
 	h, here := l.holders[w.key]
 	switch {
 	case w.granted:
-		return LineLook{Win: &LineWin{Token: w.token, Short: w.short, GrantTTL: w.grantTTL, Since: w.since}}
+		return LineLook{Won: true, Win: LineWin{Token: w.token, Short: w.short, GrantTTL: w.grantTTL, Since: w.since}}
 	case now.Before(w.until):
 		return LineLook{Wait: w.until.Sub(now)}
 	case here && now.Before(h.Until): // a holder here: its release rings

@@ -10,7 +10,7 @@ import (
 func TestLineGrants(t *testing.T) {
 	l := NewLine(Cohort)
 	l.Enter(at(0), "k", "p:a", lease, GrantTTL(lease, time.Second, MaxGrantTTL), at(1000))
-	if look := l.Look(at(1), "p:a", true); look.Win != nil || !look.QueueUntil.Equal(at(1000)) {
+	if look := l.Look(at(1), "p:a", true); look.Won || !look.QueueUntil.Equal(at(1000)) {
 		t.Fatalf("first look: %+v, want a try queueing until the deadline", look)
 	}
 	if d := l.Tried(at(2), "p:a", 10*time.Second, LostGrantBound, true); d != LostGrantBound {
@@ -23,7 +23,7 @@ func TestLineGrants(t *testing.T) {
 		t.Fatalf("a grant for a waiter here: ring %v passOn %v", ring, passOn)
 	}
 	look := l.Look(at(101), "p:a", true)
-	if look.Win == nil || look.Win.Token != 7 || !look.Win.Short || !look.Win.Since.Equal(at(1)) {
+	if !look.Won || look.Win.Token != 7 || !look.Win.Short || !look.Win.Since.Equal(at(1)) {
 		t.Fatalf("the granted waiter's look: %+v, want the lock, token 7, counted from its last attempt", look)
 	}
 	if _, passOn := l.Granted("k", "p:gone", 8, true, time.Time{}); !passOn {
