@@ -11,12 +11,15 @@ import (
 // TestClientCost: the measurement of what a lock costs its process per sale adds up for every
 // way measured (sales made, allocations and commands counted), and the library keeps a fixed
 // set of goroutines per Locker beyond one per waiting buyer (on redis-server: the in-process
-// Redis's goroutines are the process's too). The figures are printed (and by
-// `go run . bench --client-cost`), not held to a budget here: issue 44's budget (no more than
-// redislock's) is not met yet.
+// Redis's goroutines are the process's too). On redis-server, a sale of lua or fenced allocates
+// at most allocBudget times what one of redislock-100ms does in the same run: allocations are
+// counted, not timed, so the budget holds on a busy machine. The CPU figures are printed (and by
+// `go run . bench --client-cost`), not held to a budget: on two shared cores they move more between
+// rounds than between the locks.
 func TestClientCost(t *testing.T) {
 	t.Parallel()
 	addr := testredis.Start(t).Addr
+	allocs := map[string]float64{}
 	for _, name := range CostNames {
 		c, err := MeasureClientCost(t.Context(), addr, name, 400*time.Millisecond)
 		if err != nil {
@@ -32,5 +35,19 @@ func TestClientCost(t *testing.T) {
 		if redisproc.UseReal() && c.Routine > float64(CostBuyers)+4 {
 			t.Errorf("%s: %.1f goroutines per Locker beyond its buyers' own", name, c.Routine)
 		}
+		allocs[name] = c.Allocs
+	}
+	if !redisproc.UseReal() {
+		return // the in-process Redis's allocations count as the client's
+	}
+	for _, name := range []string{"lua", "fenced"} {
+		if limit := allocBudget * allocs[RefRedislock100]; allocs[name] > limit {
+			t.Errorf("%s: %.1f allocations a sale, over %.1f (%.2f × %s's %.1f)", name, allocs[name], limit, allocBudget, RefRedislock100, allocs[RefRedislock100])
+		}
 	}
 }
+
+// allocBudget is how many times redislock-100ms's allocations a sale of the library may make. A
+// sale made 39.6 (lua) and 44.3 (fenced) to its 31.7 on 2026-12-07: the budget stops a regression,
+// and the goal, 1, is not reached yet (docs/performance.md).
+const allocBudget = 1.5
