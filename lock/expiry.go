@@ -10,7 +10,7 @@ import (
 )
 
 // tenure is how long a new holder's lock lives by our clock: the TTL it was taken or handed over
-// with (less than the lease when handed over short, waiting.go rule 16), until a moment counted
+// with (less than the lease when handed over short, line.go's rule L4), until a moment counted
 // from no later than when that TTL was set. Lease.Lost follows it (tenured): the lease's life
 // (core.Life) pushes a lock handed over short out to its lease, by the lease's pusher.
 type tenure struct {

@@ -35,8 +35,31 @@ var (
 // acquire or release drops it.
 //
 // Unlike the other modes it has no in-process queue (handoff.go): every waiter queues in Redis
-// at once, which is what makes the order global. The rules of waiting are in waiting.go: rules
-// 27–31 apply here (with 16, 18–23 and 35).
+// at once, which is what makes the order global. Its rules of waiting, beside waiting.go's:
+//
+//   - F1. Redisson's queue decides the order across every process: the first to queue is the
+//     first served. Checked by TestFairServesInQueueOrderAcrossProcesses and internal/interop's
+//     TestMixedFairLineEqualWaits.
+//   - F2. A release wakes the first waiter alone, on its own channel, after dropping the dead at
+//     the head. A waiter of this library (in the grant hash) gets the lock taken for it, as its
+//     own acquire would, with its grant TTL (L4); anyone else is told with the unlock message and
+//     takes the lock itself. Checked by TestFairHandsOverWithinOneProcess,
+//     TestFairHandoverRacingTheWaitersOwnAttempt and TestFairHandoverKeepsTheWaitersLease.
+//   - F3. A waiter sleeps until it is told or until its estimated turn, bounded below so a stale
+//     estimate is no busy loop, and above by the thread wait, which puts a waiter a script dropped
+//     back in line. Checked by internal/interop's TestMixedFairLineUnequalWaits.
+//   - F4. A process listens to one pattern per key (classic pub/sub) and handles a message once,
+//     for the waiter it names; with sharded pub/sub each waiter subscribes its own channel.
+//     Checked by TestPatternMessageHandledOnce.
+//   - F5. The deadlines are Redisson's: the move-ups Redisson writes on every acquisition are
+//     deferred (fair_lag.lua), but a waiter's deadline is what Redisson's scripts would have
+//     written. Checked by TestFairDeferredMoveUpsMatchRedisson,
+//     TestFairWithThreadWaitMatchesRedisson and TestFairThreadWaitChainsDeadlines.
+//   - F6. A process with waiters says it is alive every core.AliveEvery, and any live process's
+//     heartbeat drops the waiters of one that stopped, so a crashed process costs about a
+//     second (rule 8). A Redisson client waits in the same queue, is never in the grant hash, and
+//     is told with the unlock message. Checked by TestConformance/fair/12-crashed-waiters,
+//     TestFairRedissonLayout and internal/interop's TestMixedFairLineKilledWaiter.
 type fairLocker struct {
 	rdb   redis.UniversalClient
 	id    string

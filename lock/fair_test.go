@@ -518,7 +518,7 @@ func TestFairQueueOutlivesItsWaitersByLittle(t *testing.T) {
 	_ = le.Release(t.Context())
 }
 
-// TestFairHandedOverLeasePushed (waiting.go rule 16): a lock a release in another process hands
+// TestFairHandedOverLeasePushed (line.go's rule L4, fair.go's F2): a lock a release in another process hands
 // over lives the waiter's grant TTL at first. A live holder pushes it out to its lease a third of
 // the way in (watched: its watchdog's first round; explicit: a push of its own); one that cannot
 // (crashed) closes Lost within the grant TTL, watched or not, instead of a lease later.

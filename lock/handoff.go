@@ -20,8 +20,8 @@ import (
 // answer, a release heard, a subscription confirmed, a timer) and does what it answers, with one
 // timer per queue. A waiter's own goroutine makes its attempts. What a kind adds is in how it tries
 // (the try func of obtain) and what it listens to (listen): lua and fenced add the hand-over from
-// the line in Redis (line.go), reentrant its nominations (nomination.go). The rules of waiting are
-// in waiting.go: rules 3–8 apply here (with 9–12, kept with pubsub.go).
+// the line in Redis (line.go), reentrant its nominations (nomination.go). It keeps waiting.go's
+// rules 3–5 (and 6 with pubsub.go).
 type handoff struct {
 	// listen subscribes to the release messages of key: ring is called for every release
 	// heard. ready closes once the subscription is confirmed; stop ends it. nil: this mode hears

@@ -16,7 +16,7 @@ import (
 
 // The handoff (handoff.go): waiters of one Locker wait in line per key, only the head contends
 // in Redis, a release wakes it at once, and a lock that is never released still passes on when
-// it expires (waiting.go rules 3–8). Each test runs on real redis-server processes (when
+// it expires (waiting.go rules 3–6). Each test runs on real redis-server processes (when
 // installed).
 
 // hoServers is one data Redis and three masters, shared by the sub-tests of a test (each uses
@@ -80,7 +80,7 @@ func TestHandoffServesOneProcessInArrivalOrder(t *testing.T) {
 				wl.lostGrant, wl.maxGrant = time.Minute, time.Minute
 			}
 			if mode == "reentrant" {
-				// The same for reentrant's nominations (waiting.go rule 26): the
+				// The same for reentrant's nominations (nomination.go's rule N3): the
 				// process in line looks again every lostGrantBound unless told.
 				nominatorOf(l).lostGrant = time.Minute
 			}

@@ -28,8 +28,34 @@ var (
 // whichever process it is in, by writing that waiter's value into the lock. This file keeps what
 // the hand-over adds to the queue: a waiter told it holds the lock does not try, a waiter the
 // release put in the Redis line waits for its grant, and a release passes this process's next
-// waiter on itself (the cohort). The rules of waiting are in waiting.go: rules 13–17 apply here
-// (with 3, 6, 7, 9–11 and 18–23).
+// waiter on itself (the cohort). Its rules of waiting, beside waiting.go's:
+//
+//   - L1. Two lines. In each process a key's waiters wait in arrival order and only the head goes
+//     to Redis (rule 3). In Redis the heads of the processes wait in one line per key, with each
+//     one's deadline and the TTL a lock handed to it gets, in the order they first failed.
+//     Reentrant's processes wait in the same line (N1). Checked by
+//     TestLineOneReleaseWakesOneWaiter/<mode>.
+//   - L2. A release hands the lock to the first live waiter in the Redis line. It writes that
+//     waiter's value into the lock (fenced: with a new token) and publishes on that waiter's
+//     process's grant channel alone, or tells it directly when it is in the releasing process.
+//     The releasing process's next waiter joins the Redis line in the same script. With nobody in
+//     the Redis line the lock goes to that next waiter; with nobody at all it is deleted. Checked
+//     by TestLineOneReleaseWakesOneWaiter/<mode>, TestLineHandsOverWithinOneProcess/<mode> and
+//     TestLineWaiterArrivingDuringARelease/<mode>.
+//   - L3. The cohort. A release may hand the lock to its own process's next waiter while the
+//     Redis line waits, at most core.Cohort holders of one process in a row. Checked by
+//     TestLineSharesTurnsAcrossProcesses/cohort-<k>.
+//   - L4. A lock handed to a waiter lives min(its lease, its wait, core.MaxGrantTTL) at first. A
+//     live holder pushes it out to its lease a third of the way in, by the lease's life
+//     (core.Life): a push that fails closes Lost within the grant TTL. Checked by
+//     TestLineHandedOverLockGetsItsLease/<mode> and TestLineHandedOverWatchedLeaseLost.
+//   - L5. A waiter is queued in Redis only once its process's grant subscription is confirmed;
+//     until then its head tries without queueing every core.UnsubscribedPoll. A queued head looks
+//     again at least every core.LostGrantBound, so a grant lost with a broken subscription costs
+//     that much. Checked by TestConformance/<kind>/9-wake-without-polling (from above only).
+//   - L6. The line is this library's own: the lock is a string its scripts write, so no Redisson
+//     client takes part (a Java RFencedLock on the same name gets WRONGTYPE while it is held
+//     here). Not checked by a test.
 type waitLine struct {
 	rdb    redis.UniversalClient
 	log    *slog.Logger
@@ -123,7 +149,7 @@ func newWaitLine(rdb redis.UniversalClient, log *slog.Logger, fenced bool, insta
 	return wl
 }
 
-// setCohort sets the cohort (waiting.go rule 15) of a line nobody waits in: a test takes others.
+// setCohort sets the cohort (rule L3) of a line nobody waits in: a test takes others.
 func (wl *waitLine) setCohort(k int) {
 	wl.mu.Lock()
 	defer wl.mu.Unlock()
@@ -195,7 +221,7 @@ func (wl *waitLine) deliver(key, value string, token int64, short bool, since ti
 	return !passOn
 }
 
-// passOn hands on a lock that was handed to a waiter that had left (waiting.go rule 21).
+// passOn hands on a lock that was handed to a waiter that had left (waiting.go rule 7).
 func (wl *waitLine) passOn(key, value string) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
@@ -314,7 +340,7 @@ func (wl *waitLine) try(ctx context.Context, key, value, leaseMs string, deadlin
 
 // exit ends value's wait. With the lock (won) the value is held from now on. Without it: a lock
 // handed to it that it did not take is passed on, else its entry in the Redis line is removed
-// (waiting.go rules 20 and 21).
+// (waiting.go rule 7).
 func (wl *waitLine) exit(key, value string, won bool) {
 	wl.mu.Lock()
 	passOn, leave := wl.line.Exit(time.Now(), key, value, won)
@@ -326,7 +352,7 @@ func (wl *waitLine) exit(key, value string, won bool) {
 	case !leave:
 		return
 	}
-	// An entry left behind would hold the Redis line up until its deadline (waiting.go rule 18),
+	// An entry left behind would hold the Redis line up until its deadline (waiting.go rule 7),
 	// so a leave that could not reach Redis (a connection broken by a restart) is sent again, in
 	// the background: the waiter returns at once.
 	leaveLine := func(ctx context.Context) error {
@@ -357,7 +383,7 @@ func (wl *waitLine) forget(key, value string) {
 	}
 }
 
-// release gives back key's lock held by value and passes it on (waiting.go rules 14 and 15),
+// release gives back key's lock held by value and passes it on (rules L2 and L3),
 // after the holder's pipeline p when there is one (runScript); when the lock is not value's, it
 // only takes value out of the Redis line. It reports whether the lock was value's.
 func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value string) (bool, error) {
@@ -399,7 +425,7 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 
 // nextWaiter is what a release of value passes on to this process's next waiter: the head of
 // key's queue, when the release is a holder's here and the head is not in the Redis line yet, and
-// whether it may have the lock before the Redis line (waiting.go rule 15).
+// whether it may have the lock before the Redis line (rule L3).
 func (wl *waitLine) nextWaiter(key, value string) (core.LineNext, bool) {
 	head, ok := wl.queue.headOf(key)
 	wl.mu.Lock()

@@ -22,7 +22,7 @@ import (
 
 // The waiter line of lua and fenced (line.go): one release hands the lock to one waiter,
 // whichever process it waits in, and a waiter that dies holds the line up for its own wait only
-// (waiting.go rules 13–21).
+// (line.go's rules L1–L5, waiting.go's rule 7).
 
 // lineLockers builds one *Locker of mode per process, each on its own client (its own
 // connections and pub/sub, as separate processes have), all counted by calls.

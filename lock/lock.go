@@ -148,7 +148,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 	// (leaving a line, giving back a partial win) runs on a context of its own.
 	//
 	// An acquisition that ends without the lock gives back what its unanswered attempts may
-	// still take (orphan.go, waiting.go rule 37), also when Acquire has returned without it.
+	// still take (orphan.go, waiting.go rule 9), also when Acquire has returned without it.
 	h, err := abandonAfter(actx, l.crew, func() (heldLock, error) {
 		return l.ride(actx, key, opts, clock)
 	}, func(h heldLock) {

@@ -21,8 +21,21 @@ var (
 // wire stays as it is. Its members are processes, not waiters' values, and a release does not
 // hand the lock over but nominates (script/lua/nominate.lua): a Java Redisson client's release
 // deletes the hash without reading any line, so the waiters here also listen to Redisson's
-// unlock message. The rules of waiting are in waiting.go: rules 24–26 apply here (with 18–21
-// and 32–34).
+// unlock message. Its rules of waiting, beside waiting.go's:
+//
+//   - N1. The line of L1, beside Redisson's keys in the lock's slot. Its members are the
+//     processes with a waiter, each with its last waiter's deadline, each in it once. A head whose
+//     attempt fails queues its process in the same script; a release by a process with more
+//     waiters keeps it in line. Redisson's hash is never handed over: a Java client's release
+//     deletes it without reading the line. Checked by TestNominationOneReleaseOneAttempt.
+//   - N2. A release that deletes the lock tells the first process in line whose deadline has not
+//     passed, on that process's own nomination channel, and only its head tries: one message per
+//     release. Checked by TestNominationOneReleaseOneAttempt and
+//     TestNominationUnlockMessageOnlyWhereRedissonListens.
+//   - N3. A process in line that is not told looks again at least every core.LostGrantBound, so a
+//     dead nominee or a lost message costs that much. A process with no waiter left when it
+//     releases is not in line, and its next waiter tries at once. Checked by
+//     TestNominationDeadNomineeHoldsTheLineForItsWait and TestReentrantWaiterWokenByUnlockMessage.
 type nominator struct {
 	rdb   redis.UniversalClient
 	sub   *subscriber
@@ -87,7 +100,7 @@ func (n *nominator) listen(key string, ring func()) (<-chan struct{}, func()) {
 }
 
 // pass takes this process out of key's line and, when the lock is free, nominates the next
-// process (waiting.go rules 20 and 21): none of its waiters is left to take the lock up.
+// process (waiting.go rule 7): none of its waiters is left to take the lock up.
 func (n *nominator) pass(key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -109,7 +122,7 @@ func (n *nominator) releaseArgs(ctx context.Context, key, field string, leaseMs 
 }
 
 // sharded is the scripts' flag for sharded pub/sub ("1"), where the unlock message always goes
-// out (waiting.go rule 34).
+// out (pubsub_sharded.go's rule S2).
 func (n *nominator) sharded(ctx context.Context) string {
 	if n.sub.mode.useSharded(ctx) {
 		return "1"

@@ -16,7 +16,7 @@ import (
 // The nominations of NewReentrant (nomination.go), from the line it shares with lua and fenced:
 // a release sends one process's head to try, the lock and its unlock message stay Redisson's, a
 // Redisson client's release (which names nobody) still wakes every process, and a nominee that
-// died holds the others up for its own wait at most (waiting.go rules 24–26, 18–21 and 32–33).
+// died holds the others up for its own wait at most (nomination.go's rules N1–N3, waiting.go's rule 7, reentrant.go's R1–R2).
 
 // TestNominationOneReleaseOneAttempt: eight processes queue one after the other behind a holder
 // in a ninth. Each release costs the release script and one attempt, by the process first in

@@ -1,4 +1,4 @@
-// An attempt whose answer never came (waiting.go rule 37): what it may still take is given back.
+// An attempt whose answer never came (waiting.go rule 9): what it may still take is given back.
 
 package lock
 
@@ -58,7 +58,7 @@ func neverSent(err error) bool {
 }
 
 // giveBack sends, in the background, the release-if-mine of every attempt of an acquisition that
-// ended without the lock and got no answer (waiting.go rule 37), by the give-back policy (resend)
+// ended without the lock and got no answer (waiting.go rule 9), by the give-back policy (resend)
 // for a lease at most, and once more after the first answer: that answer proves Redis has run
 // what was queued before it, the orphaned attempt included, so the second finds what it took.
 func (o *orphans) giveBack(ctx context.Context, lease time.Duration) {

@@ -25,7 +25,7 @@ func unlockChannel(name string) string {
 // per client too): every kind wakes through it, lua and fenced on their process's grant channel
 // (line.go). A channel is subscribed while a local queue of waiters needs it; every release
 // message rings that queue, which wakes only its head, like a semaphore permit in Redisson's
-// LockPubSub. The rules it serves are in waiting.go: rules 9–12.
+// LockPubSub. It serves waiting.go's rule 6 (and pubsub_sharded.go's S1–S2).
 type subscriber struct {
 	rdb redis.UniversalClient
 	log *slog.Logger

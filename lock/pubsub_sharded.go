@@ -13,7 +13,16 @@ import (
 // subscription itself (an SUNSUBSCRIBE it pushes, not one we sent); the channel is then
 // subscribed again on the slot's new owner, and its listeners are rung once that is confirmed,
 // since a release may have been announced on the new owner in between. Everything here is
-// guarded by subscriber.mu.
+// guarded by subscriber.mu. Its rules of waiting, beside waiting.go's:
+//
+//   - S1. A channel is subscribed with SSUBSCRIBE on the node that serves its slot, and again on
+//     its new owner when the slot moves; its listeners are rung once that is confirmed. The grant
+//     channel of lua and fenced stays classic pub/sub. Checked by TestShardedPubSubOnOneServer,
+//     internal/interop's TestClusterSubscriptionFollowsTheSlot and
+//     TestClusterWaiterWakesOnForeignSPUBLISH, and script's TestShardedBuildsDifferOnlyInPublish.
+//   - S2. Sharded pub/sub has no patterns, so the unlock message always goes out and every
+//     process's head hears it (R2). Checked by TestRFencedLayoutWakesTheOtherSide/sharded=true and
+//     internal/interop's TestClusterUnlockIsSharded.
 
 // shardConns are a subscriber's sharded connections.
 type shardConns struct {

@@ -30,6 +30,18 @@ var (
 // (handoff.go), so a release wakes one of them and none is overtaken. Across processes the release
 // names one process in a line kept beside Redisson's keys, and only that one's waiter tries
 // (nomination.go); a Redisson client's release names nobody and wakes them all, as in Redisson.
+// What a Redisson client on the same lock sees, beside waiting.go's rules:
+//
+//   - R1. The lock is Redisson's: nothing of this library's waiting writes the lock hash, and
+//     every release deletes it and publishes Redisson's unlock message wherever a Redisson waiter
+//     may listen. This library's processes listen by pattern, which PUBSUB NUMSUB leaves out, so
+//     among them alone the nomination (N2) goes out without it. Checked by
+//     TestNominationUnlockMessageOnlyWhereRedissonListens, TestReentrantRedissonLayout and
+//     TestReentrantExcludesWithJavaRedisson.
+//   - R2. A Redisson client's waiters wake on every release and race whoever tries. An unlock
+//     message that names nobody rings every process's queue, and every head tries. The layouts in
+//     no line (RFencedLock's, a multilock's parts) always work that way. Checked by
+//     TestNominationRedissonReleaseWakesEveryone and TestRFencedLayoutWakesTheOtherSide.
 type reentrantLocker struct {
 	name  string
 	rdb   redis.UniversalClient
@@ -111,7 +123,7 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 			l.orphaned(ctx, err, key, field, leaseMs)
 		}
 		if err == nil && !held && !queueUntil.IsZero() && (ttl < 0 || ttl > l.nom.lostGrant) {
-			ttl = l.nom.lostGrant // waiting.go rule 26
+			ttl = l.nom.lostGrant // nomination.go's rule N3
 		}
 		return held, ttl, err
 	})
@@ -317,7 +329,7 @@ func (le *reentrantLease) release(ctx context.Context, p redis.Pipeliner) error 
 		sc, keys = rlockRelease, nominationKeys(le.key)
 		if !stays {
 			// Out of line (no waiter here): one that comes after must not sleep on the hint its
-			// holder left (waiting.go rule 7) for a nomination this process is not in line for.
+			// holder left (waiting.go rule 3) for a nomination this process is not in line for.
 			defer n.queue.ring(le.key)
 		}
 	}

@@ -379,7 +379,7 @@ case4() {
 	# gave up may be recorded after all: the audit counts orders, so orders == decrements must
 	# hold anyway; such sales show as sold > 200 answers. An acquire queued in the stopped Redis
 	# for a buyer that gave up also runs at SIGCONT: the library gives back what it takes
-	# (lock/waiting.go rule 37), so selling resumes within 1 s, not a lease later.
+	# (lock/waiting.go rule 9), so selling resumes within 1 s, not a lease later.
 	obs "fault" "SIGSTOP for 5 s in each mode: connections accepted, nothing answers, nothing lost (case 7 is the restart)"
 	for m in $FREEZE_MODES; do
 		case4_mode "$m"

@@ -36,8 +36,8 @@ import (
 // give-up in that gap would be a "violation" the protocol allows).
 
 // relook bounds of the kinds (lock/waiting.go): a queued head looks again at least every
-// lostGrantBound (rules 17, 26); the fair lock's head beats every aliveEvery (125 ms) and looks
-// at once when the beat finds the lock free (rule 22), within the same bound.
+// lostGrantBound (line.go's rule L5, nomination.go's N3); the fair lock's head beats every aliveEvery (125 ms) and looks
+// at once when the beat finds the lock free (fair.go's rule F6), within the same bound.
 var relookLine = lostGrant
 
 // calmAt: at instant x (w.Now or later, with nothing but time passing) the lock is free and no
@@ -194,7 +194,7 @@ func (s *Sim) observe(w *World, since int64) {
 }
 
 // promptBound is how long a released lock may lie idle before a waiter of a kind that wakes on
-// the release takes it (waiting.go rule 9: within milliseconds, without polling).
+// the release takes it (waiting.go rule 6: within milliseconds, without polling).
 const promptBound = 10
 
 // checkPrompt: the clock is about to move to t. When a waiter sleeps through the move while the

@@ -153,7 +153,7 @@ func TestConformance(t *testing.T) {
 }
 
 // TestShardedResubscription: clause 14 (a subscription that comes back rings every head,
-// waiting.go rule 11) for the kinds that can wait with SSUBSCRIBE, made to, on one Redis 7
+// waiting.go rule 6) for the kinds that can wait with SSUBSCRIBE, made to, on one Redis 7
 // server: the cluster run cannot restart its servers.
 func TestShardedResubscription(t *testing.T) {
 	t.Parallel()
@@ -1138,7 +1138,7 @@ func clauseNoLostWakeUp(t *testing.T, k conformanceKind) {
 // clauseRestart (14): a waiter sleeps behind a holder in another process (its fallback is the
 // holder's 30 s TTL, and the release would wake it); every server restarts empty, so the lock is
 // gone and no release will ever come: the waiter acquires within 1 s of the restart, woken when
-// its subscription comes back (waiting.go rule 11), long before its wait or the holder's lease.
+// its subscription comes back (waiting.go rule 6), long before its wait or the holder's lease.
 func clauseRestart(t *testing.T, k conformanceKind) {
 	ownServers(t, k)
 	r := newRig(t, k)

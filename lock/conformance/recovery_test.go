@@ -66,9 +66,9 @@ func TestReleaseWithAnEndedContextStillReleases(t *testing.T) {
 }
 
 // relookBound is the longest a waiter of kind k takes to see that a lock has become free when no
-// release tells it (waiting.go): lostGrantBound (250 ms) for the line of lua and fenced (rule 17),
-// reentrant's place in the line (rule 26) and the fair queue (rules 22 and 29, a heartbeat's
-// period on top); fenced-rfenced and multilock sleep until the holder's PTTL (rule 6), within the
+// release tells it (waiting.go): lostGrantBound (250 ms) for the line of lua and fenced (line.go's rule L5),
+// reentrant's place in the line (nomination.go's N3) and the fair queue (fair.go's F3 and F6, a heartbeat's
+// period on top); fenced-rfenced and multilock sleep until the holder's PTTL (rule 5), within the
 // same bound; redlock looks again when a quorum of the holder's keys would expire, but the bound
 // its simulation keeps (docs/simulate.md) is a lease.
 func relookBound(k conformanceKind, lease time.Duration) time.Duration {
@@ -83,7 +83,7 @@ func relookBound(k conformanceKind, lease time.Duration) time.Duration {
 
 // crash is one run of the crash: the survivor's waiter's acquisition and when, measured from
 // the crash, the lock became free (the dead holder's key expired on every master the kind needs,
-// and nothing the dead process left holds the waiter up any more, waiting.go rules 19 and 22).
+// and nothing the dead process left holds the waiter up any more, waiting.go rules 7 and 8).
 type crash struct {
 	took, freeAfter time.Duration
 }
@@ -121,7 +121,7 @@ func crashProcess(t *testing.T, k conformanceKind, deadHolder bool, lease, wait 
 	defer doomed.Close()
 	// The waiter behind is in a third process: a release then hands the lock on across processes
 	// (to the first of the line, a dead waiter when the doomed one queued first), not to a waiter
-	// of its own process (the cohort, waiting.go rule 15), which would pass the dead ones by.
+	// of its own process (the cohort, line.go's rule L3), which would pass the dead ones by.
 	bystander, err := k.build(direct[0], direct, append(slices.Clone(k.opts), lock.WithInstanceID("bystander"))...)
 	if err != nil {
 		t.Fatal(err)
@@ -182,8 +182,8 @@ func crashProcess(t *testing.T, k conformanceKind, deadHolder bool, lease, wait 
 	if deadHolder {
 		free = freeAfter(t, k, direct, key)
 		// The dead waiters of lua and fenced never queued in the Redis line: they waited in
-		// their process behind its holder (waiting.go rule 7), so they hold nobody up. The fair
-		// queue's are dropped once their process has not said it is alive for aliveFor (rule 22).
+		// their process behind its holder (waiting.go rule 3), so they hold nobody up. The fair
+		// queue's are dropped once their process has not said it is alive for aliveFor (fair.go's rule F6).
 		if k.name == "fair" {
 			free = max(free, aliveFor)
 		}
