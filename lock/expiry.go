@@ -80,6 +80,11 @@ type acquisition struct {
 	context.Context
 	cancel context.CancelFunc
 	clock  attemptClock
+	// What the crew runs (run): the Locker's acquisition of key, and where its result goes.
+	l    *Locker
+	key  string
+	opts Options
+	done chan acquired
 }
 
 // Value answers the attempt clock's key with the clock, and any other key as ctx does.

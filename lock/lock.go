@@ -149,13 +149,8 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 	//
 	// An acquisition that ends without the lock gives back what its unanswered attempts may
 	// still take (orphan.go, waiting.go rule 9), also when Acquire has returned without it.
-	h, err := abandonAfter(actx, l.crew, func() (heldLock, error) {
-		return l.ride(actx, key, opts, clock)
-	}, func(h heldLock) {
-		rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-		defer cancel()
-		_ = h.releaseAfter(rctx, nil)
-	})
+	actx.l, actx.key, actx.opts = l, key, opts
+	h, err := actx.abandonAfter()
 	if err != nil {
 		return nil, l.acquireErr(ctx, actx, key, err)
 	}
@@ -305,20 +300,25 @@ func (l *Locker) check(key string, opts Options) error {
 	return nil
 }
 
-// abandonAfter runs call on one of c's goroutines and returns what it returns, or, once ctx has
-// ended and call has not returned within abandonGrace, ctx's cause; a result that comes later is
-// given to undo (a lock won for a caller that has gone is given back).
-func abandonAfter(ctx context.Context, c *crew, call func() (heldLock, error), undo func(heldLock)) (heldLock, error) {
+// run is the acquisition on a goroutine of the Locker's crew: the kind's, ridden through
+// transient failures (ride); its result goes to done.
+func (a *acquisition) run() {
+	h, err := a.l.ride(a, a.key, a.opts, &a.clock)
+	a.done <- acquired{h, err}
+}
+
+// abandonAfter runs the acquisition on one of the crew's goroutines and returns what it returns,
+// or, once the acquisition's context has ended and it has not returned within abandonGrace, that
+// context's cause; a lock it wins later is given back (won for a caller that has gone).
+func (a *acquisition) abandonAfter() (heldLock, error) {
 	done := results.Get().(chan acquired)
-	c.run(func() {
-		h, err := call()
-		done <- acquired{h, err}
-	})
+	a.done = done
+	a.l.crew.do(a)
 	select {
 	case r := <-done:
 		results.Put(done)
 		return r.h, r.err
-	case <-ctx.Done():
+	case <-a.Done():
 	}
 	t := time.NewTimer(abandonGrace)
 	defer t.Stop()
@@ -331,11 +331,13 @@ func abandonAfter(ctx context.Context, c *crew, call func() (heldLock, error), u
 	go func() {
 		r := <-done
 		results.Put(done)
-		if r.err == nil && undo != nil {
-			undo(r.h)
+		if r.err == nil {
+			rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+			defer cancel()
+			_ = r.h.releaseAfter(rctx, nil)
 		}
 	}()
-	return nil, context.Cause(ctx)
+	return nil, context.Cause(a)
 }
 
 // acquired is what an acquisition's kind returned.

@@ -32,7 +32,10 @@ type life struct {
 	// before one needs none).
 	base   context.Context
 	cancel context.CancelFunc
+	// timer wakes the core at wake: made at the start for a life that renews or tells onLost,
+	// else when Lost is first asked for (a holder that never asks costs no timer).
 	timer  *time.Timer
+	wake   time.Time
 	lost   chan struct{} // made when first asked for (nil until then)
 	closed bool
 }
@@ -112,7 +115,9 @@ func (l *life) start(ctx context.Context, lease, ttl time.Duration, until time.T
 		ttl = lease // nothing can push it: the core must not ask for a push
 	}
 	r := l.core.Start(time.Now(), end, ttl, lease, watch && renew != nil)
-	l.timer = time.AfterFunc(time.Hour, l.tick)
+	if renew != nil || onLost != nil {
+		l.timer = time.AfterFunc(time.Hour, l.tick)
+	}
 	l.mu.Unlock()
 	l.step(func(*core.Life) core.Ready { return r }, true)
 }
@@ -127,7 +132,10 @@ func (l *life) step(event func(*core.Life) core.Ready, inline bool) {
 	case r.Lost:
 		l.stopLocked()
 	case !r.Wake.IsZero():
-		l.timer.Reset(time.Until(r.Wake))
+		l.wake = r.Wake
+		if l.timer != nil {
+			l.timer.Reset(time.Until(r.Wake))
+		}
 	}
 	l.mu.Unlock()
 	switch {
@@ -210,6 +218,10 @@ func (l *life) Lost() <-chan struct{} {
 	if l.lost == nil {
 		l.lost = make(chan struct{})
 	}
+	if l.timer == nil && !l.closed {
+		// Nothing needed the timer until a holder asked for Lost: it closes at the life's end.
+		l.timer = time.AfterFunc(time.Until(l.wake), l.tick)
+	}
 	return l.lost
 }
 
@@ -238,7 +250,9 @@ func (l *life) Stop() {
 
 // stopLocked stops the timer and a renewal under way, and closes lost (l.mu held).
 func (l *life) stopLocked() {
-	l.timer.Stop()
+	if l.timer != nil {
+		l.timer.Stop()
+	}
 	if l.cancel != nil {
 		l.cancel()
 	}
