@@ -16,6 +16,7 @@ import (
 
 	"github.com/seckill-lab/seckill/lock"
 
+	"seckill/internal/benchreport"
 	"seckill/internal/redisproc"
 )
 
@@ -239,4 +240,41 @@ func medianCost(runs []ClientCost) ClientCost {
 	c.Cmds = med(func(r ClientCost) float64 { return r.Cmds })
 	c.Routine = med(func(r ClientCost) float64 { return r.Routine })
 	return c
+}
+
+// CostTargets are the client-cost targets of costs, the figures of one run: a sale of lua and of
+// fenced spends no more CPU, and makes no more heap allocations, than one of redislock-100ms.
+// Against an in-process Redis they judge nothing (its work counts as the client's), so there are
+// none.
+func CostTargets(costs []ClientCost, server string) []benchreport.Target {
+	if server != redisproc.KindReal {
+		return nil
+	}
+	var ref *ClientCost
+	for i := range costs {
+		if costs[i].Name == RefRedislock100 {
+			ref = &costs[i]
+		}
+	}
+	if ref == nil {
+		return nil
+	}
+	var ts []benchreport.Target
+	for _, c := range costs {
+		if c.Name != "lua" && c.Name != "fenced" {
+			continue
+		}
+		for _, f := range []struct {
+			what      string
+			mine, its float64
+		}{{"CPU", c.CPUus, ref.CPUus}, {"allocations", c.Allocs, ref.Allocs}} {
+			if f.its <= 0 {
+				continue
+			}
+			r := f.mine / f.its
+			ts = append(ts, benchreport.Target{Name: fmt.Sprintf("%s ÷ %s %s a sale", c.Name, RefRedislock100, f.what),
+				Want: "≤ 1", Ratio: r, Pass: r <= 1, Figures: fmt.Sprintf("%.1f / %.1f", f.mine, f.its)})
+		}
+	}
+	return ts
 }

@@ -51,3 +51,36 @@ func TestClientCost(t *testing.T) {
 // sale made 39.6 (lua) and 44.3 (fenced) to its 31.7 on 2026-12-07: the budget stops a regression,
 // and the goal, 1, is not reached yet (docs/performance.md).
 const allocBudget = 1.5
+
+// TestCostTargets: the client-cost targets compare lua and fenced with redislock-100ms, CPU and
+// allocations, pass at or under 1, and judge nothing against an in-process Redis.
+func TestCostTargets(t *testing.T) {
+	t.Parallel()
+	costs := []ClientCost{
+		{Name: "lua", CPUus: 60, Allocs: 40},
+		{Name: "fenced", CPUus: 80, Allocs: 30},
+		{Name: RefRedislock100, CPUus: 70, Allocs: 32},
+		{Name: RefRedislock10, CPUus: 90, Allocs: 50},
+	}
+	got := map[string]bool{}
+	for _, tg := range CostTargets(costs, redisproc.KindReal) {
+		got[tg.Name] = tg.Pass
+	}
+	want := map[string]bool{
+		"lua ÷ redislock-100ms CPU a sale":            true,
+		"lua ÷ redislock-100ms allocations a sale":    false,
+		"fenced ÷ redislock-100ms CPU a sale":         false,
+		"fenced ÷ redislock-100ms allocations a sale": true,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("targets %v, want %v", got, want)
+	}
+	for name, pass := range want {
+		if p, ok := got[name]; !ok || p != pass {
+			t.Errorf("%s: pass %v (present %v), want %v", name, p, ok, pass)
+		}
+	}
+	if ts := CostTargets(costs, redisproc.KindEmbedded); len(ts) != 0 {
+		t.Errorf("against an in-process Redis: %d targets, want none", len(ts))
+	}
+}

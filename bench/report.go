@@ -267,15 +267,7 @@ func writeTable(w io.Writer, rep Report) error {
 		return nil
 	}
 	fmt.Fprintln(w, "\ntargets, all from this run:")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, t := range rep.Targets {
-		verdict := "PASS"
-		if !t.Pass {
-			verdict = "FAIL"
-		}
-		fmt.Fprintf(tw, "%s\t%s\tratio %.3f\twant %s\t(%s)\n", verdict, t.Name, t.Ratio, t.Want, t.Figures)
-	}
-	return tw.Flush()
+	return benchreport.WriteTargets(w, rep.Targets)
 }
 
 func errorsText(m map[string]int) string {

@@ -5,7 +5,9 @@ package benchreport
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"text/tabwriter"
 	"time"
 )
 
@@ -128,6 +130,20 @@ type Target struct {
 	// Figures shows what the ratio was computed from.
 	Figures string `json:"figures"`
 	Pass    bool   `json:"pass"`
+}
+
+// WriteTargets writes ts, one line each: PASS or FAIL, the target, its ratio, what it wants and
+// the figures it came from.
+func WriteTargets(w io.Writer, ts []Target) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, t := range ts {
+		verdict := "PASS"
+		if !t.Pass {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(tw, "%s\t%s\tratio %.3f\twant %s\t(%s)\n", verdict, t.Name, t.Ratio, t.Want, t.Figures)
+	}
+	return tw.Flush()
 }
 
 // WriteJSON writes rep as indented JSON (seckill bench --json, KeepLastRun).

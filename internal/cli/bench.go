@@ -225,7 +225,15 @@ func runClientCost(ctx context.Context, b benchFlags, stdout io.Writer) error {
 	for _, c := range costs {
 		fmt.Fprintf(stdout, "%-16s %10.0f %12.1f %10.1f %10.2f %22.2f\n", c.Name, c.PerSec, c.CPUus, c.Allocs, c.Cmds, c.Routine)
 	}
-	return nil
+	ts := bench.CostTargets(costs, server)
+	if len(ts) == 0 {
+		return nil
+	}
+	fmt.Fprintln(stdout, "\ntargets, all from this run:")
+	if err := benchreport.WriteTargets(stdout, ts); err != nil || b.reportOnly {
+		return err
+	}
+	return failedTargets(benchreport.Report{Targets: ts})
 }
 
 // runPrimitives prints the read-write lock's and the semaphores' lines; a violation seen is an
