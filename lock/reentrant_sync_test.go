@@ -195,7 +195,7 @@ func TestWaitReplicasOnlyOneServer(t *testing.T) {
 	}
 	defer re.Close()
 	// The data Redis here has no replica: reentrant refuses, as configured.
-	if _, err := re.Acquire(t.Context(), "{x}:lock:reentrant", lock.Options{}); !errors.Is(err, lock.ErrNotReplicated) {
+	if _, err := re.Acquire(t.Context(), "{x}:lock:reentrant", lock.Options{Wait: setupWait}); !errors.Is(err, lock.ErrNotReplicated) {
 		t.Fatalf("reentrant without a replica: %v, want ErrNotReplicated", err)
 	}
 }

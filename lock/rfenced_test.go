@@ -148,7 +148,7 @@ func TestRFencedLayoutOneCounterBothWays(t *testing.T) {
 
 	var tokens []int64
 	for i := range 3 {
-		le, err := l.Acquire(ctx, key, lock.Options{})
+		le, err := l.Acquire(ctx, key, lock.Options{Wait: setupWait})
 		if err != nil {
 			t.Fatalf("round %d: service acquire: %v", i, err)
 		}

@@ -808,7 +808,8 @@ func clauseLost(t *testing.T, k conformanceKind) {
 	}
 	select {
 	case <-watched.Lost():
-		t.Fatalf("a watched lease was lost after %s", time.Since(start))
+		// A renewal is due every lease/3: a machine that stalls that long makes it late.
+		locktest.FailUnlessStalled(t, 10*time.Second, time.Second/3, "a watched lease was lost after %s", time.Since(start))
 	default:
 	}
 	if err := watched.Release(context.Background()); err != nil {

@@ -1,7 +1,9 @@
 package locktest
 
 import (
+	"fmt"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -60,4 +62,16 @@ func LongestStall(d time.Duration) time.Duration {
 		}
 	}
 	return longest
+}
+
+// FailUnlessStalled fails t with the message, unless this process was kept from running for at
+// least bound within the last within (LongestStall): a check of a bound that tight cannot tell
+// the lock from the machine then, and the test is skipped, saying why.
+func FailUnlessStalled(t testing.TB, within, bound time.Duration, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if s := LongestStall(within); s >= bound {
+		t.Skipf("%s; the machine stalled %s within %s, at least %s, so this says nothing of the lock", msg, s.Round(time.Millisecond), within, bound)
+	}
+	t.Fatal(msg)
 }
