@@ -22,12 +22,18 @@ var AllFaults = []string{FaultCrash, FaultPause, FaultMasterDown, FaultRestartEm
 
 // Config bounds one simulation. Durations are virtual.
 type Config struct {
-	Kind      string
-	Clients   int
-	Rounds    int // acquire, work, release: this many times per client
-	Faults    []string
-	MaxFaults int
-	MaxSteps  int // a run longer than this stops (counted, not a violation)
+	Kind    string
+	Clients int
+	// PerProcess is how many clients share a process (1 when 0): the clients are numbered in
+	// order, PerProcess to a process, the last one taking what is left. A process's clients
+	// share its queue, its subscription and, for lua and fenced, its lock/core.Line, so a
+	// release passes the lock to a waiter of its own process as the library's does. Only lua
+	// and fenced take more than 1; a crash or a pause stops a whole process.
+	PerProcess int
+	Rounds     int // acquire, work, release: this many times per client
+	Faults     []string
+	MaxFaults  int
+	MaxSteps   int // a run longer than this stops (counted, not a violation)
 
 	Lease, Work, Wait, Retry time.Duration
 	Pause, Down, Jump, Delay time.Duration
@@ -51,6 +57,9 @@ func (c Config) Defaults() Config {
 	if c.Clients == 0 {
 		c.Clients = 2
 	}
+	if c.PerProcess == 0 {
+		c.PerProcess = 1
+	}
 	if c.Rounds == 0 {
 		c.Rounds = 1
 	}
@@ -67,6 +76,9 @@ func (c Config) Validate() error {
 	}
 	if c.Clients < 1 || c.Clients > 5 {
 		return fmt.Errorf("simulate: %d clients: want 1 to 5", c.Clients)
+	}
+	if c.PerProcess < 1 || c.PerProcess > 1 && c.Kind != "lua" && c.Kind != "fenced" {
+		return fmt.Errorf("simulate: %d clients per process: want 1, or more for lua and fenced", c.PerProcess)
 	}
 	for _, f := range c.Faults {
 		if !slices.Contains(AllFaults, f) {
