@@ -115,6 +115,9 @@ func (s *Sim) begin(w *World, c *Client) {
 	c.Inside, c.Got, c.Sent, c.BeatAt = false, [3]bool{}, w.Now, 0
 	c.Leased, c.Life, c.LifeWake, c.Lost, c.Renewing, c.RoundAt = false, core.Life{}, 0, false, false, 0
 	c.Queued, c.Turn, c.Over = false, false, false
+	if k, ok := s.kind.(lineKind); ok {
+		k.wait(s, w, c)
+	}
 	if cfg, ok := s.kind.queue(); ok {
 		s.waitIn(w, c, cfg)
 	}

@@ -57,17 +57,16 @@ func (k lineKind) leftoverOK(key string) bool { return k.tokens && key == lockNa
 // queue: the line's waiters wait in their process's queue; a release here rings it itself.
 func (lineKind) queue() (core.QueueConfig, bool) { return queueConfig(true), true }
 
-// enter starts the acquisition's wait in its process's line (lock/core.Line), the library's:
-// the process first subscribes to its grant channel, as the library does before a waiter enters.
-func (k lineKind) enter(s *Sim, w *World, c *Client) {
-	s.listen(w, c)
+// wait starts the acquisition's wait in its process's line (lock/core.Line), before its queue, as
+// the library's wait enters it: a release here may pass the lock to it from then on.
+func (k lineKind) wait(s *Sim, w *World, c *Client) {
 	w.proc(c).Line.Enter(at(w.Now), lockName, c.Value, s.cfg.Lease, dur(k.grantTTL(s)), at(c.Deadline))
-	c.Sub = 1
 }
 
 func (k lineKind) acquire(s *Sim, w *World, c *Client) {
 	if c.Sub == 0 {
-		k.enter(s, w, c)
+		s.listen(w, c) // the library subscribes to its grant channel as its first waiter enters
+		c.Sub = 1
 	}
 	line := &w.proc(c).Line
 	if c.Over {

@@ -12,17 +12,19 @@ import (
 // ReplayFile is a counterexample as written to disk: the bounds, the scheduler's choices and the
 // trace they give. Replaying runs the choices again on a fresh simulator.
 type ReplayFile struct {
-	Kind      string   `json:"kind"`
-	Clients   int      `json:"clients"`
-	Rounds    int      `json:"rounds"`
-	Faults    []string `json:"faults"`
-	MaxFaults int      `json:"maxFaults"`
-	Seed      uint64   `json:"seed,omitempty"`
-	Choices   []int    `json:"choices"`
-	Steps     int      `json:"steps"`
-	Violation string   `json:"violation"`
-	TraceHash string   `json:"traceHash"`
-	Trace     []Step   `json:"trace"`
+	Kind    string `json:"kind"`
+	Clients int    `json:"clients"`
+	// PerProcess is Config.PerProcess when more than 1.
+	PerProcess int      `json:"perProcess,omitempty"`
+	Rounds     int      `json:"rounds"`
+	Faults     []string `json:"faults"`
+	MaxFaults  int      `json:"maxFaults"`
+	Seed       uint64   `json:"seed,omitempty"`
+	Choices    []int    `json:"choices"`
+	Steps      int      `json:"steps"`
+	Violation  string   `json:"violation"`
+	TraceHash  string   `json:"traceHash"`
+	Trace      []Step   `json:"trace"`
 }
 
 // Step is one line of a trace, for the page.
@@ -49,14 +51,18 @@ func (w *World) Steps() []Step {
 // NewReplayFile describes the run f found under cfg.
 func NewReplayFile(cfg Config, f *Found) ReplayFile {
 	cfg = cfg.Defaults()
-	return ReplayFile{Kind: cfg.Kind, Clients: cfg.Clients, Rounds: cfg.Rounds, Faults: append([]string{}, cfg.Faults...),
+	r := ReplayFile{Kind: cfg.Kind, Clients: cfg.Clients, Rounds: cfg.Rounds, Faults: append([]string{}, cfg.Faults...),
 		MaxFaults: cfg.MaxFaults, Seed: f.Seed, Choices: f.Choices, Steps: f.Steps, Violation: f.Violation,
 		TraceHash: f.World.TraceHash(), Trace: f.World.Steps()}
+	if cfg.PerProcess > 1 {
+		r.PerProcess = cfg.PerProcess
+	}
+	return r
 }
 
 // Config is the simulator configuration the file was made with.
 func (r ReplayFile) Config() Config {
-	return Config{Kind: r.Kind, Clients: r.Clients, Rounds: r.Rounds, Faults: r.Faults, MaxFaults: r.MaxFaults}
+	return Config{Kind: r.Kind, Clients: r.Clients, PerProcess: r.PerProcess, Rounds: r.Rounds, Faults: r.Faults, MaxFaults: r.MaxFaults}
 }
 
 // Write saves the file as <dir>/<name>.json and its page as <dir>/<name>.html; it returns the
