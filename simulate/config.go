@@ -22,18 +22,16 @@ var AllFaults = []string{FaultCrash, FaultPause, FaultMasterDown, FaultRestartEm
 
 // Config bounds one simulation. Durations are virtual.
 type Config struct {
-	Kind    string
-	Clients int
-	// PerProcess is how many clients share a process (1 when 0): the clients are numbered in
-	// order, PerProcess to a process, the last one taking what is left. A process's clients
-	// share its queue, its subscription and, for lua and fenced, its lock/core.Line, so a
-	// release passes the lock to a waiter of its own process as the library's does. Only lua
-	// and fenced take more than 1; a crash or a pause stops a whole process.
+	Kind      string
+	Clients   int
+	Rounds    int // acquire, work, release: this many times per client
+	Faults    []string
+	MaxFaults int
+	MaxSteps  int // a run longer than this stops (counted, not a violation)
+	// PerProcess clients share a process, in order (1 when 0; more for lua and fenced only): its
+	// queue, subscription and lock/core.Line, so a release passes the lock to a waiter of its own
+	// process as the library's does. A crash or a pause stops a whole process.
 	PerProcess int
-	Rounds     int // acquire, work, release: this many times per client
-	Faults     []string
-	MaxFaults  int
-	MaxSteps   int // a run longer than this stops (counted, not a violation)
 
 	Lease, Work, Wait, Retry time.Duration
 	Pause, Down, Jump, Delay time.Duration

@@ -142,7 +142,9 @@ func (k lineKind) release(s *Sim, w *World, c *Client) {
 // releaseValue is the library's release of value (line.go release): the release script, given
 // the process's next waiter when core.Line.Next names one (the head of its queue), then its reply
 // told to the process's line (Forget, Released). A lock handed to a waiter of this process is
-// delivered at once (the script publishes only to the others), and the process's queue is rung.
+// delivered at once (the script publishes only to the others), and the process's queue is rung
+// (the release's own client, which may wait again, is not rung by it: a process of one client
+// hears no release of its own).
 func (k lineKind) releaseValue(s *Sim, w *World, c *Client, value string) {
 	p := w.proc(c)
 	head := ""
@@ -164,7 +166,7 @@ func (k lineKind) releaseValue(s *Sim, w *World, c *Client, value string) {
 	}
 	if code < 2 || len(r) < 3 {
 		if p.Line.Forget(lockName, value) {
-			s.ring(w, c)
+			s.rung(w, c)
 		}
 		return
 	}
@@ -174,7 +176,7 @@ func (k lineKind) releaseValue(s *Sim, w *World, c *Client, value string) {
 	if strings.HasPrefix(to, args[3]) {
 		k.granted(s, w, c, to, tok, code == 2, at(w.Now))
 	}
-	s.ring(w, c)
+	s.rung(w, c)
 }
 
 func (k lineKind) passOn(s *Sim, w *World, c *Client) {

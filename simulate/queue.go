@@ -103,16 +103,23 @@ func (s *Sim) won(w *World, c *Client) {
 	s.queueSays(w, c, w.proc(c).Q.Held(at(w.Now), uint64(c.ID), at(w.Now+ms(s.cfg.Lease))))
 }
 
-// ring is a release heard by c's process (or made in it).
+// ring is a release heard by c's process.
 func (s *Sim) ring(w *World, c *Client) {
-	if s.waiting(w, c) {
+	if s.waiting(w, c, 0) {
 		s.queueSays(w, c, w.proc(c).Q.Ring(at(w.Now)))
 	}
 }
 
-// waiting: a client of c's process waits in its queue.
-func (s *Sim) waiting(w *World, c *Client) bool {
-	return slices.ContainsFunc(w.mates(c), func(d Client) bool { return d.Queued && d.PC == pcAcquire && !d.Done })
+// rung is a release made by c, which rings its process's queue when another client waits there.
+func (s *Sim) rung(w *World, c *Client) {
+	if s.waiting(w, c, c.ID) {
+		s.queueSays(w, c, w.proc(c).Q.Ring(at(w.Now)))
+	}
+}
+
+// waiting: a client of c's process but the one with ID but waits in its queue.
+func (s *Sim) waiting(w *World, c *Client, but int) bool {
+	return slices.ContainsFunc(w.mates(c), func(d Client) bool { return d.ID != but && d.Queued && d.PC == pcAcquire && !d.Done })
 }
 
 // queueTurn is the queue's part of an acquisition's step: its timer, when the client wakes on
@@ -160,7 +167,7 @@ func (s *Sim) listen(w *World, c *Client) {
 // confirmed: c's process's subscription is confirmed; its queue's head looks again.
 func (s *Sim) confirmed(w *World, c *Client) {
 	w.proc(c).Listen = listenOn
-	if s.waiting(w, c) {
+	if s.waiting(w, c, 0) {
 		s.queueSays(w, c, w.proc(c).Q.Confirmed(at(w.Now)))
 	}
 }

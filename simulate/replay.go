@@ -12,19 +12,19 @@ import (
 // ReplayFile is a counterexample as written to disk: the bounds, the scheduler's choices and the
 // trace they give. Replaying runs the choices again on a fresh simulator.
 type ReplayFile struct {
-	Kind    string `json:"kind"`
-	Clients int    `json:"clients"`
-	// PerProcess is Config.PerProcess when more than 1.
-	PerProcess int      `json:"perProcess,omitempty"`
-	Rounds     int      `json:"rounds"`
-	Faults     []string `json:"faults"`
-	MaxFaults  int      `json:"maxFaults"`
-	Seed       uint64   `json:"seed,omitempty"`
-	Choices    []int    `json:"choices"`
-	Steps      int      `json:"steps"`
-	Violation  string   `json:"violation"`
-	TraceHash  string   `json:"traceHash"`
-	Trace      []Step   `json:"trace"`
+	Kind      string   `json:"kind"`
+	Clients   int      `json:"clients"`
+	Rounds    int      `json:"rounds"`
+	Faults    []string `json:"faults"`
+	MaxFaults int      `json:"maxFaults"`
+	Seed      uint64   `json:"seed,omitempty"`
+	Choices   []int    `json:"choices"`
+	Steps     int      `json:"steps"`
+	Violation string   `json:"violation"`
+	TraceHash string   `json:"traceHash"`
+	Trace     []Step   `json:"trace"`
+
+	PerProcess int `json:"perProcess,omitempty"` // Config.PerProcess when more than 1
 }
 
 // Step is one line of a trace, for the page.

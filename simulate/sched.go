@@ -187,17 +187,18 @@ func (s *Sim) fault(w *World, ch Choice) {
 	who := c.name()
 	switch ch.Fault {
 	case FaultCrash:
-		box := w.mailbox(c)
-		for _, d := range w.mates(c) {
-			w.Clients[d.ID-1].Crashed, w.Clients[d.ID-1].Inside, w.Clients[d.ID-1].PassOn = true, false, ""
+		box, mates := w.mailbox(c), w.mates(c)
+		for i := range mates {
+			mates[i].Crashed, mates[i].Inside, mates[i].PassOn = true, false, ""
 		}
 		w.Msgs = slices.DeleteFunc(w.Msgs, func(m msg) bool { return m.To == box })
 		// What the dead process was told and had not acted on yet (a nomination, a grant, a
 		// message on its way) is lost, as a message sent to it later is.
 		w.shake(s.kind.lostBound(s))
 	case FaultPause:
-		for _, d := range w.mates(c) {
-			w.Clients[d.ID-1].PausedUntil, w.Clients[d.ID-1].PausedValue = w.Now+ms(s.cfg.Pause), d.Value
+		mates := w.mates(c)
+		for i := range mates {
+			mates[i].PausedUntil, mates[i].PausedValue = w.Now+ms(s.cfg.Pause), mates[i].Value
 		}
 	case FaultPubsubLost:
 		j, _ := w.head(ch.Client)
