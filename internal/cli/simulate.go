@@ -81,8 +81,9 @@ func runSimulate(ctx context.Context, opts simulateFlags, stdout io.Writer) erro
 	if opts.runs < 0 {
 		return fmt.Errorf("simulate: --runs %d: want 0 (as many as --budget allows) or more", opts.runs)
 	}
-	if opts.clients < 1 || opts.maxFaults < 0 || opts.rounds < 1 {
-		return fmt.Errorf("simulate: --clients %d, --rounds %d, --max-faults %d: want >= 1, >= 1 and >= 0", opts.clients, opts.rounds, opts.maxFaults)
+	if opts.clients < 1 || opts.perProcess < 1 || opts.maxFaults < 0 || opts.rounds < 1 {
+		return fmt.Errorf("simulate: --clients %d, --per-process %d, --rounds %d, --max-faults %d: want >= 1, >= 1, >= 1 and >= 0",
+			opts.clients, opts.perProcess, opts.rounds, opts.maxFaults)
 	}
 	if opts.replay != "" {
 		return replaySimulation(opts, stdout)
