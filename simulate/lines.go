@@ -12,8 +12,8 @@ import (
 )
 
 // lineKind is NewLua (fenced false) and NewFenced (fenced true): the waiter line of
-// lock/line.go, with several waiters per process when Config.PerProcess says so, with the library's scripts and arguments, and its
-// decisions taken by the library's own lock/core.Line.
+// lock/line.go, Config.PerProcess waiters to a process, with the library's scripts and arguments,
+// and its decisions taken by the library's own lock/core.Line.
 type lineKind struct {
 	base
 	tokens bool

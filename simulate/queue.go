@@ -52,14 +52,10 @@ func queueConfig(sure bool) core.QueueConfig {
 // waitIn starts c's wait in its process's queue (an acquisition, or a multilock's part).
 func (s *Sim) waitIn(w *World, c *Client, cfg core.QueueConfig) {
 	p := w.proc(c)
-	c.Queued, c.Turn, c.Over = false, false, false
-	if !p.Q.Empty() {
-		s.queueSays(w, c, p.Q.Leave(at(w.Now), uint64(c.ID))) // a place of c's left behind
-	}
 	if p.Q.Empty() {
 		p.Q = core.NewQueue(cfg)
 	}
-	c.Queued = true
+	c.Queued, c.Turn, c.Over = true, false, false
 	s.queueSays(w, c, p.Q.Enter(at(w.Now), uint64(c.ID), at(c.Deadline)))
 }
 
