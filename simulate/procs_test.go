@@ -79,3 +79,20 @@ func TestNoCohortNeedsSharedProcess(t *testing.T) {
 		t.Fatalf("%d violations (complete %v), shortest %+v; want none", r.Violations, r.Complete, r.Shortest)
 	}
 }
+
+// TestSharedProcessClonesApart: a World with processes of two clients copies whole: the steps of
+// one copy leave the other's processes (queue, line, subscription) as they were.
+func TestSharedProcessClonesApart(t *testing.T) {
+	t.Parallel()
+	s := mustSim(t, Config{Kind: "fenced", Clients: 3, PerProcess: 2, Rounds: 2})
+	w := s.Start()
+	for n := 0; n < 200 && len(s.Choices(w)) > 0; n++ {
+		c := w.clone()
+		before := c.hash(0)
+		ch := s.Choices(w)
+		s.Apply(w, ch[0], 0)
+		if c.hash(0) != before {
+			t.Fatalf("step %d changed the copy made before it", n)
+		}
+	}
+}
