@@ -18,10 +18,12 @@ const (
 	pcDone    = "done"
 )
 
-// Client is one simulated client, alone in its process: a step machine whose step performs
-// exactly one action. Every field is a value, so a World copies it whole.
+// Client is one simulated client, a step machine whose step performs exactly one action, in its
+// process (Proc, numbered from 1: Config.PerProcess clients each), whose state its clients share
+// (World.Procs). Every field is a value, so a World copies it whole.
 type Client struct {
 	ID    int
+	Proc  int
 	PC    string
 	Sub   int // the kind's step within the phase
 	Round int // acquisitions finished (held and released, or given up)
@@ -56,17 +58,9 @@ type Client struct {
 	// The acquisition's place in its process's queue (queue.go): Turn, the queue said to try;
 	// Over, its wait is over.
 	Queued, Turn, Over bool
-	Q                  core.Queue
-	// Listen is the process's subscription to what rings its queue: asked for by the queue, then
-	// confirmed by a message of its own (confirmation), and kept for the client's life (the
-	// library's queue lingers). Until it is confirmed, what is published to the process is not
-	// heard.
-	Listen listen
-	// Line is the process's lock/core.Line (lua, fenced), made anew for each acquisition.
-	Line core.Line
-	Got  [3]bool
-	TTLs [3]int64 // what each master said of the lock's PTTL (redlock's holderLeft)
-	I    int      // the master its next command goes to
+	Got                [3]bool
+	TTLs               [3]int64 // what each master said of the lock's PTTL (redlock's holderLeft)
+	I                  int      // the master its next command goes to
 
 	PassOn      string // a lock handed to an acquisition that has left: pass it on
 	Crashed     bool
@@ -115,12 +109,15 @@ func (s *Sim) begin(w *World, c *Client) {
 		return
 	}
 	c.PC, c.Sub, c.I = pcAcquire, 0, 0
-	c.Value = fmt.Sprintf("p%d:c%d.r%d", c.ID, c.ID, c.Round)
+	c.Value = fmt.Sprintf("p%d:c%d.r%d", c.Proc, c.ID, c.Round)
 	c.Start, c.Deadline = w.Now, w.Now+ms(s.cfg.Wait)
 	c.Waiting, c.WakeAt, c.Granted, c.GrantTok, c.Next = false, 0, false, 0, 0
 	c.Inside, c.Got, c.Sent, c.BeatAt = false, [3]bool{}, w.Now, 0
 	c.Leased, c.Life, c.LifeWake, c.Lost, c.Renewing, c.RoundAt = false, core.Life{}, 0, false, false, 0
-	c.Queued, c.Q, c.Turn, c.Over = false, core.Queue{}, false, false
+	c.Queued, c.Turn, c.Over = false, false, false
+	if k, ok := s.kind.(lineKind); ok {
+		k.wait(s, w, c)
+	}
 	if cfg, ok := s.kind.queue(); ok {
 		s.waitIn(w, c, cfg)
 	}
@@ -170,6 +167,9 @@ func (s *Sim) hold(w *World, c *Client, token, since, ttl int64) {
 // renew, and a renewal that fails ends the acquisition, the lock given back by the next step
 // (the library's freshen and handedOverLate).
 func (s *Sim) handedOver(w *World, c *Client, token, ttl int64, renew func() any) {
+	if c.Queued {
+		s.won(w, c) // out of the queue, whether the lock is kept or given back
+	}
 	since := c.Sent
 	if core.Stale(at(w.Now), core.SafeEnd(at(since), dur(ttl)), dur(ttl)) {
 		if renewOutcome(renew()) != renewOK {

@@ -28,6 +28,10 @@ type Config struct {
 	Faults    []string
 	MaxFaults int
 	MaxSteps  int // a run longer than this stops (counted, not a violation)
+	// PerProcess clients share a process, in order (1 when 0; more for lua and fenced only): its
+	// queue, subscription and lock/core.Line, so a release passes the lock to a waiter of its own
+	// process as the library's does. A crash or a pause stops a whole process.
+	PerProcess int
 
 	Lease, Work, Wait, Retry time.Duration
 	Pause, Down, Jump, Delay time.Duration
@@ -51,6 +55,9 @@ func (c Config) Defaults() Config {
 	if c.Clients == 0 {
 		c.Clients = 2
 	}
+	if c.PerProcess == 0 {
+		c.PerProcess = 1
+	}
 	if c.Rounds == 0 {
 		c.Rounds = 1
 	}
@@ -67,6 +74,9 @@ func (c Config) Validate() error {
 	}
 	if c.Clients < 1 || c.Clients > 5 {
 		return fmt.Errorf("simulate: %d clients: want 1 to 5", c.Clients)
+	}
+	if c.PerProcess < 1 || c.PerProcess > 1 && c.Kind != "lua" && c.Kind != "fenced" {
+		return fmt.Errorf("simulate: %d clients per process: want 1, or more for lua and fenced", c.PerProcess)
 	}
 	for _, f := range c.Faults {
 		if !slices.Contains(AllFaults, f) {

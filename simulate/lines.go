@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,8 +12,8 @@ import (
 )
 
 // lineKind is NewLua (fenced false) and NewFenced (fenced true): the waiter line of
-// lock/line.go, one waiter per process, with the library's scripts and arguments, and its
-// decisions taken by the library's own lock/core.Line.
+// lock/line.go, Config.PerProcess waiters to a process, with the library's scripts and arguments,
+// and its decisions taken by the library's own lock/core.Line.
 type lineKind struct {
 	base
 	tokens bool
@@ -56,36 +57,39 @@ func (k lineKind) leftoverOK(key string) bool { return k.tokens && key == lockNa
 // queue: the line's waiters wait in their process's queue; a release here rings it itself.
 func (lineKind) queue() (core.QueueConfig, bool) { return queueConfig(true), true }
 
-// enter starts the acquisition's wait in its process's line (lock/core.Line), the library's:
-// the process first subscribes to its grant channel, as the library does before a waiter enters.
-func (k lineKind) enter(s *Sim, w *World, c *Client) {
-	s.listen(w, c)
-	c.Line = core.NewLine(core.Cohort)
-	c.Line.Enter(at(w.Now), lockName, c.Value, s.cfg.Lease, dur(k.grantTTL(s)), at(c.Deadline))
-	c.Sub = 1
+// wait starts the acquisition's wait in its process's line (lock/core.Line), before its queue, as
+// the library's wait enters it: a release here may pass the lock to it from then on.
+func (k lineKind) wait(s *Sim, w *World, c *Client) {
+	w.proc(c).Line.Enter(at(w.Now), lockName, c.Value, s.cfg.Lease, dur(k.grantTTL(s)), at(c.Deadline))
 }
 
 func (k lineKind) acquire(s *Sim, w *World, c *Client) {
 	if c.Sub == 0 {
-		k.enter(s, w, c)
+		s.listen(w, c) // the library subscribes to its grant channel as its first waiter enters
+		c.Sub = 1
 	}
+	line := &w.proc(c).Line
 	if c.Over {
 		// Out of the line: the release script takes the value out of the Redis line, and passes
 		// the lock on if it was handed to it meanwhile.
-		if passOn, leave := c.Line.Exit(at(w.Now), lockName, c.Value, false); passOn || leave {
+		if passOn, leave := line.Exit(at(w.Now), lockName, c.Value, false); passOn || leave {
 			k.releaseValue(s, w, c, c.Value)
 		}
 		s.giveUp(w, c)
 		return
 	}
-	subscribed := c.Listen == listenOn
-	look := c.Line.Look(at(w.Now), c.Value, subscribed)
+	subscribed := w.proc(c).Listen == listenOn
+	look := line.Look(at(w.Now), c.Value, subscribed)
 	switch {
 	case look.Won:
 		s.note(w, c.name(), "take the lock handed over", "token "+itoa(look.Win.Token))
-		c.Line.Exit(at(w.Now), lockName, c.Value, true)
+		line.Exit(at(w.Now), lockName, c.Value, true)
 		c.Sent = msAt(look.Win.Since)
-		s.handedOver(w, c, look.Win.Token, min(ms(s.cfg.Lease), ms(look.Win.GrantTTL)), func() any {
+		ttl := ms(s.cfg.Lease) // the library's acquire: a lock handed over short lives its grant TTL
+		if look.Win.Short {
+			ttl = min(ttl, ms(look.Win.GrantTTL))
+		}
+		s.handedOver(w, c, look.Win.Token, ttl, func() any {
 			return s.script(w, c, 0, "FencedRenew", script.FencedRenew, []string{lockName}, c.Value, itoa(ms(s.cfg.Lease)))
 		})
 	case look.Wait > 0:
@@ -107,11 +111,12 @@ func (k lineKind) try(s *Sim, w *World, c *Client, look core.LineLook, subscribe
 	}
 	reply := s.script(w, c, 0, "LineAcquire", script.LineAcquire, k.keys(), c.Value, itoa(w.Now), k.flag(),
 		itoa(ms(s.cfg.Lease)), itoa(deadline), itoa(ms(look.GrantTTL)))
+	line := &w.proc(c).Line
 	r, _ := reply.([]any)
 	if len(r) == 2 {
 		if held, _ := asInt(r[0]); held == 1 {
 			tok, _ := asInt(r[1])
-			c.Line.Exit(at(w.Now), lockName, c.Value, true)
+			line.Exit(at(w.Now), lockName, c.Value, true)
 			s.hold(w, c, tok, w.Now, ms(s.cfg.Lease))
 			return
 		}
@@ -122,7 +127,7 @@ func (k lineKind) try(s *Sim, w *World, c *Client, look core.LineLook, subscribe
 	} else if reply != errDown {
 		s.unexpected(w, c, "LineAcquire", reply)
 	}
-	s.failed(w, c, ms(c.Line.Tried(at(w.Now), c.Value, dur(d), core.LostGrantBound, subscribed)))
+	s.failed(w, c, ms(line.Tried(at(w.Now), c.Value, dur(d), core.LostGrantBound, subscribed)))
 }
 
 func (k lineKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
@@ -131,14 +136,47 @@ func (k lineKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
 
 func (k lineKind) release(s *Sim, w *World, c *Client) {
 	k.releaseValue(s, w, c, c.Value)
-	c.Line.Forget(lockName, c.Value)
 	s.released(w, c)
 }
 
-// releaseValue runs the release script for value, with no next waiter in this process.
+// releaseValue is the library's release of value (line.go release): the release script, given
+// the process's next waiter when core.Line.Next names one (the head of its queue), then its reply
+// told to the process's line (Forget, Released). A lock handed to a waiter of this process is
+// delivered at once (the script publishes only to the others), and the process's queue is rung
+// (the release's own client, which may wait again, is not rung by it: a process of one client
+// hears no release of its own).
 func (k lineKind) releaseValue(s *Sim, w *World, c *Client, value string) {
-	s.script(w, c, 0, "LineRelease", script.LineRelease, k.keys(), value, itoa(w.Now), k.flag(),
-		"p"+strconv.Itoa(c.ID)+":", script.GrantChannelPrefix, "", "0", "0", "0", "0")
+	p := w.proc(c)
+	head := ""
+	if id, ok := p.Q.Head(); ok {
+		head = w.Clients[id-1].Value
+	}
+	next, ok := p.Line.Next(lockName, value, head, head != "", p.Listen == listenOn)
+	args := []string{value, itoa(w.Now), k.flag(), "p" + strconv.Itoa(c.Proc) + ":", script.GrantChannelPrefix, "", "0", "0", "0", "0"}
+	if ok {
+		args[5], args[6], args[7], args[8] = next.Value, itoa(msAt(next.Deadline)), itoa(ms(next.GrantTTL)), itoa(max(ms(next.Lease), 1))
+		if next.Before {
+			args[9] = "1"
+		}
+	}
+	r, _ := s.script(w, c, 0, "LineRelease", script.LineRelease, k.keys(), args...).([]any)
+	code := int64(-1)
+	if len(r) > 0 {
+		code, _ = asInt(r[0])
+	}
+	if code < 2 || len(r) < 3 {
+		if p.Line.Forget(lockName, value) {
+			s.rung(w, c)
+		}
+		return
+	}
+	to, _ := r[1].(string)
+	tok, _ := asInt(r[2])
+	p.Line.Released(at(w.Now), lockName, value, code == 3 && len(r) > 3, next.Value, to)
+	if strings.HasPrefix(to, args[3]) {
+		k.granted(s, w, c, to, tok, code == 2, at(w.Now))
+	}
+	s.rung(w, c)
 }
 
 func (k lineKind) passOn(s *Sim, w *World, c *Client) {
@@ -147,31 +185,37 @@ func (k lineKind) passOn(s *Sim, w *World, c *Client) {
 	k.releaseValue(s, w, c, v)
 }
 
-// route: a grant goes to the process its channel names (script.GrantChannelPrefix + "p<id>").
+// route: a grant goes to the process its channel names (script.GrantChannelPrefix + "p<n>").
 func (k lineKind) route(w *World, _ int, channel string) []int {
 	id, ok := strings.CutPrefix(channel, script.GrantChannelPrefix+"p")
 	n, err := strconv.Atoi(id)
-	if !ok || err != nil || n < 1 || n > len(w.Clients) {
+	i := slices.IndexFunc(w.Clients, func(c Client) bool { return c.Proc == n })
+	if !ok || err != nil || i < 0 {
 		return nil
 	}
-	return []int{n - 1}
+	return []int{i}
 }
 
-// deliver: a grant "<lock>\n<value>\n<token>" is the process line's to judge (core.Line.Granted):
-// the waiting acquisition's wakes it holding the lock; one for a value this process neither waits
-// with nor holds is passed on (line.go heard).
+// deliver: a grant "<lock>\n<value>\n<token>" is the process line's to judge (granted).
 func (k lineKind) deliver(s *Sim, w *World, c *Client, m msg) {
 	parts := strings.SplitN(m.Payload, "\n", 3)
 	if len(parts) != 3 {
 		return
 	}
 	tok, _ := strconv.ParseInt(parts[2], 10, 64)
-	ring, passOn := c.Line.Granted(parts[0], parts[1], tok, true, time.Time{})
+	k.granted(s, w, c, parts[1], tok, true, time.Time{})
+}
+
+// granted: a release handed the lock to value, a waiter of c's process (core.Line.Granted):
+// the waiting acquisition's wakes it holding the lock; one for a value this process neither
+// waits with nor holds is passed on (line.go deliver, heard).
+func (k lineKind) granted(s *Sim, w *World, c *Client, value string, tok int64, short bool, since time.Time) {
+	ring, passOn := w.proc(c).Line.Granted(lockName, value, tok, short, since)
 	if ring {
 		s.ring(w, c)
 	}
 	if passOn {
-		c.PassOn = parts[1]
+		c.PassOn = value
 	}
 }
 

@@ -96,7 +96,7 @@ func (s *Sim) effectAt(w *World, x int64) string {
 // reentrant process in the line ("n<id>"). The fair lock's alive marker ("p<id>" alone) holds
 // nobody up and is not counted.
 func (s *Sim) mentions(w *World, x int64, c *Client) bool {
-	proc, nom := "p"+strconv.Itoa(c.ID)+":", "n"+strconv.Itoa(c.ID)
+	proc, nom := "p"+strconv.Itoa(c.Proc)+":", "n"+strconv.Itoa(c.ID)
 	names := func(v string) bool { return strings.HasPrefix(v, proc) || v == nom }
 	for _, m := range w.Masters {
 		for _, k := range m.Data {

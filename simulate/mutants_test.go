@@ -35,6 +35,10 @@ func TestMutantsFound(t *testing.T) {
 		// Redis; the release finds nobody in the line. Only a look once the subscription is
 		// confirmed queues it (or finds the lock free).
 		core.NoLookAfterSubscribe: {Config{Kind: "lua", Clients: 2, Work: 50 * time.Millisecond}, "wake"},
+		// Two clients of one process take turns, six rounds each, while the third waits in the
+		// Redis line: the cohort lets it in after eight holders of the process (2.4 s); without it
+		// the process keeps the lock for all twelve (3.6 s), past the third's 3 s wait.
+		core.NoCohort: {Config{Kind: "lua", Clients: 3, PerProcess: 2, Rounds: 6}, "with no fault"},
 	}
 	if len(cases) != len(core.Mutants) {
 		t.Fatalf("%d mutants tested, the core has %d", len(cases), len(core.Mutants))

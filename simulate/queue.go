@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"slices"
 	"time"
 
 	"github.com/seckill-lab/seckill/lock/core"
@@ -9,9 +10,37 @@ import (
 // The waiting of the library's kinds but fair: each acquisition waits in its process's queue for
 // the key, lock/core's Queue, the one the library's handoff drives. The queue decides when the
 // client tries, how long it sleeps after a failed attempt, that it looks again after subscribing,
-// that a ring wakes it, and when its wait is over. With one client per process it is the only
-// waiter in its queue. Its process's subscription is confirmed by a message of its own, which
-// the scheduler delivers like any other: at once, or late when a pub/sub fault delays it.
+// that a ring wakes it, and when its wait is over. A waiter is named in it by its client's ID;
+// with one client per process it is the only waiter in its queue. A queue left empty is made anew
+// by the next waiter (the library's lingers with its subscription, which the process keeps here).
+// Its process's subscription is confirmed by a message of its own, which the scheduler delivers
+// like any other: at once, or late when a pub/sub fault delays it.
+
+// proc is one process's state, shared by its clients (Config.PerProcess): the key's queue, the
+// subscription to what rings it (Listen: asked for by the queue, then confirmed by a message of
+// its own, and kept for the process's life; until it is confirmed, what is published to the
+// process is not heard), and for the line kinds the process's lock/core.Line.
+type proc struct {
+	Q      core.Queue
+	Listen listen
+	Line   core.Line
+}
+
+// proc is c's process.
+func (w *World) proc(c *Client) *proc { return &w.Procs[c.Proc-1] }
+
+// mates are the clients of c's process, c among them.
+func (w *World) mates(c *Client) []Client {
+	i := slices.IndexFunc(w.Clients, func(d Client) bool { return d.Proc == c.Proc })
+	j := i
+	for j < len(w.Clients) && w.Clients[j].Proc == c.Proc {
+		j++
+	}
+	return w.Clients[i:j]
+}
+
+// mailbox is the index of the client that receives its process's messages: the first of it.
+func (w *World) mailbox(c *Client) int { return w.mates(c)[0].ID - 1 }
 
 // queueConfig is the library's queue of a kind that listens to its key's releases: sure is
 // whether every release it must hear rings it before the subscription is confirmed (handoff's
@@ -20,25 +49,36 @@ func queueConfig(sure bool) core.QueueConfig {
 	return core.QueueConfig{Listens: true, SureRing: sure, Linger: core.Linger, ConfirmWait: core.ConfirmWait}
 }
 
-// waitIn starts c's wait in a queue of its own (an acquisition, or a multilock's part).
+// waitIn starts c's wait in its process's queue (an acquisition, or a multilock's part).
 func (s *Sim) waitIn(w *World, c *Client, cfg core.QueueConfig) {
-	c.Queued, c.Q, c.Turn, c.Over = true, core.NewQueue(cfg), false, false
-	s.queueSays(w, c, c.Q.Enter(at(w.Now), 1, at(c.Deadline)))
+	p := w.proc(c)
+	if p.Q.Empty() {
+		p.Q = core.NewQueue(cfg)
+	}
+	c.Queued, c.Turn, c.Over = true, false, false
+	s.queueSays(w, c, p.Q.Enter(at(w.Now), uint64(c.ID), at(c.Deadline)))
 }
 
-// queueSays does what the queue answered: the client tries now (Turn), its wait is over (Over:
-// its next step leaves), or it sleeps until the queue's timer or a ring.
+// queueSays does what c's process's queue answered, for each of its waiters: it tries now (Turn),
+// its wait is over (Over: its next step leaves), or it sleeps until the queue's timer or a ring.
 func (s *Sim) queueSays(w *World, c *Client, r core.QueueReady) {
 	if r.Subscribe {
 		r = s.subscribe(w, c, r)
 	}
-	switch {
-	case len(r.GiveUp) > 0:
-		c.Over, c.Turn, c.Waiting = true, false, false
-	case r.Try != 0:
-		c.Turn, c.Waiting = true, false
-	case !r.Wake.IsZero():
-		c.sleep(msAt(r.Wake))
+	mates := w.mates(c)
+	for i := range mates {
+		d := &mates[i]
+		if !d.Queued || d.PC != pcAcquire {
+			continue
+		}
+		switch {
+		case slices.Contains(r.GiveUp, uint64(d.ID)):
+			d.Over, d.Turn, d.Waiting = true, false, false
+		case r.Try == uint64(d.ID):
+			d.Turn, d.Waiting = true, false
+		case !r.Wake.IsZero() && !d.Turn && !d.Over:
+			d.sleep(msAt(r.Wake))
+		}
 	}
 }
 
@@ -50,20 +90,32 @@ func (s *Sim) failed(w *World, c *Client, retry int64) {
 	if retry >= 0 {
 		d = dur(retry)
 	}
-	s.queueSays(w, c, c.Q.Failed(at(w.Now), 1, d))
+	s.queueSays(w, c, w.proc(c).Q.Failed(at(w.Now), uint64(c.ID), d))
 }
 
-// won tells c's queue its attempt won.
+// won tells c's queue its attempt won: c leaves it, and the next waiter is its head.
 func (s *Sim) won(w *World, c *Client) {
-	c.Turn = false
-	c.Q.Held(at(w.Now), 1, at(w.Now+ms(s.cfg.Lease)))
+	c.Turn, c.Queued = false, false
+	s.queueSays(w, c, w.proc(c).Q.Held(at(w.Now), uint64(c.ID), at(w.Now+ms(s.cfg.Lease))))
 }
 
 // ring is a release heard by c's process.
 func (s *Sim) ring(w *World, c *Client) {
-	if c.Queued && c.PC == pcAcquire {
-		s.queueSays(w, c, c.Q.Ring(at(w.Now)))
+	if s.waiting(w, c, 0) {
+		s.queueSays(w, c, w.proc(c).Q.Ring(at(w.Now)))
 	}
+}
+
+// rung is a release made by c, which rings its process's queue when another client waits there.
+func (s *Sim) rung(w *World, c *Client) {
+	if s.waiting(w, c, c.ID) {
+		s.queueSays(w, c, w.proc(c).Q.Ring(at(w.Now)))
+	}
+}
+
+// waiting: a client of c's process but the one with ID but waits in its queue.
+func (s *Sim) waiting(w *World, c *Client, but int) bool {
+	return slices.ContainsFunc(w.mates(c), func(d Client) bool { return d.ID != but && d.Queued && d.PC == pcAcquire && !d.Done })
 }
 
 // queueTurn is the queue's part of an acquisition's step: its timer, when the client wakes on
@@ -72,7 +124,7 @@ func (s *Sim) queueTurn(w *World, c *Client) bool {
 	if !c.Queued || c.Turn || c.Over {
 		return true
 	}
-	s.queueSays(w, c, c.Q.Tick(at(w.Now)))
+	s.queueSays(w, c, w.proc(c).Q.Tick(at(w.Now)))
 	return c.Turn || c.Over
 }
 
@@ -93,8 +145,8 @@ const confirmation = "(subscribe confirmed)"
 // subscribe: c's queue asked its process to subscribe. A process already subscribed is confirmed
 // at once (the library's subscriber answers from what it has); else the confirmation is sent.
 func (s *Sim) subscribe(w *World, c *Client, r core.QueueReady) core.QueueReady {
-	if c.Listen == listenOn {
-		return c.Q.Confirmed(at(w.Now))
+	if w.proc(c).Listen == listenOn {
+		return w.proc(c).Q.Confirmed(at(w.Now))
 	}
 	s.listen(w, c)
 	return r
@@ -102,17 +154,17 @@ func (s *Sim) subscribe(w *World, c *Client, r core.QueueReady) core.QueueReady 
 
 // listen starts c's process's subscription unless it has one: its confirmation is on its way.
 func (s *Sim) listen(w *World, c *Client) {
-	if c.Listen == listenNone {
-		c.Listen = listenAsked
-		w.Msgs = append(w.Msgs, msg{To: c.ID - 1, Channel: confirmation, At: w.Now})
+	if p := w.proc(c); p.Listen == listenNone {
+		p.Listen = listenAsked
+		w.Msgs = append(w.Msgs, msg{To: w.mailbox(c), Channel: confirmation, At: w.Now})
 	}
 }
 
-// confirmed: c's subscription is confirmed; its queue's head looks again.
+// confirmed: c's process's subscription is confirmed; its queue's head looks again.
 func (s *Sim) confirmed(w *World, c *Client) {
-	c.Listen = listenOn
-	if c.Queued && c.PC == pcAcquire && !c.Done {
-		s.queueSays(w, c, c.Q.Confirmed(at(w.Now)))
+	w.proc(c).Listen = listenOn
+	if s.waiting(w, c, 0) {
+		s.queueSays(w, c, w.proc(c).Q.Confirmed(at(w.Now)))
 	}
 }
 
@@ -120,5 +172,5 @@ func (s *Sim) confirmed(w *World, c *Client) {
 // queue whose subscription is not yet confirmed.
 func (s *Sim) unheard(w *World, i int) bool {
 	_, queued := s.kind.queue()
-	return queued && w.Clients[i].Listen != listenOn
+	return queued && w.proc(&w.Clients[i]).Listen != listenOn
 }

@@ -23,6 +23,8 @@ type ReplayFile struct {
 	Violation string   `json:"violation"`
 	TraceHash string   `json:"traceHash"`
 	Trace     []Step   `json:"trace"`
+
+	PerProcess int `json:"perProcess,omitempty"` // Config.PerProcess when more than 1
 }
 
 // Step is one line of a trace, for the page.
@@ -49,14 +51,18 @@ func (w *World) Steps() []Step {
 // NewReplayFile describes the run f found under cfg.
 func NewReplayFile(cfg Config, f *Found) ReplayFile {
 	cfg = cfg.Defaults()
-	return ReplayFile{Kind: cfg.Kind, Clients: cfg.Clients, Rounds: cfg.Rounds, Faults: append([]string{}, cfg.Faults...),
+	r := ReplayFile{Kind: cfg.Kind, Clients: cfg.Clients, Rounds: cfg.Rounds, Faults: append([]string{}, cfg.Faults...),
 		MaxFaults: cfg.MaxFaults, Seed: f.Seed, Choices: f.Choices, Steps: f.Steps, Violation: f.Violation,
 		TraceHash: f.World.TraceHash(), Trace: f.World.Steps()}
+	if cfg.PerProcess > 1 {
+		r.PerProcess = cfg.PerProcess
+	}
+	return r
 }
 
 // Config is the simulator configuration the file was made with.
 func (r ReplayFile) Config() Config {
-	return Config{Kind: r.Kind, Clients: r.Clients, Rounds: r.Rounds, Faults: r.Faults, MaxFaults: r.MaxFaults}
+	return Config{Kind: r.Kind, Clients: r.Clients, PerProcess: r.PerProcess, Rounds: r.Rounds, Faults: r.Faults, MaxFaults: r.MaxFaults}
 }
 
 // Write saves the file as <dir>/<name>.json and its page as <dir>/<name>.html; it returns the

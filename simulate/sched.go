@@ -187,13 +187,19 @@ func (s *Sim) fault(w *World, ch Choice) {
 	who := c.name()
 	switch ch.Fault {
 	case FaultCrash:
-		c.Crashed, c.Inside, c.PassOn = true, false, ""
-		w.Msgs = slices.DeleteFunc(w.Msgs, func(m msg) bool { return m.To == ch.Client })
+		box, mates := w.mailbox(c), w.mates(c)
+		for i := range mates {
+			mates[i].Crashed, mates[i].Inside, mates[i].PassOn = true, false, ""
+		}
+		w.Msgs = slices.DeleteFunc(w.Msgs, func(m msg) bool { return m.To == box })
 		// What the dead process was told and had not acted on yet (a nomination, a grant, a
 		// message on its way) is lost, as a message sent to it later is.
 		w.shake(s.kind.lostBound(s))
 	case FaultPause:
-		c.PausedUntil, c.PausedValue = w.Now+ms(s.cfg.Pause), c.Value
+		mates := w.mates(c)
+		for i := range mates {
+			mates[i].PausedUntil, mates[i].PausedValue = w.Now+ms(s.cfg.Pause), mates[i].Value
+		}
 	case FaultPubsubLost:
 		j, _ := w.head(ch.Client)
 		w.Msgs = append(w.Msgs[:j:j], w.Msgs[j+1:]...)

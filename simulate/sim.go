@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/seckill-lab/seckill/lock/core"
 )
 
 // errDown is the reply of a master that is down.
@@ -41,10 +43,14 @@ func New(cfg Config) (*Sim, error) {
 
 // Start is the world before the first step.
 func (s *Sim) Start() *World {
-	w := &World{Masters: make([]master, len(s.engines)), Clients: make([]Client, s.cfg.Clients)}
+	n := s.cfg.PerProcess
+	w := &World{Masters: make([]master, len(s.engines)), Clients: make([]Client, s.cfg.Clients), Procs: make([]proc, (s.cfg.Clients+n-1)/n)}
+	for i := range w.Procs {
+		w.Procs[i].Line = core.NewLine(core.Cohort)
+	}
 	for i := range w.Clients {
 		c := &w.Clients[i]
-		c.ID = i + 1
+		c.ID, c.Proc = i+1, i/n+1
 		s.begin(w, c)
 	}
 	s.kind.setup(s, w)

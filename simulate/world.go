@@ -49,6 +49,7 @@ type World struct {
 	Now        int64 // virtual ms since epoch
 	Masters    []master
 	Clients    []Client
+	Procs      []proc // the clients' processes, by Client.Proc - 1
 	Msgs       []msg
 	Res        resource
 	FaultsUsed int
@@ -80,9 +81,10 @@ func (w *World) clone() *World {
 	c := *w
 	c.Masters = append([]master(nil), w.Masters...)
 	c.Clients = append([]Client(nil), w.Clients...)
-	for i := range c.Clients {
-		c.Clients[i].Q = c.Clients[i].Q.Clone()
-		c.Clients[i].Line = c.Clients[i].Line.Clone()
+	c.Procs = append([]proc(nil), w.Procs...)
+	for i := range c.Procs {
+		c.Procs[i].Q = c.Procs[i].Q.Clone()
+		c.Procs[i].Line = c.Procs[i].Line.Clone()
 	}
 	c.Msgs = append([]msg(nil), w.Msgs...)
 	return &c
@@ -103,6 +105,9 @@ func (w *World) hash(g int64) [16]byte {
 	}
 	for _, c := range w.Clients {
 		fmt.Fprintf(&b, "%+v\n", c)
+	}
+	for _, p := range w.Procs {
+		fmt.Fprintf(&b, "%+v\n", p)
 	}
 	for _, m := range w.Msgs {
 		fmt.Fprintf(&b, "%+v\n", m)

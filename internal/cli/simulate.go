@@ -21,6 +21,7 @@ var errSimulateReplay = errors.New("simulate: the replay did not give the file's
 type simulateFlags struct {
 	kinds      []string
 	clients    int
+	perProcess int
 	rounds     int
 	faults     []string
 	maxFaults  int
@@ -45,7 +46,8 @@ func (f *simulateFlags) register(fs *flag.FlagSet) {
 		}
 		return nil
 	})
-	fs.IntVar(&f.clients, "clients", 2, "simulated clients, one process each")
+	fs.IntVar(&f.clients, "clients", 2, "simulated clients, --per-process of them to a process")
+	fs.IntVar(&f.perProcess, "per-process", 1, "clients per process (more than 1 for lua and fenced only): they share its queue, grant subscription and line, as one Locker's waiters do")
 	fs.IntVar(&f.rounds, "rounds", 1, "acquisitions (acquire, work, write, release) per client")
 	fs.Func("faults", "comma-separated faults the scheduler may inject (default none; known: "+strings.Join(simulate.AllFaults, ",")+")", func(s string) error {
 		f.faults = nil
@@ -79,15 +81,16 @@ func runSimulate(ctx context.Context, opts simulateFlags, stdout io.Writer) erro
 	if opts.runs < 0 {
 		return fmt.Errorf("simulate: --runs %d: want 0 (as many as --budget allows) or more", opts.runs)
 	}
-	if opts.clients < 1 || opts.maxFaults < 0 || opts.rounds < 1 {
-		return fmt.Errorf("simulate: --clients %d, --rounds %d, --max-faults %d: want >= 1, >= 1 and >= 0", opts.clients, opts.rounds, opts.maxFaults)
+	if opts.clients < 1 || opts.perProcess < 1 || opts.maxFaults < 0 || opts.rounds < 1 {
+		return fmt.Errorf("simulate: --clients %d, --per-process %d, --rounds %d, --max-faults %d: want >= 1, >= 1, >= 1 and >= 0",
+			opts.clients, opts.perProcess, opts.rounds, opts.maxFaults)
 	}
 	if opts.replay != "" {
 		return replaySimulation(opts, stdout)
 	}
 	var reports []simulate.KindReport
 	for _, k := range opts.kinds {
-		cfg := simulate.Config{Kind: k, Clients: opts.clients, Rounds: opts.rounds, Faults: opts.faults, MaxFaults: opts.maxFaults}
+		cfg := simulate.Config{Kind: k, Clients: opts.clients, PerProcess: opts.perProcess, Rounds: opts.rounds, Faults: opts.faults, MaxFaults: opts.maxFaults}
 		if len(opts.faults) == 0 {
 			cfg.MaxFaults = 0
 		}
@@ -120,6 +123,9 @@ func runSimulate(ctx context.Context, opts simulateFlags, stdout io.Writer) erro
 // simulateAgain is the command that runs a random search again, run for run.
 func simulateAgain(cfg simulate.Config, r simulate.KindReport) string {
 	cmd := fmt.Sprintf("go run . simulate --kinds %s --clients %d --rounds %d", r.Kind, cfg.Clients, cfg.Rounds)
+	if cfg.PerProcess > 1 {
+		cmd += fmt.Sprintf(" --per-process %d", cfg.PerProcess)
+	}
 	if len(cfg.Faults) > 0 {
 		cmd += fmt.Sprintf(" --faults %s --max-faults %d", strings.Join(cfg.Faults, ","), cfg.MaxFaults)
 	}

@@ -78,6 +78,8 @@ func TestSimulateCommandRefusesBadInputAndStopsWhenInterrupted(t *testing.T) {
 		{"simulate", "--times", "0", "--replay", "x.json"},
 		{"simulate", "--budget", "0s"},
 		{"simulate", "--rounds", "0"},
+		{"simulate", "--per-process", "0"},
+		{"simulate", "--kinds", "reentrant", "--per-process", "2"},
 		{"simulate", "--replay", filepath.Join(t.TempDir(), "missing.json")},
 	} {
 		var out, errOut bytes.Buffer

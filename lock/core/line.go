@@ -185,7 +185,7 @@ func (l *Line) Next(key, value, head string, ok, subscribed bool) (LineNext, boo
 		return LineNext{}, false
 	}
 	return LineNext{Value: head, Deadline: w.deadline, GrantTTL: w.grantTTL, Lease: w.lease,
-		Before: l.turns[key]+1 < l.cohort}, true
+		Before: l.turns[key]+1 < l.cohort || mutated(NoCohort)}, true
 }
 
 // Released: the release of key by value ran. inProcess: it handed the lock to this process's next

@@ -15,10 +15,11 @@ const (
 	NoWake                             // a release's ring does not wake the head of the queue
 	NoRelook                           // a failed attempt's answer does not bound the head's sleep
 	NoLookAfterSubscribe               // a head that has just subscribed does not look again when it is confirmed
+	NoCohort                           // a release passes the lock to its process's next waiter before the Redis line however many turns the process had
 )
 
 // Mutants lists every mutant but Sound.
-var Mutants = []Mutant{NoRenewal, NeverLost, NoPush, NoWake, NoRelook, NoLookAfterSubscribe}
+var Mutants = []Mutant{NoRenewal, NeverLost, NoPush, NoWake, NoRelook, NoLookAfterSubscribe, NoCohort}
 
 func (m Mutant) String() string {
 	switch m {
@@ -34,6 +35,8 @@ func (m Mutant) String() string {
 		return "no-relook"
 	case NoLookAfterSubscribe:
 		return "no-look-after-subscribe"
+	case NoCohort:
+		return "no-cohort"
 	}
 	return "sound"
 }

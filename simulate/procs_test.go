@@ -1,0 +1,98 @@
+package simulate
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill-lab/seckill/lock/core"
+)
+
+// TestSharedProcess: two clients in one process and one in another (Config.PerProcess 2), for lua
+// and fenced: every schedule is searched and none breaks a property.
+func TestSharedProcess(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []Config{
+		// A pause breaks lua, with one client per process too.
+		{Kind: "lua", Rounds: 2, Faults: []string{FaultCrash}},
+		{Kind: "fenced", Rounds: 1, Faults: []string{FaultCrash, FaultPause}},
+	} {
+		cfg.Clients, cfg.PerProcess, cfg.MaxFaults = 3, 2, 1
+		r := mustSim(t, cfg).Exhaustive(t.Context())
+		if r.Violations != 0 || !r.Complete {
+			t.Errorf("%s: %d violations (complete %v), shortest %+v", cfg.Kind, r.Violations, r.Complete, r.Shortest)
+		}
+		t.Logf("%s %d rounds %v: %d schedules, %d states in %v", cfg.Kind, cfg.Rounds, cfg.Faults, r.Schedules, r.States, r.Elapsed.Round(time.Millisecond))
+	}
+}
+
+// TestSharedProcessHandsOver: with two clients in a process, a release passes the lock to the
+// other without a Redis acquire (the release script hands it to the process's next waiter, which
+// takes it next without a command), in some schedules; with one client per process, never.
+func TestSharedProcessHandsOver(t *testing.T) {
+	t.Parallel()
+	for _, per := range []int{1, 2} {
+		s := mustSim(t, Config{Kind: "fenced", Clients: 3, PerProcess: per, Rounds: 2})
+		n := 0
+		for seed := range uint64(20) {
+			if handedInProcess(s.RunSeed(seed)) {
+				n++
+			}
+		}
+		t.Logf("%d per process: %d of 20 schedules hand the lock over in a process", per, n)
+		if (n > 0) != (per > 1) {
+			t.Errorf("%d per process: %d of 20 schedules hand the lock over in a process", per, n)
+		}
+	}
+}
+
+// handedInProcess: some release's reply handed the lock to a waiter of its own process (code 3),
+// which then took it with no command of its own in between.
+func handedInProcess(w *World) bool {
+	steps := w.Steps()
+	for i, st := range steps {
+		if !strings.Contains(st.What, "LineRelease") || !strings.HasPrefix(st.Reply, "[3 ") {
+			continue
+		}
+		to := strings.Split(strings.Split(st.Reply, ":")[1], ".")[0] // [3 "p1:c2.r0" ...]: c2
+		for _, next := range steps[i+1:] {
+			if next.Who == to {
+				if next.What == "take the lock handed over" {
+					return true
+				}
+				break
+			}
+		}
+	}
+	return false
+}
+
+// TestNoCohortNeedsSharedProcess: the mutant no-cohort, found with two clients in a process
+// (TestMutantsFound), hides from the same search with one client per process. Not parallel: the
+// mutant is switched on for the whole process.
+func TestNoCohortNeedsSharedProcess(t *testing.T) {
+	undo := core.Mutate(core.NoCohort)
+	defer undo()
+	r := mustSim(t, Config{Kind: "lua", Clients: 3, Rounds: 6}).Exhaustive(context.Background())
+	if r.Violations != 0 || !r.Complete {
+		t.Fatalf("%d violations (complete %v), shortest %+v; want none", r.Violations, r.Complete, r.Shortest)
+	}
+}
+
+// TestSharedProcessClonesApart: a World with processes of two clients copies whole: the steps of
+// one copy leave the other's processes (queue, line, subscription) as they were.
+func TestSharedProcessClonesApart(t *testing.T) {
+	t.Parallel()
+	s := mustSim(t, Config{Kind: "fenced", Clients: 3, PerProcess: 2, Rounds: 2})
+	w := s.Start()
+	for n := 0; n < 200 && len(s.Choices(w)) > 0; n++ {
+		c := w.clone()
+		before := c.hash(0)
+		ch := s.Choices(w)
+		s.Apply(w, ch[0], 0)
+		if c.hash(0) != before {
+			t.Fatalf("step %d changed the copy made before it", n)
+		}
+	}
+}
