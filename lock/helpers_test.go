@@ -73,4 +73,3 @@ func own(l *Locker, owner string) string {
 
 // Universal, for the tests of package lock_test.
 var Universal = universal
-
