@@ -215,44 +215,36 @@ func transient(err error) bool {
 }
 
 // enter records an acquisition under way, for Close to end; false when the Locker is closed.
-func (l *Locker) enter(a *acquisition) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closing.Err() != nil {
-		return false
-	}
-	if l.acquiring == nil {
-		l.acquiring = map[*acquisition]struct{}{}
-	}
-	l.acquiring[a] = struct{}{}
-	return true
-}
+func (l *Locker) enter(a *acquisition) bool { return addUnlessClosed(l, &l.acquiring, a) }
 
 // leave forgets an acquisition that has ended.
-func (l *Locker) leave(a *acquisition) {
-	l.mu.Lock()
-	delete(l.acquiring, a)
-	l.mu.Unlock()
-}
+func (l *Locker) leave(a *acquisition) { removeFrom(l, &l.acquiring, a) }
 
 // track records a lease as held, for Close to give back; false when the Locker is closed.
-func (l *Locker) track(le *Lease) bool {
+func (l *Locker) track(le *Lease) bool { return addUnlessClosed(l, &l.held, le) }
+
+// untrack forgets a lease given back (or about to be).
+func (l *Locker) untrack(le *Lease) { removeFrom(l, &l.held, le) }
+
+// addUnlessClosed adds k to the set *m of what Close must end, under l.mu; false when the Locker
+// is closed.
+func addUnlessClosed[K comparable](l *Locker, m *map[K]struct{}, k K) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closing.Err() != nil {
 		return false
 	}
-	if l.held == nil {
-		l.held = map[*Lease]struct{}{}
+	if *m == nil {
+		*m = map[K]struct{}{}
 	}
-	l.held[le] = struct{}{}
+	(*m)[k] = struct{}{}
 	return true
 }
 
-// untrack forgets a lease given back (or about to be).
-func (l *Locker) untrack(le *Lease) {
+// removeFrom takes k out of the set *m, under l.mu.
+func removeFrom[K comparable](l *Locker, m *map[K]struct{}, k K) {
 	l.mu.Lock()
-	delete(l.held, le)
+	delete(*m, k)
 	l.mu.Unlock()
 }
 
