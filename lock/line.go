@@ -390,12 +390,13 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 	next, ok := wl.nextWaiter(key, value)
 	call := wl.keySet(key).release
 	args := append(call.args(10), value, time.Now().UnixMilli(), wl.fencedArg, wl.mineArg, grantChannelPrefix)
-	switch {
-	case ok && next.Before:
-		args = append(args, next.Value, next.Deadline.UnixMilli(), next.GrantTTL.Milliseconds(), max(next.Lease.Milliseconds(), 1), "1")
-	case ok:
-		args = append(args, next.Value, next.Deadline.UnixMilli(), next.GrantTTL.Milliseconds(), max(next.Lease.Milliseconds(), 1), "0")
-	default:
+	if ok {
+		before := "0"
+		if next.Before {
+			before = "1"
+		}
+		args = append(args, next.Value, next.Deadline.UnixMilli(), next.GrantTTL.Milliseconds(), max(next.Lease.Milliseconds(), 1), before)
+	} else {
 		args = append(args, "", 0, 0, 0, "0")
 	}
 	sent := time.Now()

@@ -22,16 +22,8 @@ var (
 // so there p is executed first and the script follows on its own; so does a script Redis does not
 // know yet (NOSCRIPT: EVALSHA in a pipeline cannot fall back to EVAL).
 func runScript(ctx context.Context, p redis.Pipeliner, rdb redis.UniversalClient, sc *redis.Script, keys []string, args ...any) *redis.Cmd {
-	if _, oneConn := rdb.(*redis.Client); p == nil || !oneConn {
-		execHeld(ctx, p)
-		return sc.Run(ctx, rdb, keys, args...)
-	}
-	cmd := sc.EvalSha(ctx, p, keys, args...)
-	execHeld(ctx, p)
-	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		return sc.Run(ctx, rdb, keys, args...)
-	}
-	return cmd
+	s := newScriptCall(sc, keys)
+	return s.run(ctx, p, rdb, append(s.args(len(args)), args...))
 }
 
 // execHeld executes the holder's pipeline p, if there is one. Each command carries its own
@@ -64,8 +56,8 @@ func (s scriptCall) args(n int) []any {
 	return append(make([]any, 0, len(s.head)+n), s.head...)
 }
 
-// run sends cmd (s.args with the arguments appended) as runScript does: after p, or with it on a
-// client that sends a pipeline on one connection; a script Redis does not know is sent whole.
+// run sends cmd (s.args with the arguments appended) by runScript's rule: after p, or at its end
+// on a client that sends a pipeline on one connection; a script Redis does not know is sent whole.
 func (s scriptCall) run(ctx context.Context, p redis.Pipeliner, rdb redis.UniversalClient, cmd []any) *redis.Cmd {
 	c := redis.NewCmd(ctx, cmd...)
 	if len(s.keys) > 0 {

@@ -100,15 +100,14 @@ func (s *Sim) won(w *World, c *Client) {
 }
 
 // ring is a release heard by c's process.
-func (s *Sim) ring(w *World, c *Client) {
-	if s.waiting(w, c, 0) {
-		s.queueSays(w, c, w.proc(c).Q.Ring(at(w.Now)))
-	}
-}
+func (s *Sim) ring(w *World, c *Client) { s.ringBut(w, c, 0) }
 
 // rung is a release made by c, which rings its process's queue when another client waits there.
-func (s *Sim) rung(w *World, c *Client) {
-	if s.waiting(w, c, c.ID) {
+func (s *Sim) rung(w *World, c *Client) { s.ringBut(w, c, c.ID) }
+
+// ringBut rings c's process's queue when a client of it but the one with ID but waits there.
+func (s *Sim) ringBut(w *World, c *Client, but int) {
+	if s.waiting(w, c, but) {
 		s.queueSays(w, c, w.proc(c).Q.Ring(at(w.Now)))
 	}
 }
