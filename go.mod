@@ -60,6 +60,7 @@ require (
 	github.com/quic-go/qpack v0.6.0 // indirect
 	github.com/quic-go/quic-go v0.59.0 // indirect
 	github.com/sagikazarmark/locafero v0.11.0 // indirect
+	github.com/seckill-lab/seckill/testkit v0.0.0
 	github.com/sourcegraph/conc v0.3.1-0.20240121214520-5f936abd7ae8 // indirect
 	github.com/spf13/afero v1.15.0 // indirect
 	github.com/spf13/cast v1.10.0 // indirect
@@ -85,3 +86,5 @@ require (
 
 // The lock library is a module of its own in ./lock; until it is published, this checkout is it.
 replace github.com/seckill-lab/seckill/lock => ./lock
+
+replace github.com/seckill-lab/seckill/testkit => ./testkit

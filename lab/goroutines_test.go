@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-lab/seckill/lock/locktest"
+	"github.com/seckill-lab/seckill/testkit/locktest"
 
 	"seckill/internal/testredis"
 	"seckill/lab"

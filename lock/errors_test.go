@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/seckill-lab/seckill/lock"
-	"github.com/seckill-lab/seckill/lock/locktest"
+	"github.com/seckill-lab/seckill/testkit/locktest"
 )
 
 // TestWrongPasswordIsUnavailable: a server that answers but will not serve (a password this

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/lock"
-	"github.com/seckill-lab/seckill/lock/locktest"
+	"github.com/seckill-lab/seckill/testkit/locktest"
 )
 
 // exampleRedis starts n throwaway Redis servers for an example (a real redis-server when

@@ -14,8 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/lock"
-	"github.com/seckill-lab/seckill/lock/locktest"
 	"github.com/seckill-lab/seckill/lock/script"
+	"github.com/seckill-lab/seckill/testkit/locktest"
 )
 
 // fairLocker builds a fair lock on c as process id (its clients carry the fault hook).

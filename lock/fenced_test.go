@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/lock"
-	"github.com/seckill-lab/seckill/lock/locktest"
+	"github.com/seckill-lab/seckill/testkit/locktest"
 )
 
 // layout is one of NewFenced's layouts: its options and where it keeps its token counter.

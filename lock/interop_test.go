@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill-lab/seckill/lock/locktest"
 	"github.com/seckill-lab/seckill/lock/script"
+	"github.com/seckill-lab/seckill/testkit/locktest"
 )
 
 // TestShardedTwinsMatchTheirScripts: each script that announces a release has a sharded twin,

@@ -16,8 +16,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill-lab/seckill/lock/locktest"
 	"github.com/seckill-lab/seckill/lock/script"
+	"github.com/seckill-lab/seckill/testkit/locktest"
 )
 
 // The waiter line of lua and fenced (line.go): one release hands the lock to one waiter,

@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/lock"
-	"github.com/seckill-lab/seckill/lock/locktest"
+	"github.com/seckill-lab/seckill/testkit/locktest"
 )
 
 // mlSetup starts three masters and builds mode multilock on them as service instance id.

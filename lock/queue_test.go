@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/lock"
-	"github.com/seckill-lab/seckill/lock/locktest"
+	"github.com/seckill-lab/seckill/testkit/locktest"
 )
 
 // TestQueue: Locker.Queue lists a fair lock's waiters in order with their deadlines (the first

@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/lock"
-	"github.com/seckill-lab/seckill/lock/locktest"
 	"github.com/seckill-lab/seckill/lock/script"
+	"github.com/seckill-lab/seckill/testkit/locktest"
 )
 
 // newSemaphore is a Semaphore on c, closed when the test ends.

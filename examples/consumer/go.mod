@@ -17,3 +17,7 @@ require (
 
 // Until the library is published, point it at a checkout (CI rewrites this path to its own).
 replace github.com/seckill-lab/seckill/lock => ../../lock
+
+// The library's tests import its test helpers, a module of their own; go mod tidy reads the tests
+// of the modules it needs, so it wants this one found too.
+replace github.com/seckill-lab/seckill/testkit => ../../testkit

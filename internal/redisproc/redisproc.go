@@ -8,7 +8,7 @@ package redisproc
 import (
 	"os"
 
-	"github.com/seckill-lab/seckill/lock/redisserver"
+	"github.com/seckill-lab/seckill/testkit/redisserver"
 )
 
 // Kinds of server.

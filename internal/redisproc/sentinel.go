@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/seckill-lab/seckill/lock/redisserver"
+	"github.com/seckill-lab/seckill/testkit/redisserver"
 )
 
 // SentinelInstalled reports whether StartReplicated can run: real servers in use and

@@ -2,7 +2,7 @@
 // they happen to a real process: through its Redis connection and its own goroutine.
 //
 // The crash, the stop-the-world pause and the pause after a reply are the lock library's own test
-// hook (package lock/fault): a sale that may meet a fault runs under [Attach], and the hook that
+// hook (package testkit/fault): a sale that may meet a fault runs under [Attach], and the hook that
 // [Install] adds to the clients acts for that holder alone. The two faults that hit a deliberately
 // broken mode between its two non-atomic steps are [BeforeExpire] and [BeforeDel], the knobs those
 // modes offer (modes.StepHooks).
@@ -13,8 +13,8 @@ import (
 	"fmt"
 	"time"
 
-	lockfault "github.com/seckill-lab/seckill/lock/fault"
 	"github.com/seckill-lab/seckill/lock/lockutil"
+	lockfault "github.com/seckill-lab/seckill/testkit/fault"
 
 	"seckill/internal/modes"
 )

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/seckill-lab/seckill/lock/locktest"
+	"github.com/seckill-lab/seckill/testkit/locktest"
 )
 
 // The conformance suite (every clause of docs/library.md's contract over every kind of lock) and

@@ -2,8 +2,8 @@
 // restarted empty: a real redis-server process on a free port when the binary is on PATH, else an
 // in-process miniredis with TTLs on the wall clock (set LOCKTEST_REDIS=embedded to force it). Only
 // processes it started are ever stopped, by PID. It does not import package testing, so a program
-// may link it (an in-process Redis for a demo, a lab's servers); that is why it lives here and not
-// under lock/locktest, whose packages are for tests only. Package locktest wraps it for tests.
+// may link it (an in-process Redis for a demo, a lab's servers); that is why it lives beside
+// package locktest, which is for tests only, and not in it. Package locktest wraps it for tests.
 package redisserver
 
 import (

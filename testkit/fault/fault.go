@@ -1,7 +1,7 @@
 // Package fault injects the faults of one lock holder from outside the lock, through its Redis
 // connection: a crash, a stop-the-world pause, a pause after a reply. It does not import package
-// testing, so a program (a fault lab) may link it; that is why it lives here and not under
-// lock/locktest, whose packages are for tests only. Package locktest re-exports it for tests.
+// testing, so a program (a fault lab) may link it; that is why it lives beside package locktest,
+// which is for tests only, and not in it. Package locktest re-exports it for tests.
 package fault
 
 import (
@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/seckill-lab/seckill/lock/lockutil"
 )
 
 // The faults of one lock holder, injected from outside the lock through its Redis connection.
@@ -160,5 +158,14 @@ func Install(clients ...redis.UniversalClient) {
 	}
 }
 
-// sleep is the lock module's context-aware sleep.
-var sleep = lockutil.Sleep
+// sleep waits for d or until ctx ends; it reports whether d elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -19,8 +19,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill-lab/seckill/lock/fault"
-	"github.com/seckill-lab/seckill/lock/redisserver"
+	"github.com/seckill-lab/seckill/testkit/fault"
+	"github.com/seckill-lab/seckill/testkit/redisserver"
 )
 
 // The servers (package redisserver).
