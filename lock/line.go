@@ -74,6 +74,7 @@ type waitLine struct {
 	// keys are the scripts' keys of the key last used (a process sells one key at a time, most
 	// often), kept so that a busy sale does not build them on every command.
 	keys atomic.Pointer[lineKeySet]
+	ms   atomic.Pointer[msBoxes] // boxMs's
 	// queue is the in-process queue of each key; a waiter's place is named by its value.
 	queue *handoff
 	// sub is the Locker's pub/sub connection (pubsub.go), on which the grant channel is
@@ -389,17 +390,18 @@ func (wl *waitLine) forget(key, value string) {
 func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value string) (bool, error) {
 	next, ok := wl.nextWaiter(key, value)
 	call := wl.keySet(key).release
-	args := append(call.args(10), value, time.Now().UnixMilli(), wl.fencedArg, wl.mineArg, grantChannelPrefix)
+	sent := time.Now()
+	args := append(call.args(10), value, sent.UnixMilli(), wl.fencedArg, wl.mineArg, grantChannelPrefix)
 	if ok {
 		before := "0"
 		if next.Before {
 			before = "1"
 		}
-		args = append(args, next.Value, next.Deadline.UnixMilli(), next.GrantTTL.Milliseconds(), max(next.Lease.Milliseconds(), 1), before)
+		grantMs, leaseMs := wl.boxMs(next.GrantTTL.Milliseconds(), max(next.Lease.Milliseconds(), 1))
+		args = append(args, next.Value, next.Deadline.UnixMilli(), grantMs, leaseMs, before)
 	} else {
 		args = append(args, "", 0, 0, 0, "0")
 	}
-	sent := time.Now()
 	r, err := call.run(ctx, p, wl.rdb, args).Slice()
 	if err != nil {
 		wl.forget(key, value)
@@ -422,6 +424,23 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 	// ran, or the next waiter queued behind, learns it without a word to Redis.
 	wl.queue.ring(key)
 	return true, nil
+}
+
+// msBoxes are a next waiter's grant TTL and lease in milliseconds, boxed as a script's arguments.
+type msBoxes struct {
+	grant, lease int64
+	boxed        [2]any
+}
+
+// boxMs boxes grant and lease as arguments, once while they repeat (a Locker's waiters most often
+// share both): boxing each on every release is two allocations a sale.
+func (wl *waitLine) boxMs(grant, lease int64) (any, any) {
+	b := wl.ms.Load()
+	if b == nil || b.grant != grant || b.lease != lease {
+		b = &msBoxes{grant: grant, lease: lease, boxed: [2]any{grant, lease}}
+		wl.ms.Store(b)
+	}
+	return b.boxed[0], b.boxed[1]
 }
 
 // nextWaiter is what a release of value passes on to this process's next waiter: the head of

@@ -155,7 +155,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 		return nil, l.acquireErr(ctx, actx, key, err)
 	}
 	le := &Lease{impl: h, locker: l, ttl: ttl}
-	if h.Lost() == nil {
+	if !watched(h) {
 		le.expire(actx, clock.since(start))
 	}
 	if !l.track(le) {
@@ -433,6 +433,15 @@ func (le *Lease) Lost() <-chan struct{} {
 	return le.impl.Lost()
 }
 
+// watched reports whether h's own life closes its Lost (a watchdog, Redlock's validity); a lease
+// that can tell without making the channel (a sale's, valueLease) says so.
+func watched(h heldLock) bool {
+	if w, ok := h.(interface{ watched() bool }); ok {
+		return w.watched()
+	}
+	return h.Lost() != nil
+}
+
 // expire gives a lease nothing watches its life: Lost closes when its lease runs out by our clock,
 // counted from when the command that took it was sent (its tenure), or, not knowing, from the
 // last attempt (sent); a lock handed over short is pushed out to its lease (with the values of
@@ -505,8 +514,7 @@ func (le *Lease) Release(ctx context.Context) error {
 		if pend.done != nil {
 			pend = &pendingRelease{} // the first was a release that got no answer
 		}
-		pend.done = make(chan struct{})
-		le.pending = pend
+		le.pending = pend // its done channel is made only for a second caller who waits on it
 		le.mu.Unlock()
 		le.settleHere(ctx, pend, false)
 		return le.settled(ctx, pend)
@@ -516,6 +524,9 @@ func (le *Lease) Release(ctx context.Context) error {
 		// when ctx ends whatever the client's timeouts, and it goes on there while the server
 		// does not answer.
 		pend = le.settle(context.WithoutCancel(ctx), false)
+	}
+	if pend.done == nil {
+		pend.done = make(chan struct{}) // a release running in another caller's goroutine
 	}
 	le.mu.Unlock()
 	if err := ctx.Err(); err != nil {
@@ -595,10 +606,13 @@ func (le *Lease) ReleaseAfter(ctx context.Context, p redis.Pipeliner) error {
 	return err
 }
 
-// pendingRelease is a release running in a goroutine of its own: err is set before done closes.
+// pendingRelease is a release under way: err is set before done closes. A release running in its
+// caller's goroutine makes done only when a second caller waits on it (le.mu held); one that ended
+// with nobody waiting has closedChan.
 type pendingRelease struct {
-	done chan struct{}
-	err  error
+	done  chan struct{}
+	err   error
+	bound sendBound // each send's context (resendOn)
 }
 
 // settle releases the lease in a goroutine of its own (le.pending, set with le.mu held), sending
@@ -616,12 +630,24 @@ func (le *Lease) settle(ctx context.Context, again bool) *pendingRelease {
 
 // settleHere is settle's release, in the caller's goroutine: pend ends with it.
 func (le *Lease) settleHere(ctx context.Context, pend *pendingRelease, again bool) {
-	defer close(pend.done)
+	defer le.finish(pend)
 	giveUp := time.Now().Add(le.ttl)
 	if again && !sleep(ctx, releaseRetry) {
 		return
 	}
-	pend.err = resend(ctx, giveUp, func(ctx context.Context) error { return le.impl.releaseAfter(ctx, nil) })
+	pend.bound.Context = ctx
+	pend.err = resendOn(&pend.bound, giveUp, func(ctx context.Context) error { return le.impl.releaseAfter(ctx, nil) })
+}
+
+// finish ends pend: its done closes, or becomes closedChan when nobody made it.
+func (le *Lease) finish(pend *pendingRelease) {
+	le.mu.Lock()
+	defer le.mu.Unlock()
+	if pend.done == nil {
+		pend.done = closedChan
+		return
+	}
+	close(pend.done)
 }
 
 // Refresh extends the lock by its lease from now, as the watchdog does: for a lease without a

@@ -75,14 +75,36 @@ const releaseRetry = 100 * time.Millisecond
 // closed, ctx ends, or the next send would come after giveUp; it returns the last error. It is
 // the one policy of every give-back.
 func resend(ctx context.Context, giveUp time.Time, send func(context.Context) error) error {
+	return resendOn(&sendBound{Context: ctx}, giveUp, send)
+}
+
+// resendOn is resend on b's context, b's bound moved for each send (a release's is a field of its
+// pendingRelease, which allocates nothing more).
+func resendOn(b *sendBound, giveUp time.Time, send func(context.Context) error) error {
+	ctx := b.Context
 	for {
-		rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
-		err := send(rctx)
-		cancel()
+		b.until = time.Now().Add(releaseTimeout)
+		err := send(b)
 		if answered(err) || !time.Now().Add(releaseRetry).Before(giveUp) || !sleep(ctx, releaseRetry) {
 			return err
 		}
 	}
+}
+
+// sendBound is ctx with a deadline for one send: its Deadline is the earlier of ctx's and until,
+// and go-redis sets it on the connection, so a send that gets no answer fails by then (with an
+// i/o timeout, which is ErrUnavailable); its end and values are ctx's. A context.WithTimeout would
+// bound the same send with a timer, a done channel and a cancel on every release.
+type sendBound struct {
+	context.Context
+	until time.Time
+}
+
+func (c *sendBound) Deadline() (time.Time, bool) {
+	if d, ok := c.Context.Deadline(); ok && d.Before(c.until) {
+		return d, true
+	}
+	return c.until, true
 }
 
 // answered reports whether a give-back needs no resending: it got an answer (nil, or an error

@@ -80,11 +80,8 @@ func (l *valueLocker) Acquire(ctx context.Context, key string, opts Options) (he
 		}
 	}
 	if l.fenced && !opts.ExplicitLease {
-		le.wd = startWatchdog(ctx, lease, le.ttl, le.until, func(ctx context.Context) (renewOutcome, error) {
-			return outcome(le.renewLease(ctx))
-		}, func(err error) {
-			l.log.Warn("fenced lock lost: renewal failed", "key", key, "token", token, "err", err)
-		})
+		le.wd = &le.life
+		le.life.keptBy(ctx, lease, le.ttl, le.until, le, true, true, true)
 	}
 	return le, nil
 }
@@ -94,7 +91,8 @@ type valueLease struct {
 	key, value string
 	l          *valueLocker
 	leaseMs    int64
-	wd         *life // nil without one (NewLua, an explicit lease)
+	wd         *life // &life with a watchdog, nil without one (NewLua, an explicit lease)
+	life       life
 	token      int64 // 0 for NewLua
 	tenure
 	gate releaseGate
@@ -104,6 +102,9 @@ func (l *valueLease) Key() string  { return l.key }
 func (l *valueLease) Token() int64 { return l.token }
 
 func (l *valueLease) Lost() <-chan struct{} { return l.wd.Lost() }
+
+// watched reports whether the lease has a watchdog, whose life closes Lost.
+func (l *valueLease) watched() bool { return l.wd != nil }
 
 // Renewals counts the watchdog's successful renewals.
 func (l *valueLease) Renewals() int64 { return l.wd.Renewals() }
@@ -124,6 +125,16 @@ func (l *valueLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error 
 		return fmt.Errorf("%w: %s had expired or passed to a newer holder%s", ErrNotHeld, l.key, l.tokenNote())
 	}
 	return nil
+}
+
+// keep is a round of the lease's watchdog (keeper).
+func (l *valueLease) keep(ctx context.Context) (renewOutcome, error) {
+	return outcome(l.renewLease(ctx))
+}
+
+// lost logs why the watchdog lost the lease (keeper).
+func (l *valueLease) lost(why error) {
+	l.l.log.Warn("fenced lock lost: renewal failed", "key", l.key, "token", l.token, "err", why)
 }
 
 // renewLease renews the lock to its lease, while the key still holds our value.

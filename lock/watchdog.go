@@ -20,11 +20,14 @@ import (
 type life struct {
 	acquired context.Context // the acquiring context, for the values of the renewals
 	lease    time.Duration
-	renew    func(ctx context.Context) (renewOutcome, error) // nil: no watchdog
+	// k is the lease's side: its renewal round (when renews) and what it does once lost (when
+	// tells). A lease that implements keeper is its own; fn keeps a caller's functions.
+	k             keeper
+	renews, tells bool
+	fn            hooks
 	// endOf is how long a renewal sent at sent keeps the lock by our clock: nil for core.SafeEnd of
 	// the lease; Redlock's validity.
-	endOf  func(sent time.Time) time.Time
-	onLost func(error) // told why, once, when the lease is lost (nil: nobody)
+	endOf func(sent time.Time) time.Time
 
 	mu   sync.Mutex
 	core core.Life
@@ -32,13 +35,29 @@ type life struct {
 	// before one needs none).
 	base   context.Context
 	cancel context.CancelFunc
-	// timer wakes the core at wake: made at the start for a life that renews or tells onLost,
+	// timer wakes the core at wake: made at the start for a life that renews or tells its keeper,
 	// else when Lost is first asked for (a holder that never asks costs no timer).
 	timer  *time.Timer
 	wake   time.Time
 	lost   chan struct{} // made when first asked for (nil until then)
 	closed bool
 }
+
+// keeper is a lease's side of its life: one round of its watchdog, and being told, once, why the
+// lease was lost.
+type keeper interface {
+	keep(ctx context.Context) (renewOutcome, error)
+	lost(why error)
+}
+
+// hooks is a keeper of functions: renew (nil: none) and onLost (nil: nobody is told).
+type hooks struct {
+	renew  func(ctx context.Context) (renewOutcome, error)
+	onLost func(error)
+}
+
+func (h *hooks) keep(ctx context.Context) (renewOutcome, error) { return h.renew(ctx) }
+func (h *hooks) lost(why error)                                 { h.onLost(why) }
 
 // renewOutcome is what one round of a watchdog did.
 type renewOutcome int
@@ -107,15 +126,22 @@ func newLife(ctx context.Context, lease, ttl time.Duration, until time.Time, ren
 
 // start is newLife's, on a life of the caller's (a field of a lease) not started before.
 func (l *life) start(ctx context.Context, lease, ttl time.Duration, until time.Time, renew func(ctx context.Context) (renewOutcome, error), watch bool, onLost func(error)) {
-	l.acquired, l.lease, l.renew, l.onLost = ctx, lease, renew, onLost
+	l.fn = hooks{renew: renew, onLost: onLost}
+	l.keptBy(ctx, lease, ttl, until, &l.fn, renew != nil, watch, onLost != nil)
+}
+
+// keptBy is start's with the lease's side k: it renews (renews: a watchdog when watch, else the
+// push of a lock handed over short) and is told of the loss (tells).
+func (l *life) keptBy(ctx context.Context, lease, ttl time.Duration, until time.Time, k keeper, renews, watch, tells bool) {
+	l.acquired, l.lease, l.k, l.renews, l.tells = ctx, lease, k, renews, tells
 	l.mu.Lock()
 	ttl = min(ttl, lease)
 	end := core.SafeEnd(until.Add(-ttl), ttl)
-	if renew == nil {
+	if !renews {
 		ttl = lease // nothing can push it: the core must not ask for a push
 	}
-	r := l.core.Start(time.Now(), end, ttl, lease, watch && renew != nil)
-	if renew != nil || onLost != nil {
+	r := l.core.Start(time.Now(), end, ttl, lease, watch && renews)
+	if renews || tells {
 		l.timer = time.AfterFunc(time.Hour, l.tick)
 	}
 	l.mu.Unlock()
@@ -139,11 +165,11 @@ func (l *life) step(event func(*core.Life) core.Ready, inline bool) {
 	}
 	l.mu.Unlock()
 	switch {
-	case r.Lost && l.onLost != nil && inline:
-		l.onLost(r.Why)
-	case r.Lost && l.onLost != nil:
+	case r.Lost && l.tells && inline:
+		l.k.lost(r.Why)
+	case r.Lost && l.tells:
 		// Found by a caller's look (Lost), which may hold a lock onLost takes.
-		go l.onLost(r.Why)
+		go l.k.lost(r.Why)
 	case r.Renew && inline:
 		l.round()
 	case r.Renew:
@@ -167,7 +193,7 @@ func (l *life) round() {
 	l.mu.Unlock()
 	sent := time.Now()
 	ctx, cancel := context.WithTimeout(base, max(l.lease/3, time.Millisecond))
-	o, err := l.renew(ctx)
+	o, err := l.k.keep(ctx)
 	cancel()
 	l.step(func(c *core.Life) core.Ready {
 		now := time.Now()

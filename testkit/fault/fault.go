@@ -7,6 +7,8 @@ package fault
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,7 +88,16 @@ func (h *Holder) gate(ctx context.Context) error {
 		return ErrCrashed
 	}
 	if until := h.frozenUntil.Load(); until != 0 {
-		if !sleep(ctx, time.Until(time.Unix(0, until))) {
+		thaw := time.Unix(0, until)
+		if d, ok := ctx.Deadline(); ok && d.Before(thaw) {
+			// A frozen server does not answer before the command's deadline, which the client
+			// sets on its connection: the command fails then, as its read would time out.
+			if !sleep(ctx, time.Until(d)) || ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("fault: frozen holder: %w", os.ErrDeadlineExceeded)
+		}
+		if !sleep(ctx, time.Until(thaw)) {
 			return ctx.Err()
 		}
 		if h.crashed.Load() {
