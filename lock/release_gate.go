@@ -91,10 +91,12 @@ func resendOn(b *sendBound, giveUp time.Time, send func(context.Context) error) 
 	}
 }
 
-// sendBound is ctx with a deadline for one send: its Deadline is the earlier of ctx's and until,
-// and go-redis sets it on the connection, so a send that gets no answer fails by then (with an
-// i/o timeout, which is ErrUnavailable); its end and values are ctx's. A context.WithTimeout would
-// bound the same send with a timer, a done channel and a cancel on every release.
+// sendBound is ctx with a deadline for one send: its Deadline is the earlier of ctx's and until;
+// its end and values are ctx's. A client with ContextTimeoutEnabled sets that deadline on the
+// connection, so a send that gets no answer fails by then (an i/o timeout: ErrUnavailable); a
+// default client bounds it by its ReadTimeout, as it did a context.WithTimeout's, which go-redis
+// does not watch during a read either. That would cost a timer, a done channel and a cancel on
+// every release.
 type sendBound struct {
 	context.Context
 	until time.Time

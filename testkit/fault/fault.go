@@ -90,8 +90,8 @@ func (h *Holder) gate(ctx context.Context) error {
 	if until := h.frozenUntil.Load(); until != 0 {
 		thaw := time.Unix(0, until)
 		if d, ok := ctx.Deadline(); ok && d.Before(thaw) {
-			// A frozen server does not answer before the command's deadline, which the client
-			// sets on its connection: the command fails then, as its read would time out.
+			// A frozen server does not answer before the command's deadline: the command fails
+			// then, as a read on a client with ContextTimeoutEnabled would time out.
 			if !sleep(ctx, time.Until(d)) || ctx.Err() != nil {
 				return ctx.Err()
 			}
