@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -28,6 +29,47 @@ func (f jobFunc) run() { f() }
 
 func newCrew(closing context.Context) *crew {
 	return &crew{work: make(chan job), closing: closing}
+}
+
+// offload runs call, a Redis command of the acquisition running under ctx, so that the
+// acquisition ends on time whatever the server does. An acquisition running in its caller's
+// goroutine (acquisition.inline) sends it from a member of its Locker's crew and waits for the
+// answer until ctx ends, then until abandonGrace after that end (one grace for all of the
+// acquisition's commands, as abandonAfter gives a whole acquisition on the crew): a command a server does not answer blocks until
+// the client's read timeout, whatever ctx says (go-redis's default). It is then given up with
+// ErrUnavailable and ctx's cause, which makes an attempt orphaned (orphan.go): what it may still
+// take is given back. Anywhere else (an acquisition already on the crew) call runs here.
+func offload[T any](ctx context.Context, call func() (T, error)) (T, error) {
+	a, ok := ctx.Value(inlineKey{}).(*acquisition)
+	if !ok {
+		return call()
+	}
+	type answer struct {
+		v   T
+		err error
+	}
+	done := make(chan answer, 1)
+	a.l.crew.run(func() {
+		v, err := call()
+		done <- answer{v, err}
+	})
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+	}
+	if a.abandonAt.IsZero() {
+		a.abandonAt = time.Now().Add(abandonGrace) // only the caller's goroutine offloads
+	}
+	t := time.NewTimer(time.Until(a.abandonAt))
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-t.C:
+		var zero T
+		return zero, fmt.Errorf("%w: %w", ErrUnavailable, context.Cause(ctx))
+	}
 }
 
 // run calls f on an idle member, or on a new one when every member is busy.

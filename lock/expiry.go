@@ -72,6 +72,9 @@ type attemptClock struct {
 
 type attemptKey struct{}
 
+// inlineKey finds an acquisition that runs in its caller's goroutine (offload).
+type inlineKey struct{}
+
 // acquisition is the context one Acquire runs its kind under: ctx's values and end, bounded by the
 // wait (its cause errNoAnswer) and ended by Close (Locker.acquiring); it carries the acquisition's
 // attempt clock. One allocation for what a context.WithValue on a context.WithCancelCause would
@@ -80,6 +83,10 @@ type acquisition struct {
 	context.Context
 	cancel context.CancelFunc
 	clock  attemptClock
+	// inline: the acquisition runs in its caller's goroutine, and its commands on the crew
+	// (offload); else all of it runs on the crew (abandonAfter).
+	inline    bool
+	abandonAt time.Time // when offload gives commands up: abandonGrace after the context ended
 	// What the crew runs (run): the Locker's acquisition of key, and where its result goes.
 	l    *Locker
 	key  string
@@ -89,8 +96,14 @@ type acquisition struct {
 
 // Value answers the attempt clock's key with the clock, and any other key as ctx does.
 func (a *acquisition) Value(key any) any {
-	if _, ok := key.(attemptKey); ok {
+	switch key.(type) {
+	case attemptKey:
 		return &a.clock
+	case inlineKey:
+		if a.inline {
+			return a
+		}
+		return nil
 	}
 	return a.Context.Value(key)
 }

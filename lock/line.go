@@ -189,6 +189,14 @@ func (wl *waitLine) subscribe() <-chan struct{} {
 	return wl.ready
 }
 
+// subscribing reports whether the grant channel's subscription has been sent (subscribe returns
+// at once from then on).
+func (wl *waitLine) subscribing() bool {
+	wl.mu.Lock()
+	defer wl.mu.Unlock()
+	return wl.ready != nil
+}
+
 // lookAgain makes the head of every key's queue in this process try again at once.
 func (wl *waitLine) lookAgain() {
 	wl.mu.Lock()
@@ -265,7 +273,7 @@ func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait tim
 		win, held, next, err = wl.attempt(ctx, key, value, leaseMs, isDone(ready))
 		return held, next, err
 	})
-	wl.exit(key, value, err == nil)
+	wl.exit(ctx, key, value, err == nil)
 	return win, err
 }
 
@@ -320,8 +328,10 @@ func (wl *waitLine) attempt(ctx context.Context, key, value, leaseMs string, sub
 // looking again (ms). deadline 0: a single attempt that does not queue.
 func (wl *waitLine) try(ctx context.Context, key, value, leaseMs string, deadline, grantMs int64) (bool, int64, int64, error) {
 	call := wl.keySet(key).acquire
-	r, err := call.run(ctx, nil, wl.rdb, append(call.args(6), value, time.Now().UnixMilli(), wl.fencedArg,
-		leaseMs, deadline, grantMs)).Int64Slice()
+	r, err := offload(ctx, func() ([]int64, error) {
+		return call.run(ctx, nil, wl.rdb, append(call.args(6), value, time.Now().UnixMilli(), wl.fencedArg,
+			leaseMs, deadline, grantMs)).Int64Slice()
+	})
 	if err != nil {
 		err = redisErr("acquire "+key, err)
 		orphaned(ctx, err, "line\x00"+key+"\x00"+value, func(ctx context.Context) error {
@@ -341,8 +351,8 @@ func (wl *waitLine) try(ctx context.Context, key, value, leaseMs string, deadlin
 
 // exit ends value's wait. With the lock (won) the value is held from now on. Without it: a lock
 // handed to it that it did not take is passed on, else its entry in the Redis line is removed
-// (waiting.go rule 7).
-func (wl *waitLine) exit(key, value string, won bool) {
+// (waiting.go rule 7). ctx is the acquisition's: its first leave is offloaded.
+func (wl *waitLine) exit(ctx context.Context, key, value string, won bool) {
 	wl.mu.Lock()
 	passOn, leave := wl.line.Exit(time.Now(), key, value, won)
 	wl.mu.Unlock()
@@ -360,9 +370,11 @@ func (wl *waitLine) exit(key, value string, won bool) {
 		_, err := wl.release(ctx, nil, key, value)
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	err := leaveLine(ctx)
-	cancel()
+	_, err := offload(ctx, func() (struct{}, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		return struct{}{}, leaveLine(ctx)
+	})
 	if !answered(err) {
 		go func() {
 			if err := resend(context.Background(), time.Now().Add(releaseTimeout), leaveLine); err != nil {

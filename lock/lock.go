@@ -301,8 +301,15 @@ func (a *acquisition) run() {
 
 // abandonAfter runs the acquisition on one of the crew's goroutines and returns what it returns,
 // or, once the acquisition's context has ended and it has not returned within abandonGrace, that
-// context's cause; a lock it wins later is given back (won for a caller that has gone).
+// context's cause; a lock it wins later is given back (won for a caller that has gone). A kind
+// whose waits all end with the context and whose commands it sends through offload runs in the
+// caller's goroutine instead (inliner): a lock handed over in this process then costs no
+// goroutine switch, and a command is what goes to the crew.
 func (a *acquisition) abandonAfter() (heldLock, error) {
+	if in, ok := a.l.impl.(inliner); ok && a.l.replicas == nil && in.inline() {
+		a.inline = true
+		return a.l.ride(a, a.key, a.opts, &a.clock)
+	}
 	done := results.Get().(chan acquired)
 	a.done = done
 	a.l.crew.do(a)
@@ -331,6 +338,12 @@ func (a *acquisition) abandonAfter() (heldLock, error) {
 	}()
 	return nil, context.Cause(a)
 }
+
+// inliner is implemented by a kind that can run an acquisition in its caller's goroutine: every
+// wait of it ends with its context, and every command it sends goes through offload. inline
+// reports whether it can now (the line: once its grant channel is subscribed, which sends a
+// command of its own).
+type inliner interface{ inline() bool }
 
 // acquired is what an acquisition's kind returned.
 type acquired struct {

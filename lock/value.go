@@ -49,6 +49,10 @@ func newFenced(d settings) (locker, error) {
 		line: newWaitLine(d.Data, d.Logger, true, d.InstanceID)}, nil
 }
 
+// inline: an acquisition may run in its caller's goroutine once the grant channel is subscribed
+// (inliner); its line sends its commands through offload.
+func (l *valueLocker) inline() bool { return l.line.subscribing() }
+
 // Close ends the pub/sub connection of the waiters.
 func (l *valueLocker) Close() error { return l.line.close() }
 
@@ -75,7 +79,11 @@ func (l *valueLocker) Acquire(ctx context.Context, key string, opts Options) (he
 	}
 	le := &valueLease{key: key, value: value, token: token, l: l, leaseMs: max(lease.Milliseconds(), 1), tenure: ten}
 	if le.stale() {
-		if err := le.freshen(ctx, lease, le.pusher()); err != nil {
+		push := func(ctx context.Context) error {
+			_, err := offload(ctx, func() (struct{}, error) { return struct{}{}, le.renewLease(ctx) })
+			return err
+		}
+		if err := le.freshen(ctx, lease, push); err != nil {
 			return nil, handedOverLate(ctx, key, err, le)
 		}
 	}

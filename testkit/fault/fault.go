@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,11 +90,11 @@ func (h *Holder) gate(ctx context.Context) error {
 		thaw := time.Unix(0, until)
 		if d, ok := ctx.Deadline(); ok && d.Before(thaw) {
 			// A frozen server does not answer before the command's deadline: the command fails
-			// then, as a read on a client with ContextTimeoutEnabled would time out.
+			// then (a client with ContextTimeoutEnabled sets that deadline on its connection).
 			if !sleep(ctx, time.Until(d)) || ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("fault: frozen holder: %w", os.ErrDeadlineExceeded)
+			return fmt.Errorf("fault: frozen holder past the command's deadline: %w", context.DeadlineExceeded)
 		}
 		if !sleep(ctx, time.Until(thaw)) {
 			return ctx.Err()
