@@ -145,7 +145,8 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 	// The kind runs in a goroutine of its own, and Acquire returns on time without it: a call
 	// to a server that does not answer blocks until the client's read timeout whatever the
 	// context says (go-redis's default, ContextTimeoutEnabled false), and a kind's clean-up
-	// (leaving a line, giving back a partial win) runs on a context of its own.
+	// (leaving a line, giving back a partial win) runs on a context of its own. A kind that sends
+	// its commands through offload runs here instead (abandonAfter, inliner).
 	//
 	// An acquisition that ends without the lock gives back what its unanswered attempts may
 	// still take (orphan.go, waiting.go rule 9), also when Acquire has returned without it.
