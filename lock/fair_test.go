@@ -610,3 +610,52 @@ func TestFairHandedOverLeasePushed(t *testing.T) {
 		})
 	}
 }
+
+// TestFairLostGrantFoundByHeartbeat (rule F7): a release in another process takes the lock for
+// the waiter and publishes its grant where nobody hears it, as a lost message would be; the
+// waiter's process learns of it from its next heartbeat (every 125 ms), not when the lock handed
+// to it runs out (its grant TTL, 500 ms here).
+func TestFairLostGrantFoundByHeartbeat(t *testing.T) {
+	t.Parallel()
+	c := locktest.NewClient(t, locktest.New(t))
+	holder := fairLocker(t, c, "a", 5*time.Second)
+	waiter := fairLocker(t, c, "b", 5*time.Second)
+	const key = "fair-lost-grant"
+	if _, err := holder.Acquire(t.Context(), key, lock.Options{Owner: "h", Wait: setupWait}); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		le  *lock.Lease
+		err error
+		at  time.Time
+	}
+	got := make(chan result, 1)
+	go func() {
+		le, err := waiter.Acquire(t.Context(), key, lock.Options{Owner: "w", Wait: 5 * time.Second})
+		got <- result{le, err, time.Now()}
+	}()
+	waitQueue(t, c, key, 1)
+	// The holder's release script as its Locker sends it, but with an unlock channel nobody
+	// listens to.
+	keys := []string{key, script.Prefixed(script.RedissonQueuePrefix, key), script.Prefixed(script.RedissonTimeoutPrefix, key),
+		"lost-channel:{" + key + "}", script.Prefixed(script.FairAlivePrefix, key), script.Prefixed(script.FairGrantsPrefix, key),
+		script.Prefixed(script.FairLagPrefix, key)}
+	released := time.Now()
+	r, err := redis.NewScript(script.FairRelease).Run(t.Context(), c, keys, script.UnlockMessage, 5000, "a:h",
+		released.UnixMilli(), "a:", 5000, 0, script.FairGrantMessage, 86_400_000).Slice()
+	if err != nil || len(r) != 2 || r[1] != "b:w" {
+		t.Fatalf("the release handed the lock to %v (%v), want b:w", r, err)
+	}
+	res := <-got
+	if res.err != nil {
+		t.Fatalf("the waiter: %v", res.err)
+	}
+	defer func() { _ = res.le.Release(context.WithoutCancel(t.Context())) }()
+	if n, err := c.HGet(t.Context(), key, "b:w").Int(); err != nil || n != 1 {
+		t.Fatalf("the waiter's hold count %d (%v), want 1", n, err)
+	}
+	if took := res.at.Sub(released); took >= 400*time.Millisecond {
+		locktest.FailUnlessStalled(t, 5*time.Second, 250*time.Millisecond,
+			"the waiter took the lock handed to it %s after the silent release, want within a heartbeat (125 ms), well before its grant TTL (500 ms) ran out", took)
+	}
+}

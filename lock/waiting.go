@@ -4,7 +4,7 @@ import "github.com/seckill-lab/seckill/lock/core"
 
 // The rules of waiting that hold for every kind. Each kind adds notes of its own beside its code:
 // the line of lua and fenced (rules L1–L6, line.go), reentrant's nominations (N1–N3,
-// nomination.go), the fair queue (F1–F6, fair.go), what a Redisson client sees (R1–R2,
+// nomination.go), the fair queue (F1–F7, fair.go), what a Redisson client sees (R1–R2,
 // reentrant.go) and sharded pub/sub (S1–S2, pubsub_sharded.go). The decisions are lock/core's
 // (Queue, Line, Life), which `seckill simulate` runs too; the Lua scripts are in script/lua. Each
 // rule names the tests that check it (in lock/ unless named; <kind> and <mode> are subtests).

@@ -81,11 +81,21 @@ func (k fairKind) try(s *Sim, w *World, c *Client) {
 
 // beat is the waiting process's heartbeat (fairLocker.heartbeat).
 func (k fairKind) beat(s *Sim, w *World, c *Client) {
-	r, _ := s.script(w, c, 0, "FairBeat", script.FairBeat, fairKeys, "", "", "", itoa(w.Now), procOf(c), itoa(w.Now+fairAliveFor), fairLagCap).([]any)
+	reply := s.script(w, c, 0, "FairBeat", script.FairBeat, fairKeys, "", "", "", itoa(w.Now), procOf(c), itoa(w.Now+fairAliveFor), fairLagCap)
+	r, _ := reply.([]any)
 	next := int64(fairBeatMs)
-	if len(r) == 2 {
+	if len(r) != 3 {
+		if reply != errDown {
+			s.unexpected(w, c, "FairBeat", reply)
+		}
+	} else {
 		head, _ := r[0].(string)
 		pttl, _ := asInt(r[1])
+		if holder, _ := r[2].(string); holder == c.Value && !c.Granted {
+			// A grant whose message was lost, found by the beat (fair.go's rule F7).
+			c.Granted, c.BeatAt = true, w.Now+next
+			return
+		}
 		switch {
 		case pttl == -2 && (head == c.Value || head == ""):
 			c.Next = w.Now // rung: look again now

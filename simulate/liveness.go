@@ -37,7 +37,8 @@ import (
 
 // relook bounds of the kinds (lock/waiting.go): a queued head looks again at least every
 // lostGrantBound (line.go's rule L5, nomination.go's N3); the fair lock's head beats every aliveEvery (125 ms) and looks
-// at once when the beat finds the lock free (fair.go's rule F6), within the same bound.
+// at once when the beat finds the lock free (fair.go's rule F6), or handed to it (F7), within the
+// same bound.
 var relookLine = lostGrant
 
 // calmAt: at instant x (w.Now or later, with nothing but time passing) the lock is free and no

@@ -115,3 +115,18 @@ func TestLivenessFreeness(t *testing.T) {
 		}
 	}
 }
+
+// TestFairLostGrant (lock/fair.go's rule F7): every schedule of two fair clients, two rounds each,
+// with one pub/sub message lost or delayed. A release that takes the lock for a waiter tells it on
+// its own channel; when that message is lost, the waiter's next heartbeat reads the lock's holder
+// and takes the lock. Before the heartbeat did, this search found the lock handed to a waiter
+// that slept on (2 violations of the wake check, the shortest in 21 steps).
+func TestFairLostGrant(t *testing.T) {
+	t.Parallel()
+	r := mustSim(t, Config{Kind: "fair", Clients: 2, Rounds: 2, Faults: []string{FaultPubsubLost, FaultPubsubDelayed}, MaxFaults: 1}).
+		Exhaustive(t.Context())
+	if !r.Complete || r.Violations != 0 {
+		t.Fatalf("complete %v, %d violations, shortest %+v; want a complete search with none", r.Complete, r.Violations, r.Shortest)
+	}
+	t.Logf("%d schedules, %d states", r.Schedules, r.States)
+}

@@ -13,8 +13,9 @@
 -- ARGV[6] alive_until    unix ms until which it is surely alive
 -- ARGV[7] lag_cap        the lag written out past this, ms (fair_lag.lua)
 --
--- Returns {first, pttl}: the first waiter ('' when none) and the lock's PTTL (-2: free, and the
--- first waiter may take it: its process rings it).
+-- Returns {first, pttl, holder}: the first waiter ('' when none), the lock's PTTL (-2: free, and
+-- the first waiter may take it: its process rings it), and the lock's one holder ('' when none or
+-- several): a release that took the lock for a waiter whose grant message was lost is found here.
 local lock_key = KEYS[1]
 local queue_key = KEYS[2]
 local deadlines_key = KEYS[3]
@@ -30,4 +31,11 @@ local lag_cap = tonumber(ARGV[7])
 mark_alive(instance, alive_until)
 drop_dead_waiters()
 save_lag()
-return {head or '', redis.call('pttl', lock_key)}
+local holder = ''
+if redis.call('type', lock_key).ok == 'hash' then
+    local fields = redis.call('hkeys', lock_key)
+    if #fields == 1 then
+        holder = fields[1]
+    end
+end
+return {head or '', redis.call('pttl', lock_key), holder}
