@@ -60,9 +60,9 @@ var (
 //     second (rule 8). A Redisson client waits in the same queue, is never in the grant hash, and
 //     is told with the unlock message. Checked by TestConformance/fair/12-crashed-waiters,
 //     TestFairRedissonLayout and internal/interop's TestMixedFairLineKilledWaiter.
-//   - F7. A waiter whose grant message is lost learns of its grant from its process's next
-//     heartbeat, which reads the lock's holder: it costs at most core.AliveEvery, not the grant
-//     TTL. Checked by TestFairLostGrantFoundByHeartbeat and simulate's TestFairLostGrant.
+//   - F7. A waiter whose grant message is lost is rung by its process's next heartbeat, which
+//     reads the lock's holder, and its attempt takes the lock handed to it: it costs at most
+//     core.AliveEvery and a round trip, not the grant TTL. Checked by TestFairLostGrantFoundByHeartbeat and simulate's TestFairLostGrant.
 type fairLocker struct {
 	rdb   redis.UniversalClient
 	id    string
@@ -406,7 +406,7 @@ func (l *fairLocker) beatWhileWaiting(key string) func() {
 // heartbeat says every aliveEvery that this process is alive, which drops the waiters of a
 // process that has stopped saying so from the head of key's queue, rings this process's waiter
 // when it is first and the lock is free (a dead holder's lock has expired, or the dead waiters
-// ahead of it are gone), and tells a waiter here that a release took the lock for it.
+// ahead of it are gone), and rings a waiter here for which a release may have taken the lock.
 func (l *fairLocker) heartbeat(key string, stop <-chan struct{}) {
 	t := time.NewTimer(aliveEvery)
 	defer t.Stop()
@@ -427,10 +427,13 @@ func (l *fairLocker) heartbeat(key string, stop <-chan struct{}) {
 		} else {
 			head, _ := r[0].(string)
 			pttl, _ := r[1].(int64)
-			if holder, _ := r[2].(string); holder != "" && strings.HasPrefix(holder, l.id+":") {
-				// A release elsewhere took the lock for a waiter here whose grant message never
-				// came (rule F7): it is told now, not when its handed-over lock runs out.
-				l.grant(key, holder, true)
+			if holder, _ := r[2].(string); holder != "" {
+				// The lock is held by a field of this process: a release elsewhere may have taken
+				// it for a waiter here whose grant message never came (rule F7). The waiter is
+				// rung, not granted: what it reads may be stale (that waiter may have taken the
+				// lock, sold and left, and another of the same owner waits now), so its own
+				// attempt looks, and takes a lock handed to it as it is (fair_acquire.lua).
+				l.ringLocal(key, holder, unlockMessage)
 			}
 			switch {
 			case pttl == -2 && head != "":

@@ -613,8 +613,8 @@ func TestFairHandedOverLeasePushed(t *testing.T) {
 
 // TestFairLostGrantFoundByHeartbeat (rule F7): a release in another process takes the lock for
 // the waiter and publishes its grant where nobody hears it, as a lost message would be; the
-// waiter's process learns of it from its next heartbeat (every 125 ms), not when the lock handed
-// to it runs out (its grant TTL, 500 ms here).
+// waiter is rung by its process's next heartbeat (every 125 ms) and takes it, not when the lock
+// handed to it runs out (its grant TTL, 500 ms here).
 func TestFairLostGrantFoundByHeartbeat(t *testing.T) {
 	t.Parallel()
 	c := locktest.NewClient(t, locktest.New(t))

@@ -174,7 +174,12 @@ func TestMultilockMasterDownFailsCleanlyThenRecovers(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("acquire across master 3's restart: %v", r.err)
 	}
-	reentRelease(t, r.le)
+	if err := r.le.Release(t.Context()); errors.Is(err, lock.ErrNotHeld) {
+		// Only a watchdog kept from running a third of the 1 s lease loses it here.
+		locktest.FailUnlessStalled(t, 5*time.Second, lease/3, "release after master 3's restart: %v", err)
+	} else if err != nil {
+		t.Fatalf("release after master 3's restart: %v", err)
+	}
 }
 
 func TestMultilockWatchdogRenewsEveryMasterAndReportsLoss(t *testing.T) {

@@ -91,12 +91,12 @@ func (k fairKind) beat(s *Sim, w *World, c *Client) {
 	} else {
 		head, _ := r[0].(string)
 		pttl, _ := asInt(r[1])
-		if holder, _ := r[2].(string); holder == c.Value && !c.Granted {
-			// A grant whose message was lost, found by the beat (fair.go's rule F7).
-			c.Granted, c.BeatAt = true, w.Now+next
-			return
-		}
+		holder, _ := r[2].(string)
 		switch {
+		case holder == c.Value:
+			// Maybe a grant whose message was lost (fair.go's rule F7): rung, its attempt takes
+			// the lock handed to it.
+			c.Next = w.Now
 		case pttl == -2 && (head == c.Value || head == ""):
 			c.Next = w.Now // rung: look again now
 		case pttl > 0 && pttl < next:

@@ -119,7 +119,7 @@ func TestLivenessFreeness(t *testing.T) {
 // TestFairLostGrant (lock/fair.go's rule F7): every schedule of two fair clients, two rounds each,
 // with one pub/sub message lost or delayed. A release that takes the lock for a waiter tells it on
 // its own channel; when that message is lost, the waiter's next heartbeat reads the lock's holder
-// and takes the lock. Before the heartbeat did, this search found the lock handed to a waiter
+// and rings it, and its attempt takes the lock. Before the heartbeat did, this search found the lock handed to a waiter
 // that slept on (2 violations of the wake check, the shortest in 21 steps).
 func TestFairLostGrant(t *testing.T) {
 	t.Parallel()
