@@ -621,12 +621,19 @@ func (l *fairLocker) held(ctx context.Context, key, field string, lease, ttl tim
 	if !watch {
 		return le, nil
 	}
-	le.wd = startWatchdog(ctx, lease, le.ttl, le.until, func(ctx context.Context) (renewOutcome, error) {
-		return outcome(le.renewLease(ctx))
-	}, func(err error) {
-		l.log.Warn("fair lock lost: renewal failed", "key", key, "field", field, "err", err)
-	})
+	le.wd = &le.life
+	le.life.start(ctx, lease, le.ttl, le.until, le, true, true, true)
 	return le, nil
+}
+
+// keep is a round of the lease's watchdog (keeper).
+func (le *fairLease) keep(ctx context.Context) (renewOutcome, error) {
+	return outcome(le.renewLease(ctx))
+}
+
+// lost logs why the watchdog lost the lease (keeper).
+func (le *fairLease) lost(why error) {
+	le.l.log.Warn("fair lock lost: renewal failed", "key", le.key, "field", le.field, "err", why)
 }
 
 // ringLocal wakes the waiter with field on key at once if it waits in this process; with the
@@ -662,7 +669,8 @@ type fairLease struct {
 	field   string
 	leaseMs int64
 	waitMs  int64 // the holder's wait: the thread wait a handover moves the queue's deadlines by
-	wd      *life // nil with an explicit lease
+	wd      *life // &life, or nil with an explicit lease
+	life    life
 	// tenure is the TTL the lock was taken with.
 	tenure
 	gate releaseGate

@@ -2,7 +2,6 @@ package lock
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 
@@ -31,13 +30,6 @@ func universal(cs ...*redis.Client) []redis.UniversalClient {
 		out[i] = c
 	}
 	return out
-}
-
-// long reports whether the long, stability-minded repetitions are asked for (LOCKTEST_LONG=1,
-// which CI sets). By default every behaviour is still checked, once.
-func long() bool {
-	v := os.Getenv("LOCKTEST_LONG")
-	return v != "" && v != "0"
 }
 
 // newNamed builds the lock called name (the name its constructor and the service's mode go

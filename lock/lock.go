@@ -411,6 +411,7 @@ type Lease struct {
 	// expiry, the lease's own.
 	exp    *life
 	expiry life
+	push   func(context.Context) error // pushes a lock handed over short out to its lease (keep)
 	// ended: Release (or Close) was called; Lost is closed from then on.
 	ended atomic.Bool
 
@@ -469,9 +470,15 @@ func (le *Lease) expire(ctx context.Context, sent time.Time) {
 			push = t.pusher() // handed over short: only such a lock is pushed
 		}
 	}
-	le.exp = &le.expiry
-	le.exp.expire(ctx, le.ttl, ttl, until, push)
+	le.exp, le.push = &le.expiry, push
+	le.expiry.start(ctx, le.ttl, ttl, until, le, push != nil, false, false)
 }
+
+// keep pushes a lock handed over short out to its lease (keeper, of a lease nothing watches).
+func (le *Lease) keep(ctx context.Context) (renewOutcome, error) { return outcome(le.push(ctx)) }
+
+// lost: nobody is told but Lost (keeper).
+func (le *Lease) lost(error) {}
 
 // closedChan is the Lost of a lease given back.
 var closedChan = func() chan struct{} {

@@ -181,9 +181,7 @@ func NewRedlock(masters []redis.UniversalClient, opts ...Option) (*Locker, error
 		options: fixed("WithDriftFactor", "WithRetryDelay", "WithFencingTokens")}, settings{Masters: masters}, opts)
 }
 
-// none, fixed and yes describe what a kind honours (kindSpec).
-func none(settings) []string { return nil }
-
+// fixed and yes describe what a kind honours (kindSpec).
 func fixed(names ...string) func(settings) []string {
 	return func(settings) []string { return names }
 }

@@ -141,16 +141,17 @@ func (s *ExpirableSemaphore) orphaned(ctx context.Context, name, id string, leas
 // held builds the permit won by an attempt sent at sent, and starts its life.
 func (s *ExpirableSemaphore) held(ctx context.Context, name, id string, sent time.Time, lease time.Duration, watch bool) *Permit {
 	p := &Permit{s: s, name: name, id: id, lease: lease}
-	if !watch {
-		p.life = newExpiry(ctx, lease, lease, sent.Add(lease), nil)
-		return p
-	}
-	p.life = startWatchdog(ctx, lease, lease, sent.Add(lease), func(ctx context.Context) (renewOutcome, error) {
-		return outcome(p.renew(ctx))
-	}, func(err error) {
-		s.log.Warn("semaphore permit lost", "name", name, "permit", hex.EncodeToString([]byte(id)), "err", err)
-	})
+	p.life = &p.own
+	p.own.start(ctx, lease, lease, sent.Add(lease), p, watch, watch, watch)
 	return p
+}
+
+// keep is a round of the permit's watchdog (keeper).
+func (p *Permit) keep(ctx context.Context) (renewOutcome, error) { return outcome(p.renew(ctx)) }
+
+// lost logs why the watchdog lost the permit (keeper).
+func (p *Permit) lost(why error) {
+	p.s.log.Warn("semaphore permit lost", "name", p.name, "permit", p.ID(), "err", why)
 }
 
 // permitKeys are the keys and channel of the expirable semaphore name, in its scripts' order.
@@ -173,7 +174,8 @@ type Permit struct {
 	name  string
 	id    string // the 16 bytes
 	lease time.Duration
-	life  *life
+	life  *life // &own
+	own   life
 	gate  releaseGate
 }
 

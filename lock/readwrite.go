@@ -135,11 +135,8 @@ func (s *rwSide) Acquire(ctx context.Context, key string, opts Options) (heldLoc
 	}
 	s.count(key, owner, 1)
 	if !opts.ExplicitLease {
-		le.wd = startWatchdog(ctx, opts.Lease, opts.Lease, attemptSent(ctx, time.Now()).Add(opts.Lease), func(ctx context.Context) (renewOutcome, error) {
-			return outcome(le.refresh(ctx))
-		}, func(err error) {
-			s.log.Warn("watchdog: lock lost", "lock", "readWrite", "key", key, "field", field, "err", err)
-		})
+		le.wd = &le.life
+		le.life.start(ctx, opts.Lease, opts.Lease, attemptSent(ctx, time.Now()).Add(opts.Lease), le, true, true, true)
 	}
 	return le, nil
 }
@@ -175,8 +172,17 @@ type rwLease struct {
 	owner   string
 	field   string
 	leaseMs int64
-	wd      *life // nil with an explicit lease
+	wd      *life // &life, or nil with an explicit lease
+	life    life
 	gate    releaseGate
+}
+
+// keep is a round of the lease's watchdog (keeper).
+func (le *rwLease) keep(ctx context.Context) (renewOutcome, error) { return outcome(le.refresh(ctx)) }
+
+// lost logs why the watchdog lost the lease (keeper).
+func (le *rwLease) lost(why error) {
+	le.s.log.Warn("watchdog: lock lost", "lock", "readWrite", "key", le.key, "field", le.field, "err", why)
 }
 
 func (le *rwLease) Key() string           { return le.key }

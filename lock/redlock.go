@@ -433,32 +433,36 @@ type redlockLease struct {
 
 	// life closes Lost when the validity ends before an extension moved it, or a watchdog's
 	// extension is refused; it renews every ttl/3 unless the lease is explicit.
-	life  *life
+	life  *life // &own
+	own   life
 	watch bool
 	gate  releaseGate
 }
 
 func newRedlockLease(ctx context.Context, rl *redlockLocker, m *redsync.Mutex, key string, ttl time.Duration, token int64, renew bool) *redlockLease {
 	l := &redlockLease{key: key, m: m, l: rl, log: rl.log, rs: rl.rs, token: token, watch: renew}
-	var extend func(context.Context) (renewOutcome, error)
-	if renew {
-		// Extend at a third of the ttl, as Redisson's watchdog does: two more chances before the
-		// validity (ttl - elapsed - drift) runs out. A failed extension is tried again while the
-		// validity lasts.
-		extend = l.extend
-	}
 	// The validity redsync computed is the lease's end: its drift, not the library's margin.
+	// With renew, it is extended at a third of the ttl, as Redisson's watchdog does: two more
+	// chances before the validity (ttl - elapsed - drift) runs out. A failed extension is tried
+	// again while the validity lasts.
 	until := m.Until().Add(core.Margin(ttl))
-	l.life = newLife(ctx, ttl, ttl, until, extend, renew, func(err error) {
-		l.log.Warn("redlock lost while held", "key", l.key, "err", err)
-		l.l.forget(l)
-	})
+	l.life = &l.own
+	l.own.start(ctx, ttl, ttl, until, l, renew, renew, true)
 	l.life.endOf = func(time.Time) time.Time {
 		l.mmu.Lock()
 		defer l.mmu.Unlock()
 		return l.m.Until()
 	}
 	return l
+}
+
+// keep is a round of the watchdog (keeper): an extension.
+func (l *redlockLease) keep(ctx context.Context) (renewOutcome, error) { return l.extend(ctx) }
+
+// lost logs why the lease was lost and forgets it (keeper).
+func (l *redlockLease) lost(why error) {
+	l.log.Warn("redlock lost while held", "key", l.key, "err", why)
+	l.l.forget(l)
 }
 
 // extend runs on the watchdog's round, the only one that touches the Mutex while held but

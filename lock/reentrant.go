@@ -65,8 +65,24 @@ type reentrantLocker struct {
 // renewal is Redisson's ExpirationEntry: one watchdog per (lock, owner), shared by the owner's
 // nested acquisitions and stopped when the last of them is released.
 type renewal struct {
-	wd    *life
+	wd    *life // &own
+	own   life
 	holds int // guarded by reentrantLocker.mu
+	// What the watchdog renews: field's hold of key, for leaseMs; id is the entry's in l.entries.
+	l              *reentrantLocker
+	key, field, id string
+	leaseMs        int64
+}
+
+// keep is a round of the owner's watchdog (keeper).
+func (e *renewal) keep(ctx context.Context) (renewOutcome, error) {
+	return outcome(renewHash(ctx, e.l.rdb, e.key, e.field, e.leaseMs))
+}
+
+// lost logs why the watchdog lost the lock and forgets the entry (keeper).
+func (e *renewal) lost(why error) {
+	e.l.log.Warn("watchdog: lock lost", "lock", e.l.name, "key", e.key, "field", e.field, "err", why)
+	e.l.forget(e.id, e)
 }
 
 func newReentrantOn(name string, rdb redis.UniversalClient, d settings) *reentrantLocker {
@@ -227,13 +243,9 @@ func (l *reentrantLocker) held(ctx context.Context, key, field string, lease tim
 	}
 	e := l.entries[id]
 	if e == nil || isDone(e.wd.Lost()) {
-		e = &renewal{}
-		e.wd = startWatchdog(ctx, lease, lease, attemptSent(ctx, time.Now()).Add(lease), func(ctx context.Context) (renewOutcome, error) {
-			return outcome(renewHash(ctx, l.rdb, key, field, le.leaseMs))
-		}, func(err error) {
-			l.log.Warn("watchdog: lock lost", "lock", l.name, "key", key, "field", field, "err", err)
-			l.forget(id, e)
-		})
+		e = &renewal{l: l, key: key, field: field, id: id, leaseMs: le.leaseMs}
+		e.wd = &e.own
+		e.own.start(ctx, lease, lease, attemptSent(ctx, time.Now()).Add(lease), e, true, true, true)
 		l.entries[id] = e
 	}
 	e.holds++

@@ -89,7 +89,7 @@ func (l *valueLocker) Acquire(ctx context.Context, key string, opts Options) (he
 	}
 	if l.fenced && !opts.ExplicitLease {
 		le.wd = &le.life
-		le.life.keptBy(ctx, lease, le.ttl, le.until, le, true, true, true)
+		le.life.start(ctx, lease, le.ttl, le.until, le, true, true, true)
 	}
 	return le, nil
 }

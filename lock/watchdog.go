@@ -21,10 +21,9 @@ type life struct {
 	acquired context.Context // the acquiring context, for the values of the renewals
 	lease    time.Duration
 	// k is the lease's side: its renewal round (when renews) and what it does once lost (when
-	// tells). A lease that implements keeper is its own; fn keeps a caller's functions.
+	// tells).
 	k             keeper
 	renews, tells bool
-	fn            hooks
 	// endOf is how long a renewal sent at sent keeps the lock by our clock: nil for core.SafeEnd of
 	// the lease; Redlock's validity.
 	endOf func(sent time.Time) time.Time
@@ -49,15 +48,6 @@ type keeper interface {
 	keep(ctx context.Context) (renewOutcome, error)
 	lost(why error)
 }
-
-// hooks is a keeper of functions: renew (nil: none) and onLost (nil: nobody is told).
-type hooks struct {
-	renew  func(ctx context.Context) (renewOutcome, error)
-	onLost func(error)
-}
-
-func (h *hooks) keep(ctx context.Context) (renewOutcome, error) { return h.renew(ctx) }
-func (h *hooks) lost(why error)                                 { h.onLost(why) }
 
 // renewOutcome is what one round of a watchdog did.
 type renewOutcome int
@@ -88,51 +78,13 @@ func outcome(err error) (renewOutcome, error) {
 	}
 }
 
-// startWatchdog starts the life of a lease renewed by a watchdog every lease/3, with the values
-// of acquireCtx; ttl is what the lock has now, until when it runs out by our clock (its TTL
-// counted from when the command that set it was sent): the lease, or less for a lock handed over
-// short, which the first round then pushes out to the lease a third of the way into ttl. onFail
-// (may be nil) is told why the lease was lost when it is.
-func startWatchdog(acquireCtx context.Context, lease, ttl time.Duration, until time.Time, renew func(ctx context.Context) (renewOutcome, error), onFail func(error)) *life {
-	return newLife(acquireCtx, lease, ttl, until, renew, true, onFail)
-}
-
-// newExpiry starts the life of a lease nothing renews on its own, whose lock runs out at until
-// by our clock (its TTL counted from the send of the command that set it): Lost closes then,
-// unless a Refresh moved it. A lock handed over short is pushed out to its lease by push (nil:
-// nothing can push it, and it runs out with what it has).
-func newExpiry(ctx context.Context, lease, ttl time.Duration, until time.Time, push func(ctx context.Context) error) *life {
-	l := &life{}
-	l.expire(ctx, lease, ttl, until, push)
-	return l
-}
-
-// expire is newExpiry's, on a life of the caller's not started before.
-func (l *life) expire(ctx context.Context, lease, ttl time.Duration, until time.Time, push func(ctx context.Context) error) {
-	var renew func(ctx context.Context) (renewOutcome, error)
-	if push != nil {
-		renew = func(ctx context.Context) (renewOutcome, error) { return outcome(push(ctx)) }
-	}
-	l.start(ctx, lease, ttl, until, renew, false, nil)
-}
-
-// newLife starts a lease's life: renew is its watchdog's round (watch) or the push of a lock
-// handed over short (nil: none).
-func newLife(ctx context.Context, lease, ttl time.Duration, until time.Time, renew func(ctx context.Context) (renewOutcome, error), watch bool, onLost func(error)) *life {
-	l := &life{}
-	l.start(ctx, lease, ttl, until, renew, watch, onLost)
-	return l
-}
-
-// start is newLife's, on a life of the caller's (a field of a lease) not started before.
-func (l *life) start(ctx context.Context, lease, ttl time.Duration, until time.Time, renew func(ctx context.Context) (renewOutcome, error), watch bool, onLost func(error)) {
-	l.fn = hooks{renew: renew, onLost: onLost}
-	l.keptBy(ctx, lease, ttl, until, &l.fn, renew != nil, watch, onLost != nil)
-}
-
-// keptBy is start's with the lease's side k: it renews (renews: a watchdog when watch, else the
-// push of a lock handed over short) and is told of the loss (tells).
-func (l *life) keptBy(ctx context.Context, lease, ttl time.Duration, until time.Time, k keeper, renews, watch, tells bool) {
+// start starts a life of the caller's (a field of a lease) not started before: the lease's lock
+// lives ttl until until by our clock (its TTL counted from the send of the command that set it):
+// the lease, or less for a lock handed over short. k is the lease's side: with renews, a watchdog
+// renewing every lease/3 when watch, else the push of a lock handed over short to its lease a
+// third of the way into ttl; with tells, k is told why the lease was lost. The renewals carry
+// ctx's values.
+func (l *life) start(ctx context.Context, lease, ttl time.Duration, until time.Time, k keeper, renews, watch, tells bool) {
 	l.acquired, l.lease, l.k, l.renews, l.tells = ctx, lease, k, renews, tells
 	l.mu.Lock()
 	ttl = min(ttl, lease)
