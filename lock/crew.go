@@ -34,9 +34,8 @@ func newCrew(closing context.Context) *crew {
 // offload runs call, a Redis command of the acquisition running under ctx, so that the
 // acquisition ends on time whatever the server does. An acquisition running in its caller's
 // goroutine (acquisition.inline) sends it from a member of its Locker's crew and waits for the
-// answer until ctx ends, then until abandonGrace after that end (one grace for all of the
-// acquisition's commands, as abandonAfter gives a whole acquisition on the crew): a command a server does not answer blocks until
-// the client's read timeout, whatever ctx says (go-redis's default). It is then given up with
+// answer as abandonAfter waits for a whole acquisition on the crew (await): a command a server
+// does not answer blocks until the client's read timeout, whatever ctx says (go-redis's default). It is then given up with
 // ErrUnavailable and ctx's cause, which makes an attempt orphaned (orphan.go): what it may still
 // take is given back. Anywhere else (an acquisition already on the crew) call runs here.
 func offload[T any](ctx context.Context, call func() (T, error)) (T, error) {
@@ -53,22 +52,33 @@ func offload[T any](ctx context.Context, call func() (T, error)) (T, error) {
 		v, err := call()
 		done <- answer{v, err}
 	})
+	if r, ok := await(ctx, done, &a.abandonAt); ok {
+		return r.v, r.err
+	}
+	var zero T
+	return zero, fmt.Errorf("%w: %w", ErrUnavailable, context.Cause(ctx))
+}
+
+// await waits for done's one value until ctx ends, then until abandonGrace after that end; false:
+// given up. The end is kept in *at, set by the first wait that needs it, so the waits of one
+// acquisition share one grace. Only the acquisition's caller waits.
+func await[T any](ctx context.Context, done <-chan T, at *time.Time) (T, bool) {
 	select {
 	case r := <-done:
-		return r.v, r.err
+		return r, true
 	case <-ctx.Done():
 	}
-	if a.abandonAt.IsZero() {
-		a.abandonAt = time.Now().Add(abandonGrace) // only the caller's goroutine offloads
+	if at.IsZero() {
+		*at = time.Now().Add(abandonGrace)
 	}
-	t := time.NewTimer(time.Until(a.abandonAt))
+	t := time.NewTimer(time.Until(*at))
 	defer t.Stop()
 	select {
 	case r := <-done:
-		return r.v, r.err
+		return r, true
 	case <-t.C:
 		var zero T
-		return zero, fmt.Errorf("%w: %w", ErrUnavailable, context.Cause(ctx))
+		return zero, false
 	}
 }
 

@@ -85,8 +85,10 @@ type acquisition struct {
 	clock  attemptClock
 	// inline: the acquisition runs in its caller's goroutine, and its commands on the crew
 	// (offload); else all of it runs on the crew (abandonAfter).
-	inline    bool
-	abandonAt time.Time // when offload gives commands up: abandonGrace after the context ended
+	// It is set while the kind runs, and the renewals of a lease it took, which carry its values,
+	// do not see it.
+	inline    atomic.Bool
+	abandonAt time.Time // when await gives up: abandonGrace after the context ended
 	// What the crew runs (run): the Locker's acquisition of key, and where its result goes.
 	l    *Locker
 	key  string
@@ -100,7 +102,7 @@ func (a *acquisition) Value(key any) any {
 	case attemptKey:
 		return &a.clock
 	case inlineKey:
-		if a.inline {
+		if a.inline.Load() {
 			return a
 		}
 		return nil

@@ -62,7 +62,8 @@ var (
 //     TestFairRedissonLayout and internal/interop's TestMixedFairLineKilledWaiter.
 //   - F7. A waiter whose grant message is lost is rung by its process's next heartbeat, which
 //     reads the lock's holder, and its attempt takes the lock handed to it: it costs at most
-//     core.AliveEvery and a round trip, not the grant TTL. Checked by TestFairLostGrantFoundByHeartbeat and simulate's TestFairLostGrant.
+//     core.AliveEvery and a round trip, not the grant TTL. Checked by
+//     TestFairLostGrantFoundByHeartbeat and simulate's TestFairLostGrant.
 type fairLocker struct {
 	rdb   redis.UniversalClient
 	id    string
@@ -682,6 +683,7 @@ func (le *fairLease) Token() int64  { return 0 }
 
 // Lost is closed when the watchdog found the lock gone; nil with an explicit lease.
 func (le *fairLease) Lost() <-chan struct{} { return le.wd.Lost() }
+func (le *fairLease) watched() bool         { return le.wd != nil }
 
 // Renewals counts the watchdog's successful renewals.
 func (le *fairLease) Renewals() int64 { return le.wd.Renewals() }

@@ -156,7 +156,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 		return nil, l.acquireErr(ctx, actx, key, err)
 	}
 	le := &Lease{impl: h, locker: l, ttl: ttl}
-	if !watched(h) {
+	if !h.watched() {
 		le.expire(actx, clock.since(start))
 	}
 	if !l.track(le) {
@@ -308,25 +308,16 @@ func (a *acquisition) run() {
 // goroutine switch, and a command is what goes to the crew.
 func (a *acquisition) abandonAfter() (heldLock, error) {
 	if in, ok := a.l.impl.(inliner); ok && a.l.replicas == nil && in.inline() {
-		a.inline = true
+		a.inline.Store(true)
+		defer a.inline.Store(false)
 		return a.l.ride(a, a.key, a.opts, &a.clock)
 	}
 	done := results.Get().(chan acquired)
 	a.done = done
 	a.l.crew.do(a)
-	select {
-	case r := <-done:
+	if r, ok := await(a, done, &a.abandonAt); ok {
 		results.Put(done)
 		return r.h, r.err
-	case <-a.Done():
-	}
-	t := time.NewTimer(abandonGrace)
-	defer t.Stop()
-	select {
-	case r := <-done:
-		results.Put(done)
-		return r.h, r.err
-	case <-t.C:
 	}
 	go func() {
 		r := <-done
@@ -446,15 +437,6 @@ func (le *Lease) Lost() <-chan struct{} {
 		return closedChan
 	}
 	return le.impl.Lost()
-}
-
-// watched reports whether h's own life closes its Lost (a watchdog, Redlock's validity); a lease
-// that can tell without making the channel (a sale's, valueLease) says so.
-func watched(h heldLock) bool {
-	if w, ok := h.(interface{ watched() bool }); ok {
-		return w.watched()
-	}
-	return h.Lost() != nil
 }
 
 // expire gives a lease nothing watches its life: Lost closes when its lease runs out by our clock,

@@ -143,6 +143,8 @@ func (ml *multiLease) lose() {
 func (ml *multiLease) Key() string  { return ml.key }
 func (ml *multiLease) Token() int64 { return 0 }
 
+func (ml *multiLease) watched() bool { return ml.lost != nil }
+
 // Lost is closed as soon as any master's lease is lost, or the lease is given back.
 func (ml *multiLease) Lost() <-chan struct{} {
 	for _, p := range ml.parts {

@@ -190,6 +190,7 @@ func (le *rwLease) Field() string         { return le.field }
 func (le *rwLease) Token() int64          { return 0 }
 func (le *rwLease) Renewals() int64       { return le.wd.Renewals() }
 func (le *rwLease) Lost() <-chan struct{} { return le.wd.Lost() }
+func (le *rwLease) watched() bool         { return le.wd != nil }
 
 // keyPrefix starts every read hold's timeout key of the lock: "{<key>}" (Redisson's suffixName).
 func (le *rwLease) keyPrefix() string { return strings.TrimSuffix(script.Suffixed(le.key, ""), ":") }

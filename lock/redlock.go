@@ -447,12 +447,13 @@ func newRedlockLease(ctx context.Context, rl *redlockLocker, m *redsync.Mutex, k
 	// again while the validity lasts.
 	until := m.Until().Add(core.Margin(ttl))
 	l.life = &l.own
-	l.own.start(ctx, ttl, ttl, until, l, renew, renew, true)
-	l.life.endOf = func(time.Time) time.Time {
+	// Set before the life starts: its timer's first round reads it.
+	l.own.endOf = func(time.Time) time.Time {
 		l.mmu.Lock()
 		defer l.mmu.Unlock()
 		return l.m.Until()
 	}
+	l.own.start(ctx, ttl, ttl, until, l, renew, renew, true)
 	return l
 }
 
@@ -506,6 +507,7 @@ func (l *redlockLease) stop() { l.life.Stop() }
 func (l *redlockLease) Key() string           { return l.key }
 func (l *redlockLease) Token() int64          { return l.token }
 func (l *redlockLease) Lost() <-chan struct{} { return l.life.Lost() }
+func (l *redlockLease) watched() bool         { return true }
 
 // Renewals counts the successful extensions on a quorum of masters.
 func (l *redlockLease) Renewals() int64 { return l.life.Renewals() }

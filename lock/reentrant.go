@@ -303,6 +303,8 @@ func (le *reentrantLease) Key() string   { return le.key }
 func (le *reentrantLease) Field() string { return le.field }
 func (le *reentrantLease) Token() int64  { return le.token }
 
+func (le *reentrantLease) watched() bool { return le.entry != nil }
+
 // Lost is closed when the watchdog found the lock gone; nil with an explicit lease.
 func (le *reentrantLease) Lost() <-chan struct{} {
 	if le.entry == nil {

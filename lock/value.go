@@ -111,7 +111,6 @@ func (l *valueLease) Token() int64 { return l.token }
 
 func (l *valueLease) Lost() <-chan struct{} { return l.wd.Lost() }
 
-// watched reports whether the lease has a watchdog, whose life closes Lost.
 func (l *valueLease) watched() bool { return l.wd != nil }
 
 // Renewals counts the watchdog's successful renewals.

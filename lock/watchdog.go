@@ -101,8 +101,8 @@ func (l *life) start(ctx context.Context, lease, ttl time.Duration, until time.T
 }
 
 // step gives the core an event (under the mutex) and does what it answers: arms the timer, sends
-// a renewal and tells onLost (in this goroutine when inline, the timer's or a renewal's; else in
-// one of their own), closes lost.
+// a renewal and tells the keeper of a loss (in this goroutine when inline, the timer's or a
+// renewal's; else in one of their own), closes lost.
 func (l *life) step(event func(*core.Life) core.Ready, inline bool) {
 	l.mu.Lock()
 	r := event(&l.core)
@@ -120,7 +120,7 @@ func (l *life) step(event func(*core.Life) core.Ready, inline bool) {
 	case r.Lost && l.tells && inline:
 		l.k.lost(r.Why)
 	case r.Lost && l.tells:
-		// Found by a caller's look (Lost), which may hold a lock onLost takes.
+		// Found by a caller's look (Lost), which may hold a lock the keeper takes.
 		go l.k.lost(r.Why)
 	case r.Renew && inline:
 		l.round()
