@@ -319,18 +319,14 @@ func (fw *fairWait) subscribe(ctx context.Context, before uint64) (waitHandle, b
 // waitTurn waits until the lock is this waiter's: handed over by a release, or taken by an
 // attempt made when the bell rang or the estimated turn (due) came. The waiter is the one waiter
 // of a core.Queue of its own (fair has no in-process line: every waiter queues in Redis), which
-// decides when it looks again and when its wait is over. Its sleep is bounded below so a stale
-// estimate is no busy loop, and above by the thread wait: its deadline does not count the hold
-// of whoever took the lock ahead of it, so a long hold can make the next script drop it from the
-// queue, live as it is, and nobody rings a waiter who is not in the queue; looking again within a
-// thread wait puts it back in line (WithThreadWait).
+// decides when it looks again and when its wait is over; how long it sleeps after an attempt is
+// core.FairNap (F3).
 func (fw *fairWait) waitTurn(ctx context.Context, due time.Duration, lookNow bool) error {
 	q := core.NewQueue(core.QueueConfig{})
 	now := time.Now()
 	q.Enter(now, 1, fw.deadline)
-	nap := func(due time.Duration) time.Duration {
-		return min(max(due, 5*time.Millisecond), time.Duration(fw.waitMs)*time.Millisecond)
-	}
+	threadWait := time.Duration(fw.waitMs) * time.Millisecond
+	nap := func(due time.Duration) time.Duration { return core.FairNap(due, threadWait) }
 	retry := nap(due)
 	if lookNow {
 		retry = 0
@@ -405,9 +401,8 @@ func (l *fairLocker) beatWhileWaiting(key string) func() {
 }
 
 // heartbeat says every aliveEvery that this process is alive, which drops the waiters of a
-// process that has stopped saying so from the head of key's queue, rings this process's waiter
-// when it is first and the lock is free (a dead holder's lock has expired, or the dead waiters
-// ahead of it are gone), and rings a waiter here for which a release may have taken the lock.
+// process that has stopped saying so from the head of key's queue, and rings the waiters here
+// that its reading names (core.FairBeatSaid: F6, F7).
 func (l *fairLocker) heartbeat(key string, stop <-chan struct{}) {
 	t := time.NewTimer(aliveEvery)
 	defer t.Stop()
@@ -428,27 +423,15 @@ func (l *fairLocker) heartbeat(key string, stop <-chan struct{}) {
 		} else {
 			head, _ := r[0].(string)
 			pttl, _ := r[1].(int64)
-			if holder, _ := r[2].(string); holder != "" {
-				// The lock is held by a field of this process: a release elsewhere may have taken
-				// it for a waiter here whose grant message never came (rule F7). The waiter is
-				// rung, not granted: what it reads may be stale (that waiter may have taken the
-				// lock, sold and left, and another of the same owner waits now), so its own
-				// attempt looks, and takes a lock handed to it as it is (fair_acquire.lua).
-				l.ringLocal(key, holder, unlockMessage)
+			holder, _ := r[2].(string)
+			b := core.FairBeatSaid(head, pttl, holder)
+			for _, field := range b.Ring {
+				l.ringLocal(key, field, unlockMessage)
 			}
-			switch {
-			case pttl == -2 && head != "":
-				l.ringLocal(key, head, unlockMessage)
-			case pttl == -2:
-				// Free, and nobody in the queue, though this process has waiters: Redis lost the
-				// queue (a restart without its data). They look again now rather than sleep out
-				// their turn.
+			if b.All {
 				l.ringAll(key)
-			case pttl > 0 && time.Duration(pttl)*time.Millisecond < next:
-				// A lock about to expire (one handed to a waiter that may be dead): look again
-				// as it does.
-				next = time.Duration(pttl)*time.Millisecond + 2*time.Millisecond
 			}
+			next = b.Next
 		}
 		t.Reset(next)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -229,14 +228,9 @@ func (l *redlockLocker) newValue() (string, error) {
 	return v, nil
 }
 
-// holderLeft is how long a waiter sleeps after a failed attempt when no release rings: until a
-// quorum of masters could grant key, the quorum-th shortest PTTL of the key among them (a master
-// without the key counts 0; one that does not answer, or a key without TTL, never frees). -1
-// (retry after the poll delay) when a quorum is free already: a split vote, or a holder that has
-// just released. Where no quorum can ever free (masters that do not answer), it looks again every
-// 2 s.
+// holderLeft is how long a waiter sleeps after a failed attempt when no release rings: it reads
+// key's PTTL on every master, and core.QuorumFree decides.
 func (l *redlockLocker) holderLeft(ctx context.Context, key string) time.Duration {
-	const never = time.Duration(1<<63 - 1)
 	ttls := make([]time.Duration, len(l.masters))
 	var wg sync.WaitGroup
 	for i, m := range l.masters {
@@ -244,26 +238,15 @@ func (l *redlockLocker) holderLeft(ctx context.Context, key string) time.Duratio
 			// Not on the validity's clock: a slow answer only delays the sleep.
 			c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 250*time.Millisecond)
 			defer cancel()
-			switch d, err := m.PTTL(c, key).Result(); {
-			case err != nil || d == -1:
-				ttls[i] = never
-			case d < 0:
-				ttls[i] = 0
-			default:
-				ttls[i] = d
+			d, err := m.PTTL(c, key).Result()
+			if err != nil {
+				d = core.NoAnswer
 			}
+			ttls[i] = d
 		})
 	}
 	wg.Wait()
-	slices.Sort(ttls)
-	switch q := ttls[l.quorum-1]; q {
-	case 0:
-		return -1
-	case never:
-		return core.NoQuorumPoll
-	default:
-		return q
-	}
+	return core.QuorumFree(ttls, l.quorum)
 }
 
 // giveBack releases a lock this acquisition has just won but will not keep, on every master and

@@ -72,14 +72,15 @@ func (k fairKind) try(s *Sim, w *World, c *Client) {
 		return
 	}
 	due, _ := asInt(r)
-	c.Next = w.Now + min(max(due, 5), c.Deadline-w.Now, ms(s.cfg.Wait))
+	c.Next = w.Now + min(ms(core.FairNap(dur(due), s.cfg.Wait)), c.Deadline-w.Now)
 	if c.BeatAt == 0 {
 		c.BeatAt = w.Now + fairBeatMs
 	}
 	k.nap(c)
 }
 
-// beat is the waiting process's heartbeat (fairLocker.heartbeat).
+// beat is the waiting process's heartbeat (fairLocker.heartbeat), its reading read by the
+// library's core.FairBeatSaid.
 func (k fairKind) beat(s *Sim, w *World, c *Client) {
 	reply := s.script(w, c, 0, "FairBeat", script.FairBeat, fairKeys, "", "", "", itoa(w.Now), procOf(c), itoa(w.Now+fairAliveFor), fairLagCap)
 	r, _ := reply.([]any)
@@ -92,16 +93,11 @@ func (k fairKind) beat(s *Sim, w *World, c *Client) {
 		head, _ := r[0].(string)
 		pttl, _ := asInt(r[1])
 		holder, _ := r[2].(string)
-		switch {
-		case holder == c.Value:
-			// Maybe a grant whose message was lost (fair.go's rule F7): rung, its attempt takes
-			// the lock handed to it.
-			c.Next = w.Now
-		case pttl == -2 && (head == c.Value || head == ""):
-			c.Next = w.Now // rung: look again now
-		case pttl > 0 && pttl < next:
-			next = pttl + 2
+		b := core.FairBeatSaid(head, pttl, holder)
+		if b.Rings(c.Value) {
+			c.Next = w.Now // rung: its attempt looks again now (and takes a lock handed to it)
 		}
+		next = ms(b.Next)
 	}
 	c.BeatAt = w.Now + next
 	k.nap(c)

@@ -39,6 +39,10 @@ func TestMutantsFound(t *testing.T) {
 		// Redis line: the cohort lets it in after eight holders of the process (2.4 s); without it
 		// the process keeps the lock for all twelve (3.6 s), past the third's 3 s wait.
 		core.NoCohort: {Config{Kind: "lua", Clients: 3, PerProcess: 2, Rounds: 6}, "with no fault"},
+		// A release takes the fair lock for the next waiter and its grant message is lost: only
+		// the heartbeat, which reads the holder, rings it; without that it sleeps out its turn
+		// while the lock handed to it serves nobody.
+		core.NoBeatRing: {Config{Kind: "fair", Clients: 2, Rounds: 2, Faults: []string{FaultPubsubLost}, MaxFaults: 1}, "wake"},
 	}
 	if len(cases) != len(core.Mutants) {
 		t.Fatalf("%d mutants tested, the core has %d", len(cases), len(core.Mutants))

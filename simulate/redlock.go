@@ -1,7 +1,7 @@
 package simulate
 
 import (
-	"slices"
+	"time"
 
 	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
@@ -69,7 +69,7 @@ func (k redlockKind) acquire(s *Sim, w *World, c *Client) {
 	case rlPTTL: // holderLeft: the PTTL on each master
 		d, ok := asInt(s.cmd(w, c, c.I, "PTTL", lockName))
 		if !ok {
-			d = -1 // no answer (a master down): never frees, as a key without TTL
+			d = noAnswer // a master down: never frees, as a key without TTL
 		}
 		c.TTLs[c.I] = d
 		if c.I++; c.I < 3 {
@@ -155,30 +155,28 @@ func majority(got [3]bool) bool {
 // holderLeft: masters that do not answer, or keys without TTL): it looks again every 2 s.
 var noQuorumPoll = ms(core.NoQuorumPoll)
 
-// holderLeft is the library's sleep after a failed attempt: the quorum-th shortest PTTL (a
-// master without the key counts 0, a key without TTL or a master down never frees).
+// holderLeft is the library's sleep after a failed attempt (core.QuorumFree) on the PTTLs read
+// (ms; noAnswer: the master did not answer), its poll delay when a quorum is free taken as 5 ms.
 func holderLeft(ttls [3]int64) int64 {
-	const never = int64(1) << 62
-	v := make([]int64, 3)
-	for i, d := range ttls {
+	d := make([]time.Duration, len(ttls))
+	for i, t := range ttls {
 		switch {
-		case d == -1:
-			v[i] = never
-		case d < 0:
-			v[i] = 0
+		case t == noAnswer:
+			d[i] = core.NoAnswer
+		case t < 0:
+			d[i] = time.Duration(t) // -1 and -2 as Redis says them
 		default:
-			v[i] = d
+			d[i] = dur(t)
 		}
 	}
-	slices.Sort(v)
-	switch v[1] {
-	case 0:
-		return 5 // the poll delay
-	case never:
-		return noQuorumPoll
+	if left := core.QuorumFree(d, 2); left >= 0 {
+		return ms(left)
 	}
-	return v[1]
+	return 5
 }
+
+// noAnswer is a PTTL a master did not answer.
+const noAnswer = -3
 
 // renew extends on each master; a round that extends fewer than a majority fails (redsync's
 // extend), tried again while the validity lasts.
