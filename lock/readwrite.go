@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
@@ -219,7 +220,7 @@ func (le *rwLease) try(ctx context.Context) (bool, time.Duration, error) {
 	case n == upgradeReply:
 		return false, 0, fmt.Errorf("%w: %w: %s: owner %s holds its read side; release it first", ErrNotObtained, ErrUpgrade, le.key, le.owner)
 	}
-	return false, holderTTL(n), nil
+	return false, core.HolderTTL(n), nil
 }
 
 // releaseAfter gives back one hold, after the holder's pipeline p when there is one (runScript).

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
@@ -138,8 +139,8 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 		if !reentry {
 			l.orphaned(ctx, err, key, field, leaseMs)
 		}
-		if err == nil && !held && !queueUntil.IsZero() && (ttl < 0 || ttl > l.nom.lostGrant) {
-			ttl = l.nom.lostGrant // nomination.go's rule N3
+		if err == nil && !held && !queueUntil.IsZero() {
+			ttl = core.QueuedSleep(ttl, l.nom.lostGrant) // nomination.go's rule N3
 		}
 		return held, ttl, err
 	})
@@ -202,7 +203,7 @@ func (l *reentrantLocker) try(ctx context.Context, key, field string, leaseMs in
 	if err != nil {
 		return false, 0, 0, redisErr("acquire "+key, err)
 	}
-	return false, holderTTL(n), 0, nil
+	return false, core.HolderTTL(n), 0, nil
 }
 
 // acquireScript is Redisson's acquire script with its keys and arguments, or, for a waiter that
@@ -213,21 +214,6 @@ func (l *reentrantLocker) acquireScript(key, field string, leaseMs int64, queueU
 		return reentrantAcquire, []string{key}, []any{leaseMs, field}
 	}
 	return rlockAcquire, lineKeys(key), []any{leaseMs, field, time.Now().UnixMilli(), l.nom.id, queueUntil.UnixMilli()}
-}
-
-// holderTTL turns a PTTL reply (milliseconds) read when the lock was taken into how long the
-// waiter may sleep: -2, no such key (it expired or was released since the check that found it
-// taken; the in-process Redis even lets time pass inside a script), means free now, so try
-// again at once; -1, a key without TTL, is unknown (< 0).
-func holderTTL(pttlMs int64) time.Duration {
-	switch {
-	case pttlMs == -2:
-		return 0
-	case pttlMs < 0:
-		return -time.Millisecond
-	default:
-		return time.Duration(pttlMs) * time.Millisecond
-	}
 }
 
 // held builds the lease of a successful acquisition and, in watchdog mode, joins or starts the

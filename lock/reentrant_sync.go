@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/core"
 )
 
 // defaultWaitReplicasTimeout is Redisson's default slavesSyncTimeout.
@@ -110,7 +112,7 @@ func (l *reentrantLocker) trySynced(ctx context.Context, key, field string, leas
 	case err != nil:
 		return false, 0, redisErr("acquire "+key, err)
 	default:
-		return false, holderTTL(n), nil
+		return false, core.HolderTTL(n), nil
 	}
 	acked, werr := conn.Wait(ctx, l.sync.n, l.sync.timeout).Result()
 	if werr == nil && acked >= int64(l.sync.n) {

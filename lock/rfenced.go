@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
@@ -59,7 +60,7 @@ func (l *reentrantLocker) tryFenced(ctx context.Context, key, field string, leas
 	if r[1] > 0 {
 		return true, 0, r[1], nil
 	}
-	return false, holderTTL(r[0]), 0, nil
+	return false, core.HolderTTL(r[0]), 0, nil
 }
 
 // hashTag is the part of key that Redis Cluster hashes when it has one: what lies between the

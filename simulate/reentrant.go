@@ -27,15 +27,12 @@ func (reentrantKind) relook(*Sim) int64 { return relookLine }
 
 func nomID(c *Client) string { return "n" + strconv.Itoa(c.ID) }
 
-// holderTTL is the library's reading of the acquire script's PTTL reply.
+// holderTTL is the library's reading of the acquire script's PTTL reply (core.HolderTTL), in ms.
 func holderTTL(pttl int64) int64 {
-	switch {
-	case pttl == -2:
-		return 0
-	case pttl < 0:
-		return -1
+	if d := core.HolderTTL(pttl); d >= 0 {
+		return ms(d)
 	}
-	return pttl
+	return -1
 }
 
 // queue: a process's waiters wait in its queue, which hears Redisson's unlock message and the
@@ -56,11 +53,7 @@ func (k reentrantKind) acquire(s *Sim, w *World, c *Client) {
 		return
 	}
 	pttl, _ := asInt(r)
-	ttl := holderTTL(pttl)
-	if ttl < 0 || ttl > lostGrant {
-		ttl = lostGrant // queued: it looks again at least this often
-	}
-	s.failed(w, c, ttl)
+	s.failed(w, c, ms(core.QueuedSleep(core.HolderTTL(pttl), core.LostGrantBound)))
 }
 
 func (k reentrantKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {

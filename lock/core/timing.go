@@ -52,3 +52,28 @@ func LineSleep(ttl, grant, lostGrant time.Duration, subscribed bool) time.Durati
 	}
 	return max(min(ttl, grant, lostGrant), time.Millisecond)
 }
+
+// HolderTTL reads the PTTL an acquire script answers when the lock is taken (ms) as how long the
+// waiter may sleep: -2, no such key (it expired or was released since the script found it taken;
+// the in-process Redis even lets time pass inside a script), means free now, so try again at
+// once; -1, a key without TTL, is unknown (< 0).
+func HolderTTL(pttlMs int64) time.Duration {
+	switch {
+	case pttlMs == -2:
+		return 0
+	case pttlMs < 0:
+		return -time.Millisecond
+	default:
+		return time.Duration(pttlMs) * time.Millisecond
+	}
+}
+
+// QueuedSleep is how long a waiter whose process is queued in Redis (reentrant's line, N3)
+// sleeps after an attempt: the holder's TTL (< 0: unknown), at most lostGrant, so a nomination
+// lost with a broken subscription costs that much at most.
+func QueuedSleep(ttl, lostGrant time.Duration) time.Duration {
+	if ttl < 0 || ttl > lostGrant {
+		return lostGrant
+	}
+	return ttl
+}
