@@ -262,15 +262,20 @@ func (w *World) calmFor() int64 {
 // shake starts a fault's effect window of d from now (restart, clock jump, pub/sub).
 func (w *World) shake(d int64) { w.Shaken = max(w.Shaken, w.Now+d) }
 
-// checkGiveUp is the liveness verdict on c giving up now: a violation when the lock has been
-// calm for longer than the kind's relook bound, or, as before, when no fault happened at all in
-// the run (the wait is longer than every other client's holds together).
+// checkGiveUp is the liveness verdict on c giving up now: a violation when its wait ended
+// before now (and no pause held it), when the lock has been calm for longer than the kind's
+// relook bound, or, as before, when no fault happened at all in the run (the wait is longer than
+// every other client's holds together).
 func (s *Sim) checkGiveUp(w *World, c *Client) {
 	if w.Violation != "" {
 		return
 	}
 	g := s.kind.relook(s)
 	switch d := w.calmFor(); {
+	case w.Now > max(c.Deadline, c.PausedUntil):
+		// A wait ends at its deadline, wherever the waiter stands in its queue (rule 7), unless
+		// a pause held the waiter past it.
+		w.Violation = fmt.Sprintf("late: %s gave up %d ms after its wait ended", c.acq(), w.Now-c.Deadline)
 	case d > g:
 		w.Violation = fmt.Sprintf("liveness: %s gave up after waiting %v while the lock had been free for %d ms with no fault in effect (a waiter looks again within %d ms)",
 			c.acq(), s.cfg.Wait, d, g)

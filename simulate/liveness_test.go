@@ -3,6 +3,7 @@ package simulate
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // apply performs the scheduler's choice ch on w, as a search would.
@@ -41,6 +42,10 @@ func TestLivenessGiveUpWhileFree(t *testing.T) {
 			t.Errorf("give-up at t=%d: %q, want %q", tc.at, got, tc.want)
 		}
 	}
+	// A wait ends at its deadline (3000): a give-up after it is late, whatever the lock did.
+	if got := gaveUpAt(s, w, 1, 3001); !strings.HasPrefix(got, "late: c2.r0 gave up 1 ms after its wait ended") {
+		t.Errorf("a give-up after the deadline: %q", got)
+	}
 	// With no fault at all, any give-up is one, as before.
 	if got := gaveUpAt(s, s.Start(), 1, 0); !strings.Contains(got, "no fault in the run") {
 		t.Errorf("a give-up in a run with no fault: %q", got)
@@ -52,10 +57,10 @@ func TestLivenessGiveUpWhileFree(t *testing.T) {
 // then calm must last the kind's bound, a lease.
 func TestLivenessRedlockMasterBack(t *testing.T) {
 	t.Parallel()
-	s := mustSim(t, Config{Kind: "redlock", Clients: 2, Faults: []string{FaultMasterDown}})
+	s := mustSim(t, Config{Kind: "redlock", Clients: 2, Faults: []string{FaultMasterDown}, Wait: 6 * time.Second})
 	w := s.Start()
 	apply(s, w, Choice{Op: "fault", Fault: FaultMasterDown, Master: 0}) // down until 2000
-	for at, want := range map[int64]string{3900: "", 5000: "", 5001: "liveness: c2.r0 gave up after waiting 3s while the lock had been free for 1001 ms"} {
+	for at, want := range map[int64]string{3900: "", 5000: "", 5001: "liveness: c2.r0 gave up after waiting 6s while the lock had been free for 1001 ms"} {
 		if got := gaveUpAt(s, w, 1, at); !strings.HasPrefix(got, want) || (want == "") != (got == "") {
 			t.Errorf("give-up at t=%d: %q, want %q", at, got, want)
 		}

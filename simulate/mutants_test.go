@@ -42,7 +42,10 @@ func TestMutantsFound(t *testing.T) {
 		// A release takes the fair lock for the next waiter and its grant message is lost: only
 		// the heartbeat, which reads the holder, rings it; without that it sleeps out its turn
 		// while the lock handed to it serves nobody.
-		core.NoBeatRing: {Config{Kind: "fair", Clients: 2, Rounds: 2, Faults: []string{FaultPubsubLost}, MaxFaults: 1}, "wake"},
+		// A waiter behind a holder that crashed, whose lock outlives its wait, must give up at its
+		// deadline, not at its next look after it.
+		core.NoDeadlineTimer: {Config{Kind: "lua", Clients: 2, Wait: 700 * time.Millisecond, Faults: []string{FaultCrash}, MaxFaults: 1}, "late"},
+		core.NoBeatRing:      {Config{Kind: "fair", Clients: 2, Rounds: 2, Faults: []string{FaultPubsubLost}, MaxFaults: 1}, "wake"},
 	}
 	if len(cases) != len(core.Mutants) {
 		t.Fatalf("%d mutants tested, the core has %d", len(cases), len(core.Mutants))

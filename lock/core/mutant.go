@@ -16,11 +16,12 @@ const (
 	NoRelook                           // a failed attempt's answer does not bound the head's sleep
 	NoLookAfterSubscribe               // a head that has just subscribed does not look again when it is confirmed
 	NoCohort                           // a release passes the lock to its process's next waiter before the Redis line however many turns the process had
+	NoDeadlineTimer                    // a queue arms no timer for its waiters' deadlines: a wait ends at the next event after it
 	NoBeatRing                         // a fair heartbeat does not ring a waiter of its process that the lock was handed to (F7)
 )
 
 // Mutants lists every mutant but Sound.
-var Mutants = []Mutant{NoRenewal, NeverLost, NoPush, NoWake, NoRelook, NoLookAfterSubscribe, NoCohort, NoBeatRing}
+var Mutants = []Mutant{NoRenewal, NeverLost, NoPush, NoWake, NoRelook, NoLookAfterSubscribe, NoCohort, NoDeadlineTimer, NoBeatRing}
 
 func (m Mutant) String() string {
 	switch m {
@@ -38,6 +39,8 @@ func (m Mutant) String() string {
 		return "no-look-after-subscribe"
 	case NoCohort:
 		return "no-cohort"
+	case NoDeadlineTimer:
+		return "no-deadline-timer"
 	case NoBeatRing:
 		return "no-beat-ring"
 	}

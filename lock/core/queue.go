@@ -284,7 +284,7 @@ func (q *Queue) wake() time.Time {
 		}
 	}
 	for i, w := range q.waiters {
-		if !(i == 0 && q.head.phase == trying) {
+		if !(i == 0 && q.head.phase == trying) && !mutated(NoDeadlineTimer) {
 			soonest(w.deadline)
 		}
 	}
