@@ -61,6 +61,7 @@ type Client struct {
 	Got                [3]bool
 	TTLs               [3]int64 // what each master said of the lock's PTTL (redlock's holderLeft)
 	I                  int      // the master its next command goes to
+	Asked              uint8    // the masters asked so far in a round of parallel asks (redlock)
 
 	PassOn      string // a lock handed to an acquisition that has left: pass it on
 	Crashed     bool
@@ -108,7 +109,7 @@ func (s *Sim) begin(w *World, c *Client) {
 		c.PC, c.Done, c.Waiting = pcDone, true, false
 		return
 	}
-	c.PC, c.Sub, c.I = pcAcquire, 0, 0
+	c.PC, c.Sub, c.I, c.Asked = pcAcquire, 0, 0, 0
 	c.Value = fmt.Sprintf("p%d:c%d.r%d", c.Proc, c.ID, c.Round)
 	c.Start, c.Deadline = w.Now, w.Now+ms(s.cfg.Wait)
 	c.Waiting, c.WakeAt, c.Granted, c.GrantTok, c.Next = false, 0, false, 0, 0
@@ -130,7 +131,7 @@ func (s *Sim) begin(w *World, c *Client) {
 // The read is folded into the step that won the lock: a write landing between the two would be
 // seen by the read, so no interleaving is lost that could matter.
 func (s *Sim) enter(w *World, c *Client, token int64) {
-	c.PC, c.Sub, c.I = pcWork, 0, 0
+	c.PC, c.Sub, c.I, c.Asked = pcWork, 0, 0, 0
 	c.Inside, c.Read, c.Token, c.Entered = true, w.Res.Version, token, w.Res.Reads
 	if s.kind.reader(c) {
 		w.Res.Reads++
@@ -204,7 +205,7 @@ func (s *Sim) lifeSays(w *World, c *Client, r core.Ready) {
 			w.Violation = fmt.Sprintf("liveness: %s's lease was lost with no fault in the run (%v)", c.acq(), r.Why)
 		}
 	case r.Renew:
-		c.Renewing, c.RoundAt, c.I = true, w.Now, 0
+		c.Renewing, c.RoundAt, c.I, c.Asked = true, w.Now, 0, 0
 	}
 	if c.PC == pcWork {
 		c.sleepWork()

@@ -28,11 +28,11 @@ const (
 // lock to the first waiter and tells it on its own channel; a waiting process beats every 125 ms.
 type fairKind struct{ base }
 
-func (fairKind) watchdog() bool    { return true }
+func (fairKind) watchdog() bool { return true }
 
 // downBound: nothing rings a waiter when a master that was down comes back; its process's next
 // heartbeat, at most core.AliveEvery later, reads the lock free and rings the head (F6).
-func (fairKind) downBound() int64 { return fairBeatMs }
+func (fairKind) downBound() int64  { return fairBeatMs }
 func (fairKind) relook(*Sim) int64 { return relookLine }
 
 func procOf(c *Client) string { return c.Value[:strings.IndexByte(c.Value, ':')] }

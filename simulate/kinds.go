@@ -55,6 +55,9 @@ type kind interface {
 	// writer holds it), so c must not sleep through a clock move either (liveness.go
 	// checkPrompt).
 	admits(w *World, c *Client) bool
+	// asks: c's next step sends one of a round of commands to every master at once: the masters
+	// not asked yet in the round, whose order the scheduler picks (0: a plain step).
+	asks(w *World, c *Client) uint8
 	relook(s *Sim) int64
 	lostBound(s *Sim) int64
 	downBound() int64
@@ -78,6 +81,7 @@ func (base) wakes() bool                                       { return false }
 func (base) setup(s *Sim, w *World)                            {}
 func (base) settled(s *Sim, w *World) string                   { return "" }
 func (base) freeNeeds() int                                    { return 1 }
+func (base) asks(*World, *Client) uint8                        { return 0 }
 func (base) holds(k keySnap, v string, _ int64) bool {
 	return k.Key == lockName && (k.Str == v || slices.Contains(k.Hash, v))
 }

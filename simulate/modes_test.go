@@ -89,18 +89,21 @@ func drive(t *testing.T, s *Sim, plan ...string) *World {
 	return w
 }
 
-// TestRedlockFencedTokenStopsTheStaleWrite: one schedule, three ends. c1 wins m0 and m2, c2 m1;
-// then m2 jumps its clock (or restarts empty) and c2 wins it: two holders at once. Plain redlock
-// loses c2's update; with tokens, after a clock jump the counter on m2 is still there, c2 draws
-// token 2, its read fences out c1's write with token 1; after a restart the counter on m2 is gone
-// with the key, c2 draws token 1 again and both writes land.
+// TestRedlockFencedTokenStopsTheStaleWrite: one schedule, three ends. The asks of a round go to
+// the masters in the order the scheduler picks (the library sends them at once): c1 asks m2 and
+// wins it, c2 wins m1, c1 loses m1 and wins m0; then m0 jumps its clock (or restarts empty) and
+// c2 wins it: two holders at once. Plain redlock loses c2's update; with tokens, after a clock
+// jump the counter on m0 is still there, c2 draws token 2, its read fences out c1's write with
+// token 1; after a restart the counter on m0 is gone with the key, c2 draws token 1 again and
+// both writes land.
 func TestRedlockFencedTokenStopsTheStaleWrite(t *testing.T) {
 	t.Parallel()
 	won := func(c string, fenced bool) []string {
 		if !fenced {
 			return nil
 		}
-		return slices.Repeat([]string{"step " + c}, 6) // the read and raise rounds, a master a step
+		round := []string{"step " + c + " m0", "step " + c + " m1", "step " + c + " m2"}
+		return slices.Concat(round, round) // the read and raise rounds
 	}
 	for _, tc := range []struct {
 		kind, fault, want string
@@ -111,9 +114,9 @@ func TestRedlockFencedTokenStopsTheStaleWrite(t *testing.T) {
 	} {
 		s := mustSim(t, Config{Kind: tc.kind, Clients: 2, Faults: []string{tc.fault}, MaxFaults: 1})
 		fenced := tc.kind == "redlock-fenced"
-		plan := []string{"step c1", "step c2", "step c2", "step c1", "step c1"} // m0: c1; m1: c2; m2: c1
+		plan := []string{"step c1 m2", "step c2 m1", "step c1 m1", "step c1 m0"} // m0: c1; m1: c2; m2: c1
 		plan = append(plan, won("c1", fenced)...)
-		plan = append(plan, "fault "+tc.fault+" c1 m2", "step c2") // c2's SET on m2 wins
+		plan = append(plan, "fault "+tc.fault+" c1 m0", "step c2 m0", "step c2 m2") // c2 wins m0, loses m2
 		plan = append(plan, won("c2", fenced)...)
 		plan = append(plan, "time", "step c1", "step c1", "step c2", "step c2") // check, write; check, write
 		w := drive(t, s, plan...)

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"math/bits"
 	"time"
 
 	"github.com/seckill-lab/seckill/lock/core"
@@ -53,7 +54,7 @@ func (k redlockKind) leftoverOK(key string) bool { return k.fence && key == k.to
 func (redlockKind) queue() (core.QueueConfig, bool) { return queueConfig(true), true }
 
 func (k redlockKind) acquire(s *Sim, w *World, c *Client) {
-	if c.Over && c.Sub == rlSet && c.I == 0 {
+	if c.Over && c.Sub == rlSet && c.Asked == 0 {
 		s.note(w, c.name(), "give up", "wait over")
 		s.giveUp(w, c)
 		return
@@ -63,8 +64,8 @@ func (k redlockKind) acquire(s *Sim, w *World, c *Client) {
 		k.set(s, w, c)
 	case rlGiveBack: // redsync gives a failed attempt back on every master
 		s.script(w, c, c.I, "redsync-delete", redsyncDelete, []string{lockName}, c.Value)
-		if c.I++; c.I == 3 {
-			c.I, c.Sub, c.Got = 0, rlPTTL, [3]bool{}
+		if roundOver(c) {
+			c.Sub, c.Got = rlPTTL, [3]bool{}
 		}
 	case rlPTTL: // holderLeft: the PTTL on each master
 		d, ok := asInt(s.cmd(w, c, c.I, "PTTL", lockName))
@@ -72,17 +73,17 @@ func (k redlockKind) acquire(s *Sim, w *World, c *Client) {
 			d = noAnswer // a master down: never frees, as a key without TTL
 		}
 		c.TTLs[c.I] = d
-		if c.I++; c.I < 3 {
+		if !roundOver(c) {
 			return
 		}
-		c.I, c.Sub = 0, rlSet
+		c.Sub = rlSet
 		s.failed(w, c, holderLeft(c.TTLs))
 	case rlRead, rlRaise:
 		k.drawToken(s, w, c)
 	case rlUnfenced: // the library's giveBack; the attempt counts as lost, retried after the poll delay
 		s.script(w, c, c.I, "redsync-delete", redsyncDelete, []string{lockName}, c.Value)
-		if c.I++; c.I == 3 {
-			c.I, c.Sub, c.Got = 0, rlSet, [3]bool{}
+		if roundOver(c) {
+			c.Sub, c.Got = rlSet, [3]bool{}
 			s.failed(w, c, 5)
 		}
 	}
@@ -91,15 +92,14 @@ func (k redlockKind) acquire(s *Sim, w *World, c *Client) {
 // set is one SET NX PX of an attempt; after the third, the attempt is won (a majority, validity
 // left) or given back.
 func (k redlockKind) set(s *Sim, w *World, c *Client) {
-	if c.I == 0 {
+	if c.Asked == 0 {
 		c.Start = w.Now
 	}
 	r := s.cmd(w, c, c.I, "SET", lockName, c.Value, "NX", "PX", itoa(ms(s.cfg.Lease)))
 	c.Got[c.I] = r == "OK"
-	if c.I++; c.I < 3 {
+	if !roundOver(c) {
 		return
 	}
-	c.I = 0
 	lease := ms(s.cfg.Lease)
 	switch {
 	case majority(c.Got) && lease-(w.Now-c.Start)-(lease/100+2) > 0 && k.fence:
@@ -126,10 +126,9 @@ func (k redlockKind) drawToken(s *Sim, w *World, c *Client) {
 		v, _ := asInt(s.script(w, c, c.I, "RedlockTokenRaise", script.RedlockTokenRaise, keys, c.Value, itoa(c.Token)))
 		c.Got[c.I] = v == 1
 	}
-	if c.I++; c.I < 3 {
+	if !roundOver(c) {
 		return
 	}
-	c.I = 0
 	switch {
 	case !majority(c.Got):
 		c.Sub = rlUnfenced
@@ -138,6 +137,37 @@ func (k redlockKind) drawToken(s *Sim, w *World, c *Client) {
 	default:
 		s.hold(w, c, c.Token, c.Start, ms(s.cfg.Lease))
 	}
+}
+
+// asks: every round of a redlock acquisition, renewal and release goes to the three masters at
+// once (redsync's, and the library's PTTL reads and fencing rounds): the scheduler picks which
+// master each step asks, among those not asked yet. The first step of a renewal round is the
+// lease's tick, which asks m0; a waiter's first step of an attempt is a plain step until its
+// queue has given it its turn.
+func (redlockKind) asks(w *World, c *Client) uint8 {
+	open := 7 &^ c.Asked
+	switch {
+	case c.PassOn != "":
+		return 0
+	case c.PC == pcAcquire && (c.Turn || c.Over) && !(c.Over && c.Sub == rlSet && c.Asked == 0):
+		return open
+	case c.PC == pcRelease, c.PC == pcWork && c.Renewing:
+		return open
+	}
+	return 0
+}
+
+// roundOver marks master c.I asked in the round under way; once all three are, the round is over
+// (and the next begins with none asked). Otherwise c.I is the first master not asked yet, which
+// the next step asks unless the scheduler picks another (asks).
+func roundOver(c *Client) bool {
+	c.Asked |= 1 << c.I
+	if c.Asked == 7 {
+		c.Asked, c.I = 0, 0
+		return true
+	}
+	c.I = bits.TrailingZeros8(^c.Asked)
+	return false
 }
 
 // majority: at least two of the three masters.
@@ -182,10 +212,9 @@ const noAnswer = -3
 // extend), tried again while the validity lasts.
 func (k redlockKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
 	c.Got[c.I] = renewOutcome(s.script(w, c, c.I, "FencedRenew", script.FencedRenew, []string{lockName}, c.Value, itoa(ms(s.cfg.Lease)))) == renewOK
-	if c.I++; c.I < 3 {
+	if !roundOver(c) {
 		return false, renewOK
 	}
-	c.I = 0
 	if !majority(c.Got) {
 		return true, renewFailed
 	}
@@ -194,7 +223,7 @@ func (k redlockKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
 
 func (k redlockKind) release(s *Sim, w *World, c *Client) {
 	s.script(w, c, c.I, "redsync-delete", redsyncDelete, []string{lockName}, c.Value)
-	if c.I++; c.I == 3 {
+	if roundOver(c) {
 		s.released(w, c)
 	}
 }

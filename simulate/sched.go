@@ -11,11 +11,17 @@ type Choice struct {
 	Client int    // index of the client (step, deliver, client faults, pub/sub faults)
 	Fault  string
 	Master int
+	// Ask, for a step that asks one of several masters at once (redlock's rounds, sent in
+	// parallel by the library): 1 + the master this step's command goes to; 0 otherwise.
+	Ask int `json:",omitempty"`
 }
 
 func (c Choice) String() string {
 	switch c.Op {
 	case "step":
+		if c.Ask > 0 {
+			return fmt.Sprintf("step c%d m%d", c.Client+1, c.Ask-1)
+		}
 		return fmt.Sprintf("step c%d", c.Client+1)
 	case "deliver":
 		return fmt.Sprintf("deliver to c%d", c.Client+1)
@@ -45,8 +51,8 @@ func (s *Sim) Choices(w *World) []Choice {
 	}
 	var ch []Choice
 	for i := range w.Clients {
-		if w.Clients[i].runnable(w.Now) {
-			ch = append(ch, Choice{Op: "step", Client: i})
+		if c := &w.Clients[i]; c.runnable(w.Now) {
+			ch = append(ch, s.steps(w, c, i)...)
 		}
 	}
 	for i := range w.Clients {
@@ -60,6 +66,23 @@ func (s *Sim) Choices(w *World) []Choice {
 	}
 	if !busy && s.nextTimer(w) > w.Now {
 		ch = append(ch, Choice{Op: "time"})
+	}
+	return ch
+}
+
+// steps are the choices of runnable client i's next step: one, or, where the step is one of a
+// round of commands the library sends to every master at once, one per master not asked yet in
+// the round (the order the commands run in is the scheduler's).
+func (s *Sim) steps(w *World, c *Client, i int) []Choice {
+	open := s.kind.asks(w, c)
+	if open == 0 {
+		return []Choice{{Op: "step", Client: i}}
+	}
+	var ch []Choice
+	for k := range len(w.Masters) {
+		if open&(1<<k) != 0 {
+			ch = append(ch, Choice{Op: "step", Client: i, Ask: k + 1})
+		}
 	}
 	return ch
 }
@@ -115,6 +138,9 @@ func (s *Sim) Apply(w *World, ch Choice, i int) {
 	before := w.trace
 	switch ch.Op {
 	case "step":
+		if ch.Ask > 0 {
+			w.Clients[ch.Client].I = ch.Ask - 1
+		}
 		s.step(w, &w.Clients[ch.Client])
 	case "deliver":
 		j, _ := w.head(ch.Client)
