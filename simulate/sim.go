@@ -20,6 +20,9 @@ type Sim struct {
 	engines []*engine
 	loaded  []uint64
 	gen     uint64
+	// swaps are scripts run instead of the library's, by name: a test's mutants of the scripts
+	// (mutants_test.go). Nil but there.
+	swaps map[string]string
 }
 
 // New builds a simulator for cfg (after Defaults and Validate).
@@ -132,6 +135,9 @@ func (s *Sim) unexpected(w *World, c *Client, what string, reply any) {
 
 // script runs a Lua script by its full source, labelled with its name, KEYS and ARGV.
 func (s *Sim) script(w *World, c *Client, k int, name, src string, keys []string, argv ...string) any {
+	if swap, ok := s.swaps[name]; ok {
+		src = swap
+	}
 	args := append([]string{"EVAL", src, fmt.Sprint(len(keys))}, keys...)
 	args = append(args, argv...)
 	label := fmt.Sprintf("EVAL %s KEYS=%q ARGV=%q", name, keys, argv)
