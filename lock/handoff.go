@@ -94,6 +94,18 @@ func (h *handoff) ring(key string) {
 	h.after(post)
 }
 
+// inLine records that a release made here kept this process in key's line in Redis for its
+// waiters: its head looks again within bound (core.Queue.InLine).
+func (h *handoff) inLine(key string, bound time.Duration) {
+	h.mu.Lock()
+	var post afterStep
+	if q := h.queues[key]; q != nil {
+		post = h.stepLocked(q, func(c *core.Queue, now time.Time) core.QueueReady { return c.InLine(now, bound) })
+	}
+	h.mu.Unlock()
+	h.after(post)
+}
+
 // step gives q's core an event and does what it answers (stepLocked).
 func (h *handoff) step(q *queue, event func(*core.Queue, time.Time) core.QueueReady) {
 	h.mu.Lock()

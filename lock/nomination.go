@@ -33,9 +33,12 @@ var (
 //     release. Checked by TestNominationOneReleaseOneAttempt and
 //     TestNominationUnlockMessageOnlyWhereRedissonListens.
 //   - N3. A process in line that is not told looks again at least every core.LostGrantBound, so a
-//     dead nominee or a lost message costs that much. A process with no waiter left when it
-//     releases is not in line, and its next waiter tries at once. Checked by
-//     TestNominationDeadNomineeHoldsTheLineForItsWait and TestReentrantWaiterWokenByUnlockMessage.
+//     dead nominee or a lost message costs that much: a waiter's failed attempt sleeps that long
+//     at most, and so does the next waiter of a release that keeps its process in line, which
+//     would otherwise sleep on its holder's hint (core.Queue.InLine). A process with no waiter
+//     left when it releases is not in line, and its next waiter tries at once. Checked by
+//     TestNominationDeadNomineeHoldsTheLineForItsWait, TestReentrantWaiterWokenByUnlockMessage and
+//     simulate's TestSharedProcess (reentrant, with pubsub-lost).
 type nominator struct {
 	rdb   redis.UniversalClient
 	sub   *subscriber

@@ -331,6 +331,10 @@ func (le *reentrantLease) release(ctx context.Context, p redis.Pipeliner) error 
 			// Out of line (no waiter here): one that comes after must not sleep on the hint its
 			// holder left (waiting.go rule 3) for a nomination this process is not in line for.
 			defer n.queue.ring(le.key)
+		} else {
+			// In line for the waiters here: their head, asleep on that hint, waits for a
+			// nomination, and looks again within the lost-nomination bound (N3).
+			defer n.queue.inLine(le.key, n.lostGrant)
 		}
 	}
 	_, err := runScript(ctx, p, le.l.rdb, le.l.sub.mode.script(ctx, sc), keys, args...).Int64()

@@ -3,6 +3,7 @@ package simulate
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -28,7 +29,7 @@ type Config struct {
 	Faults    []string
 	MaxFaults int
 	MaxSteps  int // a run longer than this stops (counted, not a violation)
-	// PerProcess clients share a process, in order (1 when 0; more for lua and fenced only): its
+	// PerProcess clients share a process, in order (1 when 0; more for SharedKinds only): its
 	// queue, subscription and lock/core.Line, so a release passes the lock to a waiter of its own
 	// process as the library's does. A crash or a pause stops a whole process.
 	PerProcess int
@@ -67,6 +68,12 @@ func (c Config) Defaults() Config {
 	return c
 }
 
+// SharedKinds are the kinds whose clients may share a process (Config.PerProcess): their waiters
+// wait in the process's core.Queue and a message to the process rings it. Not readwrite (a
+// process takes one side of it), multilock (its parts' subscriptions are a client's) and fair
+// (every waiter queues in Redis).
+var SharedKinds = []string{"lua", "fenced", "reentrant", "redlock", "redlock-fenced", "semaphore", "permits"}
+
 // Validate names what is wrong with c.
 func (c Config) Validate() error {
 	if _, ok := kinds[c.Kind]; !ok {
@@ -75,8 +82,8 @@ func (c Config) Validate() error {
 	if c.Clients < 1 || c.Clients > 5 {
 		return fmt.Errorf("simulate: %d clients: want 1 to 5", c.Clients)
 	}
-	if c.PerProcess < 1 || c.PerProcess > 1 && c.Kind != "lua" && c.Kind != "fenced" {
-		return fmt.Errorf("simulate: %d clients per process: want 1, or more for lua and fenced", c.PerProcess)
+	if c.PerProcess < 1 || c.PerProcess > 1 && !slices.Contains(SharedKinds, c.Kind) {
+		return fmt.Errorf("simulate: %d clients per process: want 1, or more for %s", c.PerProcess, strings.Join(SharedKinds, ", "))
 	}
 	for _, f := range c.Faults {
 		if !slices.Contains(AllFaults, f) {

@@ -46,6 +46,10 @@ func TestMutantsFound(t *testing.T) {
 		// A waiter behind a holder that crashed, whose lock outlives its wait, must give up at its
 		// deadline, not at its next look after it.
 		core.NoDeadlineTimer: {Config{Kind: "lua", Clients: 2, Wait: 700 * time.Millisecond, Faults: []string{FaultCrash}, MaxFaults: 1}, "late"},
+		// Two waiters of one process: the first takes the lock and its release keeps the process
+		// in the reentrant line for the second, asleep on the first's hint; the nomination that
+		// should wake it is lost, and only the bound its release set brings it back in time.
+		core.NoInLineBound: {Config{Kind: "reentrant", Clients: 3, PerProcess: 2, Rounds: 2, Faults: []string{FaultPubsubLost}, MaxFaults: 1}, "wake"},
 		core.NoBeatRing:      {Config{Kind: "fair", Clients: 2, Rounds: 2, Faults: []string{FaultPubsubLost}, MaxFaults: 1}, "wake"},
 	}
 	if len(cases) != len(core.Mutants) {

@@ -9,14 +9,21 @@ import (
 	"github.com/seckill-lab/seckill/lock/core"
 )
 
-// TestSharedProcess: two clients in one process and one in another (Config.PerProcess 2), for lua
-// and fenced: every schedule is searched and none breaks a property.
+// TestSharedProcess: two clients in one process and one in another (Config.PerProcess 2), for
+// every kind whose clients may share a process: every schedule is searched and none breaks a
+// property. A pause breaks the kinds without tokens with one client per process too; crash
+// breaks semaphore (its permit never comes back).
 func TestSharedProcess(t *testing.T) {
 	t.Parallel()
 	for _, cfg := range []Config{
-		// A pause breaks lua, with one client per process too.
 		{Kind: "lua", Rounds: 2, Faults: []string{FaultCrash}},
 		{Kind: "fenced", Rounds: 1, Faults: []string{FaultCrash, FaultPause}},
+		// The release that keeps the process in line for its second waiter, whose nomination is
+		// lost (core.Queue.InLine).
+		{Kind: "reentrant", Rounds: 2, Faults: []string{FaultCrash, FaultPubsubLost}},
+		{Kind: "redlock", Rounds: 2},
+		{Kind: "semaphore", Rounds: 2, Faults: []string{FaultPubsubLost}},
+		{Kind: "permits", Rounds: 2, Faults: []string{FaultCrash}},
 	} {
 		cfg.Clients, cfg.PerProcess, cfg.MaxFaults = 3, 2, 1
 		r := mustSim(t, cfg).Exhaustive(t.Context())

@@ -84,6 +84,7 @@ func (k redlockKind) acquire(s *Sim, w *World, c *Client) {
 		s.script(w, c, c.I, "redsync-delete", redsyncDelete, []string{lockName}, c.Value)
 		if roundOver(c) {
 			c.Sub, c.Got = rlSet, [3]bool{}
+			s.rung(w, c) // the library's giveBack rings its process's queue too
 			s.failed(w, c, 5)
 		}
 	}
@@ -224,6 +225,7 @@ func (k redlockKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
 func (k redlockKind) release(s *Sim, w *World, c *Client) {
 	s.script(w, c, c.I, "redsync-delete", redsyncDelete, []string{lockName}, c.Value)
 	if roundOver(c) {
+		s.rung(w, c) // the library rings its process's queue on its own releases
 		s.released(w, c)
 	}
 }

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,7 +26,8 @@ type reentrantKind struct{ base }
 func (reentrantKind) watchdog() bool    { return true }
 func (reentrantKind) relook(*Sim) int64 { return relookLine }
 
-func nomID(c *Client) string { return "n" + strconv.Itoa(c.ID) }
+// nomID is the line's member for c's process (the library's nominator id, one a Locker).
+func nomID(c *Client) string { return "n" + strconv.Itoa(c.Proc) }
 
 // holderTTL is the library's reading of the acquire script's PTTL reply (core.HolderTTL), in ms.
 func holderTTL(pttl int64) int64 {
@@ -41,8 +43,10 @@ func (reentrantKind) queue() (core.QueueConfig, bool) { return queueConfig(false
 
 func (k reentrantKind) acquire(s *Sim, w *World, c *Client) {
 	if c.Over {
-		// The last waiter of the process gives up: out of the line (nominator.pass).
-		s.script(w, c, 0, "RLockPass", script.RLockPass, nominationKeys, itoa(w.Now), nomID(c), "0", "0")
+		if !s.waiting(w, c, c.ID) {
+			// The last waiter of the process gives up: out of the line (nominator.pass).
+			s.script(w, c, 0, "RLockPass", script.RLockPass, nominationKeys, itoa(w.Now), nomID(c), "0", "0")
+		}
 		s.giveUp(w, c)
 		return
 	}
@@ -65,9 +69,19 @@ func renewHash(s *Sim, w *World, c *Client, m int) renewal {
 	return renewOutcome(s.script(w, c, m, "ReentrantRenew", script.ReentrantRenew, []string{lockName}, itoa(ms(s.cfg.Lease)), c.Value))
 }
 
+// release: a process with waiters left stays in the line until the last one's deadline
+// (nominator.releaseArgs), so the release nominates it in its turn.
 func (k reentrantKind) release(s *Sim, w *World, c *Client) {
+	stay := "0"
+	if last := w.proc(c).Q.LastDeadline(); !last.IsZero() {
+		stay = itoa(msAt(last))
+	}
 	s.script(w, c, 0, "RLockRelease", script.RLockRelease, nominationKeys,
-		itoa(w.Now), nomID(c), "0", "0", "0", itoa(ms(s.cfg.Lease)), c.Value)
+		itoa(w.Now), nomID(c), stay, "0", "0", itoa(ms(s.cfg.Lease)), c.Value)
+	if stay != "0" {
+		// In line for them: the head asleep on c's hint looks again within the bound (N3).
+		s.queueSays(w, c, w.proc(c).Q.InLine(at(w.Now), core.LostGrantBound))
+	}
 	s.released(w, c)
 }
 
@@ -80,15 +94,16 @@ func (k reentrantKind) passOn(s *Sim, w *World, c *Client) {
 func (k reentrantKind) route(w *World, _ int, channel string) []int {
 	id, ok := strings.CutPrefix(channel, nominationPref+":n")
 	n, err := strconv.Atoi(id)
-	if !ok || err != nil || n < 1 || n > len(w.Clients) {
+	i := slices.IndexFunc(w.Clients, func(c Client) bool { return c.Proc == n })
+	if !ok || err != nil || i < 0 {
 		return nil
 	}
-	return []int{n - 1}
+	return []int{i}
 }
 
-// deliver: a nomination wakes the waiting head; a process with no waiter passes it on.
+// deliver: a nomination wakes the process's queue; a process with no waiter passes it on.
 func (k reentrantKind) deliver(s *Sim, w *World, c *Client, m msg) {
-	if c.PC == pcAcquire && !c.Done && c.Sub == 0 {
+	if s.waiting(w, c, 0) {
 		s.ring(w, c)
 		return
 	}

@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/seckill-lab/seckill/lock/core"
@@ -138,16 +139,16 @@ func (k semKind) release(s *Sim, w *World, c *Client) {
 // one's in particular).
 func (semKind) route(w *World, _ int, channel string) []int { return waitersOn(w, channel, semChan) }
 
-// waitersOn is every live client still acquiring when channel is ch, the one channel a kind's
-// releases are published on; nobody otherwise.
+// waitersOn is the mailbox of every process with a live client still acquiring when channel is
+// ch, the one channel a kind's releases are published on; nobody otherwise.
 func waitersOn(w *World, channel, ch string) []int {
 	if channel != ch {
 		return nil
 	}
 	var to []int
-	for i, c := range w.Clients {
-		if !c.Crashed && !c.Done && c.PC == pcAcquire {
-			to = append(to, i)
+	for _, c := range w.Clients {
+		if box := w.mailbox(&c); !c.Crashed && !c.Done && c.PC == pcAcquire && !slices.Contains(to, box) {
+			to = append(to, box)
 		}
 	}
 	return to

@@ -17,11 +17,12 @@ const (
 	NoLookAfterSubscribe               // a head that has just subscribed does not look again when it is confirmed
 	NoCohort                           // a release passes the lock to its process's next waiter before the Redis line however many turns the process had
 	NoDeadlineTimer                    // a queue arms no timer for its waiters' deadlines: a wait ends at the next event after it
+	NoInLineBound                      // a release that keeps its process in the reentrant line leaves the next head asleep on its holder's hint
 	NoBeatRing                         // a fair heartbeat does not ring a waiter of its process that the lock was handed to (F7)
 )
 
 // Mutants lists every mutant but Sound.
-var Mutants = []Mutant{NoRenewal, NeverLost, NoPush, NoWake, NoRelook, NoLookAfterSubscribe, NoCohort, NoDeadlineTimer, NoBeatRing}
+var Mutants = []Mutant{NoRenewal, NeverLost, NoPush, NoWake, NoRelook, NoLookAfterSubscribe, NoCohort, NoDeadlineTimer, NoInLineBound, NoBeatRing}
 
 func (m Mutant) String() string {
 	switch m {
@@ -41,6 +42,8 @@ func (m Mutant) String() string {
 		return "no-cohort"
 	case NoDeadlineTimer:
 		return "no-deadline-timer"
+	case NoInLineBound:
+		return "no-in-line-bound"
 	case NoBeatRing:
 		return "no-beat-ring"
 	}

@@ -158,6 +158,19 @@ func (q *Queue) Ring(now time.Time) QueueReady {
 	return q.step(now, QueueReady{})
 }
 
+// InLine: a release made here put the process in the line kept in Redis for its waiters (the
+// reentrant line, N3), so no ring comes from it: the next ring is a nomination, which a broken
+// subscription can lose. A head asleep on the hint its holder left (a lease) looks again within
+// bound at the latest.
+func (q *Queue) InLine(now time.Time, bound time.Duration) QueueReady {
+	if h := &q.head; len(q.waiters) > 0 && h.phase == sleeping && !mutated(NoInLineBound) {
+		if w := now.Add(bound); h.wake.IsZero() || w.Before(h.wake) {
+			h.wake = w
+		}
+	}
+	return q.step(now, QueueReady{})
+}
+
 // Confirmed: the subscription is confirmed; a head that has just subscribed looks again.
 func (q *Queue) Confirmed(now time.Time) QueueReady {
 	h := &q.head

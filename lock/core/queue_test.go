@@ -187,3 +187,23 @@ func TestLineSleepBounds(t *testing.T) {
 		t.Errorf("GrantTTL: %v; the least of lease, wait and the bound, at least 1 ms", grant)
 	}
 }
+
+// A release that keeps its process in the reentrant line leaves no ring: the head asleep on the
+// winner's hint looks again within the bound it is given, not at the hint's end.
+func TestQueueInLineBoundsTheHint(t *testing.T) {
+	q := NewQueue(QueueConfig{Listens: true, Linger: time.Second, ConfirmWait: 250 * time.Millisecond})
+	q.Enter(at(0), 1, at(5000))
+	q.Enter(at(0), 2, at(5000))
+	q.Failed(at(1), 1, time.Second) // subscribes
+	q.Confirmed(at(2))              // looks again
+	r := q.Held(at(3), 1, at(1003)) // 2 is the head, asleep on the hint until 1003
+	if r.Try != 0 || !r.Wake.Equal(at(1003)) {
+		t.Fatalf("after the win: %+v, want the head asleep on the hint until 1003ms", r)
+	}
+	if r := q.InLine(at(300), LostGrantBound); r.Try != 0 || !r.Wake.Equal(at(550)) {
+		t.Fatalf("in line at 300ms: %+v, want a wake at 550ms", r)
+	}
+	if r := q.Tick(at(550)); r.Try != 2 {
+		t.Fatalf("at 550ms: %+v, want the head to look again", r)
+	}
+}
