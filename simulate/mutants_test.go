@@ -50,7 +50,7 @@ func TestMutantsFound(t *testing.T) {
 		// in the reentrant line for the second, asleep on the first's hint; the nomination that
 		// should wake it is lost, and only the bound its release set brings it back in time.
 		core.NoInLineBound: {Config{Kind: "reentrant", Clients: 3, PerProcess: 2, Rounds: 2, Faults: []string{FaultPubsubLost}, MaxFaults: 1}, "wake"},
-		core.NoBeatRing:      {Config{Kind: "fair", Clients: 2, Rounds: 2, Faults: []string{FaultPubsubLost}, MaxFaults: 1}, "wake"},
+		core.NoBeatRing:    {Config{Kind: "fair", Clients: 2, Rounds: 2, Faults: []string{FaultPubsubLost}, MaxFaults: 1}, "wake"},
 	}
 	if len(cases) != len(core.Mutants) {
 		t.Fatalf("%d mutants tested, the core has %d", len(cases), len(core.Mutants))
