@@ -35,8 +35,7 @@ type kind interface {
 	// its own (fair, which queues in Redis alone, and the lab's polling modes).
 	queue() (core.QueueConfig, bool)
 	// wakes: a release wakes a waiter at once (a message or a hand-over), so a lock must not lie
-	// idle while one sleeps (liveness.go checkPrompt); false for the polling kinds and redlock,
-	// whose waiters here hear no other process's release.
+	// idle while one sleeps (liveness.go checkPrompt); false for the polling kinds.
 	wakes() bool
 	setup(s *Sim, w *World)          // Redis before the first step (atomic's stock)
 	settled(s *Sim, w *World) string // the kind's own verdict once every client is done ("": none)

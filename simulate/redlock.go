@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"math/bits"
+	"strings"
 	"time"
 
 	"github.com/seckill-lab/seckill/lock/core"
@@ -44,13 +45,14 @@ func (redlockKind) relook(s *Sim) int64 { return ms(s.cfg.Lease) }
 // again noQuorumPoll later, which may be that long after the masters came back.
 func (redlockKind) downBound() int64   { return noQuorumPoll }
 func (redlockKind) watchdog() bool     { return true }
+func (redlockKind) wakes() bool        { return true }
 func (k redlockKind) fenced() bool     { return k.fence }
 func (k redlockKind) tokenKey() string { return lockName + ":token" }
 
 func (k redlockKind) leftoverOK(key string) bool { return k.fence && key == k.tokenKey() }
 
-// queue: a process's waiters wait in its queue; redlock rings it on its own releases (no release
-// of another process is heard here: the simulator sends redlock no message).
+// queue: a process's waiters wait in its queue; redlock rings it on its own releases, and the
+// announcement of another process's release on any master rings it too.
 func (redlockKind) queue() (core.QueueConfig, bool) { return queueConfig(true), true }
 
 func (k redlockKind) acquire(s *Sim, w *World, c *Client) {
@@ -84,7 +86,7 @@ func (k redlockKind) acquire(s *Sim, w *World, c *Client) {
 		s.script(w, c, c.I, "redsync-delete", redsyncDelete, []string{lockName}, c.Value)
 		if roundOver(c) {
 			c.Sub, c.Got = rlSet, [3]bool{}
-			s.rung(w, c) // the library's giveBack rings its process's queue too
+			announce(s, w, c) // the library's giveBack announces it as a release
 			s.failed(w, c, 5)
 		}
 	}
@@ -171,6 +173,36 @@ func roundOver(c *Client) bool {
 	return false
 }
 
+// redlockChan is where a release is announced on every master (lock/redlock.go redlockChannel).
+const redlockChan = "redlock__channel:" + lockName
+
+// announce is the library's released: it rings its own process's queue, and PUBLISHes the
+// release, "<process>:<value>", which the waiters of the other processes hear (a process ignores
+// its own: its queue was rung). The library publishes on every master, and a process wakes on the
+// first announcement to arrive: the others ring a queue already rung. So the simulator publishes
+// on the first master that is up, one message a process; a lost one stands for all three lost.
+func announce(s *Sim, w *World, c *Client) {
+	s.rung(w, c)
+	for m := range 3 {
+		if s.cmd(w, c, m, "PUBLISH", redlockChan, "p"+itoa(int64(c.Proc))+":"+c.Value) != errDown {
+			return
+		}
+	}
+}
+
+// route: a release's announcement goes to every process with a client still acquiring; deliver
+// drops the publisher's own.
+func (redlockKind) route(w *World, _ int, channel string) []int {
+	return waitersOn(w, channel, redlockChan)
+}
+
+// deliver: another process's release rings the queue.
+func (redlockKind) deliver(s *Sim, w *World, c *Client, m msg) {
+	if !strings.HasPrefix(m.Payload, "p"+itoa(int64(c.Proc))+":") {
+		s.ring(w, c)
+	}
+}
+
 // majority: at least two of the three masters.
 func majority(got [3]bool) bool {
 	n := 0
@@ -225,7 +257,7 @@ func (k redlockKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
 func (k redlockKind) release(s *Sim, w *World, c *Client) {
 	s.script(w, c, c.I, "redsync-delete", redsyncDelete, []string{lockName}, c.Value)
 	if roundOver(c) {
-		s.rung(w, c) // the library rings its process's queue on its own releases
+		announce(s, w, c)
 		s.released(w, c)
 	}
 }
