@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
@@ -114,17 +115,14 @@ func (s *ExpirableSemaphore) try(ctx context.Context, name, id string, now time.
 	ms := now.UnixMilli()
 	sc := s.sub.mode.script(ctx, permitAcquire)
 	r, err := sc.Run(ctx, s.rdb, permitKeys(name), ms, id, ms+lease.Milliseconds()).Int64Slice()
-	switch {
-	case err != nil:
+	if err != nil {
 		return false, 0, redisErr("acquire a permit of "+name, err)
-	case len(r) != 2:
-		return false, 0, fmt.Errorf("lock: %s: acquire %s: reply %v", s.kind, name, r)
-	case r[0] == 1:
-		return true, 0, nil
-	case r[1] < 0:
-		return false, -1, nil
 	}
-	return false, max(time.Until(time.UnixMilli(r[1])), 0), nil
+	held, retry, ok := core.PermitSaid(r, time.Now())
+	if !ok {
+		return false, 0, fmt.Errorf("lock: %s: acquire %s: reply %v", s.kind, name, r)
+	}
+	return held, retry, nil
 }
 
 // orphaned gives back the permit an attempt that got no answer may still take, by the give-back

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
@@ -92,18 +93,14 @@ func (k semKind) acquire(s *Sim, w *World, c *Client) {
 	}
 	lease := ms(s.cfg.Lease)
 	reply := s.script(w, c, 0, "PermitAcquire", script.PermitAcquire, k.keys(), itoa(w.Now), c.Value, itoa(w.Now+lease))
-	r, _ := reply.([]any)
-	held, _ := asInt(firstOf(r))
+	held, retry, ok := core.PermitSaid(ints(reply), time.UnixMilli(w.Now)) // the scripts get w.Now as unix ms
 	switch {
-	case len(r) == 2 && held == 1:
+	case held:
 		s.hold(w, c, 0, w.Now, lease)
-	case len(r) == 2:
-		at, _ := asInt(r[1])
-		retry := int64(-1)
-		if at >= 0 {
-			retry = max(at-w.Now, 0)
-		}
-		s.failed(w, c, retry)
+	case ok && retry >= 0:
+		s.failed(w, c, ms(retry))
+	case ok:
+		s.failed(w, c, -1)
 	default:
 		if reply != errDown {
 			s.unexpected(w, c, "PermitAcquire", reply)
@@ -113,11 +110,18 @@ func (k semKind) acquire(s *Sim, w *World, c *Client) {
 	k.check(s, w, c)
 }
 
-func firstOf(r []any) any {
-	if len(r) == 0 {
-		return nil
+// ints is a reply of integers as the library's client reads it (nil: another shape).
+func ints(reply any) []int64 {
+	r, _ := reply.([]any)
+	out := make([]int64, len(r))
+	for i, v := range r {
+		n, ok := asInt(v)
+		if !ok {
+			return nil
+		}
+		out[i] = n
 	}
-	return r[0]
+	return out
 }
 
 func (k semKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {

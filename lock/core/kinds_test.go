@@ -55,3 +55,25 @@ func TestQuorumFree(t *testing.T) {
 		}
 	}
 }
+
+// An expirable semaphore's acquire: a permit taken, a sleep until the earliest permit held
+// expires, a sleep until a release rings, or an answer of another shape.
+func TestPermitSaid(t *testing.T) {
+	now := time.UnixMilli(10_000)
+	for _, c := range []struct {
+		r        []int64
+		held, ok bool
+		retry    time.Duration
+	}{
+		{[]int64{1, 0}, true, true, 0},
+		{[]int64{0, 10_250}, false, true, 250 * time.Millisecond},
+		{[]int64{0, 9_000}, false, true, 0},
+		{[]int64{0, -1}, false, true, -1},
+		{[]int64{1}, false, false, 0},
+	} {
+		held, retry, ok := PermitSaid(c.r, now)
+		if held != c.held || retry != c.retry || ok != c.ok {
+			t.Errorf("PermitSaid(%v) = %v %v %v, want %v %v %v", c.r, held, retry, ok, c.held, c.retry, c.ok)
+		}
+	}
+}
