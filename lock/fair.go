@@ -91,7 +91,7 @@ type fairLocker struct {
 	beats map[string]*fairHeartbeat
 }
 
-// fairHeartbeat says, every aliveEvery while this process has waiters for its key, that the
+// fairHeartbeat says, every core.AliveEvery while this process has waiters for its key, that the
 // process is alive (script/lua/fair_alive.lua).
 type fairHeartbeat struct {
 	waiters int
@@ -150,16 +150,6 @@ func fairKeys(name string) []string {
 func fairChannelKeys(name string) []string {
 	return []string{name, fairQueue(name), fairDeadlines(name), unlockChannel(name), fairAlive(name), fairGrants(name), fairLag(name)}
 }
-
-// A process with waiters in a fair queue says it is alive every aliveEvery, for aliveFor from
-// then: after a crash its waiters are dropped within aliveFor + aliveEvery, by the heartbeat of
-// any live process with waiters, which then rings its waiter if it is first. aliveFor is four
-// beats, so a live process on a busy machine (a beat late, or one that timed out) is not taken
-// for dead: that would cost its waiters their places, never the lock.
-const (
-	aliveEvery = core.AliveEvery
-	aliveFor   = core.AliveFor
-)
 
 // fairLagCap is how far (ms) the waiters behind the first may owe their move-ups before the
 // scripts write them out, when no Redisson client shares the queue: a day. A write-out is one
@@ -241,7 +231,7 @@ func (l *fairLocker) enter(key string, opts Options) *fairWait {
 		// pushes it out to its lease (a third of the way in), as in the lua and fenced line: a
 		// waiter whose process died meanwhile holds the line up that long at most.
 		bell:     make(chan struct{}, 1),
-		grantTTL: core.GrantTTL(lease, wait, maxGrantTTL),
+		grantTTL: core.GrantTTL(lease, wait, core.MaxGrantTTL),
 	}
 	if wait > 0 {
 		fw.grantMs = fw.grantTTL.Milliseconds() // with no wait: not queued, never handed anything
@@ -400,11 +390,11 @@ func (l *fairLocker) beatWhileWaiting(key string) func() {
 	}
 }
 
-// heartbeat says every aliveEvery that this process is alive, which drops the waiters of a
+// heartbeat says every core.AliveEvery that this process is alive, which drops the waiters of a
 // process that has stopped saying so from the head of key's queue, and rings the waiters here
 // that its reading names (core.FairBeatSaid: F6, F7).
 func (l *fairLocker) heartbeat(key string, stop <-chan struct{}) {
-	t := time.NewTimer(aliveEvery)
+	t := time.NewTimer(core.AliveEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -412,12 +402,12 @@ func (l *fairLocker) heartbeat(key string, stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), aliveFor/2)
+		ctx, cancel := context.WithTimeout(context.Background(), core.AliveFor/2)
 		now := time.Now()
 		r, err := fairBeat.Run(ctx, l.rdb, fairKeys(key), "", "", "", now.UnixMilli(), l.id,
-			now.Add(aliveFor).UnixMilli(), l.lagCap).Slice()
+			now.Add(core.AliveFor).UnixMilli(), l.lagCap).Slice()
 		cancel()
-		next := aliveEvery
+		next := core.AliveEvery
 		if err != nil || len(r) != 3 {
 			l.log.Debug("fair lock: heartbeat", "key", key, "err", err)
 		} else {
@@ -538,7 +528,7 @@ func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, wa
 	markAttempt(ctx)
 	aliveUntil := int64(0)
 	if grantMs > 0 { // a waiter that queues: its process is alive while it waits
-		aliveUntil = time.Now().Add(aliveFor).UnixMilli()
+		aliveUntil = time.Now().Add(core.AliveFor).UnixMilli()
 	}
 	n, err := fairAcquire.Run(ctx, l.rdb, fairKeys(key),
 		leaseMs, field, waitMs, time.Now().UnixMilli(), grantMs, pickup, keepMs, l.id, aliveUntil, l.lagCap).Int64()

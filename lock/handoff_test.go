@@ -75,13 +75,13 @@ func TestHandoffServesOneProcessInArrivalOrder(t *testing.T) {
 			l := ls[0]
 			if wl := lineOf(l); wl != nil {
 				// The head of lua's and fenced's line, queued in Redis behind a holder it did not
-				// see take the lock (a single attempt), looks again every lostGrantBound in case
+				// see take the lock (a single attempt), looks again every core.LostGrantBound in case
 				// its grant was lost; on a busy machine one look can fall in the quiet window.
 				wl.lostGrant, wl.maxGrant = time.Minute, time.Minute
 			}
 			if mode == "reentrant" {
 				// The same for reentrant's nominations (nomination.go's rule N3): the
-				// process in line looks again every lostGrantBound unless told.
+				// process in line looks again every core.LostGrantBound unless told.
 				nominatorOf(l).lostGrant = time.Minute
 			}
 			key := "{ho}:lock:" + mode

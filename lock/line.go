@@ -60,7 +60,7 @@ type waitLine struct {
 	rdb    redis.UniversalClient
 	log    *slog.Logger
 	fenced bool
-	// lostGrant is lostGrantBound and maxGrant maxGrantTTL (a test that counts commands raises
+	// lostGrant is core.LostGrantBound and maxGrant core.MaxGrantTTL (a test that counts commands raises
 	// both: a head queued in Redis looks again within either).
 	lostGrant, maxGrant time.Duration
 	// id names this process in its waiters' values ("<id>:<n>") and its grant channel; mine
@@ -137,8 +137,8 @@ func newWaitLine(rdb redis.UniversalClient, log *slog.Logger, fenced bool, insta
 		id = idUnsafe.Replace(instance) + "." + id
 	}
 	everything := func(string) bool { return true } // every payload on the grant channel is a grant
-	wl := &waitLine{rdb: rdb, log: log, fenced: fenced, lostGrant: lostGrantBound, maxGrant: maxGrantTTL,
-		id: id, mine: id + ":", channel: grantChannelPrefix + id, sub: newSubscriber(rdb, log, everything), line: core.NewLine(cohort)}
+	wl := &waitLine{rdb: rdb, log: log, fenced: fenced, lostGrant: core.LostGrantBound, maxGrant: core.MaxGrantTTL,
+		id: id, mine: id + ":", channel: grantChannelPrefix + id, sub: newSubscriber(rdb, log, everything), line: core.NewLine(core.Cohort)}
 	wl.fencedArg, wl.mineArg = "0", wl.mine
 	if fenced {
 		wl.fencedArg = "1"

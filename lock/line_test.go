@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
 	"github.com/seckill-lab/seckill/testkit/locktest"
 )
@@ -352,7 +353,7 @@ func TestLineHandedOverWatchedLeaseLost(t *testing.T) {
 func TestLineSharesTurnsAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	const crowdSize = 8
-	for _, k := range []int{1, 4, cohort} {
+	for _, k := range []int{1, 4, core.Cohort} {
 		t.Run(fmt.Sprintf("cohort-%d", k), func(t *testing.T) {
 			t.Parallel()
 			srv := newClientSet(t)

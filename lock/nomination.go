@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
@@ -45,7 +46,7 @@ type nominator struct {
 	queue *handoff
 	// id names this Locker in the line and its nomination channels.
 	id string
-	// lostGrant is lostGrantBound (a test that counts commands raises it).
+	// lostGrant is core.LostGrantBound (a test that counts commands raises it).
 	lostGrant time.Duration
 }
 
@@ -64,7 +65,7 @@ func nominationKeys(name string) []string {
 // newNominator gives the reentrant Locker l its place in the line: its queues listen to the
 // unlock channel and to this process's nomination channel.
 func newNominator(l *reentrantLocker) *nominator {
-	n := &nominator{rdb: l.rdb, sub: l.sub, queue: l.queue, id: uuid.NewString(), lostGrant: lostGrantBound}
+	n := &nominator{rdb: l.rdb, sub: l.sub, queue: l.queue, id: uuid.NewString(), lostGrant: core.LostGrantBound}
 	l.sub.accept = func(payload string) bool { return payload == unlockMessage || payload == nominated }
 	l.queue.listen = n.listen
 	return n

@@ -1,7 +1,5 @@
 package lock
 
-import "github.com/seckill-lab/seckill/lock/core"
-
 // The rules of waiting that hold for every kind. Each kind adds notes of its own beside its code:
 // the line of lua and fenced (rules L1–L6, line.go), reentrant's nominations (N1–N3,
 // nomination.go), the fair queue (F1–F7, fair.go), what a Redisson client sees (R1–R2,
@@ -58,9 +56,4 @@ import "github.com/seckill-lab/seckill/lock/core"
 //     the first answer. This is done once, in Locker.Acquire, for every kind. Checked by
 //     TestSellsAgainSoonAfterALongFreeze/<kind>.
 //
-// The bounds the rules name, from lock/core (the simulator reads them there too).
-const (
-	lostGrantBound = core.LostGrantBound
-	maxGrantTTL    = core.MaxGrantTTL
-	cohort         = core.Cohort
-)
+// The bounds the rules name are lock/core's (timing.go), which the simulator reads too.

@@ -108,7 +108,7 @@ func (k fairKind) beat(s *Sim, w *World, c *Client) {
 }
 
 // grantTTL is how long a lock handed to a waiter of this library lives before its holder pushes
-// it out to its lease (the line kinds' maxGrantTTL bound).
+// it out to its lease (the line kinds' core.MaxGrantTTL bound).
 func (k fairKind) grantTTL(s *Sim) int64 {
 	return ms(core.GrantTTL(s.cfg.Lease, s.cfg.Wait, core.MaxGrantTTL))
 }

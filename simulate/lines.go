@@ -19,7 +19,7 @@ type lineKind struct {
 	tokens bool
 }
 
-// lostGrant is the library's lostGrantBound (lock/core): a queued head looks again at least this
+// lostGrant is the library's core.LostGrantBound: a queued head looks again at least this
 // often.
 var lostGrant = ms(core.LostGrantBound)
 

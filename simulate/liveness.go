@@ -32,11 +32,11 @@ import (
 // longest a correct waiter of the kind sleeps without looking again (kind.relook). Calm must
 // last G past the end of a fault's effect too, not only past the lock becoming free: a waiter
 // may have been put to sleep by the fault itself (the line's waiter whose command a master
-// down refused looks again lostGrantBound later; counted from the master's return alone, a
+// down refused looks again core.LostGrantBound later; counted from the master's return alone, a
 // give-up in that gap would be a "violation" the protocol allows).
 
 // relook bounds of the kinds (lock/waiting.go): a queued head looks again at least every
-// lostGrantBound (line.go's rule L5, nomination.go's N3); the fair lock's head beats every aliveEvery (125 ms) and looks
+// core.LostGrantBound (line.go's rule L5, nomination.go's N3); the fair lock's head beats every core.AliveEvery (125 ms) and looks
 // at once when the beat finds the lock free (fair.go's rule F6), or handed to it (F7), within the
 // same bound.
 var relookLine = lostGrant

@@ -19,7 +19,7 @@ func (multiKind) watchdog() bool { return true }
 func (multiKind) freeNeeds() int { return 3 }
 
 // relook: with no message lost, a waiter for a part is woken by the unlock message of every
-// release; G is the line kinds' lostGrantBound, a margin above the immediate wake-up.
+// release; G is the line kinds' core.LostGrantBound, a margin above the immediate wake-up.
 func (multiKind) relook(*Sim) int64 { return relookLine }
 
 // lostBound: a waiter whose unlock message is lost sleeps until the holder's PTTL, up to a lease.

@@ -66,7 +66,7 @@ func TestReleaseWithAnEndedContextStillReleases(t *testing.T) {
 }
 
 // relookBound is the longest a waiter of kind k takes to see that a lock has become free when no
-// release tells it (waiting.go): lostGrantBound (250 ms) for the line of lua and fenced (line.go's rule L5),
+// release tells it (waiting.go): core.LostGrantBound (250 ms) for the line of lua and fenced (line.go's rule L5),
 // reentrant's place in the line (nomination.go's N3) and the fair queue (fair.go's F3 and F6, a heartbeat's
 // period on top); fenced-rfenced and multilock sleep until the holder's PTTL (rule 5), within the
 // same bound; redlock looks again when a quorum of the holder's keys would expire, but the bound

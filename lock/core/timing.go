@@ -25,7 +25,10 @@ const (
 	// Linger is how long an empty queue keeps its subscription.
 	Linger = time.Second
 	// AliveEvery and AliveFor: a process with waiters in a fair queue says it is alive every
-	// AliveEvery, for AliveFor from then.
+	// AliveEvery, for AliveFor from then: after a crash its waiters are dropped within AliveFor +
+	// AliveEvery, by the heartbeat of any live process with waiters. AliveFor is four beats, so a
+	// live process on a busy machine (a beat late, or one that timed out) is not taken for dead:
+	// that would cost its waiters their places, never the lock.
 	AliveEvery = 125 * time.Millisecond
 	AliveFor   = 500 * time.Millisecond
 	// NoQuorumPoll is how long a Redlock waiter sleeps when no quorum of masters can free (masters
