@@ -84,23 +84,20 @@ func newHandoff(listen func(string, func()) (<-chan struct{}, func()), poll func
 }
 
 // ring records a release of key made by this process.
-func (h *handoff) ring(key string) {
-	h.mu.Lock()
-	var post afterStep
-	if q := h.queues[key]; q != nil {
-		post = h.stepLocked(q, (*core.Queue).Ring)
-	}
-	h.mu.Unlock()
-	h.after(post)
-}
+func (h *handoff) ring(key string) { h.stepKey(key, (*core.Queue).Ring) }
 
 // inLine records that a release made here kept this process in key's line in Redis for its
 // waiters: its head looks again within bound (core.Queue.InLine).
 func (h *handoff) inLine(key string, bound time.Duration) {
+	h.stepKey(key, func(c *core.Queue, now time.Time) core.QueueReady { return c.InLine(now, bound) })
+}
+
+// stepKey gives key's queue, if there is one, an event (step).
+func (h *handoff) stepKey(key string, event func(*core.Queue, time.Time) core.QueueReady) {
 	h.mu.Lock()
 	var post afterStep
 	if q := h.queues[key]; q != nil {
-		post = h.stepLocked(q, func(c *core.Queue, now time.Time) core.QueueReady { return c.InLine(now, bound) })
+		post = h.stepLocked(q, event)
 	}
 	h.mu.Unlock()
 	h.after(post)

@@ -59,9 +59,9 @@ type Client struct {
 	// Over, its wait is over.
 	Queued, Turn, Over bool
 	Got                [3]bool
-	TTLs               [3]int64 // what each master said of the lock's PTTL (redlock's holderLeft)
-	I                  int      // the master its next command goes to
-	Asked              uint8    // the masters asked so far in a round of parallel asks (redlock)
+	TTLs               [3]time.Duration // what each master said of the lock's PTTL, as core.QuorumFree reads it (redlock)
+	I                  int              // the master its next command goes to
+	Asked              uint8            // the masters asked so far in a round of parallel asks (redlock)
 
 	PassOn      string // a lock handed to an acquisition that has left: pass it on
 	Crashed     bool

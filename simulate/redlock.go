@@ -70,11 +70,10 @@ func (k redlockKind) acquire(s *Sim, w *World, c *Client) {
 			c.Sub, c.Got = rlPTTL, [3]bool{}
 		}
 	case rlPTTL: // holderLeft: the PTTL on each master
-		d, ok := asInt(s.cmd(w, c, c.I, "PTTL", lockName))
-		if !ok {
-			d = noAnswer // a master down: never frees, as a key without TTL
+		c.TTLs[c.I] = core.NoAnswer // a master down: never frees, as a key without TTL
+		if d, ok := asInt(s.cmd(w, c, c.I, "PTTL", lockName)); ok {
+			c.TTLs[c.I] = pttl(d)
 		}
-		c.TTLs[c.I] = d
 		if !roundOver(c) {
 			return
 		}
@@ -218,28 +217,22 @@ func majority(got [3]bool) bool {
 // holderLeft: masters that do not answer, or keys without TTL): it looks again every 2 s.
 var noQuorumPoll = ms(core.NoQuorumPoll)
 
-// holderLeft is the library's sleep after a failed attempt (core.QuorumFree) on the PTTLs read
-// (ms; noAnswer: the master did not answer), its poll delay when a quorum is free taken as 5 ms.
-func holderLeft(ttls [3]int64) int64 {
-	d := make([]time.Duration, len(ttls))
-	for i, t := range ttls {
-		switch {
-		case t == noAnswer:
-			d[i] = core.NoAnswer
-		case t < 0:
-			d[i] = time.Duration(t) // -1 and -2 as Redis says them
-		default:
-			d[i] = dur(t)
-		}
-	}
-	if left := core.QuorumFree(d, 2); left >= 0 {
+// holderLeft is the library's sleep after a failed attempt (core.QuorumFree), its poll delay when
+// a quorum is free taken as 5 ms.
+func holderLeft(ttls [3]time.Duration) int64 {
+	if left := core.QuorumFree(ttls[:], 2); left >= 0 {
 		return ms(left)
 	}
 	return 5
 }
 
-// noAnswer is a PTTL a master did not answer.
-const noAnswer = -3
+// pttl is a PTTL reply (ms) as go-redis gives it to the library: -1 and -2 as Redis says them.
+func pttl(d int64) time.Duration {
+	if d < 0 {
+		return time.Duration(d)
+	}
+	return dur(d)
+}
 
 // renew extends on each master; a round that extends fewer than a majority fails (redsync's
 // extend), tried again while the validity lasts.

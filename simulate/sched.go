@@ -7,22 +7,20 @@ import (
 
 // Choice is one thing the scheduler may do next.
 type Choice struct {
-	Op     string // "step", "deliver", "fault", "time"
-	Client int    // index of the client (step, deliver, client faults, pub/sub faults)
+	// "step", "ask" (a step whose command goes to Master, one of a round the library sends to
+	// several masters at once: redlock's), "deliver", "fault", "time"
+	Op     string
+	Client int // index of the client (step, ask, deliver, client faults, pub/sub faults)
 	Fault  string
 	Master int
-	// Ask, for a step that asks one of several masters at once (redlock's rounds, sent in
-	// parallel by the library): 1 + the master this step's command goes to; 0 otherwise.
-	Ask int `json:",omitempty"`
 }
 
 func (c Choice) String() string {
 	switch c.Op {
 	case "step":
-		if c.Ask > 0 {
-			return fmt.Sprintf("step c%d m%d", c.Client+1, c.Ask-1)
-		}
 		return fmt.Sprintf("step c%d", c.Client+1)
+	case "ask":
+		return fmt.Sprintf("step c%d m%d", c.Client+1, c.Master)
 	case "deliver":
 		return fmt.Sprintf("deliver to c%d", c.Client+1)
 	case "fault":
@@ -81,7 +79,7 @@ func (s *Sim) steps(w *World, c *Client, i int) []Choice {
 	var ch []Choice
 	for k := range len(w.Masters) {
 		if open&(1<<k) != 0 {
-			ch = append(ch, Choice{Op: "step", Client: i, Ask: k + 1})
+			ch = append(ch, Choice{Op: "ask", Client: i, Master: k})
 		}
 	}
 	return ch
@@ -137,10 +135,10 @@ func (s *Sim) nextTimer(w *World) int64 {
 func (s *Sim) Apply(w *World, ch Choice, i int) {
 	before := w.trace
 	switch ch.Op {
+	case "ask":
+		w.Clients[ch.Client].I = ch.Master
+		s.step(w, &w.Clients[ch.Client])
 	case "step":
-		if ch.Ask > 0 {
-			w.Clients[ch.Client].I = ch.Ask - 1
-		}
 		s.step(w, &w.Clients[ch.Client])
 	case "deliver":
 		j, _ := w.head(ch.Client)
