@@ -1,6 +1,8 @@
 package lock
 
 import (
+	"github.com/seckill-lab/seckill/lock/script"
+
 	"context"
 	"fmt"
 	"strconv"
@@ -183,12 +185,11 @@ func BenchmarkFairHandover(b *testing.B) {
 	rdb := locktest.NewClient(b, srv)
 	ctx := context.Background()
 	const key = "{bench}:lock:fair-handover"
-	keys, releaseKeys := fairKeys(key), fairChannelKeys(key)
 	const waitMs, waiters = 5000, 64
 	field := func(i int) string { return fmt.Sprintf("instance-%d:owner-%d", i%16, i) }
 	join := func(i int) error {
-		return fairAcquire.Run(ctx, rdb, keys, benchLease.Milliseconds(), field(i), waitMs, time.Now().UnixMilli(),
-			waitMs, "1", waitMs, "", 0, fairLagCap).Err()
+		return run(ctx, rdb, script.Fair{LagCap: fairLagCap}.Acquire(key, field(i), benchLease.Milliseconds(), waitMs, time.Now().UnixMilli(),
+			waitMs, true, waitMs, 0)).Err()
 	}
 	if err := rdb.HSet(ctx, key, field(0), 1).Err(); err != nil {
 		b.Fatal(err)
@@ -205,8 +206,8 @@ func BenchmarkFairHandover(b *testing.B) {
 	before := serverStats(b, rdb)
 	holder := 0
 	for b.Loop() {
-		r, err := fairRelease.Run(ctx, rdb, releaseKeys, unlockMessage, benchLease.Milliseconds(), field(holder),
-			time.Now().UnixMilli(), "elsewhere:", benchLease.Milliseconds(), waitMs, fairGrantMessage, fairLagCap).Slice()
+		r, err := run(ctx, rdb, script.Fair{ID: "elsewhere", LagCap: fairLagCap}.Release(key, field(holder), benchLease.Milliseconds(),
+			time.Now().UnixMilli(), benchLease.Milliseconds(), waitMs)).Slice()
 		if err != nil {
 			b.Fatal(err)
 		}

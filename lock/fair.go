@@ -73,9 +73,10 @@ type fairLocker struct {
 	// threadWait, when above 0, replaces each acquisition's wait as its thread wait
 	// (WithThreadWait).
 	threadWait time.Duration
-	// lagCap is how far the move-ups of the waiters behind the first may be owed before they are
-	// written (script/lua/fair_lag.lua): fairLagCap, or 0 with a thread wait (WithThreadWait).
-	lagCap int64
+	// calls are its scripts, from this process (l.id), with how far the move-ups of the waiters
+	// behind the first may be owed before they are written (script/lua/fair_lag.lua): fairLagCap,
+	// or 0 with a thread wait (WithThreadWait).
+	calls script.Fair
 
 	// waiters are the waiters of this process, by key and field. A release here whose next
 	// waiter is also here hands the lock over to it in the release script and rings its bell, so
@@ -108,10 +109,11 @@ func (w *fairWait) ring() {
 
 func newFair(d settings) (locker, error) {
 	l := &fairLocker{rdb: d.Data, id: cmp.Or(d.InstanceID, uuid.NewString()), lease: d.Lease, log: d.Logger,
-		threadWait: d.ThreadWait, lagCap: fairLagCap, waiters: map[string]*fairWait{}, holds: map[string]int{},
+		threadWait: d.ThreadWait, waiters: map[string]*fairWait{}, holds: map[string]int{},
 		beats: map[string]*fairHeartbeat{}}
+	l.calls = script.Fair{ID: l.id, LagCap: fairLagCap}
 	if d.ThreadWait > 0 {
-		l.lagCap = 0 // Redisson clients share the queue (WithThreadWait): write every move-up
+		l.calls.LagCap = 0 // Redisson clients share the queue (WithThreadWait): write every move-up
 	}
 	l.sub = newSubscriber(d.Data, l.log, func(payload string) bool {
 		return payload == unlockMessage || payload == fairGrantMessage
@@ -140,16 +142,6 @@ func fairLag(name string) string { return script.Prefixed(script.FairLagPrefix, 
 // the time until which it is surely alive (script/lua/fair_alive.lua): a process that stops saying so
 // (it died) has its waiters dropped from the head at once, not one thread wait after another.
 func fairAlive(name string) string { return script.Prefixed(script.FairAlivePrefix, name) }
-
-// fairKeys are the keys of the fair acquire and heartbeat scripts; fairChannelKeys those of the
-// release and cancel scripts (with the channel prefix fourth).
-func fairKeys(name string) []string {
-	return []string{name, fairQueue(name), fairDeadlines(name), fairAlive(name), fairGrants(name), fairLag(name)}
-}
-
-func fairChannelKeys(name string) []string {
-	return []string{name, fairQueue(name), fairDeadlines(name), unlockChannel(name), fairAlive(name), fairGrants(name), fairLag(name)}
-}
 
 // fairLagCap is how far (ms) the waiters behind the first may owe their move-ups before the
 // scripts write them out, when no Redisson client shares the queue: a day. A write-out is one
@@ -404,8 +396,7 @@ func (l *fairLocker) heartbeat(key string, stop <-chan struct{}) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), core.AliveFor/2)
 		now := time.Now()
-		r, err := fairBeat.Run(ctx, l.rdb, fairKeys(key), "", "", "", now.UnixMilli(), l.id,
-			now.Add(core.AliveFor).UnixMilli(), l.lagCap).Slice()
+		r, err := run(ctx, l.rdb, l.calls.Beat(key, now.UnixMilli(), now.Add(core.AliveFor).UnixMilli())).Slice()
 		cancel()
 		next := core.AliveEvery
 		if err != nil || len(r) != 3 {
@@ -472,9 +463,8 @@ func (l *fairLocker) releaseFor(ctx context.Context, key, field string, leaseMs,
 // With p, the holder's pipeline, the first round joins its end.
 func (l *fairLocker) release(ctx context.Context, key, field string, leaseMs, waitMs int64, p redis.Pipeliner) error {
 	for range 1000 { // each round takes a waiter off the queue; the queue is not endless
-		r, err := runScript(ctx, p, l.rdb, l.sub.mode.script(ctx, fairRelease),
-			fairChannelKeys(key),
-			unlockMessage, leaseMs, field, time.Now().UnixMilli(), l.id+":", l.lease.Milliseconds(), waitMs, fairGrantMessage, l.lagCap).Slice()
+		c := l.calls.Release(key, field, leaseMs, time.Now().UnixMilli(), l.lease.Milliseconds(), waitMs)
+		r, err := runScript(ctx, p, l.rdb, l.sub.mode.script(ctx, c.Script), c).Slice()
 		p = nil // a next round (a hand-over to a waiter that left) goes alone
 		if errors.Is(err, redis.Nil) {
 			return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, key, field)
@@ -511,10 +501,7 @@ func (l *fairLocker) release(ctx context.Context, key, field string, leaseMs, wa
 // when this waiter gives up.
 func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, waitMs, grantMs int64, deadline time.Time) (time.Duration, bool, error) {
 	l.mu.Lock()
-	pickup := "1"
-	if l.holds[id] > 0 {
-		pickup = "0" // a re-entry
-	}
+	pickup := l.holds[id] == 0 // not on a re-entry
 	l.mu.Unlock()
 	// How long the queue must outlive this join. With a thread wait, Redisson clients may share
 	// the queue and count on its chained deadlines: 0, the new waiter's deadline. Without one only
@@ -530,14 +517,13 @@ func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, wa
 	if grantMs > 0 { // a waiter that queues: its process is alive while it waits
 		aliveUntil = time.Now().Add(core.AliveFor).UnixMilli()
 	}
-	n, err := fairAcquire.Run(ctx, l.rdb, fairKeys(key),
-		leaseMs, field, waitMs, time.Now().UnixMilli(), grantMs, pickup, keepMs, l.id, aliveUntil, l.lagCap).Int64()
+	n, err := run(ctx, l.rdb, l.calls.Acquire(key, field, leaseMs, waitMs, time.Now().UnixMilli(), grantMs, pickup, keepMs, aliveUntil)).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, true, nil
 	}
 	if err != nil {
 		err = redisErr("fair acquire "+key, err)
-		if pickup == "1" { // an unanswered re-entry is not given back (reentrant.go)
+		if pickup { // an unanswered re-entry is not given back (reentrant.go)
 			orphaned(ctx, err, "fair\x00"+key+"\x00"+field, func(ctx context.Context) error {
 				// The lock, when the attempt took it; else its place in the queue.
 				if err := l.release(ctx, key, field, leaseMs, waitMs, nil); !errors.Is(err, ErrNotHeld) {
@@ -572,8 +558,7 @@ func (l *fairLocker) giveUp(ctx context.Context, key, field string, waitMs int64
 // cancel takes field out of key's queue (Redisson's acquireFailedAsync script), the ones behind
 // moving up.
 func (l *fairLocker) cancel(ctx context.Context, key, field string, waitMs int64) error {
-	err := l.sub.mode.script(ctx, fairCancel).Run(ctx, l.rdb, fairChannelKeys(key),
-		field, waitMs, unlockMessage, l.lagCap).Err()
+	err := l.sub.mode.run(ctx, l.rdb, l.calls.Cancel(key, field, waitMs)).Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return redisErr("fair leave the queue "+key, err)
 	}

@@ -1,6 +1,8 @@
 package lock
 
 import (
+	"github.com/seckill-lab/seckill/lock/script"
+
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -92,12 +94,10 @@ func fairLagModel(t *testing.T, lagCap int64, foreign bool) {
 	}
 	hold(holder)
 	acquire := func(field string, wait int64) (any, error) {
-		return fairAcquire.Run(ctx, rdb, fairKeys(key),
-			1_000_000_000, field, wait, now, 0, "1", 0, "", 0, lagCap).Result()
+		return run(ctx, rdb, script.Fair{LagCap: lagCap}.Acquire(key, field, 1_000_000_000, wait, now, 0, true, 0, 0)).Result()
 	}
-	release := func(prefix string, wait int64) (any, error) {
-		return fairRelease.Run(ctx, rdb, fairChannelKeys(key),
-			unlockMessage, 1_000_000_000, holder, now, prefix, 1_000_000_000, wait, fairGrantMessage, lagCap).Result()
+	release := func(id string, wait int64) (any, error) {
+		return run(ctx, rdb, script.Fair{ID: id, LagCap: lagCap}.Release(key, holder, 1_000_000_000, now, 1_000_000_000, wait)).Result()
 	}
 	check := func(step string, ours bool) {
 		t.Helper()
@@ -277,7 +277,7 @@ func fairLagModel(t *testing.T, lagCap int64, foreign bool) {
 			}
 			by := int64(1000 + rng.IntN(100_000)) // the releasing holder's wait
 			first := m.queue[0]
-			got, err := release("p:", by)
+			got, err := release("p", by)
 			if r, _ := got.([]any); err != nil || len(r) != 2 || r[0] != int64(2) || r[1] != first {
 				t.Fatalf("%s: %v, %v; want {2, %s}", what, got, err, first)
 			}
@@ -291,8 +291,7 @@ func fairLagModel(t *testing.T, lagCap int64, foreign bool) {
 				continue
 			}
 			what = "give up " + f
-			if err := fairCancel.Run(ctx, rdb, fairChannelKeys(key),
-				f, waits[f], unlockMessage, lagCap).Err(); err != nil && err != redis.Nil {
+			if err := run(ctx, rdb, script.Fair{LagCap: lagCap}.Cancel(key, f, waits[f])).Err(); err != nil && err != redis.Nil {
 				t.Fatalf("%s: %v", what, err)
 			}
 			m.moveUp(i+1, waits[f])

@@ -80,28 +80,46 @@ func (m *pubsubMode) useSharded(ctx context.Context) bool {
 	return m.sharded
 }
 
-// script is s, or its twin that announces with SPUBLISH when the pub/sub is sharded.
-func (m *pubsubMode) script(ctx context.Context, s *redis.Script) *redis.Script {
-	if !m.useSharded(ctx) {
-		return s
+// script is the script named name (lock/script's Sources), in its sharded build (SPUBLISH in
+// place of PUBLISH) when the pub/sub is sharded and it announces.
+func (m *pubsubMode) script(ctx context.Context, name string) *redis.Script {
+	s := scripts[name]
+	if s.sharded != nil && m.useSharded(ctx) {
+		return s.sharded
 	}
-	if t := shardedTwins[s]; t != nil {
-		return t
-	}
-	return s
+	return s.classic
 }
 
-// shardedTwins are the scripts of the reentrant and fair locks that announce a release, each
-// with its sharded build: the same Lua file with SPUBLISH in place of PUBLISH (lock/script's
-// publish.lua and spublish.lua; the channel shares the lock's hash tag, so it is in the
-// script's slot), as Redisson writes the publish command its subscription service names into
-// its scripts.
-var shardedTwins = map[*redis.Script]*redis.Script{
-	reentrantRelease: redis.NewScript(script.ReentrantReleaseSharded),
-	rlockRelease:     redis.NewScript(script.RLockReleaseSharded),
-	rlockPass:        redis.NewScript(script.RLockPassSharded),
-	fairRelease:      redis.NewScript(script.FairReleaseSharded),
-	fairCancel:       redis.NewScript(script.FairCancelSharded),
-	readLockRelease:  redis.NewScript(script.ReadLockReleaseSharded),
-	writeLockRelease: redis.NewScript(script.WriteLockReleaseSharded),
+// run sends c on s, in the build script picks.
+func (m *pubsubMode) run(ctx context.Context, s redis.Scripter, c script.Call) *redis.Cmd {
+	return m.script(ctx, c.Script).Run(ctx, s, c.Keys, c.Args...)
+}
+
+// scriptPair is a script as package lock sends it, with its sharded build when it announces a
+// release or permits given back (the same Lua file with SPUBLISH in place of PUBLISH: the
+// channel shares the lock's hash tag, so it is in the script's slot), as Redisson writes the
+// publish command its subscription service names into its scripts.
+type scriptPair struct{ classic, sharded *redis.Script }
+
+// scripts are every script by name.
+var scripts = func() map[string]scriptPair {
+	m := map[string]scriptPair{}
+	sharded := script.ShardedSources()
+	for name, src := range script.Sources() {
+		p := scriptPair{classic: redis.NewScript(src)}
+		if s, ok := sharded[name]; ok {
+			p.sharded = redis.NewScript(s)
+		}
+		m[name] = p
+	}
+	return m
+}()
+
+// classic is the script named name, in its classic build.
+func classic(name string) *redis.Script { return scripts[name].classic }
+
+// run sends c on s (a client, a connection or a master), in its classic build: for the scripts
+// that announce nothing, or where the pub/sub cannot be sharded.
+func run(ctx context.Context, s redis.Scripter, c script.Call) *redis.Cmd {
+	return classic(c.Script).Run(ctx, s, c.Keys, c.Args...)
 }

@@ -12,27 +12,33 @@ import (
 	"github.com/seckill-lab/seckill/testkit/locktest"
 )
 
-// TestShardedTwinsMatchTheirScripts: each script that announces a release has a sharded twin,
-// the sharded build of the very script it stands in for (else a release script changed without
-// its twin would announce the old way on a cluster), which publishes only with SPUBLISH.
-func TestShardedTwinsMatchTheirScripts(t *testing.T) {
+// TestShardedBuildsStandInForTheirScripts: on sharded pub/sub, each script that announces a
+// release or permits given back is sent in its sharded build, the very script with SPUBLISH in
+// place of PUBLISH (else a release would announce where no waiter listens); every other script,
+// and every script on classic pub/sub, is sent as it is.
+func TestShardedBuildsStandInForTheirScripts(t *testing.T) {
 	t.Parallel()
-	classic, sharded := script.Sources(), script.ShardedSources()
-	if len(shardedTwins) != len(sharded) || len(shardedTwins) != 13 {
-		t.Fatalf("%d twins, want the reentrant release (Redisson's and with the nomination), the nomination's pass, the fair release and cancel, the read and write releases, and the semaphores' six", len(shardedTwins))
-	}
-	byHash := map[string]string{}
-	for name, src := range classic {
-		byHash[redis.NewScript(src).Hash()] = name
-	}
-	for s, twin := range shardedTwins {
-		name := byHash[s.Hash()]
-		if name == "" || twin.Hash() != redis.NewScript(sharded[name]).Hash() {
-			t.Errorf("the twin of %s (%q) is not its sharded build", s.Hash(), name)
+	onShards, onClassic := &pubsubMode{force: subSharded}, &pubsubMode{force: subClassic}
+	builds := script.ShardedSources()
+	twins := 0
+	for name, src := range script.Sources() {
+		want := src
+		if b, ok := builds[name]; ok {
+			want = b
+			twins++
+			if !strings.Contains(b, "redis.call('spublish', ") || strings.Contains(strings.ToLower(b), "'publish'") {
+				t.Errorf("the sharded build of %s still publishes classically, or not at all:\n%s", name, b)
+			}
 		}
-		if src := sharded[name]; !strings.Contains(src, "redis.call('spublish', ") || strings.Contains(strings.ToLower(src), "'publish'") {
-			t.Errorf("twin of %s still publishes classically, or not at all:\n%s", name, src)
+		if got := onShards.script(t.Context(), name).Hash(); got != redis.NewScript(want).Hash() {
+			t.Errorf("%s on sharded pub/sub is not its sharded build", name)
 		}
+		if got := onClassic.script(t.Context(), name).Hash(); got != redis.NewScript(src).Hash() {
+			t.Errorf("%s on classic pub/sub is not its classic build", name)
+		}
+	}
+	if twins != 13 {
+		t.Fatalf("%d scripts with a sharded build, want the reentrant release (Redisson's and with the nomination), the nomination's pass, the fair release and cancel, the read and write releases, and the semaphores' six", twins)
 	}
 }
 

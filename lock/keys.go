@@ -1,6 +1,10 @@
 package lock
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/seckill-lab/seckill/lock/script"
+)
 
 // keyNamer is implemented by every kind: the Redis keys its lock called name may use.
 type keyNamer interface {
@@ -28,27 +32,27 @@ func (l *valueLocker) keys(name string) []string {
 	if l.fenced {
 		return slices.Clone(l.line.scriptKeys(name))
 	}
-	return lineKeys(name)
+	return script.LineOf(name)
 }
 
 func (l *reentrantLocker) keys(name string) []string {
 	keys := []string{name}
 	if l.nom != nil {
-		keys = lineKeys(name)
+		keys = script.LineOf(name)
 	}
 	if l.fenced {
-		keys = append(keys, l.rfencedKeys(name)[1:]...)
+		keys = append(keys, l.rfencedCall(name, "", 0).Keys[1:]...)
 	}
 	return keys
 }
 
-func (l *fairLocker) keys(name string) []string { return fairKeys(name) }
+func (l *fairLocker) keys(name string) []string { return script.FairKeys(name) }
 
 func (m *multiLocker) keys(name string) []string { return m.parts[0].keys(name) }
 
 func (l *redlockLocker) keys(name string) []string {
 	if l.fence {
-		return []string{name, redlockTokenKey(name)}
+		return []string{name, script.RedlockTokenKey(name)}
 	}
 	return []string{name}
 }

@@ -17,11 +17,6 @@ import (
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
-var (
-	lineAcquire = redis.NewScript(script.LineAcquire)
-	lineRelease = redis.NewScript(script.LineRelease)
-)
-
 // waitLine is how modes lua and fenced wait: in this process in the key's queue (handoff.go, the
 // queue every kind but fair waits in), whose head alone goes to Redis, and across processes in
 // the line in Redis (script/lua/line.lua), from which a release hands the lock to one waiter,
@@ -95,12 +90,6 @@ var idUnsafe = strings.NewReplacer(":", "_", "\n", "_", " ", "_", "\t", "_", "\r
 // grantChannelPrefix starts every process's grant channel.
 const grantChannelPrefix = script.GrantChannelPrefix
 
-// lineKeys are a lock and its line in Redis (script/lua/line.lua), the one line of lua, fenced
-// and reentrant, in the same hash slot as the lock (as Redisson's prefixName keeps them).
-func lineKeys(key string) []string {
-	return []string{key, script.Prefixed(script.LinePrefix, key), script.Prefixed(script.LineWaitersPrefix, key)}
-}
-
 // lineKeySet is the keys of one lock's scripts, and its two scripts on them.
 type lineKeySet struct {
 	key              string
@@ -122,9 +111,8 @@ func (wl *waitLine) keySet(key string) *lineKeySet {
 	if wl.fenced {
 		tok = fencedTokenKey(wl.rdb, key)
 	}
-	keys := append(lineKeys(key), tok)
-	keys = keys[:len(keys):len(keys)]
-	k := &lineKeySet{key: key, keys: keys, acquire: newScriptCall(lineAcquire, keys), release: newScriptCall(lineRelease, keys)}
+	keys := script.LineKeys(key, tok)
+	k := &lineKeySet{key: key, keys: keys, acquire: newScriptCall(classic("LineAcquire"), keys), release: newScriptCall(classic("LineRelease"), keys)}
 	wl.keys.Store(k)
 	return k
 }
@@ -139,10 +127,7 @@ func newWaitLine(rdb redis.UniversalClient, log *slog.Logger, fenced bool, insta
 	everything := func(string) bool { return true } // every payload on the grant channel is a grant
 	wl := &waitLine{rdb: rdb, log: log, fenced: fenced, lostGrant: core.LostGrantBound, maxGrant: core.MaxGrantTTL,
 		id: id, mine: id + ":", channel: grantChannelPrefix + id, sub: newSubscriber(rdb, log, everything), line: core.NewLine(core.Cohort)}
-	wl.fencedArg, wl.mineArg = "0", wl.mine
-	if fenced {
-		wl.fencedArg = "1"
-	}
+	wl.fencedArg, wl.mineArg = script.FlagArg(fenced), wl.mine
 	// The grant channel is the process's, not the key's: a queue joins it, and is rung by deliver.
 	wl.queue = newHandoff(func(string, func()) (<-chan struct{}, func()) { return wl.subscribe(), func() {} }, nil)
 	// A release here rings its key's queue itself (release, forget).
@@ -329,7 +314,7 @@ func (wl *waitLine) attempt(ctx context.Context, key, value, leaseMs string, sub
 func (wl *waitLine) try(ctx context.Context, key, value, leaseMs string, deadline, grantMs int64) (bool, int64, int64, error) {
 	call := wl.keySet(key).acquire
 	r, err := offload(ctx, func() ([]int64, error) {
-		return call.run(ctx, nil, wl.rdb, append(call.args(6), value, time.Now().UnixMilli(), wl.fencedArg,
+		return call.run(ctx, nil, wl.rdb, script.LineAcquireArgs(call.args(6), value, time.Now().UnixMilli(), wl.fencedArg,
 			leaseMs, deadline, grantMs)).Int64Slice()
 	})
 	if err != nil {
@@ -403,17 +388,12 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 	next, ok := wl.nextWaiter(key, value)
 	call := wl.keySet(key).release
 	sent := time.Now()
-	args := append(call.args(10), value, sent.UnixMilli(), wl.fencedArg, wl.mineArg, grantChannelPrefix)
+	var after script.LineNext
 	if ok {
-		before := "0"
-		if next.Before {
-			before = "1"
-		}
-		grantMs, leaseMs := wl.boxMs(next.GrantTTL.Milliseconds(), max(next.Lease.Milliseconds(), 1))
-		args = append(args, next.Value, next.Deadline.UnixMilli(), grantMs, leaseMs, before)
-	} else {
-		args = append(args, "", 0, 0, 0, "0")
+		after = script.LineNext{Value: next.Value, Deadline: next.Deadline.UnixMilli(), Before: next.Before}
+		after.Grant, after.Lease = wl.boxMs(next.GrantTTL.Milliseconds(), max(next.Lease.Milliseconds(), 1))
 	}
+	args := script.LineReleaseArgs(call.args(10), value, sent.UnixMilli(), wl.fencedArg, wl.mineArg, after)
 	r, err := call.run(ctx, p, wl.rdb, args).Slice()
 	if err != nil {
 		wl.forget(key, value)

@@ -116,7 +116,7 @@ func TestLineHandsOverWithinOneProcess(t *testing.T) {
 				got <- le
 			}()
 			time.Sleep(150 * time.Millisecond) // the waiter is in this process's line
-			if err := lineRelease.Load(t.Context(), srv.all[0]).Err(); err != nil {
+			if err := classic("LineRelease").Load(t.Context(), srv.all[0]).Err(); err != nil {
 				t.Fatal(err)
 			}
 			srv.reset()
@@ -163,7 +163,7 @@ func TestLineOneReleaseWakesOneWaiter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			line := lineKeys(key)[1]
+			line := script.LineOf(key)[1]
 			leases, order := queueOneByOne(t, ls[:n], key, func(i int) {
 				// They queue one after the other: each is in the Redis line before the next starts.
 				waitFor(t, fmt.Sprintf("waiter %d in the Redis line", i), func() bool {
@@ -171,7 +171,7 @@ func TestLineOneReleaseWakesOneWaiter(t *testing.T) {
 				})
 			})
 			time.Sleep(200 * time.Millisecond)
-			le := chainHandovers(t, srv, holder, leases, n, lineRelease, fencedRenew)
+			le := chainHandovers(t, srv, holder, leases, n, classic("LineRelease"), classic("FencedRenew"))
 			// Per handover the release script alone: no waiter tried for nothing, and none held
 			// long enough to push its lock out to its lease.
 			if got := srv.calls(); got != n {
@@ -278,7 +278,7 @@ func TestLineHandedOverLockGetsItsLease(t *testing.T) {
 			}()
 			// Released once the waiter is in the Redis line: a busy machine may take longer than a
 			// quiet one to queue it, and a waiter not yet in line takes a free lock itself.
-			waitFor(t, "the waiter in the Redis line", func() bool { return lineLen(t, srv, lineKeys(key)[1]) == 1 })
+			waitFor(t, "the waiter in the Redis line", func() bool { return lineLen(t, srv, script.LineOf(key)[1]) == 1 })
 			if err := holder.Release(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -439,7 +439,7 @@ func TestLineWaiterThatGivesUpLeavesTheLine(t *testing.T) {
 	if _, err := ls[1].Acquire(t.Context(), key, Options{Wait: 100 * time.Millisecond}); !errors.Is(err, ErrNotObtained) {
 		t.Fatalf("waiter: %v, want ErrNotObtained", err)
 	}
-	keys := lineKeys(key)
+	keys := script.LineOf(key)
 	if n, err := srv.all[0].LLen(t.Context(), keys[1]).Result(); err != nil || n != 0 {
 		t.Fatalf("the line still has %d entries (%v) after the waiter gave up", n, err)
 	}
@@ -574,7 +574,7 @@ func TestLineDeadWaiterHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() {
-		keys := lineKeys(f[2])
+		keys := script.LineOf(f[2])
 		for {
 			if n, _ := c.LLen(context.Background(), keys[1]).Result(); n > 0 {
 				fmt.Println("queued")
@@ -600,7 +600,7 @@ func (h *holdRelease) DialHook(next redis.DialHook) redis.DialHook { return next
 func (h *holdRelease) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		a := cmd.Args()
-		if len(a) > 1 && fmt.Sprint(a[1]) == lineRelease.Hash() && h.armed.CompareAndSwap(true, false) {
+		if len(a) > 1 && fmt.Sprint(a[1]) == classic("LineRelease").Hash() && h.armed.CompareAndSwap(true, false) {
 			close(h.reached)
 			<-h.letGo
 		}

@@ -11,11 +11,7 @@ import (
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
-var (
-	rlockAcquire = redis.NewScript(script.RLockAcquire)
-	rlockRelease = redis.NewScript(script.RLockRelease)
-	rlockPass    = redis.NewScript(script.RLockPass)
-)
+var ()
 
 // nominator is NewReentrant's place in the line in Redis (line.go's, script/lua/line.lua): across
 // processes, a release sends one process's head to try, not every process's, while Redisson's
@@ -54,12 +50,6 @@ type nominator struct {
 // process's is "<prefix>:<id>".
 func nominationPrefix(name string) string {
 	return script.Prefixed(script.NominationChannelPrefix, name)
-}
-
-// nominationKeys are the keys of the scripts that may nominate (script/lua/nominate.lua): the
-// line's, then the unlock channel and the start of the nomination channels.
-func nominationKeys(name string) []string {
-	return append(lineKeys(name), unlockChannel(name), nominationPrefix(name))
 }
 
 // newNominator gives the reentrant Locker l its place in the line: its queues listen to the
@@ -108,28 +98,22 @@ func (n *nominator) listen(key string, ring func()) (<-chan struct{}, func()) {
 func (n *nominator) pass(key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	err := n.sub.mode.script(ctx, rlockPass).Run(ctx, n.rdb, nominationKeys(key),
-		time.Now().UnixMilli(), n.id, unlockMessage, n.sharded(ctx)).Err()
+	err := n.sub.mode.run(ctx, n.rdb, script.RLockPassCall(key, time.Now().UnixMilli(), n.id, n.sharded(ctx))).Err()
 	if err != nil {
 		n.sub.log.Debug("pass the nomination on", "key", key, "err", err)
 	}
 }
 
-// releaseArgs are the release script's arguments (script/lua/rlock_release.lua) for field's release of
-// key: this process stays in line when it has waiters left (stays).
-func (n *nominator) releaseArgs(ctx context.Context, key, field string, leaseMs int64) (args []any, stays bool) {
+// releaseCall is the release script (script/lua/rlock_release.lua) of field's hold of key: this
+// process stays in line when it has waiters left (stays).
+func (n *nominator) releaseCall(ctx context.Context, key, field string, leaseMs int64) (c script.Call, stays bool) {
 	stay := int64(0)
 	if last := n.queue.lastDeadline(key); !last.IsZero() {
 		stay = last.UnixMilli()
 	}
-	return []any{time.Now().UnixMilli(), n.id, stay, unlockMessage, n.sharded(ctx), leaseMs, field}, stay > 0
+	return script.RLockReleaseCall(key, field, leaseMs, time.Now().UnixMilli(), n.id, stay, n.sharded(ctx)), stay > 0
 }
 
-// sharded is the scripts' flag for sharded pub/sub ("1"), where the unlock message always goes
-// out (pubsub_sharded.go's rule S2).
-func (n *nominator) sharded(ctx context.Context) string {
-	if n.sub.mode.useSharded(ctx) {
-		return "1"
-	}
-	return "0"
-}
+// sharded is the scripts' flag for sharded pub/sub, where the unlock message always goes out
+// (pubsub_sharded.go's rule S2).
+func (n *nominator) sharded(ctx context.Context) bool { return n.sub.mode.useSharded(ctx) }

@@ -1,6 +1,8 @@
 package lock
 
 import (
+	"github.com/seckill-lab/seckill/lock/script"
+
 	"context"
 	"fmt"
 	"os"
@@ -38,7 +40,7 @@ func TestNominationOneReleaseOneAttempt(t *testing.T) {
 	}
 	leases, order := queueOneByOne(t, ls[:n], key, func(i int) {
 		waitFor(t, fmt.Sprintf("process %d in line", i), func() bool {
-			return srv.all[0].LLen(t.Context(), lineKeys(key)[1]).Val() == int64(i+1)
+			return srv.all[0].LLen(t.Context(), script.LineOf(key)[1]).Val() == int64(i+1)
 		})
 		// And done with its attempts: it tries (and queues, in the same script), subscribes, then
 		// tries once more (a release may have come before the subscription): 2 EVALSHA from its
@@ -48,7 +50,7 @@ func TestNominationOneReleaseOneAttempt(t *testing.T) {
 		})
 	})
 	time.Sleep(100 * time.Millisecond)
-	le := chainHandovers(t, srv, holder, leases, n, rlockRelease)
+	le := chainHandovers(t, srv, holder, leases, n, classic("RLockRelease"))
 	// Per handover the release and the nominee's attempt. With every process's head trying on
 	// every release (Redisson's herd) the first release alone would cost 8 attempts.
 	if got := srv.calls(); got != 2*n {
@@ -64,7 +66,7 @@ func TestNominationOneReleaseOneAttempt(t *testing.T) {
 	if err := le.Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := srv.all[0].Exists(t.Context(), lineKeys(key)[1], lineKeys(key)[2]).Val(); got != 0 {
+	if got := srv.all[0].Exists(t.Context(), script.LineOf(key)[1], script.LineOf(key)[2]).Val(); got != 0 {
 		t.Errorf("the line's keys are left after the last release: %d", got)
 	}
 }
@@ -84,7 +86,7 @@ func TestNominationRedissonReleaseWakesEveryone(t *testing.T) {
 	c := srv.all[0]
 	// "Java" holds the lock, as RedissonLock writes it.
 	const field = "java-client-uuid:1"
-	if err := reentrantAcquire.Run(t.Context(), c, []string{key}, lease.Milliseconds(), field).Err(); err != redis.Nil {
+	if err := run(t.Context(), c, script.ReentrantAcquireCall(key, field, lease.Milliseconds())).Err(); err != redis.Nil {
 		t.Fatalf("java acquire: %v", err)
 	}
 	got := make(chan time.Time, len(ls))
@@ -105,11 +107,11 @@ func TestNominationRedissonReleaseWakesEveryone(t *testing.T) {
 		})
 	}
 	waitFor(t, "three processes in line", func() bool {
-		return c.LLen(t.Context(), lineKeys(key)[1]).Val() == 3
+		return c.LLen(t.Context(), script.LineOf(key)[1]).Val() == 3
 	})
 	time.Sleep(100 * time.Millisecond)
 	released := time.Now()
-	if err := reentrantRelease.Run(t.Context(), c, []string{key, unlockChannel(key)}, unlockMessage, lease.Milliseconds(), field).Err(); err != nil {
+	if err := run(t.Context(), c, script.ReentrantReleaseCall(key, field, lease.Milliseconds())).Err(); err != nil {
 		t.Fatalf("java release: %v", err)
 	}
 	for range ls {
@@ -146,7 +148,7 @@ func TestNominationDeadNomineeHoldsTheLineForItsWait(t *testing.T) {
 		"LOCKTEST_RLINE_WAITER="+strings.Join([]string{srv.addr, key, deadWait.String(), lease.String()}, ","))
 	got := acquiredAt(t, ls[1], key, 15*time.Second)
 	waitFor(t, "the next process in line", func() bool {
-		return srv.all[0].LLen(t.Context(), lineKeys(key)[1]).Val() == 2
+		return srv.all[0].LLen(t.Context(), script.LineOf(key)[1]).Val() == 2
 	})
 	// Done with its attempts (tried and queued, subscribed, tried and queued again: 4 EVALSHA
 	// from ls[1]'s client), so its next one is its look.
@@ -183,7 +185,7 @@ func TestNominationDeadWaiterHelper(t *testing.T) {
 	}
 	go func() {
 		for {
-			if n, _ := c.LLen(context.Background(), lineKeys(f[1])[1]).Result(); n > 0 {
+			if n, _ := c.LLen(context.Background(), script.LineOf(f[1])[1]).Result(); n > 0 {
 				fmt.Println("queued")
 				return
 			}
@@ -210,7 +212,7 @@ func TestNominationWaiterThatGivesUpLeavesTheLine(t *testing.T) {
 		t.Fatal("the waiter got a held lock")
 	}
 	c := srv.all[0]
-	if n := c.LLen(t.Context(), lineKeys(key)[1]).Val(); n != 0 {
+	if n := c.LLen(t.Context(), script.LineOf(key)[1]).Val(); n != 0 {
 		t.Errorf("the line holds %d processes after the only waiter gave up", n)
 	}
 	if err := holder.Release(context.Background()); err != nil {
@@ -266,7 +268,7 @@ func TestNominationUnlockMessageOnlyWhereRedissonListens(t *testing.T) {
 			}
 			got <- lb
 		}()
-		waitFor(t, "the waiter in line", func() bool { return c.LLen(t.Context(), lineKeys(key)[1]).Val() == 1 })
+		waitFor(t, "the waiter in line", func() bool { return c.LLen(t.Context(), script.LineOf(key)[1]).Val() == 1 })
 		if err := le.Release(context.Background()); err != nil {
 			t.Fatal(err)
 		}

@@ -13,23 +13,6 @@ import (
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
-var (
-	permitAcquire   = redis.NewScript(script.PermitAcquire)
-	permitRenew     = redis.NewScript(script.PermitRenew)
-	permitRelease   = redis.NewScript(script.PermitRelease)
-	permitAvailable = redis.NewScript(script.PermitAvailable)
-)
-
-// The sharded builds of the semaphores' scripts that announce permits given back.
-func init() {
-	shardedTwins[semSet] = redis.NewScript(script.SemSetSharded)
-	shardedTwins[semRelease] = redis.NewScript(script.SemReleaseSharded)
-	shardedTwins[permitAcquire] = redis.NewScript(script.PermitAcquireSharded)
-	shardedTwins[permitRenew] = redis.NewScript(script.PermitRenewSharded)
-	shardedTwins[permitRelease] = redis.NewScript(script.PermitReleaseSharded)
-	shardedTwins[permitAvailable] = redis.NewScript(script.PermitAvailableSharded)
-}
-
 // ExpirableSemaphore is Redisson's RPermitExpirableSemaphore, wire-compatible with Java
 // Redisson's getPermitExpirableSemaphore(name): the count key of Semaphore, plus a sorted set
 // "{<name>}:timeout" of permit id -> expiry (unix ms). A permit whose expiry has passed comes
@@ -65,8 +48,7 @@ func (s *ExpirableSemaphore) AvailablePermits(ctx context.Context, name string) 
 	if err := s.check("count", name, 1, 0); err != nil {
 		return 0, err
 	}
-	sc := s.sub.mode.script(ctx, permitAvailable)
-	n, err := sc.Run(ctx, s.rdb, permitKeys(name), time.Now().UnixMilli()).Int()
+	n, err := s.sub.mode.run(ctx, s.rdb, script.PermitAvailableCall(name, time.Now().UnixMilli())).Int()
 	if err != nil {
 		return 0, redisErr("count permits of "+name, err)
 	}
@@ -113,8 +95,7 @@ func (s *ExpirableSemaphore) TryAcquire(ctx context.Context, name string, lease 
 // (< 0: none will).
 func (s *ExpirableSemaphore) try(ctx context.Context, name, id string, now time.Time, lease time.Duration) (bool, time.Duration, error) {
 	ms := now.UnixMilli()
-	sc := s.sub.mode.script(ctx, permitAcquire)
-	r, err := sc.Run(ctx, s.rdb, permitKeys(name), ms, id, ms+lease.Milliseconds()).Int64Slice()
+	r, err := s.sub.mode.run(ctx, s.rdb, script.PermitAcquireCall(name, id, ms, ms+lease.Milliseconds())).Int64Slice()
 	if err != nil {
 		return false, 0, redisErr("acquire a permit of "+name, err)
 	}
@@ -150,11 +131,6 @@ func (p *Permit) keep(ctx context.Context) (renewOutcome, error) { return outcom
 // lost logs why the watchdog lost the permit (keeper).
 func (p *Permit) lost(why error) {
 	p.s.log.Warn("semaphore permit lost", "name", p.name, "permit", p.ID(), "err", why)
-}
-
-// permitKeys are the keys and channel of the expirable semaphore name, in its scripts' order.
-func permitKeys(name string) []string {
-	return []string{name, script.Suffixed(name, script.PermitTimeoutSuffix), semChannel(name)}
 }
 
 // newPermitID is a permit id as Redisson makes one: 16 random bytes (crypto/rand's Read never
@@ -226,8 +202,7 @@ func (p *Permit) Release(ctx context.Context) error {
 // renew runs updateLeaseTime once.
 func (p *Permit) renew(ctx context.Context) error {
 	now := time.Now().UnixMilli()
-	sc := p.s.sub.mode.script(ctx, permitRenew)
-	ok, err := sc.Run(ctx, p.s.rdb, permitKeys(p.name), now, p.id, now+p.lease.Milliseconds()).Bool()
+	ok, err := p.s.sub.mode.run(ctx, p.s.rdb, script.PermitRenewCall(p.name, p.id, now, now+p.lease.Milliseconds())).Bool()
 	if err != nil {
 		return redisErr("renew permit of "+p.name, err)
 	}
@@ -239,8 +214,7 @@ func (p *Permit) renew(ctx context.Context) error {
 
 // release runs the release script once.
 func (p *Permit) release(ctx context.Context) error {
-	sc := p.s.sub.mode.script(ctx, permitRelease)
-	ok, err := sc.Run(ctx, p.s.rdb, permitKeys(p.name), time.Now().UnixMilli(), p.id).Bool()
+	ok, err := p.s.sub.mode.run(ctx, p.s.rdb, script.PermitReleaseCall(p.name, p.id, time.Now().UnixMilli())).Bool()
 	if err != nil {
 		return redisErr("release permit of "+p.name, err)
 	}

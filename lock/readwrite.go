@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,14 +13,6 @@ import (
 
 	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
-)
-
-var (
-	readLockAcquire  = redis.NewScript(script.ReadLockAcquire)
-	readLockRelease  = redis.NewScript(script.ReadLockRelease)
-	readLockRenew    = redis.NewScript(script.ReadLockRenew)
-	writeLockAcquire = redis.NewScript(script.WriteLockAcquire)
-	writeLockRelease = redis.NewScript(script.WriteLockRelease)
 )
 
 // ErrUpgrade: an owner that holds the read side of a NewReadWrite lock asked for its write side.
@@ -98,14 +89,11 @@ func (rw *rwLock) side(d settings, write bool) *rwSide {
 	s.sub = newSubscriber(rw.rdb, rw.log, func(p string) bool { return p == unlockMessage || p == script.ReadUnlockMessage })
 	s.sub.mode = newPubsubMode(rw.rdb, d.Subscription)
 	s.queue = newHandoff(func(key string, ring func()) (<-chan struct{}, func()) {
-		h := s.sub.join(context.Background(), rwChannel(key), ring)
+		h := s.sub.join(context.Background(), script.RWChannel(key), ring)
 		return h.ready, func() { s.sub.leave(h) }
 	}, nil)
 	return s
 }
-
-// rwChannel is the channel both sides of lock name announce on (RedissonReadLock.getChannelName).
-func rwChannel(name string) string { return script.Prefixed(script.RWLockChannelPrefix, name) }
 
 // Acquire takes one hold of key's side for opts.Owner (a fresh owner when there is none).
 func (s *rwSide) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
@@ -193,25 +181,15 @@ func (le *rwLease) Renewals() int64       { return le.wd.Renewals() }
 func (le *rwLease) Lost() <-chan struct{} { return le.wd.Lost() }
 func (le *rwLease) watched() bool         { return le.wd != nil }
 
-// keyPrefix starts every read hold's timeout key of the lock: "{<key>}" (Redisson's suffixName).
-func (le *rwLease) keyPrefix() string { return strings.TrimSuffix(script.Suffixed(le.key, ""), ":") }
-
-// timeoutPrefix starts this owner's timeout keys: "{<key>}:<field>:rwlock_timeout".
-func (le *rwLease) timeoutPrefix() string {
-	return script.Suffixed(le.key, le.field+":"+script.RWLockTimeoutSuffix)
-}
-
 // try runs the side's acquire script once: held, or the holder's remaining PTTL (-1ms: no TTL).
 func (le *rwLease) try(ctx context.Context) (bool, time.Duration, error) {
 	markAttempt(ctx)
 	s := le.s
-	var cmd *redis.Cmd
+	c := script.ReadLockAcquireCall(le.key, le.field, le.leaseMs)
 	if s.write {
-		cmd = writeLockAcquire.Run(ctx, s.rdb, []string{le.key}, le.leaseMs, le.field, s.id+":"+le.owner)
-	} else {
-		cmd = readLockAcquire.Run(ctx, s.rdb, []string{le.key, le.timeoutPrefix()}, le.leaseMs, le.field, le.field+":write")
+		c = script.WriteLockAcquireCall(le.key, s.id+":"+le.owner, le.leaseMs)
 	}
-	n, err := cmd.Int64()
+	n, err := run(ctx, s.rdb, c).Int64()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return true, 0, nil
@@ -234,11 +212,11 @@ func (le *rwLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
 // release sends the side's release script: ErrNotHeld when the owner holds no such hold.
 func (le *rwLease) release(ctx context.Context, p redis.Pipeliner) error {
 	s := le.s
-	sc, keys, args := readLockRelease, []string{le.key, rwChannel(le.key), le.timeoutPrefix(), le.keyPrefix()}, []any{unlockMessage, le.field}
+	c := script.ReadLockReleaseCall(le.key, le.field)
 	if s.write {
-		sc, keys, args = writeLockRelease, []string{le.key, rwChannel(le.key)}, []any{script.ReadUnlockMessage, le.leaseMs, le.field}
+		c = script.WriteLockReleaseCall(le.key, le.field, le.leaseMs)
 	}
-	_, err := runScript(ctx, p, s.rdb, s.sub.mode.script(ctx, sc), keys, args...).Int64()
+	_, err := runScript(ctx, p, s.rdb, s.sub.mode.script(ctx, c.Script), c).Int64()
 	if errors.Is(err, redis.Nil) {
 		return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, le.key, le.field)
 	}
@@ -257,7 +235,7 @@ func (le *rwLease) refreshOn(ctx context.Context, sc redis.Scripter) error {
 	if le.s.write {
 		return renewHash(ctx, sc, le.key, le.field, le.leaseMs)
 	}
-	n, err := readLockRenew.Run(ctx, sc, []string{le.key, le.keyPrefix()}, le.leaseMs, le.field).Int()
+	n, err := run(ctx, sc, script.ReadLockRenewCall(le.key, le.field, le.leaseMs)).Int()
 	if err != nil {
 		return redisErr("renew "+le.key, err)
 	}

@@ -6,7 +6,9 @@ import (
 	"context"
 
 	"github.com/redis/go-redis/v9"
+
 	"github.com/seckill-lab/seckill/lock/lockutil"
+	"github.com/seckill-lab/seckill/lock/script"
 )
 
 // clientAddr and globEscape are lockutil's, the one copy, which the programs around the locks share too.
@@ -21,9 +23,9 @@ var (
 // Redis runs the holder's commands first. A Cluster or Ring client splits a pipeline by server,
 // so there p is executed first and the script follows on its own; so does a script Redis does not
 // know yet (NOSCRIPT: EVALSHA in a pipeline cannot fall back to EVAL).
-func runScript(ctx context.Context, p redis.Pipeliner, rdb redis.UniversalClient, sc *redis.Script, keys []string, args ...any) *redis.Cmd {
-	s := newScriptCall(sc, keys)
-	return s.run(ctx, p, rdb, append(s.args(len(args)), args...))
+func runScript(ctx context.Context, p redis.Pipeliner, rdb redis.UniversalClient, sc *redis.Script, c script.Call) *redis.Cmd {
+	s := newScriptCall(sc, c.Keys)
+	return s.run(ctx, p, rdb, append(s.args(len(c.Args)), c.Args...))
 }
 
 // execHeld executes the holder's pipeline p, if there is one. Each command carries its own

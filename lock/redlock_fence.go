@@ -29,21 +29,11 @@ import (
 // after A's raise: B's token ≥ A's + 1. That holds across clock jumps and pauses, but not across
 // a master that restarts without its data: it forgets the counter with the key. Either round failing gives the lock back, and the attempt counts as
 // lost.
-var (
-	redlockTokenRead  = redis.NewScript(script.RedlockTokenRead)
-	redlockTokenRaise = redis.NewScript(script.RedlockTokenRaise)
-)
-
-// redlockTokenKey is the token counter of a redlock key on each master; it shares the key's hash
-// tag, and has no TTL: tokens must keep increasing across holders.
-func redlockTokenKey(key string) string { return key + ":token" }
-
 // drawToken runs the two rounds for the acquisition that holds key with value. Each master gets
 // at most perNode per round.
 func (l *redlockLocker) drawToken(ctx context.Context, key, value string, perNode time.Duration) (int64, error) {
-	keys := []string{key, redlockTokenKey(key)}
 	read := l.onMasters(ctx, perNode, func(ctx context.Context, m redis.UniversalClient) (int64, error) {
-		return redlockTokenRead.Run(ctx, m, keys, value).Int64()
+		return run(ctx, m, script.RedlockTokenReadCall(key, value)).Int64()
 	})
 	var token int64
 	held := 0
@@ -58,7 +48,7 @@ func (l *redlockLocker) drawToken(ctx context.Context, key, value string, perNod
 	}
 	token++
 	raised := l.onMasters(ctx, perNode, func(ctx context.Context, m redis.UniversalClient) (int64, error) {
-		return redlockTokenRaise.Run(ctx, m, keys, value, token).Int64()
+		return run(ctx, m, script.RedlockTokenRaiseCall(key, value, token)).Int64()
 	})
 	held = 0
 	for _, r := range raised {

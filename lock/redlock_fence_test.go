@@ -1,6 +1,8 @@
 package lock
 
 import (
+	"github.com/seckill-lab/seckill/lock/script"
+
 	"context"
 	"errors"
 	"net"
@@ -34,7 +36,7 @@ func TestRedlockFencedTokensIncreaseAndSitOnEveryMaster(t *testing.T) {
 			t.Fatalf("acquisition %d: token %d", want, le.Token())
 		}
 		for i, c := range clients {
-			if got, err := c.Get(ctx, redlockTokenKey(rlKey)).Int64(); err != nil || got != want {
+			if got, err := c.Get(ctx, script.RedlockTokenKey(rlKey)).Int64(); err != nil || got != want {
 				t.Fatalf("master %d: counter %d, %v; want %d", i+1, got, err, want)
 			}
 		}
@@ -65,7 +67,7 @@ func TestRedlockFencedTokenOrdersHoldersAfterAnEarlyExpiry(t *testing.T) {
 	}
 	cut := deadClient(t)
 	ctx := context.Background()
-	if err := clients[0].Set(ctx, redlockTokenKey(rlKey), 50, 0).Err(); err != nil {
+	if err := clients[0].Set(ctx, script.RedlockTokenKey(rlKey), 50, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	side := func(ms ...redis.UniversalClient) *Locker {

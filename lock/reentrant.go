@@ -15,12 +15,6 @@ import (
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
-var (
-	reentrantAcquire = redis.NewScript(script.ReentrantAcquire)
-	reentrantRenew   = redis.NewScript(script.ReentrantRenew)
-	reentrantRelease = redis.NewScript(script.ReentrantRelease)
-)
-
 // reentrantLocker is NewReentrant (Redisson's RedissonLock, https://github.com/redisson/redisson): RLock,
 // wire-compatible, so a Java service calling getLock(name) on the same Redis excludes with this
 // one. The lock is a hash; its field "<instance-id>:<owner>" holds the hold count, so the same
@@ -195,8 +189,7 @@ func (l *reentrantLocker) try(ctx context.Context, key, field string, leaseMs in
 		held, ttl, err := l.trySynced(ctx, key, field, leaseMs, queueUntil)
 		return held, ttl, 0, err
 	}
-	sc, keys, args := l.acquireScript(key, field, leaseMs, queueUntil)
-	n, err := sc.Run(ctx, l.rdb, keys, args...).Int64()
+	n, err := run(ctx, l.rdb, l.acquireCall(key, field, leaseMs, queueUntil)).Int64()
 	if errors.Is(err, redis.Nil) {
 		return true, 0, 0, nil
 	}
@@ -206,14 +199,14 @@ func (l *reentrantLocker) try(ctx context.Context, key, field string, leaseMs in
 	return false, core.HolderTTL(n), 0, nil
 }
 
-// acquireScript is Redisson's acquire script with its keys and arguments, or, for a waiter that
-// queues its process in the line until queueUntil, the same acquire with the queueing after it
-// (script/lua/rlock_acquire.lua). Both answer nil (held) or the lock's PTTL.
-func (l *reentrantLocker) acquireScript(key, field string, leaseMs int64, queueUntil time.Time) (*redis.Script, []string, []any) {
+// acquireCall is Redisson's acquire script, or, for a waiter that queues its process in the line
+// until queueUntil, the same acquire with the queueing after it (script/lua/rlock_acquire.lua).
+// Both answer nil (held) or the lock's PTTL.
+func (l *reentrantLocker) acquireCall(key, field string, leaseMs int64, queueUntil time.Time) script.Call {
 	if queueUntil.IsZero() { // set only where there is a line (l.nom)
-		return reentrantAcquire, []string{key}, []any{leaseMs, field}
+		return script.ReentrantAcquireCall(key, field, leaseMs)
 	}
-	return rlockAcquire, lineKeys(key), []any{leaseMs, field, time.Now().UnixMilli(), l.nom.id, queueUntil.UnixMilli()}
+	return script.RLockAcquireCall(key, field, leaseMs, time.Now().UnixMilli(), l.nom.id, queueUntil.UnixMilli())
 }
 
 // held builds the lease of a successful acquisition and, in watchdog mode, joins or starts the
@@ -322,11 +315,10 @@ func (le *reentrantLease) releaseAfter(ctx context.Context, p redis.Pipeliner) e
 // release sends the release script (again, after a failure to reach Redis), after the holder's
 // pipeline p when there is one.
 func (le *reentrantLease) release(ctx context.Context, p redis.Pipeliner) error {
-	sc, keys, args := reentrantRelease, []string{le.key, unlockChannel(le.key)}, []any{unlockMessage, le.leaseMs, le.field}
+	c := script.ReentrantReleaseCall(le.key, le.field, le.leaseMs)
 	if n := le.l.nom; n != nil {
 		var stays bool
-		args, stays = n.releaseArgs(ctx, le.key, le.field, le.leaseMs)
-		sc, keys = rlockRelease, nominationKeys(le.key)
+		c, stays = n.releaseCall(ctx, le.key, le.field, le.leaseMs)
 		if !stays {
 			// Out of line (no waiter here): one that comes after must not sleep on the hint its
 			// holder left (waiting.go rule 3) for a nomination this process is not in line for.
@@ -337,7 +329,7 @@ func (le *reentrantLease) release(ctx context.Context, p redis.Pipeliner) error 
 			defer n.queue.inLine(le.key, n.lostGrant)
 		}
 	}
-	_, err := runScript(ctx, p, le.l.rdb, le.l.sub.mode.script(ctx, sc), keys, args...).Int64()
+	_, err := runScript(ctx, p, le.l.rdb, le.l.sub.mode.script(ctx, c.Script), c).Int64()
 	if errors.Is(err, redis.Nil) {
 		return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)",
 			ErrNotHeld, le.key, le.field)
@@ -358,7 +350,7 @@ func (le *reentrantLease) refreshOn(ctx context.Context, s redis.Scripter) error
 
 // renewHash runs the renew script of the Redisson layout once: ErrNotHeld when the field is gone.
 func renewHash(ctx context.Context, rdb redis.Scripter, key, field string, leaseMs int64) error {
-	n, err := reentrantRenew.Run(ctx, rdb, []string{key}, leaseMs, field).Int()
+	n, err := run(ctx, rdb, script.ReentrantRenewCall(key, field, leaseMs)).Int()
 	if err != nil {
 		return redisErr("renew "+key, err)
 	}

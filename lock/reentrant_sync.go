@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/lock/core"
+	"github.com/seckill-lab/seckill/lock/script"
 )
 
 // defaultWaitReplicasTimeout is Redisson's default slavesSyncTimeout.
@@ -105,8 +106,7 @@ func (l *reentrantLocker) trySynced(ctx context.Context, key, field string, leas
 		return false, 0, err
 	}
 	defer conn.Close()
-	sc, keys, args := l.acquireScript(key, field, leaseMs, queueUntil)
-	n, err := sc.Run(ctx, conn, keys, args...).Int64()
+	n, err := run(ctx, conn, l.acquireCall(key, field, leaseMs, queueUntil)).Int64()
 	switch {
 	case errors.Is(err, redis.Nil): // taken: now make sure a replica has it
 	case err != nil:
@@ -121,7 +121,7 @@ func (l *reentrantLocker) trySynced(ctx context.Context, key, field string, leas
 	// Give the hold back even if the request is gone: a lock nobody relies on must not stay.
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	_, uerr := reentrantRelease.Run(uctx, conn, []string{key, unlockChannel(key)}, unlockMessage, leaseMs, field).Result()
+	_, uerr := run(uctx, conn, script.ReentrantReleaseCall(key, field, leaseMs)).Result()
 	if uerr != nil && !errors.Is(uerr, redis.Nil) {
 		l.log.Warn("could not give back a lock no replica acknowledged; it expires with its lease",
 			"lock", l.name, "key", key, "err", uerr)

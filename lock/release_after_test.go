@@ -44,7 +44,7 @@ func TestReleaseAfterJoinsThePipeline(t *testing.T) {
 				}
 			}()
 			waitQueued(t, srv.all[0], key, 1)
-			if err := lineRelease.Load(t.Context(), srv.all[0]).Err(); err != nil {
+			if err := classic("LineRelease").Load(t.Context(), srv.all[0]).Err(); err != nil {
 				t.Fatal(err)
 			}
 			rt.Reset()

@@ -6,13 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
 )
-
-var rfencedAcquire = redis.NewScript(script.RFencedAcquire)
 
 // NewFenced with WithRFencedLockLayout is Redisson's RFencedLock (RedissonFencedLock, a
 // RedissonLock whose every acquisition also raises a token counter): the reentrant lock of
@@ -37,20 +33,15 @@ func newRFenced(d settings) *reentrantLocker {
 	return l
 }
 
-// rfencedTokenKey is RFencedLock's token counter for lock name,
-// "redisson_lock_token:{<name>}" (RedissonObject.prefixName, so it hashes like the lock). It has
-// no TTL: tokens must keep rising past every lock's expiry.
-func rfencedTokenKey(name string) string { return script.Prefixed(script.RedissonTokenPrefix, name) }
-
-// rfencedKeys are the acquire script's keys: the lock, its counter and the default layout's
-// counter (always in their slot), kept in step with it (script/lua/rfenced_acquire.lua).
-func (l *reentrantLocker) rfencedKeys(key string) []string {
-	return []string{key, rfencedTokenKey(key), fencedTokenKey(l.rdb, key)}
+// rfencedCall is the acquire script (script/lua/rfenced_acquire.lua), which keeps the default
+// layout's counter (always in the lock's slot) in step with RFencedLock's.
+func (l *reentrantLocker) rfencedCall(key, field string, leaseMs int64) script.Call {
+	return script.RFencedAcquireCall(key, field, leaseMs, fencedTokenKey(l.rdb, key))
 }
 
 // tryFenced runs the acquire script once: held with its token, or the holder's remaining PTTL.
 func (l *reentrantLocker) tryFenced(ctx context.Context, key, field string, leaseMs int64) (bool, time.Duration, int64, error) {
-	r, err := rfencedAcquire.Run(ctx, l.rdb, l.rfencedKeys(key), leaseMs, field).Int64Slice()
+	r, err := run(ctx, l.rdb, l.rfencedCall(key, field, leaseMs)).Int64Slice()
 	if err != nil {
 		return false, 0, 0, redisErr("fenced acquire "+key, err)
 	}

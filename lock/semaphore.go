@@ -15,12 +15,6 @@ import (
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
-var (
-	semSet     = redis.NewScript(script.SemSet)
-	semAcquire = redis.NewScript(script.SemAcquire)
-	semRelease = redis.NewScript(script.SemRelease)
-)
-
 // Semaphore is Redisson's RSemaphore, wire-compatible with Java Redisson's getSemaphore(name):
 // the semaphore is a string key holding the number of permits available, and a release
 // publishes that number on "redisson_sc:{<name>}". It is a description on the library's core:
@@ -62,7 +56,7 @@ func (s *Semaphore) Acquire(ctx context.Context, name string, n int, wait time.D
 		return err
 	}
 	return s.wait(ctx, name, wait, func(ctx context.Context) (bool, time.Duration, error) {
-		ok, err := semAcquire.Run(ctx, s.rdb, []string{name}, n).Bool()
+		ok, err := run(ctx, s.rdb, script.SemAcquireCall(name, n)).Bool()
 		if err != nil {
 			return false, 0, redisErr("acquire permits of "+name, err)
 		}
@@ -87,8 +81,7 @@ func (s *Semaphore) Release(ctx context.Context, name string, n int) error {
 	if err := s.check("release", name, n, 0); err != nil {
 		return err
 	}
-	sc := s.sub.mode.script(ctx, semRelease)
-	if err := sc.Run(ctx, s.rdb, []string{name, semChannel(name)}, n).Err(); err != nil {
+	if err := s.sub.mode.run(ctx, s.rdb, script.SemReleaseCall(name, n)).Err(); err != nil {
 		return redisErr("release permits of "+name, err)
 	}
 	return nil
@@ -154,15 +147,12 @@ func newSemBase(kind string, rdb redis.UniversalClient, honours []string, opts [
 	b.sub = newSubscriber(rdb, d.Logger, func(string) bool { return true })
 	b.sub.mode = newPubsubMode(rdb, d.Subscription)
 	b.queue = newHandoff(func(name string, ring func()) (<-chan struct{}, func()) {
-		h := b.sub.join(context.Background(), semChannel(name), ring)
+		h := b.sub.join(context.Background(), script.SemChannel(name), ring)
 		return h.ready, func() { b.sub.leave(h) }
 	}, nil)
 	b.closing, b.close = context.WithCancelCause(context.Background())
 	return b, nil
 }
-
-// semChannel is the channel Redisson's semaphore waiters listen on: "redisson_sc:{<name>}".
-func semChannel(name string) string { return script.Prefixed(script.SemaphoreChannelPrefix, name) }
 
 // check refuses a call the semaphore cannot honour, before anything is sent.
 func (b *semBase) check(op, name string, n int, wait time.Duration) error {
@@ -184,8 +174,7 @@ func (b *semBase) trySet(ctx context.Context, name string, n int) (bool, error) 
 	if err := b.check("set permits of", name, n, 0); err != nil {
 		return false, err
 	}
-	sc := b.sub.mode.script(ctx, semSet)
-	set, err := sc.Run(ctx, b.rdb, []string{name, semChannel(name)}, n).Bool()
+	set, err := b.sub.mode.run(ctx, b.rdb, script.SemSetCall(name, n)).Bool()
 	if err != nil {
 		return false, redisErr("set permits of "+name, err)
 	}

@@ -10,8 +10,6 @@ import (
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
-var fencedRenew = redis.NewScript(script.FencedRenew)
-
 // valueLocker is NewLua and NewFenced in its default layout: the lock is a string holding its
 // holder's value, taken with SET NX PX and released by a compare-and-delete, so a holder never
 // deletes another's lock (the pattern of
@@ -174,7 +172,7 @@ func (l *valueLease) tokenNote() string {
 // renewValue pushes a string lock's expiry out by leaseMs while it still holds value: ErrNotHeld
 // when it does not.
 func renewValue(ctx context.Context, rdb redis.Scripter, key, value string, leaseMs int64) error {
-	n, err := fencedRenew.Run(ctx, rdb, []string{key}, value, leaseMs).Int()
+	n, err := run(ctx, rdb, script.FencedRenewCall(key, value, leaseMs)).Int()
 	if err != nil {
 		return redisErr("renew "+key, err)
 	}

@@ -188,7 +188,6 @@ func (s *Sim) handedOver(w *World, c *Client, token, ttl int64, renew func() any
 func at(t int64) time.Time      { return epoch.Add(dur(t)) }
 func dur(d int64) time.Duration { return time.Duration(d) * time.Millisecond }
 func msAt(t time.Time) int64    { return int64((t.Sub(epoch) + time.Millisecond - 1) / time.Millisecond) }
-func (c *Client) holding() bool { return c.Leased && c.PC == pcWork }
 
 // lifeSays does what the lease's life answered: a loss is noted, a timer is kept, and a renewal
 // it asks for starts a round of the kind's renewal, whose first step is the client's next.

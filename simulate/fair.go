@@ -10,16 +10,11 @@ import (
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
-// The fair lock's keys (lock/fair.go fairKeys, fairChannelKeys) and its constants.
-var (
-	fairKeys = []string{lockName, named(script.RedissonQueuePrefix), named(script.RedissonTimeoutPrefix),
-		named(script.FairAlivePrefix), named(script.FairGrantsPrefix), named(script.FairLagPrefix)}
-	fairChannelKeys = []string{fairKeys[0], fairKeys[1], fairKeys[2], unlockChannel, fairKeys[3], fairKeys[4], fairKeys[5]}
-)
+// fairQueue is Redisson's queue of the fair lock.
+var fairQueue = script.FairKeys(lockName)[1]
 
 const (
-	fairLagCap   = "86400000"
-	fairGranted  = script.FairGrantMessage
+	fairLagCap   = 86_400_000
 	fairBeatMs   = int64(core.AliveEvery / time.Millisecond)
 	fairAliveFor = int64(core.AliveFor / time.Millisecond)
 )
@@ -35,19 +30,23 @@ func (fairKind) watchdog() bool { return true }
 func (fairKind) downBound() int64  { return fairBeatMs }
 func (fairKind) relook(*Sim) int64 { return relookLine }
 
-func procOf(c *Client) string { return c.Value[:strings.IndexByte(c.Value, ':')] }
+// fairCalls are the scripts of c's process, which the library's fairLocker sends (its lag capped as
+// the library's is, with no Redisson client in the queue).
+func fairCalls(c *Client) script.Fair {
+	return script.Fair{ID: c.Value[:strings.IndexByte(c.Value, ':')], LagCap: fairLagCap}
+}
 
 func (k fairKind) acquire(s *Sim, w *World, c *Client) {
 	switch {
 	case c.Granted:
 		s.note(w, c.name(), "take the lock handed over", "")
 		s.handedOver(w, c, 0, min(ms(s.cfg.Lease), k.grantTTL(s)), func() any {
-			return s.script(w, c, 0, "ReentrantRenew", script.ReentrantRenew, []string{lockName}, itoa(ms(s.cfg.Lease)), c.Value)
+			return s.call(w, c, 0, script.ReentrantRenewCall(lockName, c.Value, ms(s.cfg.Lease)))
 		})
 	case c.BeatAt != 0 && w.Now >= c.BeatAt:
 		k.beat(s, w, c)
 	case w.Now >= c.Deadline:
-		s.script(w, c, 0, "FairCancel", script.FairCancel, fairChannelKeys, c.Value, itoa(ms(s.cfg.Wait)), "0", fairLagCap)
+		s.call(w, c, 0, fairCalls(c).Cancel(lockName, c.Value, ms(s.cfg.Wait)))
 		s.giveUp(w, c)
 	case w.Now >= c.Next:
 		k.try(s, w, c)
@@ -68,8 +67,8 @@ func (k fairKind) nap(c *Client) {
 func (k fairKind) try(s *Sim, w *World, c *Client) {
 	c.Sent = w.Now
 	queue := k.redisQueue(w)
-	r := s.script(w, c, 0, "FairAcquire", script.FairAcquire, fairKeys, itoa(ms(s.cfg.Lease)), c.Value, itoa(ms(s.cfg.Wait)),
-		itoa(w.Now), itoa(k.grantTTL(s)), "1", itoa(max(c.Deadline-w.Now+1, 1)), procOf(c), itoa(w.Now+fairAliveFor), fairLagCap)
+	r := s.call(w, c, 0, fairCalls(c).Acquire(lockName, c.Value, ms(s.cfg.Lease), ms(s.cfg.Wait), w.Now, k.grantTTL(s), true,
+		max(c.Deadline-w.Now+1, 1), w.Now+fairAliveFor))
 	if r == nil {
 		k.checkFIFO(w, c.Value, queue)
 		s.hold(w, c, 0, w.Now, ms(s.cfg.Lease))
@@ -86,7 +85,7 @@ func (k fairKind) try(s *Sim, w *World, c *Client) {
 // beat is the waiting process's heartbeat (fairLocker.heartbeat), its reading read by the
 // library's core.FairBeatSaid.
 func (k fairKind) beat(s *Sim, w *World, c *Client) {
-	reply := s.script(w, c, 0, "FairBeat", script.FairBeat, fairKeys, "", "", "", itoa(w.Now), procOf(c), itoa(w.Now+fairAliveFor), fairLagCap)
+	reply := s.call(w, c, 0, fairCalls(c).Beat(lockName, w.Now, w.Now+fairAliveFor))
 	r, _ := reply.([]any)
 	next := int64(fairBeatMs)
 	if len(r) != 3 {
@@ -126,8 +125,7 @@ func (k fairKind) release(s *Sim, w *World, c *Client) {
 // has left is passed on by the next step (fairLocker.release's loop).
 func (k fairKind) releaseField(s *Sim, w *World, c *Client, field string, leaseMs, waitMs int64) {
 	queue := k.redisQueue(w)
-	r, _ := s.script(w, c, 0, "FairRelease", script.FairRelease, fairChannelKeys, "0", itoa(leaseMs), field, itoa(w.Now),
-		procOf(c)+":", itoa(ms(s.cfg.Lease)), itoa(waitMs), fairGranted, fairLagCap).([]any)
+	r, _ := s.call(w, c, 0, fairCalls(c).Release(lockName, field, leaseMs, w.Now, ms(s.cfg.Lease), waitMs)).([]any)
 	if len(r) == 2 {
 		if kind, _ := asInt(r[0]); kind == 2 {
 			next, _ := r[1].(string)
@@ -142,7 +140,7 @@ func (k fairKind) releaseField(s *Sim, w *World, c *Client, field string, leaseM
 // redisQueue is the fair queue in Redis now, first waiter first.
 func (k fairKind) redisQueue(w *World) []string {
 	for _, key := range w.Masters[0].Data {
-		if key.Key == fairKeys[1] {
+		if key.Key == fairQueue {
 			return key.List
 		}
 	}
@@ -197,9 +195,9 @@ func (k fairKind) deliver(s *Sim, w *World, c *Client, m msg) {
 	field := strings.TrimPrefix(m.Channel, unlockChannel+":")
 	waiting := c.PC == pcAcquire && !c.Done && c.Value == field
 	switch {
-	case m.Payload == fairGranted && waiting:
+	case m.Payload == script.FairGrantMessage && waiting:
 		c.Granted, c.Waiting = true, false
-	case m.Payload == fairGranted && !(c.Inside && c.Value == field):
+	case m.Payload == script.FairGrantMessage && !(c.Inside && c.Value == field):
 		c.PassOn = field
 	case waiting:
 		c.Next, c.Waiting = w.Now, false

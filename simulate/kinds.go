@@ -6,14 +6,10 @@ import (
 	"strconv"
 
 	"github.com/seckill-lab/seckill/lock/core"
-	"github.com/seckill-lab/seckill/lock/script"
 )
 
 // lockName is the lock every client takes.
 const lockName = "lock:sku"
-
-// named is the library's name of lockName's key or channel with prefix (lock/script names them).
-func named(prefix string) string { return script.Prefixed(prefix, lockName) }
 
 // kind is one lock's client, as step machines: what each step sends and decides.
 type kind interface {

@@ -36,14 +36,7 @@ func (k lineKind) keys() []string {
 	if k.tokens {
 		tok = lockName + ":token"
 	}
-	return []string{lockName, named(script.LinePrefix), named(script.LineWaitersPrefix), tok}
-}
-
-func (k lineKind) flag() string {
-	if k.tokens {
-		return "1"
-	}
-	return "0"
+	return script.LineKeys(lockName, tok)
 }
 
 // grantTTL is the library's (lock/core.GrantTTL): how long a lock handed to a waiter lives
@@ -90,7 +83,7 @@ func (k lineKind) acquire(s *Sim, w *World, c *Client) {
 			ttl = min(ttl, ms(look.Win.GrantTTL))
 		}
 		s.handedOver(w, c, look.Win.Token, ttl, func() any {
-			return s.script(w, c, 0, "FencedRenew", script.FencedRenew, []string{lockName}, c.Value, itoa(ms(s.cfg.Lease)))
+			return s.call(w, c, 0, script.FencedRenewCall(lockName, c.Value, ms(s.cfg.Lease)))
 		})
 	case look.Wait > 0:
 		// Queued in Redis, or just tried: its grant or its bound comes next, not an attempt.
@@ -109,8 +102,8 @@ func (k lineKind) try(s *Sim, w *World, c *Client, look core.LineLook, subscribe
 	if !look.QueueUntil.IsZero() {
 		deadline = msAt(look.QueueUntil)
 	}
-	reply := s.script(w, c, 0, "LineAcquire", script.LineAcquire, k.keys(), c.Value, itoa(w.Now), k.flag(),
-		itoa(ms(s.cfg.Lease)), itoa(deadline), itoa(ms(look.GrantTTL)))
+	reply := s.call(w, c, 0, script.Call{Script: "LineAcquire", Keys: k.keys(),
+		Args: script.LineAcquireArgs(nil, c.Value, w.Now, script.FlagArg(k.tokens), ms(s.cfg.Lease), deadline, ms(look.GrantTTL))})
 	line := &w.proc(c).Line
 	r, _ := reply.([]any)
 	if len(r) == 2 {
@@ -131,7 +124,7 @@ func (k lineKind) try(s *Sim, w *World, c *Client, look core.LineLook, subscribe
 }
 
 func (k lineKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
-	return true, renewOutcome(s.script(w, c, 0, "FencedRenew", script.FencedRenew, []string{lockName}, c.Value, itoa(ms(s.cfg.Lease))))
+	return true, renewOutcome(s.call(w, c, 0, script.FencedRenewCall(lockName, c.Value, ms(s.cfg.Lease))))
 }
 
 func (k lineKind) release(s *Sim, w *World, c *Client) {
@@ -152,14 +145,13 @@ func (k lineKind) releaseValue(s *Sim, w *World, c *Client, value string) {
 		head = w.Clients[id-1].Value
 	}
 	next, ok := p.Line.Next(lockName, value, head, head != "", p.Listen == listenOn)
-	args := []string{value, itoa(w.Now), k.flag(), "p" + strconv.Itoa(c.Proc) + ":", script.GrantChannelPrefix, "", "0", "0", "0", "0"}
+	var after script.LineNext
 	if ok {
-		args[5], args[6], args[7], args[8] = next.Value, itoa(msAt(next.Deadline)), itoa(ms(next.GrantTTL)), itoa(max(ms(next.Lease), 1))
-		if next.Before {
-			args[9] = "1"
-		}
+		after = script.LineNext{Value: next.Value, Deadline: msAt(next.Deadline), Grant: ms(next.GrantTTL), Lease: max(ms(next.Lease), 1), Before: next.Before}
 	}
-	r, _ := s.script(w, c, 0, "LineRelease", script.LineRelease, k.keys(), args...).([]any)
+	mine := "p" + strconv.Itoa(c.Proc) + ":"
+	r, _ := s.call(w, c, 0, script.Call{Script: "LineRelease", Keys: k.keys(),
+		Args: script.LineReleaseArgs(nil, value, w.Now, script.FlagArg(k.tokens), mine, after)}).([]any)
 	code := int64(-1)
 	if len(r) > 0 {
 		code, _ = asInt(r[0])
@@ -173,7 +165,7 @@ func (k lineKind) releaseValue(s *Sim, w *World, c *Client, value string) {
 	to, _ := r[1].(string)
 	tok, _ := asInt(r[2])
 	p.Line.Released(at(w.Now), lockName, value, code == 3 && len(r) > 3, next.Value, to)
-	if strings.HasPrefix(to, args[3]) {
+	if strings.HasPrefix(to, mine) {
 		k.granted(s, w, c, to, tok, code == 2, at(w.Now))
 	}
 	s.rung(w, c)

@@ -39,7 +39,7 @@ func (k multiKind) acquire(s *Sim, w *World, c *Client) {
 		k.giveBackNext(s, w, c)
 		return
 	}
-	r := s.script(w, c, c.I, "ReentrantAcquire", script.ReentrantAcquire, []string{lockName}, itoa(ms(s.cfg.Lease)), c.Value)
+	r := s.call(w, c, c.I, script.ReentrantAcquireCall(lockName, c.Value, ms(s.cfg.Lease)))
 	if r == nil {
 		if c.I == 0 {
 			c.Start = w.Now // the first part's TTL runs out first
@@ -76,7 +76,7 @@ func (k multiKind) giveBackNext(s *Sim, w *World, c *Client) {
 }
 
 func (k multiKind) releasePart(s *Sim, w *World, c *Client, i int) {
-	s.script(w, c, i, "ReentrantRelease", script.ReentrantRelease, []string{lockName, unlockChannel}, "0", itoa(ms(s.cfg.Lease)), c.Value)
+	s.call(w, c, i, script.ReentrantReleaseCall(lockName, c.Value, ms(s.cfg.Lease)))
 }
 
 // renew: each part is renewed on its master; one part refused loses the lock, one not answered

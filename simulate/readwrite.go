@@ -21,11 +21,7 @@ import (
 // entry; a reader must not sleep while no writer holds the lock.
 type rwKind struct{ base }
 
-var (
-	rwChan = script.Prefixed(script.RWLockChannelPrefix, lockName)
-	// rwPrefix starts every read hold's timeout key: "{lock:sku}" (rwLease.keyPrefix).
-	rwPrefix = strings.TrimSuffix(script.Suffixed(lockName, ""), ":")
-)
+var rwChan = script.RWChannel(lockName)
 
 // rwUpgrade is write_lock_acquire.lua's refusal of an owner that holds the read side (ErrUpgrade),
 // which no acquisition here asks for.
@@ -43,25 +39,9 @@ func (rwKind) relook(s *Sim) int64 { return ms(s.cfg.Lease) }
 
 func (rwKind) reader(c *Client) bool { return c.ID != 1 }
 
-// writeField is the writer's field, "<instance-id>:<owner>:write".
-func writeField(v string) string { return v + ":write" }
-
-// rwField is c's field in the hash.
-func (k rwKind) rwField(c *Client) string {
-	if k.reader(c) {
-		return c.Value
-	}
-	return writeField(c.Value)
-}
-
-// rwTimeouts starts c's timeout keys, "{lock:sku}:<field>:rwlock_timeout" (rwLease.timeoutPrefix).
-func rwTimeouts(c *Client) string {
-	return script.Suffixed(lockName, c.Value+":"+script.RWLockTimeoutSuffix)
-}
-
 // holds: the hash has v's read or write field.
 func (rwKind) holds(k keySnap, v string, _ int64) bool {
-	return k.Key == lockName && (slices.Contains(k.Hash, v) || slices.Contains(k.Hash, writeField(v)))
+	return k.Key == lockName && (slices.Contains(k.Hash, v) || slices.Contains(k.Hash, script.WriteField(v)))
 }
 
 // admits: a reader would be let in now, no writer being inside nor in the hash alive.
@@ -91,13 +71,11 @@ func (k rwKind) acquire(s *Sim, w *World, c *Client) {
 		return
 	}
 	c.Sent = w.Now
-	lease := itoa(ms(s.cfg.Lease))
-	var r any
+	call := script.WriteLockAcquireCall(lockName, c.Value, ms(s.cfg.Lease))
 	if k.reader(c) {
-		r = s.script(w, c, 0, "ReadLockAcquire", script.ReadLockAcquire, []string{lockName, rwTimeouts(c)}, lease, c.Value, writeField(c.Value))
-	} else {
-		r = s.script(w, c, 0, "WriteLockAcquire", script.WriteLockAcquire, []string{lockName}, lease, writeField(c.Value), c.Value)
+		call = script.ReadLockAcquireCall(lockName, c.Value, ms(s.cfg.Lease))
 	}
+	r := s.call(w, c, 0, call)
 	pttl, ok := asInt(r)
 	switch {
 	case r == nil:
@@ -115,23 +93,21 @@ func (k rwKind) acquire(s *Sim, w *World, c *Client) {
 // renew: a reader's watchdog pushes out the hash and its timeout keys (ReadLockRenew), a writer's
 // its field's hash as RLock's does (ReentrantRenew).
 func (k rwKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
-	lease := itoa(ms(s.cfg.Lease))
+	call := script.ReentrantRenewCall(lockName, script.WriteField(c.Value), ms(s.cfg.Lease))
 	if k.reader(c) {
-		return true, renewOutcome(s.script(w, c, 0, "ReadLockRenew", script.ReadLockRenew, []string{lockName, rwPrefix}, lease, c.Value))
+		call = script.ReadLockRenewCall(lockName, c.Value, ms(s.cfg.Lease))
 	}
-	return true, renewOutcome(s.script(w, c, 0, "ReentrantRenew", script.ReentrantRenew, []string{lockName}, lease, writeField(c.Value)))
+	return true, renewOutcome(s.call(w, c, 0, call))
 }
 
 // release gives the hold back (rwLease.release): a reader's release publishes Redisson's unlock
 // message when it deletes the lock, a writer's its read-unlock message whenever it frees it.
 func (k rwKind) release(s *Sim, w *World, c *Client) {
+	call := script.WriteLockReleaseCall(lockName, script.WriteField(c.Value), ms(s.cfg.Lease))
 	if k.reader(c) {
-		s.script(w, c, 0, "ReadLockRelease", script.ReadLockRelease, []string{lockName, rwChan, rwTimeouts(c), rwPrefix},
-			script.UnlockMessage, c.Value)
-	} else {
-		s.script(w, c, 0, "WriteLockRelease", script.WriteLockRelease, []string{lockName, rwChan},
-			script.ReadUnlockMessage, itoa(ms(s.cfg.Lease)), writeField(c.Value))
+		call = script.ReadLockReleaseCall(lockName, c.Value)
 	}
+	s.call(w, c, 0, call)
 	s.released(w, c)
 }
 

@@ -47,7 +47,7 @@ func (redlockKind) downBound() int64   { return noQuorumPoll }
 func (redlockKind) watchdog() bool     { return true }
 func (redlockKind) wakes() bool        { return true }
 func (k redlockKind) fenced() bool     { return k.fence }
-func (k redlockKind) tokenKey() string { return lockName + ":token" }
+func (k redlockKind) tokenKey() string { return script.RedlockTokenKey(lockName) }
 
 func (k redlockKind) leftoverOK(key string) bool { return k.fence && key == k.tokenKey() }
 
@@ -118,14 +118,13 @@ func (k redlockKind) set(s *Sim, w *World, c *Client) {
 // the token is that plus one, raised where the lock is still ours. Either round without a
 // majority gives the lock back.
 func (k redlockKind) drawToken(s *Sim, w *World, c *Client) {
-	keys := []string{lockName, k.tokenKey()}
 	if c.Sub == rlRead {
-		v, ok := asInt(s.script(w, c, c.I, "RedlockTokenRead", script.RedlockTokenRead, keys, c.Value))
+		v, ok := asInt(s.call(w, c, c.I, script.RedlockTokenReadCall(lockName, c.Value)))
 		if c.Got[c.I] = ok && v >= 0; c.Got[c.I] {
 			c.Token = max(c.Token, v)
 		}
 	} else {
-		v, _ := asInt(s.script(w, c, c.I, "RedlockTokenRaise", script.RedlockTokenRaise, keys, c.Value, itoa(c.Token)))
+		v, _ := asInt(s.call(w, c, c.I, script.RedlockTokenRaiseCall(lockName, c.Value, c.Token)))
 		c.Got[c.I] = v == 1
 	}
 	if !roundOver(c) {
@@ -237,7 +236,7 @@ func pttl(d int64) time.Duration {
 // renew extends on each master; a round that extends fewer than a majority fails (redsync's
 // extend), tried again while the validity lasts.
 func (k redlockKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
-	c.Got[c.I] = renewOutcome(s.script(w, c, c.I, "FencedRenew", script.FencedRenew, []string{lockName}, c.Value, itoa(ms(s.cfg.Lease)))) == renewOK
+	c.Got[c.I] = renewOutcome(s.call(w, c, c.I, script.FencedRenewCall(lockName, c.Value, ms(s.cfg.Lease)))) == renewOK
 	if !roundOver(c) {
 		return false, renewOK
 	}

@@ -12,10 +12,8 @@ import (
 // Keys and channels of Redisson's RLock layout and the library's line (the one of lua and fenced,
 // lines.go) with its nomination channels.
 var (
-	unlockChannel  = named(script.RedissonChannelPrefix)
-	nominationPref = named(script.NominationChannelPrefix)
-	rlockLineKeys  = []string{lockName, named(script.LinePrefix), named(script.LineWaitersPrefix)}
-	nominationKeys = append(rlockLineKeys[:3:3], unlockChannel, nominationPref)
+	unlockChannel  = script.UnlockChannel(lockName)
+	nominationPref = script.NominationKeys(lockName)[4]
 )
 
 // reentrantKind is NewReentrant (lock/reentrant.go, lock/nomination.go): Redisson's acquire
@@ -45,13 +43,12 @@ func (k reentrantKind) acquire(s *Sim, w *World, c *Client) {
 	if c.Over {
 		if !s.waiting(w, c, c.ID) {
 			// The last waiter of the process gives up: out of the line (nominator.pass).
-			s.script(w, c, 0, "RLockPass", script.RLockPass, nominationKeys, itoa(w.Now), nomID(c), "0", "0")
+			s.call(w, c, 0, script.RLockPassCall(lockName, w.Now, nomID(c), false))
 		}
 		s.giveUp(w, c)
 		return
 	}
-	r := s.script(w, c, 0, "RLockAcquire", script.RLockAcquire, rlockLineKeys, itoa(ms(s.cfg.Lease)), c.Value,
-		itoa(w.Now), nomID(c), itoa(c.Deadline))
+	r := s.call(w, c, 0, script.RLockAcquireCall(lockName, c.Value, ms(s.cfg.Lease), w.Now, nomID(c), c.Deadline))
 	if r == nil {
 		s.hold(w, c, 0, w.Now, ms(s.cfg.Lease))
 		return
@@ -66,19 +63,18 @@ func (k reentrantKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
 
 // renewHash is one renewal of the holder's field of Redisson's hash on master m.
 func renewHash(s *Sim, w *World, c *Client, m int) renewal {
-	return renewOutcome(s.script(w, c, m, "ReentrantRenew", script.ReentrantRenew, []string{lockName}, itoa(ms(s.cfg.Lease)), c.Value))
+	return renewOutcome(s.call(w, c, m, script.ReentrantRenewCall(lockName, c.Value, ms(s.cfg.Lease))))
 }
 
 // release: a process with waiters left stays in the line until the last one's deadline
 // (nominator.releaseArgs), so the release nominates it in its turn.
 func (k reentrantKind) release(s *Sim, w *World, c *Client) {
-	stay := "0"
+	stay := int64(0)
 	if last := w.proc(c).Q.LastDeadline(); !last.IsZero() {
-		stay = itoa(msAt(last))
+		stay = msAt(last)
 	}
-	s.script(w, c, 0, "RLockRelease", script.RLockRelease, nominationKeys,
-		itoa(w.Now), nomID(c), stay, "0", "0", itoa(ms(s.cfg.Lease)), c.Value)
-	if stay != "0" {
+	s.call(w, c, 0, script.RLockReleaseCall(lockName, c.Value, ms(s.cfg.Lease), w.Now, nomID(c), stay, false))
+	if stay != 0 {
 		// In line for them: the head asleep on c's hint looks again within the bound (N3).
 		s.queueSays(w, c, w.proc(c).Q.InLine(at(w.Now), core.LostGrantBound))
 	}
@@ -87,7 +83,7 @@ func (k reentrantKind) release(s *Sim, w *World, c *Client) {
 
 func (k reentrantKind) passOn(s *Sim, w *World, c *Client) {
 	c.PassOn = ""
-	s.script(w, c, 0, "RLockPass", script.RLockPass, nominationKeys, itoa(w.Now), nomID(c), "0", "0")
+	s.call(w, c, 0, script.RLockPassCall(lockName, w.Now, nomID(c), false))
 }
 
 // route: a nomination goes to the process its channel names.

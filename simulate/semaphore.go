@@ -26,8 +26,8 @@ type semKind struct {
 const semLimit = 1
 
 var (
-	semTimeout = script.Suffixed(lockName, script.PermitTimeoutSuffix)
-	semChan    = script.Prefixed(script.SemaphoreChannelPrefix, lockName)
+	semTimeout = script.PermitKeys(lockName)[1]
+	semChan    = script.SemChannel(lockName)
 )
 
 func (k semKind) watchdog() bool { return k.expirable }
@@ -64,13 +64,6 @@ func (semKind) setup(s *Sim, w *World) {
 	w.Masters[0].Data = redisState{{Key: lockName, Type: "string", Str: itoa(semLimit)}}
 }
 
-func (k semKind) keys() []string {
-	if k.expirable {
-		return []string{lockName, semTimeout, semChan}
-	}
-	return []string{lockName, semChan}
-}
-
 // acquire is one attempt (semaphore.go Acquire's try): a permit taken, or a sleep until a release
 // rings (RSemaphore), or until the earliest expiry of a permit held (expirable).
 func (k semKind) acquire(s *Sim, w *World, c *Client) {
@@ -81,7 +74,7 @@ func (k semKind) acquire(s *Sim, w *World, c *Client) {
 	}
 	c.Sent = w.Now
 	if !k.expirable {
-		reply := s.script(w, c, 0, "SemAcquire", script.SemAcquire, k.keys()[:1], "1")
+		reply := s.call(w, c, 0, script.SemAcquireCall(lockName, 1))
 		if n, ok := reply.(int); ok && n == 1 {
 			s.won(w, c)
 			s.enter(w, c, 0)
@@ -92,7 +85,7 @@ func (k semKind) acquire(s *Sim, w *World, c *Client) {
 		return
 	}
 	lease := ms(s.cfg.Lease)
-	reply := s.script(w, c, 0, "PermitAcquire", script.PermitAcquire, k.keys(), itoa(w.Now), c.Value, itoa(w.Now+lease))
+	reply := s.call(w, c, 0, script.PermitAcquireCall(lockName, c.Value, w.Now, w.Now+lease))
 	held, retry, ok := core.PermitSaid(ints(reply), time.UnixMilli(w.Now)) // the scripts get w.Now as unix ms
 	switch {
 	case held:
@@ -125,16 +118,15 @@ func ints(reply any) []int64 {
 }
 
 func (k semKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
-	return true, renewOutcome(s.script(w, c, 0, "PermitRenew", script.PermitRenew, k.keys(), itoa(w.Now), c.Value,
-		itoa(w.Now+ms(s.cfg.Lease))))
+	return true, renewOutcome(s.call(w, c, 0, script.PermitRenewCall(lockName, c.Value, w.Now, w.Now+ms(s.cfg.Lease))))
 }
 
 func (k semKind) release(s *Sim, w *World, c *Client) {
+	call := script.SemReleaseCall(lockName, 1)
 	if k.expirable {
-		s.script(w, c, 0, "PermitRelease", script.PermitRelease, k.keys(), itoa(w.Now), c.Value)
-	} else {
-		s.script(w, c, 0, "SemRelease", script.SemRelease, k.keys(), "1")
+		call = script.PermitReleaseCall(lockName, c.Value, w.Now)
 	}
+	s.call(w, c, 0, call)
 	k.check(s, w, c)
 	s.released(w, c)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/lock/core"
+	"github.com/seckill-lab/seckill/lock/script"
 )
 
 // errDown is the reply of a master that is down.
@@ -143,6 +144,19 @@ func (s *Sim) script(w *World, c *Client, k int, name, src string, keys []string
 	label := fmt.Sprintf("EVAL %s KEYS=%q ARGV=%q", name, keys, argv)
 	return s.exec(w, c, k, label, args...)
 }
+
+// call runs one of the library's scripts on master k, as the library sends it (lock/script's
+// Calls), its arguments written as go-redis writes them.
+func (s *Sim) call(w *World, c *Client, k int, call script.Call) any {
+	argv := make([]string, len(call.Args))
+	for i, a := range call.Args {
+		argv[i] = fmt.Sprint(a)
+	}
+	return s.script(w, c, k, call.Script, sources[call.Script], call.Keys, argv...)
+}
+
+// sources are the library's scripts by name.
+var sources = script.Sources()
 
 // cmd runs a plain command.
 func (s *Sim) cmd(w *World, c *Client, k int, args ...string) any {
