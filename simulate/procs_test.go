@@ -21,6 +21,7 @@ func TestSharedProcess(t *testing.T) {
 		// The release that keeps the process in line for its second waiter, whose nomination is
 		// lost (core.Queue.InLine).
 		{Kind: "reentrant", Rounds: 2, Faults: []string{FaultCrash, FaultPubsubLost}},
+		{Kind: "readwrite", Rounds: 2, Faults: []string{FaultPubsubLost}}, // process 1 writes, 2 reads
 		{Kind: "redlock", Rounds: 1},
 		{Kind: "semaphore", Rounds: 2, Faults: []string{FaultPubsubLost}},
 		{Kind: "permits", Rounds: 2, Faults: []string{FaultCrash}},

@@ -93,10 +93,16 @@ func (s *Sim) failed(w *World, c *Client, retry int64) {
 	s.queueSays(w, c, w.proc(c).Q.Failed(at(w.Now), uint64(c.ID), d))
 }
 
-// won tells c's queue its attempt won: c leaves it, and the next waiter is its head.
+// won tells c's queue its attempt won: c leaves it, and the next waiter is its head, asleep
+// until a ring or the lease's end, as the library's handoff tells its queue. The semaphores tell
+// it a lease of 0 (a permit taken leaves the others free): their next head tries at once.
 func (s *Sim) won(w *World, c *Client) {
 	c.Turn, c.Queued = false, false
-	s.queueSays(w, c, w.proc(c).Q.Held(at(w.Now), uint64(c.ID), at(w.Now+ms(s.cfg.Lease))))
+	until := w.Now + ms(s.cfg.Lease)
+	if _, sem := s.kind.(semKind); sem {
+		until = w.Now
+	}
+	s.queueSays(w, c, w.proc(c).Q.Held(at(w.Now), uint64(c.ID), at(until)))
 }
 
 // ring is a release heard by c's process.

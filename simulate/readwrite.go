@@ -9,10 +9,10 @@ import (
 )
 
 // rwKind is NewReadWrite (lock/readwrite.go): Redisson's RReadWriteLock, one hash with its mode,
-// a field per reader and one for the writer, and a timeout key per read hold. Client c1 takes the
-// write side and every other client the read side, so that at 2 clients a writer and a reader
-// exclude each other and at 3 two readers may share. A process uses one side only, as each side
-// of the library has a subscription and a queue of its own. Each acquisition is its own owner:
+// a field per reader and one for the writer, and a timeout key per read hold. The clients of
+// process 1 take the write side and every other client the read side, so that at 2 clients a
+// writer and a reader exclude each other and at 3 two readers may share. A process uses one side
+// only, as each side of the library has a subscription and a queue of its own. Each acquisition is its own owner:
 // its instance id is its process ("p<id>") and its owner the acquisition ("c<id>.r<n>"), so
 // Client.Value is its read field, and its write field that with ":write".
 //
@@ -37,7 +37,9 @@ func (rwKind) wakes() bool                     { return true }
 // relook: a waiter that hears no release sleeps on the lock's PTTL, at most a lease.
 func (rwKind) relook(s *Sim) int64 { return ms(s.cfg.Lease) }
 
-func (rwKind) reader(c *Client) bool { return c.ID != 1 }
+// reader: the clients of process 1 write, the others read (a process takes one side: the
+// library's Locker is the read or the write side).
+func (rwKind) reader(c *Client) bool { return c.Proc != 1 }
 
 // holds: the hash has v's read or write field.
 func (rwKind) holds(k keySnap, v string, _ int64) bool {
