@@ -18,15 +18,6 @@ import (
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
-var (
-	// Each keeps the first waiter's deadline exact and the others' move-ups owed (fair_lag.lua);
-	// acquire and release then drop the dead waiters at the head of the queue.
-	fairAcquire = redis.NewScript(script.FairAcquire)
-	fairBeat    = redis.NewScript(script.FairBeat)
-	fairRelease = redis.NewScript(script.FairRelease)
-	fairCancel  = redis.NewScript(script.FairCancel)
-)
-
 // fairLocker is Redisson's RFairLock: the reentrant lock's hash, plus a queue of waiters in Redis
 // that decides the order across every process, so the first to queue is the first served
 // whichever instance it came through. Each waiter is woken on its own channel by the release
@@ -115,10 +106,9 @@ func newFair(d settings) (locker, error) {
 	if d.ThreadWait > 0 {
 		l.calls.LagCap = 0 // Redisson clients share the queue (WithThreadWait): write every move-up
 	}
-	l.sub = newSubscriber(d.Data, l.log, func(payload string) bool {
+	l.sub = newSubscriber(d.Data, l.log, newPubsubMode(d.Data, d.Subscription), func(payload string) bool {
 		return payload == unlockMessage || payload == fairGrantMessage
 	})
-	l.sub.mode = newPubsubMode(d.Data, d.Subscription)
 	return l, nil
 }
 
@@ -127,21 +117,10 @@ func newFair(d settings) (locker, error) {
 func fairQueue(name string) string     { return script.Prefixed(script.RedissonQueuePrefix, name) }
 func fairDeadlines(name string) string { return script.Prefixed(script.RedissonTimeoutPrefix, name) }
 
-// fairGrants names this project's own hash beside Redisson's keys: the waiters that take a lock
-// handed over by a release in another process, with the TTL such a lock gets. Redisson clients
-// never appear in it, so they are always told with the unlock message and take the lock
-// themselves, as Redisson's release expects.
-func fairGrants(name string) string { return script.Prefixed(script.FairGrantsPrefix, name) }
-
 // fairLag names this project's own hash of the move-ups the waiters behind the first still owe
 // (script/lua/fair_lag.lua): Redisson writes every waiter's deadline on every acquisition, these scripts
 // only the first one's. It lives as long as the queue does.
 func fairLag(name string) string { return script.Prefixed(script.FairLagPrefix, name) }
-
-// fairAlive names this project's own hash of the processes with waiters in the queue, each with
-// the time until which it is surely alive (script/lua/fair_alive.lua): a process that stops saying so
-// (it died) has its waiters dropped from the head at once, not one thread wait after another.
-func fairAlive(name string) string { return script.Prefixed(script.FairAlivePrefix, name) }
 
 // fairLagCap is how far (ms) the waiters behind the first may owe their move-ups before the
 // scripts write them out, when no Redisson client shares the queue: a day. A write-out is one
@@ -467,7 +446,7 @@ func (l *fairLocker) release(ctx context.Context, key, field string, leaseMs, wa
 		r, err := runScript(ctx, p, l.rdb, l.sub.mode.script(ctx, c.Script), c).Slice()
 		p = nil // a next round (a hand-over to a waiter that left) goes alone
 		if errors.Is(err, redis.Nil) {
-			return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, key, field)
+			return noField(key, field)
 		}
 		if err != nil {
 			return redisErr("fair release "+key, err)

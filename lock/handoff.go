@@ -303,13 +303,14 @@ func obtainErr(ctx context.Context, key string, err error) error {
 	return err
 }
 
-// newSubscribedQueue builds the queue of a mode whose releases PUBLISH Redisson's unlock message
-// on the key's unlock channel (unlockChannel): one subscriber on rdb and a handoff whose queues
-// join it per key.
-func newSubscribedQueue(rdb redis.UniversalClient, log *slog.Logger) (*subscriber, *handoff) {
-	sub := newSubscriber(rdb, log, unlockOnly)
+// newChannelQueue builds the queue of a kind whose releases PUBLISH on one channel per key
+// (channel): one subscriber on rdb, which rings for the messages accept takes, and a handoff
+// whose queues join it per key. Every message accepted rings the key's queue (a join).
+func newChannelQueue(rdb redis.UniversalClient, log *slog.Logger, mode *pubsubMode, accept func(string) bool,
+	channel func(key string) string) (*subscriber, *handoff) {
+	sub := newSubscriber(rdb, log, mode, accept)
 	queue := newHandoff(func(key string, ring func()) (<-chan struct{}, func()) {
-		h := sub.join(context.Background(), unlockChannel(key), ring)
+		h := sub.listen(context.Background(), channel(key), false, func(string, string) { ring() })
 		return h.ready, func() { sub.leave(h) }
 	}, nil)
 	return sub, queue

@@ -126,20 +126,13 @@ func newWaitLine(rdb redis.UniversalClient, log *slog.Logger, fenced bool, insta
 	}
 	everything := func(string) bool { return true } // every payload on the grant channel is a grant
 	wl := &waitLine{rdb: rdb, log: log, fenced: fenced, lostGrant: core.LostGrantBound, maxGrant: core.MaxGrantTTL,
-		id: id, mine: id + ":", channel: grantChannelPrefix + id, sub: newSubscriber(rdb, log, everything), line: core.NewLine(core.Cohort)}
+		id: id, mine: id + ":", channel: grantChannelPrefix + id, sub: newSubscriber(rdb, log, nil, everything), line: core.NewLine(core.Cohort)}
 	wl.fencedArg, wl.mineArg = script.FlagArg(fenced), wl.mine
 	// The grant channel is the process's, not the key's: a queue joins it, and is rung by deliver.
 	wl.queue = newHandoff(func(string, func()) (<-chan struct{}, func()) { return wl.subscribe(), func() {} }, nil)
 	// A release here rings its key's queue itself (release, forget).
 	wl.queue.localRing = true
 	return wl
-}
-
-// setCohort sets the cohort (rule L3) of a line nobody waits in: a test takes others.
-func (wl *waitLine) setCohort(k int) {
-	wl.mu.Lock()
-	defer wl.mu.Unlock()
-	wl.line = core.NewLine(k)
 }
 
 // newValue is the value of a new acquisition: it names this process, so a release elsewhere

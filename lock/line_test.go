@@ -359,7 +359,7 @@ func TestLineSharesTurnsAcrossProcesses(t *testing.T) {
 			srv := newClientSet(t)
 			ls := lineLockers(t, srv, "lua", 2, 5*time.Second)
 			for _, l := range ls {
-				lineOf(l).setCohort(k)
+				setCohort(lineOf(l), k)
 			}
 			key := "{line}:lock:lopsided"
 			stop := time.Now().Add(600 * time.Millisecond)
@@ -702,4 +702,11 @@ func lineLen(t *testing.T, srv *redisClientSet, line string) int {
 		t.Errorf("LLEN %s: %v", line, err)
 	}
 	return int(n)
+}
+
+// setCohort sets the cohort (rule L3) of a line nobody waits in.
+func setCohort(wl *waitLine, k int) {
+	wl.mu.Lock()
+	defer wl.mu.Unlock()
+	wl.line = core.NewLine(k)
 }

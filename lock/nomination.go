@@ -11,8 +11,6 @@ import (
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
-var ()
-
 // nominator is NewReentrant's place in the line in Redis (line.go's, script/lua/line.lua): across
 // processes, a release sends one process's head to try, not every process's, while Redisson's
 // wire stays as it is. Its members are processes, not waiters' values, and a release does not

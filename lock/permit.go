@@ -202,14 +202,7 @@ func (p *Permit) Release(ctx context.Context) error {
 // renew runs updateLeaseTime once.
 func (p *Permit) renew(ctx context.Context) error {
 	now := time.Now().UnixMilli()
-	ok, err := p.s.sub.mode.run(ctx, p.s.rdb, script.PermitRenewCall(p.name, p.id, now, now+p.lease.Milliseconds())).Bool()
-	if err != nil {
-		return redisErr("renew permit of "+p.name, err)
-	}
-	if !ok {
-		return fmt.Errorf("%w: permit %s of %s: its lease ended, or it was released", ErrNotHeld, p.ID(), p.name)
-	}
-	return nil
+	return renewReply("permit of "+p.name, p.s.sub.mode.run(ctx, p.s.rdb, script.PermitRenewCall(p.name, p.id, now, now+p.lease.Milliseconds())), p.gone)
 }
 
 // release runs the release script once.
@@ -219,7 +212,12 @@ func (p *Permit) release(ctx context.Context) error {
 		return redisErr("release permit of "+p.name, err)
 	}
 	if !ok {
-		return fmt.Errorf("%w: permit %s of %s: its lease ended, or it was released", ErrNotHeld, p.ID(), p.name)
+		return p.gone()
 	}
 	return nil
+}
+
+// gone is ErrNotHeld for a permit no longer held.
+func (p *Permit) gone() error {
+	return fmt.Errorf("%w: permit %s of %s: its lease ended, or it was released", ErrNotHeld, p.ID(), p.name)
 }

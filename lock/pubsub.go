@@ -77,20 +77,13 @@ type waitHandle struct {
 // unlockOnly accepts the unlock message of Redisson's LockPubSub.
 func unlockOnly(payload string) bool { return payload == unlockMessage }
 
-func newSubscriber(rdb redis.UniversalClient, log *slog.Logger, accept func(payload string) bool) *subscriber {
-	return &subscriber{rdb: rdb, log: log, accept: accept, chans: map[string]*chanState{}}
+// newSubscriber makes a Locker's subscriber; mode is nil for a kind whose pub/sub is always
+// classic.
+func newSubscriber(rdb redis.UniversalClient, log *slog.Logger, mode *pubsubMode, accept func(payload string) bool) *subscriber {
+	return &subscriber{rdb: rdb, log: log, mode: mode, accept: accept, chans: map[string]*chanState{}}
 }
 
-// join registers a listener on channel ch, subscribing when it is the first; ring is called (with
-// the subscriber's lock held, so it must not block) for every accepted message. The returned
-// ready channel closes once Redis has confirmed the subscription: a release published after that
-// is sure to ring. join never fails: without a subscription a waiter still wakes on its PTTL
-// timer.
-func (s *subscriber) join(ctx context.Context, ch string, ring func()) waitHandle {
-	return s.listen(ctx, ch, false, func(string, string) { ring() })
-}
-
-// joinPattern is join for a PSUBSCRIBE pattern: ring is told the channel and payload of each
+// joinPattern is listen for a PSUBSCRIBE pattern: ring is told the channel and payload of each
 // message, and the pattern itself as the channel, with payload "", when messages may have gone
 // unheard (a resubscription). The listeners of one pattern must be alike, since each message is
 // handed to one of them only: the fair lock's waiters of one process share their key's pattern,

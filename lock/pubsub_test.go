@@ -15,7 +15,7 @@ func TestPatternMessageHandledOnce(t *testing.T) {
 	t.Parallel()
 	srv := locktest.New(t)
 	rdb := locktest.NewClient(t, srv)
-	s := newSubscriber(rdb, slog.New(slog.DiscardHandler), func(p string) bool { return p == fairGrantMessage })
+	s := newSubscriber(rdb, slog.New(slog.DiscardHandler), nil, func(p string) bool { return p == fairGrantMessage })
 	t.Cleanup(func() { _ = s.Close() })
 	const pattern = "handled-once:p:*"
 	var calls atomic.Int64
@@ -53,7 +53,7 @@ func TestRingMayLeave(t *testing.T) {
 	t.Parallel()
 	srv := locktest.New(t)
 	rdb := locktest.NewClient(t, srv)
-	s := newSubscriber(rdb, slog.New(slog.DiscardHandler), func(string) bool { return true })
+	s := newSubscriber(rdb, slog.New(slog.DiscardHandler), nil, func(string) bool { return true })
 	t.Cleanup(func() { _ = s.Close() })
 	const ch = "ring-may-leave"
 	left := make(chan struct{})

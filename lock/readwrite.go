@@ -86,12 +86,8 @@ type rwSide struct {
 
 func (rw *rwLock) side(d settings, write bool) *rwSide {
 	s := &rwSide{rwLock: rw, write: write}
-	s.sub = newSubscriber(rw.rdb, rw.log, func(p string) bool { return p == unlockMessage || p == script.ReadUnlockMessage })
-	s.sub.mode = newPubsubMode(rw.rdb, d.Subscription)
-	s.queue = newHandoff(func(key string, ring func()) (<-chan struct{}, func()) {
-		h := s.sub.join(context.Background(), script.RWChannel(key), ring)
-		return h.ready, func() { s.sub.leave(h) }
-	}, nil)
+	s.sub, s.queue = newChannelQueue(rw.rdb, rw.log, newPubsubMode(rw.rdb, d.Subscription),
+		func(p string) bool { return p == unlockMessage || p == script.ReadUnlockMessage }, script.RWChannel)
 	return s
 }
 
@@ -218,7 +214,7 @@ func (le *rwLease) release(ctx context.Context, p redis.Pipeliner) error {
 	}
 	_, err := runScript(ctx, p, s.rdb, s.sub.mode.script(ctx, c.Script), c).Int64()
 	if errors.Is(err, redis.Nil) {
-		return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, le.key, le.field)
+		return noField(le.key, le.field)
 	}
 	if err != nil {
 		return redisErr("release "+le.key, err)
@@ -235,12 +231,5 @@ func (le *rwLease) refreshOn(ctx context.Context, sc redis.Scripter) error {
 	if le.s.write {
 		return renewHash(ctx, sc, le.key, le.field, le.leaseMs)
 	}
-	n, err := run(ctx, sc, script.ReadLockRenewCall(le.key, le.field, le.leaseMs)).Int()
-	if err != nil {
-		return redisErr("renew "+le.key, err)
-	}
-	if n != 1 {
-		return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, le.key, le.field)
-	}
-	return nil
+	return renewReply(le.key, run(ctx, sc, script.ReadLockRenewCall(le.key, le.field, le.leaseMs)), func() error { return noField(le.key, le.field) })
 }

@@ -79,7 +79,7 @@ func newRedlock(d settings) (locker, error) {
 		fence: d.Fencing, instance: d.InstanceID,
 	}
 	for _, m := range d.Masters {
-		l.subs = append(l.subs, newSubscriber(m, d.Logger, func(payload string) bool { return !strings.HasPrefix(payload, l.id+":") }))
+		l.subs = append(l.subs, newSubscriber(m, d.Logger, nil, func(payload string) bool { return !strings.HasPrefix(payload, l.id+":") }))
 	}
 	l.queue = newHandoff(l.listen, retryOr(d, time.Millisecond, 10*time.Millisecond))
 	l.queue.localRing = true

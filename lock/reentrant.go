@@ -80,22 +80,21 @@ func (e *renewal) lost(why error) {
 	e.l.forget(e.id, e)
 }
 
-func newReentrantOn(name string, rdb redis.UniversalClient, d settings) *reentrantLocker {
+func newReentrantOn(name string, rdb redis.UniversalClient, d settings, mode *pubsubMode) *reentrantLocker {
 	id := d.InstanceID
 	if id == "" {
 		id = uuid.NewString()
 	}
 	l := &reentrantLocker{name: name, rdb: rdb, id: id, log: d.Logger,
 		entries: map[string]*renewal{}, holds: map[string]int{}}
-	l.sub, l.queue = newSubscribedQueue(rdb, d.Logger)
+	l.sub, l.queue = newChannelQueue(rdb, d.Logger, mode, unlockOnly, unlockChannel)
 	return l
 }
 
 func newReentrant(d settings) (locker, error) {
 	// It waits for replicas on the connection of its acquire script; the other single-server
 	// kinds after their acquire (Locker.replicas); multilock's independent masters have none.
-	l := newReentrantOn("reentrant", d.Data, d)
-	l.sub.mode = newPubsubMode(d.Data, d.Subscription)
+	l := newReentrantOn("reentrant", d.Data, d, newPubsubMode(d.Data, d.Subscription))
 	l.sync = newReplicaSync(d)
 	l.nom = newNominator(l)
 	return l, nil
@@ -331,8 +330,7 @@ func (le *reentrantLease) release(ctx context.Context, p redis.Pipeliner) error 
 	}
 	_, err := runScript(ctx, p, le.l.rdb, le.l.sub.mode.script(ctx, c.Script), c).Int64()
 	if errors.Is(err, redis.Nil) {
-		return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)",
-			ErrNotHeld, le.key, le.field)
+		return noField(le.key, le.field)
 	}
 	if err != nil {
 		return redisErr("release "+le.key, err)
@@ -350,12 +348,22 @@ func (le *reentrantLease) refreshOn(ctx context.Context, s redis.Scripter) error
 
 // renewHash runs the renew script of the Redisson layout once: ErrNotHeld when the field is gone.
 func renewHash(ctx context.Context, rdb redis.Scripter, key, field string, leaseMs int64) error {
-	n, err := run(ctx, rdb, script.ReentrantRenewCall(key, field, leaseMs)).Int()
-	if err != nil {
+	return renewReply(key, run(ctx, rdb, script.ReentrantRenewCall(key, field, leaseMs)), func() error { return noField(key, field) })
+}
+
+// renewReply reads cmd, a renewal of key: gone's ErrNotHeld when it answered other than 1.
+func renewReply(key string, cmd *redis.Cmd, gone func() error) error {
+	n, err := cmd.Int()
+	switch {
+	case err != nil:
 		return redisErr("renew "+key, err)
-	}
-	if n != 1 {
-		return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, key, field)
+	case n != 1:
+		return gone()
 	}
 	return nil
+}
+
+// noField is ErrNotHeld for a hash lock that no longer has the holder's field.
+func noField(key, field string) error {
+	return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, key, field)
 }

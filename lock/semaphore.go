@@ -144,12 +144,8 @@ func newSemBase(kind string, rdb redis.UniversalClient, honours []string, opts [
 	}
 	b := &semBase{kind: kind, rdb: rdb, log: d.Logger, lease: d.Lease}
 	// Every message on a semaphore's channel is a count of permits: each rings.
-	b.sub = newSubscriber(rdb, d.Logger, func(string) bool { return true })
-	b.sub.mode = newPubsubMode(rdb, d.Subscription)
-	b.queue = newHandoff(func(name string, ring func()) (<-chan struct{}, func()) {
-		h := b.sub.join(context.Background(), script.SemChannel(name), ring)
-		return h.ready, func() { b.sub.leave(h) }
-	}, nil)
+	b.sub, b.queue = newChannelQueue(rdb, d.Logger, newPubsubMode(rdb, d.Subscription),
+		func(string) bool { return true }, script.SemChannel)
 	b.closing, b.close = context.WithCancelCause(context.Background())
 	return b, nil
 }

@@ -172,12 +172,7 @@ func (l *valueLease) tokenNote() string {
 // renewValue pushes a string lock's expiry out by leaseMs while it still holds value: ErrNotHeld
 // when it does not.
 func renewValue(ctx context.Context, rdb redis.Scripter, key, value string, leaseMs int64) error {
-	n, err := run(ctx, rdb, script.FencedRenewCall(key, value, leaseMs)).Int()
-	if err != nil {
-		return redisErr("renew "+key, err)
-	}
-	if n != 1 {
+	return renewReply(key, run(ctx, rdb, script.FencedRenewCall(key, value, leaseMs)), func() error {
 		return fmt.Errorf("%w: %s had expired or passed to a newer holder", ErrNotHeld, key)
-	}
-	return nil
+	})
 }

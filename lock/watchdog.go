@@ -253,6 +253,3 @@ func (l *life) until() time.Time {
 	defer l.mu.Unlock()
 	return l.core.Until()
 }
-
-// errLeaseRanOut is the core's: no renewal was answered before the lease ran out by our clock.
-var errLeaseRanOut = core.ErrRanOut

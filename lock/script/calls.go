@@ -36,7 +36,12 @@ func NominationKeys(name string) []string {
 func UnlockChannel(name string) string { return Prefixed(RedissonChannelPrefix, name) }
 
 // FairKeys are the keys of FairAcquire and FairBeat: the lock, Redisson's queue and timeouts, and
-// this library's heartbeats, grants and lag. FairRelease and FairCancel take the unlock channel
+// this library's own three. The heartbeats: each process with waiters in the queue and the time
+// until which it is surely alive (fair_alive.lua), so a dead process's waiters are dropped at
+// once, not one thread wait after another. The grants: the waiters that take a lock a release in
+// another process handed them, with its TTL (Redisson clients are never in it: they are told
+// with the unlock message, as Redisson's release expects). The lag: the move-ups the waiters
+// behind the first still owe (fair_lag.lua). FairRelease and FairCancel take the unlock channel
 // fourth (fairChannelKeys).
 func FairKeys(name string) []string {
 	return []string{name, Prefixed(RedissonQueuePrefix, name), Prefixed(RedissonTimeoutPrefix, name),
