@@ -78,7 +78,7 @@ type fairLocker struct {
 	// holds counts the holds of this process by key and field: a field found in the lock hash
 	// that this process does not hold was handed over to its waiter, which takes it as it is
 	// (fair_acquire.lua), instead of re-entering it.
-	holds map[string]int
+	holds holdCount
 	// beats are the heartbeats of the keys this process has waiters for, by key.
 	beats map[string]*fairHeartbeat
 }
@@ -100,7 +100,7 @@ func (w *fairWait) ring() {
 
 func newFair(d settings) (locker, error) {
 	l := &fairLocker{rdb: d.Data, id: cmp.Or(d.InstanceID, uuid.NewString()), lease: d.Lease, log: d.Logger,
-		threadWait: d.ThreadWait, waiters: map[string]*fairWait{}, holds: map[string]int{},
+		threadWait: d.ThreadWait, waiters: map[string]*fairWait{}, holds: holdCount{},
 		beats: map[string]*fairHeartbeat{}}
 	l.calls = script.Fair{ID: l.id, LagCap: fairLagCap}
 	if d.ThreadWait > 0 {
@@ -227,7 +227,7 @@ func (fw *fairWait) leave(won bool) bool {
 		fw.l.mu.Lock()
 		delete(fw.l.waiters, fw.id)
 		if won {
-			fw.l.holds[fw.id]++
+			fw.l.holds.add(fw.id, 1)
 		}
 		fw.l.mu.Unlock()
 	}
@@ -418,7 +418,7 @@ func (l *fairLocker) grant(key, field string, short bool) (granted, held bool) {
 	id := key + "\x00" + field
 	w := l.waiters[id]
 	if w == nil {
-		return false, l.holds[id] > 0
+		return false, l.holds.has(id)
 	}
 	w.short.Store(short)
 	w.granted.Store(true)
@@ -480,7 +480,7 @@ func (l *fairLocker) release(ctx context.Context, key, field string, leaseMs, wa
 // when this waiter gives up.
 func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, waitMs, grantMs int64, deadline time.Time) (time.Duration, bool, error) {
 	l.mu.Lock()
-	pickup := l.holds[id] == 0 // not on a re-entry
+	pickup := !l.holds.has(id) // not on a re-entry
 	l.mu.Unlock()
 	// How long the queue must outlive this join. With a thread wait, Redisson clients may share
 	// the queue and count on its chained deadlines: 0, the new waiter's deadline. Without one only
@@ -631,10 +631,7 @@ func (le *fairLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error 
 	return le.gate.release(ctx, p, le.key, func() {
 		le.wd.Stop()
 		le.l.mu.Lock()
-		id := le.key + "\x00" + le.field
-		if le.l.holds[id]--; le.l.holds[id] <= 0 {
-			delete(le.l.holds, id)
-		}
+		le.l.holds.add(le.key+"\x00"+le.field, -1)
 		le.l.mu.Unlock()
 	}, func() error { return le.l.release(ctx, le.key, le.field, le.leaseMs, le.waitMs, p) })
 }

@@ -1,5 +1,5 @@
-// What every kind implements for Locker (locker, heldLock) and the small interfaces a lease may
-// add.
+// What every kind implements for Locker (locker, heldLock), the small interfaces a lease may
+// add, and the count of holds in this process that the hash kinds keep (holdCount).
 
 package lock
 
@@ -49,3 +49,19 @@ func ownerOf(opts Options) string {
 	}
 	return uuid.NewString()
 }
+
+// holdCount counts the holds this process has of each lock, by "key NUL owner" (or field); a
+// count that reaches 0 is deleted. It has no lock of its own: each kind guards it with its mutex.
+type holdCount map[string]int
+
+// add adds n to id's holds.
+func (h holdCount) add(id string, n int) {
+	if c := h[id] + n; c > 0 {
+		h[id] = c
+		return
+	}
+	delete(h, id)
+}
+
+// has reports whether this process holds id.
+func (h holdCount) has(id string) bool { return h[id] > 0 }

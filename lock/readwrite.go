@@ -61,7 +61,7 @@ type rwLock struct {
 	log *slog.Logger
 
 	mu    sync.Mutex
-	holds map[string]int // key NUL owner -> leases held here, either side
+	holds holdCount // key NUL owner -> leases held here, either side
 }
 
 func newRWLock(d settings) *rwLock {
@@ -69,7 +69,7 @@ func newRWLock(d settings) *rwLock {
 	if id == "" {
 		id = uuid.NewString()
 	}
-	return &rwLock{rdb: d.Data, id: id, log: d.Logger, holds: map[string]int{}}
+	return &rwLock{rdb: d.Data, id: id, log: d.Logger, holds: holdCount{}}
 }
 
 // rwSide is one side of the lock. Its waiters wait in the handoff's queue of their side, rung by
@@ -102,7 +102,9 @@ func (s *rwSide) Acquire(ctx context.Context, key string, opts Options) (heldLoc
 	// An owner that holds either side here tries at once: a downgrade must not queue behind the
 	// readers waiting for the writer it is, and an upgrade is refused at once. Its unanswered
 	// attempt is not given back (orphan.go): that could end the owner's other hold.
-	reentry := s.holding(key, owner)
+	s.mu.Lock()
+	reentry := s.holds.has(key + "\x00" + owner)
+	s.mu.Unlock()
 	err := s.queue.obtain(ctx, key, "", opts.Wait, opts.Lease, reentry, func(ctx context.Context) (bool, time.Duration, error) {
 		held, ttl, err := le.try(ctx)
 		if !reentry {
@@ -118,29 +120,14 @@ func (s *rwSide) Acquire(ctx context.Context, key string, opts Options) (heldLoc
 	if !s.write {
 		s.queue.ring(key) // readers share: the next reader waiting here may go now
 	}
-	s.count(key, owner, 1)
+	s.mu.Lock()
+	s.holds.add(key+"\x00"+owner, 1)
+	s.mu.Unlock()
 	if !opts.ExplicitLease {
 		le.wd = &le.life
 		le.life.start(ctx, opts.Lease, opts.Lease, attemptSent(ctx, time.Now()).Add(opts.Lease), le, true, true, true)
 	}
 	return le, nil
-}
-
-// holding reports whether owner holds either side of key here.
-func (rw *rwLock) holding(key, owner string) bool {
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	return rw.holds[key+"\x00"+owner] > 0
-}
-
-// count adds n to owner's holds of key here.
-func (rw *rwLock) count(key, owner string, n int) {
-	id := key + "\x00" + owner
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	if rw.holds[id] += n; rw.holds[id] <= 0 {
-		delete(rw.holds, id)
-	}
 }
 
 // Close ends the side's subscription and its waits. Held leases keep their watchdogs until they
@@ -200,7 +187,9 @@ func (le *rwLease) try(ctx context.Context) (bool, time.Duration, error) {
 // releaseAfter gives back one hold, after the holder's pipeline p when there is one (runScript).
 func (le *rwLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
 	return le.gate.release(ctx, p, le.key, func() {
-		le.s.count(le.key, le.owner, -1)
+		le.s.mu.Lock()
+		le.s.holds.add(le.key+"\x00"+le.owner, -1)
+		le.s.mu.Unlock()
 		le.wd.Stop()
 	}, func() error { return le.release(ctx, p) })
 }

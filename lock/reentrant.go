@@ -54,7 +54,7 @@ type reentrantLocker struct {
 
 	mu      sync.Mutex
 	entries map[string]*renewal // key NUL field -> its shared watchdog
-	holds   map[string]int      // key NUL field -> leases this process holds ((re-entry skips the queue))
+	holds   holdCount           // key NUL field -> leases this process holds (re-entry skips the queue)
 }
 
 // renewal is Redisson's ExpirationEntry: one watchdog per (lock, owner), shared by the owner's
@@ -86,7 +86,7 @@ func newReentrantOn(name string, rdb redis.UniversalClient, d settings, mode *pu
 		id = uuid.NewString()
 	}
 	l := &reentrantLocker{name: name, rdb: rdb, id: id, log: d.Logger,
-		entries: map[string]*renewal{}, holds: map[string]int{}}
+		entries: map[string]*renewal{}, holds: holdCount{}}
 	l.sub, l.queue = newChannelQueue(rdb, d.Logger, mode, unlockOnly, unlockChannel)
 	return l
 }
@@ -119,7 +119,9 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 	deadline := time.Now().Add(opts.Wait)
 	// An unanswered re-entry may or may not have counted a hold in Redis: it is not given back
 	// (orphan.go), as that could end the owner's other hold.
-	reentry := l.holding(key, field)
+	l.mu.Lock()
+	reentry := l.holds.has(key + "\x00" + field)
+	l.mu.Unlock()
 	// A waiter queues its process in the line across processes when its attempt fails
 	// (nomination.go).
 	var queueUntil time.Time
@@ -154,25 +156,6 @@ func (l *reentrantLocker) orphaned(ctx context.Context, err error, key, field st
 	orphaned(ctx, err, fmt.Sprintf("%p\x00%s\x00%s", l, key, field), func(ctx context.Context) error {
 		return (&reentrantLease{l: l, key: key, field: field, leaseMs: leaseMs}).release(ctx, nil)
 	})
-}
-
-// holding reports whether this process holds key for field (a nested acquisition).
-func (l *reentrantLocker) holding(key, field string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.holds[key+"\x00"+field] > 0
-}
-
-// unheld ends one local hold of key by field (a release).
-func (l *reentrantLocker) unheld(key, field string) {
-	id := key + "\x00" + field
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.holds[id] <= 1 {
-		delete(l.holds, id)
-		return
-	}
-	l.holds[id]--
 }
 
 // try runs the acquire script once (RFencedLock's when fenced, with the replicas' wait when synced):
@@ -215,7 +198,7 @@ func (l *reentrantLocker) held(ctx context.Context, key, field string, lease tim
 	id := key + "\x00" + field
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.holds[id]++
+	l.holds.add(id, 1)
 	if !watch {
 		return le
 	}
@@ -304,9 +287,12 @@ func (le *reentrantLease) Renewals() int64 {
 // IllegalMonitorStateException. It runs after the holder's pipeline p, when there is one (runScript).
 func (le *reentrantLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
 	return le.gate.release(ctx, p, le.key, func() {
-		le.l.unheld(le.key, le.field)
+		id := le.key + "\x00" + le.field
+		le.l.mu.Lock()
+		le.l.holds.add(id, -1)
+		le.l.mu.Unlock()
 		if le.entry != nil {
-			le.l.unhold(le.key+"\x00"+le.field, le.entry)
+			le.l.unhold(id, le.entry)
 		}
 	}, func() error { return le.release(ctx, p) })
 }
