@@ -521,17 +521,10 @@ func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, wa
 // until the entry's own deadline: this process is alive, so nobody else drops its entry, and left
 // at the head of the queue it would hold every waiter behind it up until then (a failover).
 func (l *fairLocker) giveUp(ctx context.Context, key, field string, waitMs int64) {
-	base := context.WithoutCancel(ctx)
-	leave := func(ctx context.Context) error { return l.cancel(ctx, key, field, waitMs) }
-	cctx, cancel := context.WithTimeout(base, releaseTimeout)
-	err := leave(cctx)
-	cancel()
-	if answered(err) {
-		return
-	}
-	l.log.Warn("fair lock: leave the queue: sent again until answered", "key", key, "field", field, "err", err)
-	until := time.Now().Add(max(time.Duration(waitMs)*time.Millisecond, l.lease))
-	go func() { _ = resend(base, until, leave) }()
+	within := max(time.Duration(waitMs)*time.Millisecond, l.lease)
+	giveBackOnce(ctx, context.WithoutCancel(ctx), l.log, "fair lock: leave the queue", key, field, within, func(ctx context.Context) error {
+		return l.cancel(ctx, key, field, waitMs)
+	})
 }
 
 // cancel takes field out of key's queue (Redisson's acquireFailedAsync script), the ones behind

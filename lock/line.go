@@ -343,25 +343,11 @@ func (wl *waitLine) exit(ctx context.Context, key, value string, won bool) {
 	}
 	// An entry left behind would hold the Redis line up until its deadline (waiting.go rule 7),
 	// so a leave that could not reach Redis (a connection broken by a restart) is sent again, in
-	// the background: the waiter returns at once.
-	leaveLine := func(ctx context.Context) error {
+	// the background, for a releaseTimeout: the waiter returns at once.
+	giveBackOnce(ctx, context.Background(), wl.log, "lock line: leave the line", key, "", releaseTimeout, func(ctx context.Context) error {
 		_, err := wl.release(ctx, nil, key, value)
 		return err
-	}
-	_, err := offload(ctx, func() (struct{}, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-		defer cancel()
-		return struct{}{}, leaveLine(ctx)
 	})
-	if !answered(err) {
-		go func() {
-			if err := resend(context.Background(), time.Now().Add(releaseTimeout), leaveLine); err != nil {
-				wl.log.Warn("lock line: leave the line", "key", key, "err", err)
-			}
-		}()
-	} else if err != nil {
-		wl.log.Warn("lock line: leave the line", "key", key, "err", err)
-	}
 }
 
 // forget ends a hold of value in this process: its key's head may try now.

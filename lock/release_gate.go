@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -76,6 +77,37 @@ const releaseRetry = 100 * time.Millisecond
 // the one policy of every give-back.
 func resend(ctx context.Context, giveUp time.Time, send func(context.Context) error) error {
 	return resendOn(&sendBound{Context: ctx}, giveUp, send)
+}
+
+// giveBackOnce sends send, a give-back its waiter does not wait for (a leave of a line or a
+// queue), once, bounded by releaseTimeout on base. ctx is the acquisition's: the send goes through
+// offload, so an acquisition running in its caller's goroutine sends it from its crew. When it
+// gets no answer it is sent again in the background by resend on base, until within after that
+// first send. A give-back that fails in the end is logged as what, with key and field (when set).
+func giveBackOnce(ctx, base context.Context, log *slog.Logger, what, key, field string, within time.Duration, send func(context.Context) error) {
+	_, err := offload(ctx, func() (struct{}, error) {
+		ctx, cancel := context.WithTimeout(base, releaseTimeout)
+		defer cancel()
+		return struct{}{}, send(ctx)
+	})
+	if !answered(err) {
+		giveUp := time.Now().Add(within)
+		go func() { warnGiveBack(log, what, key, field, resend(base, giveUp, send)) }()
+		return
+	}
+	warnGiveBack(log, what, key, field, err)
+}
+
+// warnGiveBack logs err, the last error of a give-back, as what failed for key and field (when
+// set); nil is not logged.
+func warnGiveBack(log *slog.Logger, what, key, field string, err error) {
+	switch {
+	case err == nil:
+	case field == "":
+		log.Warn(what, "key", key, "err", err)
+	default:
+		log.Warn(what, "key", key, "field", field, "err", err)
+	}
 }
 
 // resendOn is resend on b's context, b's bound moved for each send (a release's is a field of its
