@@ -68,10 +68,15 @@ func (o *orphans) giveBack(ctx context.Context, lease time.Duration) {
 	o.mu.Unlock()
 	giveUp := time.Now().Add(lease)
 	for _, f := range fs {
-		go func() {
-			if err := resend(ctx, giveUp, f); err == nil || !retryable(err) {
-				_ = resend(ctx, giveUp, f) // once more, after the answer
-			}
-		}()
+		go giveBackOrphan(ctx, giveUp, f)
+	}
+}
+
+// giveBackOrphan sends the give-back of one attempt that got no answer by the give-back policy
+// (resend) until giveUp, and once more after an answer (a success or a refusal): an attempt that
+// runs after both keeps what it took until its lease ends.
+func giveBackOrphan(ctx context.Context, giveUp time.Time, giveBack func(context.Context) error) {
+	if err := resend(ctx, giveUp, giveBack); err == nil || !retryable(err) {
+		_ = resend(ctx, giveUp, giveBack) // once more, after the answer
 	}
 }

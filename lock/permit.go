@@ -75,8 +75,9 @@ func (s *ExpirableSemaphore) Acquire(ctx context.Context, name string, wait, lea
 		// A new id for every attempt: one that got no answer may still take its permit.
 		id, sent = newPermitID(), time.Now()
 		held, next, err := s.try(ctx, name, id, sent, lease)
-		if retryable(err) {
-			go s.orphaned(context.WithoutCancel(ctx), name, id, lease)
+		if retryable(err) { // that permit is given back at once (giveBackOrphan)
+			p := &Permit{s: s, name: name, id: id}
+			go giveBackOrphan(context.WithoutCancel(ctx), time.Now().Add(lease), p.release)
 		}
 		return held, next, err
 	})
@@ -104,17 +105,6 @@ func (s *ExpirableSemaphore) try(ctx context.Context, name, id string, now time.
 		return false, 0, fmt.Errorf("lock: %s: acquire %s: reply %v", s.kind, name, r)
 	}
 	return held, retry, nil
-}
-
-// orphaned gives back the permit an attempt that got no answer may still take, by the give-back
-// policy, and once more after an answer. An attempt that runs after both
-// keeps its permit until its lease ends.
-func (s *ExpirableSemaphore) orphaned(ctx context.Context, name, id string, lease time.Duration) {
-	giveUp := time.Now().Add(lease)
-	p := &Permit{s: s, name: name, id: id}
-	if err := resend(ctx, giveUp, p.release); err == nil || !retryable(err) {
-		_ = resend(ctx, giveUp, p.release)
-	}
 }
 
 // held builds the permit won by an attempt sent at sent, and starts its life.
