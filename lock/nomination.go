@@ -44,11 +44,6 @@ type nominator struct {
 	lostGrant time.Duration
 }
 
-// nominationPrefix starts the nomination channels of lock name, in the lock's hash slot: each
-// process's is "<prefix>:<id>".
-func nominationPrefix(name string) string {
-	return script.Prefixed(script.NominationChannelPrefix, name)
-}
 
 // newNominator gives the reentrant Locker l its place in the line: its queues listen to the
 // unlock channel and to this process's nomination channel.
@@ -76,7 +71,7 @@ func (n *nominator) listen(key string, ring func()) (<-chan struct{}, func()) {
 			ring()
 		}
 	})
-	next := n.sub.listen(ctx, nominationPrefix(key)+":"+n.id, false, func(_, payload string) {
+	next := n.sub.listen(ctx, script.NominationChannel(key, n.id), false, func(_, payload string) {
 		// Looked at before the ring: once rung, a waiter may take the lock, release it and leave
 		// before this goroutine looks, and it would pass on a nomination already taken up.
 		idle := n.queue.lastDeadline(key).IsZero()

@@ -235,7 +235,7 @@ func TestNominationUnlockMessageOnlyWhereRedissonListens(t *testing.T) {
 	key := "{rline}:lock:announce"
 	c := srv.all[0]
 	// A pattern subscriber sees every message on the channels and is not counted by NUMSUB.
-	watch := c.PSubscribe(t.Context(), globEscape(unlockChannel(key)), globEscape(nominationPrefix(key))+":*")
+	watch := c.PSubscribe(t.Context(), globEscape(unlockChannel(key)), globEscape(script.NominationChannel(key, ""))+"*")
 	t.Cleanup(func() { _ = watch.Close() })
 	for range 2 {
 		if _, err := watch.ReceiveTimeout(t.Context(), 2*time.Second); err != nil {
@@ -281,7 +281,7 @@ func TestNominationUnlockMessageOnlyWhereRedissonListens(t *testing.T) {
 		}
 	}
 	pass(ls[0], ls[1])
-	want := []string{nominationPrefix(key) + ":" + nominatorOf(ls[1]).id + " " + nominated}
+	want := []string{script.NominationChannel(key, nominatorOf(ls[1]).id) + " " + nominated}
 	if got := heard(); !slices.Equal(got, want) {
 		t.Errorf("with nobody on the unlock channel a release sent %q, want %q", got, want)
 	}
@@ -295,7 +295,7 @@ func TestNominationUnlockMessageOnlyWhereRedissonListens(t *testing.T) {
 	// with nobody in line to name; and when the waiter took the lock on its own before it heard
 	// its nomination (its look right after it first subscribes can come after the release), its
 	// process passes the nomination on, with one unlock message more.
-	want = []string{nominationPrefix(key) + ":" + nominatorOf(ls[0]).id + " " + nominated,
+	want = []string{script.NominationChannel(key, nominatorOf(ls[0]).id) + " " + nominated,
 		unlockChannel(key) + " " + unlockMessage, unlockChannel(key) + " " + unlockMessage}
 	got := heard()
 	if len(got) < len(want) || len(got) > len(want)+1 || !slices.Equal(got[:len(want)], want) ||

@@ -14,12 +14,8 @@ import (
 // LockPubSub.UNLOCK_MESSAGE, written by its LongCodec as "0").
 const unlockMessage = script.UnlockMessage
 
-// unlockChannel is the channel Redisson waiters listen on for lock name. It follows Redisson's
-// RedissonObject.prefixName: a name that already carries a hash tag keeps it, any other name is
-// wrapped in braces, so the channel always hashes like the lock key.
-func unlockChannel(name string) string {
-	return script.Prefixed(script.RedissonChannelPrefix, name)
-}
+// unlockChannel is the channel Redisson waiters listen on for lock name (script.UnlockChannel).
+var unlockChannel = script.UnlockChannel
 
 // subscriber is one Locker's pub/sub connection, shared by all its waiters (Redisson keeps one
 // per client too): every kind wakes through it, lua and fenced on their process's grant channel

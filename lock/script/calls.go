@@ -32,7 +32,14 @@ func NominationKeys(name string) []string {
 	return append(LineOf(name), UnlockChannel(name), Prefixed(NominationChannelPrefix, name))
 }
 
-// UnlockChannel is Redisson's unlock channel of lock name.
+// NominationChannel is the channel on which NewReentrant's process id is nominated for lock name.
+func NominationChannel(name, id string) string {
+	return Prefixed(NominationChannelPrefix, name) + ":" + id
+}
+
+// UnlockChannel is Redisson's unlock channel of lock name. Like every name here it follows
+// Redisson's RedissonObject.prefixName: a name with a hash tag keeps it, any other is wrapped in
+// braces, so the channel hashes like the lock key.
 func UnlockChannel(name string) string { return Prefixed(RedissonChannelPrefix, name) }
 
 // FairKeys are the keys of FairAcquire and FairBeat: the lock, Redisson's queue and timeouts, and
