@@ -44,7 +44,6 @@ type nominator struct {
 	lostGrant time.Duration
 }
 
-
 // newNominator gives the reentrant Locker l its place in the line: its queues listen to the
 // unlock channel and to this process's nomination channel.
 func newNominator(l *reentrantLocker) *nominator {

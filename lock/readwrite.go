@@ -201,14 +201,7 @@ func (le *rwLease) release(ctx context.Context, p redis.Pipeliner) error {
 	if s.write {
 		c = script.WriteLockReleaseCall(le.key, le.field, le.leaseMs)
 	}
-	_, err := runScript(ctx, p, s.rdb, s.sub.mode.script(ctx, c.Script), c).Int64()
-	if errors.Is(err, redis.Nil) {
-		return noField(le.key, le.field)
-	}
-	if err != nil {
-		return redisErr("release "+le.key, err)
-	}
-	return nil
+	return releaseHold(ctx, p, s.rdb, s.sub.mode, le.key, le.field, c)
 }
 
 // refresh pushes the hold out by the lease while the owner's field is still there.

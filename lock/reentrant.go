@@ -314,12 +314,18 @@ func (le *reentrantLease) release(ctx context.Context, p redis.Pipeliner) error 
 			defer n.queue.inLine(le.key, n.lostGrant)
 		}
 	}
-	_, err := runScript(ctx, p, le.l.rdb, le.l.sub.mode.script(ctx, c.Script), c).Int64()
-	if errors.Is(err, redis.Nil) {
-		return noField(le.key, le.field)
-	}
-	if err != nil {
-		return redisErr("release "+le.key, err)
+	return releaseHold(ctx, p, le.l.rdb, le.l.sub.mode, le.key, le.field, c)
+}
+
+// releaseHold sends c, the release of one of field's holds of key in Redisson's layout, after the
+// holder's pipeline p (runScript): ErrNotHeld when the hash has no such field.
+func releaseHold(ctx context.Context, p redis.Pipeliner, rdb redis.UniversalClient, mode *pubsubMode, key, field string, c script.Call) error {
+	_, err := runScript(ctx, p, rdb, mode.script(ctx, c.Script), c).Int64()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return noField(key, field)
+	case err != nil:
+		return redisErr("release "+key, err)
 	}
 	return nil
 }
