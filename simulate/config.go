@@ -70,9 +70,9 @@ func (c Config) Defaults() Config {
 
 // SharedKinds are the kinds whose clients may share a process (Config.PerProcess): their waiters
 // wait in the process's core.Queue and a message to the process rings it (readwrite: process 1's
-// clients write, the others' read). Not multilock (its parts' subscriptions are a client's) and
-// fair (every waiter queues in Redis).
-var SharedKinds = []string{"lua", "fenced", "reentrant", "readwrite", "redlock", "redlock-fenced", "semaphore", "permits"}
+// clients write, the others' read; multilock: a queue and a subscription for each part). Not fair
+// (every waiter queues in Redis).
+var SharedKinds = []string{"lua", "fenced", "reentrant", "readwrite", "multilock", "redlock", "redlock-fenced", "semaphore", "permits"}
 
 // Validate names what is wrong with c.
 func (c Config) Validate() error {

@@ -58,7 +58,7 @@ func (k lineKind) wait(s *Sim, w *World, c *Client) {
 
 func (k lineKind) acquire(s *Sim, w *World, c *Client) {
 	if c.Sub == 0 {
-		s.listen(w, c) // the library subscribes to its grant channel as its first waiter enters
+		s.listen(w, c, 0) // the library subscribes to its grant channel as its first waiter enters
 		c.Sub = 1
 	}
 	line := &w.proc(c).Line
@@ -71,7 +71,7 @@ func (k lineKind) acquire(s *Sim, w *World, c *Client) {
 		s.giveUp(w, c)
 		return
 	}
-	subscribed := w.proc(c).Listen == listenOn
+	subscribed := w.proc(c).Listens[0] == listenOn
 	look := line.Look(at(w.Now), c.Value, subscribed)
 	switch {
 	case look.Won:
@@ -141,10 +141,10 @@ func (k lineKind) release(s *Sim, w *World, c *Client) {
 func (k lineKind) releaseValue(s *Sim, w *World, c *Client, value string) {
 	p := w.proc(c)
 	head := ""
-	if id, ok := p.Q.Head(); ok {
+	if id, ok := p.Qs[0].Head(); ok {
 		head = w.Clients[id-1].Value
 	}
-	next, ok := p.Line.Next(lockName, value, head, head != "", p.Listen == listenOn)
+	next, ok := p.Line.Next(lockName, value, head, head != "", p.Listens[0] == listenOn)
 	var after script.LineNext
 	if ok {
 		after = script.LineNext{Value: next.Value, Deadline: msAt(next.Deadline), Grant: ms(next.GrantTTL), Lease: max(ms(next.Lease), 1), Before: next.Before}
@@ -204,7 +204,7 @@ func (k lineKind) deliver(s *Sim, w *World, c *Client, m msg) {
 func (k lineKind) granted(s *Sim, w *World, c *Client, value string, tok int64, short bool, since time.Time) {
 	ring, passOn := w.proc(c).Line.Granted(lockName, value, tok, short, since)
 	if ring {
-		s.ring(w, c)
+		s.ring(w, c, 0)
 	}
 	if passOn {
 		c.PassOn = value

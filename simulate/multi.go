@@ -45,13 +45,13 @@ func (k multiKind) acquire(s *Sim, w *World, c *Client) {
 			c.Start = w.Now // the first part's TTL runs out first
 		}
 		c.Got[c.I] = true
-		c.I++
-		if c.I == 3 {
+		if c.I == 2 {
 			s.hold(w, c, 0, c.Start, ms(s.cfg.Lease))
 			c.Got = [3]bool{true, true, true}
 			return
 		}
-		s.won(w, c)
+		s.won(w, c) // out of this part's queue
+		c.I++
 		cfg, _ := k.queue()
 		s.waitIn(w, c, cfg) // the next part, on the next master
 		return
@@ -99,22 +99,20 @@ func (k multiKind) release(s *Sim, w *World, c *Client) {
 	}
 }
 
-// route: Redisson's unlock message on a master wakes whoever waits for that master's part.
+// route: Redisson's unlock message on a master rings that master's part's queue in every
+// process where a client waits for that part.
 func (k multiKind) route(w *World, m int, channel string) []int {
 	var to []int
-	for i, c := range w.Clients {
-		if channel == unlockChannel && !c.Crashed && !c.Done && c.PC == pcAcquire && c.Sub == 0 && c.I == m {
-			to = append(to, i)
+	for _, c := range w.Clients {
+		if box := w.mailbox(&c); channel == unlockChannel && !c.Crashed && !c.Done && c.PC == pcAcquire && c.Sub == 0 && c.I == m &&
+			!slices.Contains(to, box) {
+			to = append(to, box)
 		}
 	}
 	return to
 }
 
-func (k multiKind) deliver(s *Sim, w *World, c *Client, m msg) {
-	if c.PC == pcAcquire && c.Sub == 0 {
-		s.ring(w, c)
-	}
-}
+func (k multiKind) deliver(s *Sim, w *World, c *Client, m msg) { s.ring(w, c, m.Part) }
 
 func init() { kinds["multilock"] = multiKind{} }
 

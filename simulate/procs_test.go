@@ -22,6 +22,7 @@ func TestSharedProcess(t *testing.T) {
 		// lost (core.Queue.InLine).
 		{Kind: "reentrant", Rounds: 2, Faults: []string{FaultCrash, FaultPubsubLost}},
 		{Kind: "readwrite", Rounds: 2, Faults: []string{FaultPubsubLost}}, // process 1 writes, 2 reads
+		{Kind: "multilock", Rounds: 1},                                    // a queue and a subscription for each part
 		{Kind: "redlock", Rounds: 1},
 		{Kind: "semaphore", Rounds: 2, Faults: []string{FaultPubsubLost}},
 		{Kind: "permits", Rounds: 2, Faults: []string{FaultCrash}},

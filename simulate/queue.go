@@ -17,13 +17,24 @@ import (
 // like any other: at once, or late when a pub/sub fault delays it.
 
 // proc is one process's state, shared by its clients (Config.PerProcess): the key's queue, the
-// subscription to what rings it (Listen: asked for by the queue, then confirmed by a message of
+// subscription to what rings it (Listens: asked for by the queue, then confirmed by a message of
 // its own, and kept for the process's life; until it is confirmed, what is published to the
-// process is not heard), and for the line kinds the process's lock/core.Line.
+// process is not heard), and for the line kinds the process's lock/core.Line. A multilock's
+// process has a queue and a subscription for each part (its master), as each part is a Locker
+// of its own; every other kind has one, the first.
 type proc struct {
-	Q      core.Queue
-	Listen listen
-	Line   core.Line
+	Qs      [3]core.Queue
+	Listens [3]listen
+	Line    core.Line
+}
+
+// part is the queue of its process that c waits in: its part's (c.I, the master it asks) for
+// multilock, else the one.
+func (s *Sim) part(c *Client) int {
+	if _, multi := s.kind.(multiKind); multi && c.I < 3 {
+		return c.I
+	}
+	return 0
 }
 
 // proc is c's process.
@@ -51,24 +62,26 @@ func queueConfig(sure bool) core.QueueConfig {
 
 // waitIn starts c's wait in its process's queue (an acquisition, or a multilock's part).
 func (s *Sim) waitIn(w *World, c *Client, cfg core.QueueConfig) {
-	p := w.proc(c)
-	if p.Q.Empty() {
-		p.Q = core.NewQueue(cfg)
+	part := s.part(c)
+	q := &w.proc(c).Qs[part]
+	if q.Empty() {
+		*q = core.NewQueue(cfg)
 	}
 	c.Queued, c.Turn, c.Over = true, false, false
-	s.queueSays(w, c, p.Q.Enter(at(w.Now), uint64(c.ID), at(c.Deadline)))
+	s.queueSays(w, c, part, q.Enter(at(w.Now), uint64(c.ID), at(c.Deadline)))
 }
 
-// queueSays does what c's process's queue answered, for each of its waiters: it tries now (Turn),
-// its wait is over (Over: its next step leaves), or it sleeps until the queue's timer or a ring.
-func (s *Sim) queueSays(w *World, c *Client, r core.QueueReady) {
+// queueSays does what queue part of c's process answered, for each of its waiters: it tries now
+// (Turn), its wait is over (Over: its next step leaves), or it sleeps until the queue's timer or
+// a ring.
+func (s *Sim) queueSays(w *World, c *Client, part int, r core.QueueReady) {
 	if r.Subscribe {
-		r = s.subscribe(w, c, r)
+		r = s.subscribe(w, c, part, r)
 	}
 	mates := w.mates(c)
 	for i := range mates {
 		d := &mates[i]
-		if !d.Queued || d.PC != pcAcquire {
+		if !d.Queued || d.PC != pcAcquire || s.part(d) != part {
 			continue
 		}
 		switch {
@@ -90,7 +103,8 @@ func (s *Sim) failed(w *World, c *Client, retry int64) {
 	if retry >= 0 {
 		d = dur(retry)
 	}
-	s.queueSays(w, c, w.proc(c).Q.Failed(at(w.Now), uint64(c.ID), d))
+	part := s.part(c)
+	s.queueSays(w, c, part, w.proc(c).Qs[part].Failed(at(w.Now), uint64(c.ID), d))
 }
 
 // won tells c's queue its attempt won: c leaves it, and the next waiter is its head, asleep
@@ -102,25 +116,28 @@ func (s *Sim) won(w *World, c *Client) {
 	if _, sem := s.kind.(semKind); sem {
 		until = w.Now
 	}
-	s.queueSays(w, c, w.proc(c).Q.Held(at(w.Now), uint64(c.ID), at(until)))
+	part := s.part(c)
+	s.queueSays(w, c, part, w.proc(c).Qs[part].Held(at(w.Now), uint64(c.ID), at(until)))
 }
 
-// ring is a release heard by c's process.
-func (s *Sim) ring(w *World, c *Client) { s.ringBut(w, c, 0) }
+// ring is a release heard by c's process, on queue part.
+func (s *Sim) ring(w *World, c *Client, part int) { s.ringBut(w, c, part, 0) }
 
 // rung is a release made by c, which rings its process's queue when another client waits there.
-func (s *Sim) rung(w *World, c *Client) { s.ringBut(w, c, c.ID) }
+func (s *Sim) rung(w *World, c *Client) { s.ringBut(w, c, s.part(c), c.ID) }
 
-// ringBut rings c's process's queue when a client of it but the one with ID but waits there.
-func (s *Sim) ringBut(w *World, c *Client, but int) {
-	if s.waiting(w, c, but) {
-		s.queueSays(w, c, w.proc(c).Q.Ring(at(w.Now)))
+// ringBut rings queue part of c's process when a client of it but the one with ID but waits there.
+func (s *Sim) ringBut(w *World, c *Client, part, but int) {
+	if s.waiting(w, c, part, but) {
+		s.queueSays(w, c, part, w.proc(c).Qs[part].Ring(at(w.Now)))
 	}
 }
 
-// waiting: a client of c's process but the one with ID but waits in its queue.
-func (s *Sim) waiting(w *World, c *Client, but int) bool {
-	return slices.ContainsFunc(w.mates(c), func(d Client) bool { return d.ID != but && d.Queued && d.PC == pcAcquire && !d.Done })
+// waiting: a client of c's process but the one with ID but waits in its queue part.
+func (s *Sim) waiting(w *World, c *Client, part, but int) bool {
+	return slices.ContainsFunc(w.mates(c), func(d Client) bool {
+		return d.ID != but && d.Queued && d.PC == pcAcquire && !d.Done && s.part(&d) == part
+	})
 }
 
 // queueTurn is the queue's part of an acquisition's step: its timer, when the client wakes on
@@ -129,7 +146,8 @@ func (s *Sim) queueTurn(w *World, c *Client) bool {
 	if !c.Queued || c.Turn || c.Over {
 		return true
 	}
-	s.queueSays(w, c, w.proc(c).Q.Tick(at(w.Now)))
+	part := s.part(c)
+	s.queueSays(w, c, part, w.proc(c).Qs[part].Tick(at(w.Now)))
 	return c.Turn || c.Over
 }
 
@@ -149,33 +167,33 @@ const confirmation = "(subscribe confirmed)"
 
 // subscribe: c's queue asked its process to subscribe. A process already subscribed is confirmed
 // at once (the library's subscriber answers from what it has); else the confirmation is sent.
-func (s *Sim) subscribe(w *World, c *Client, r core.QueueReady) core.QueueReady {
-	if w.proc(c).Listen == listenOn {
-		return w.proc(c).Q.Confirmed(at(w.Now))
+func (s *Sim) subscribe(w *World, c *Client, part int, r core.QueueReady) core.QueueReady {
+	if w.proc(c).Listens[part] == listenOn {
+		return w.proc(c).Qs[part].Confirmed(at(w.Now))
 	}
-	s.listen(w, c)
+	s.listen(w, c, part)
 	return r
 }
 
-// listen starts c's process's subscription unless it has one: its confirmation is on its way.
-func (s *Sim) listen(w *World, c *Client) {
-	if p := w.proc(c); p.Listen == listenNone {
-		p.Listen = listenAsked
-		w.Msgs = append(w.Msgs, msg{To: w.mailbox(c), Channel: confirmation, At: w.Now})
+// listen starts subscription part of c's process unless it has it: its confirmation is on its way.
+func (s *Sim) listen(w *World, c *Client, part int) {
+	if p := w.proc(c); p.Listens[part] == listenNone {
+		p.Listens[part] = listenAsked
+		w.Msgs = append(w.Msgs, msg{To: w.mailbox(c), Channel: confirmation, At: w.Now, Part: part})
 	}
 }
 
-// confirmed: c's process's subscription is confirmed; its queue's head looks again.
-func (s *Sim) confirmed(w *World, c *Client) {
-	w.proc(c).Listen = listenOn
-	if s.waiting(w, c, 0) {
-		s.queueSays(w, c, w.proc(c).Q.Confirmed(at(w.Now)))
+// confirmed: subscription part of c's process is confirmed; its queue's head looks again.
+func (s *Sim) confirmed(w *World, c *Client, part int) {
+	w.proc(c).Listens[part] = listenOn
+	if s.waiting(w, c, part, 0) {
+		s.queueSays(w, c, part, w.proc(c).Qs[part].Confirmed(at(w.Now)))
 	}
 }
 
-// unheard: a message published now to client i is lost, since its process listens through a
-// queue whose subscription is not yet confirmed.
-func (s *Sim) unheard(w *World, i int) bool {
+// unheard: a message published now to client i's process on queue part is lost, since that
+// queue's subscription is not yet confirmed.
+func (s *Sim) unheard(w *World, i, part int) bool {
 	_, queued := s.kind.queue()
-	return queued && w.proc(&w.Clients[i]).Listen != listenOn
+	return queued && w.proc(&w.Clients[i]).Listens[part] != listenOn
 }

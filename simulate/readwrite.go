@@ -116,6 +116,6 @@ func (k rwKind) release(s *Sim, w *World, c *Client) {
 // route: the lock's channel rings every process that waits (both messages ring either side).
 func (rwKind) route(w *World, _ int, channel string) []int { return waitersOn(w, channel, rwChan) }
 
-func (rwKind) deliver(s *Sim, w *World, c *Client, m msg) { s.ring(w, c) }
+func (rwKind) deliver(s *Sim, w *World, c *Client, m msg) { s.ring(w, c, 0) }
 
 func init() { kinds["readwrite"] = rwKind{} }

@@ -197,7 +197,7 @@ func (redlockKind) route(w *World, _ int, channel string) []int {
 // deliver: another process's release rings the queue.
 func (redlockKind) deliver(s *Sim, w *World, c *Client, m msg) {
 	if !strings.HasPrefix(m.Payload, "p"+itoa(int64(c.Proc))+":") {
-		s.ring(w, c)
+		s.ring(w, c, 0)
 	}
 }
 

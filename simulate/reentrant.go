@@ -41,7 +41,7 @@ func (reentrantKind) queue() (core.QueueConfig, bool) { return queueConfig(false
 
 func (k reentrantKind) acquire(s *Sim, w *World, c *Client) {
 	if c.Over {
-		if !s.waiting(w, c, c.ID) {
+		if !s.waiting(w, c, 0, c.ID) {
 			// The last waiter of the process gives up: out of the line (nominator.pass).
 			s.call(w, c, 0, script.RLockPassCall(lockName, w.Now, nomID(c), false))
 		}
@@ -70,13 +70,13 @@ func renewHash(s *Sim, w *World, c *Client, m int) renewal {
 // (nominator.releaseArgs), so the release nominates it in its turn.
 func (k reentrantKind) release(s *Sim, w *World, c *Client) {
 	stay := int64(0)
-	if last := w.proc(c).Q.LastDeadline(); !last.IsZero() {
+	if last := w.proc(c).Qs[0].LastDeadline(); !last.IsZero() {
 		stay = msAt(last)
 	}
 	s.call(w, c, 0, script.RLockReleaseCall(lockName, c.Value, ms(s.cfg.Lease), w.Now, nomID(c), stay, false))
 	if stay != 0 {
 		// In line for them: the head asleep on c's hint looks again within the bound (N3).
-		s.queueSays(w, c, w.proc(c).Q.InLine(at(w.Now), core.LostGrantBound))
+		s.queueSays(w, c, 0, w.proc(c).Qs[0].InLine(at(w.Now), core.LostGrantBound))
 	}
 	s.released(w, c)
 }
@@ -99,8 +99,8 @@ func (k reentrantKind) route(w *World, _ int, channel string) []int {
 
 // deliver: a nomination wakes the process's queue; a process with no waiter passes it on.
 func (k reentrantKind) deliver(s *Sim, w *World, c *Client, m msg) {
-	if s.waiting(w, c, 0) {
-		s.ring(w, c)
+	if s.waiting(w, c, 0, 0) {
+		s.ring(w, c, 0)
 		return
 	}
 	c.PassOn = m.Payload

@@ -147,7 +147,7 @@ func (s *Sim) Apply(w *World, ch Choice, i int) {
 		c := &w.Clients[ch.Client]
 		if m.Channel == confirmation {
 			s.note(w, c.name(), "subscription confirmed", "")
-			s.confirmed(w, c)
+			s.confirmed(w, c, m.Part)
 			break
 		}
 		s.note(w, c.name(), "receive "+m.Channel, fmt.Sprintf("%q", m.Payload))

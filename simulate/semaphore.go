@@ -150,7 +150,7 @@ func waitersOn(w *World, channel, ch string) []int {
 	return to
 }
 
-func (semKind) deliver(s *Sim, w *World, c *Client, m msg) { s.ring(w, c) }
+func (semKind) deliver(s *Sim, w *World, c *Client, m msg) { s.ring(w, c, 0) }
 
 // permits counts the permits available and those held unexpired at x (the expirable semaphore's
 // expired ones come back to the count when a script next runs).

@@ -117,11 +117,15 @@ func (s *Sim) publish(w *World, k int, p published) {
 			w.shake(s.kind.lostBound(s))
 			continue
 		}
-		if s.unheard(w, to) {
+		part := 0
+		if _, multi := s.kind.(multiKind); multi {
+			part = k // each part listens on its own master
+		}
+		if s.unheard(w, to, part) {
 			s.note(w, w.Clients[to].name(), "unheard "+p.Channel, "not subscribed yet")
 			continue
 		}
-		w.Msgs = append(w.Msgs, msg{To: to, Channel: p.Channel, Payload: p.Payload, At: w.Now})
+		w.Msgs = append(w.Msgs, msg{To: to, Channel: p.Channel, Payload: p.Payload, At: w.Now, Part: part})
 	}
 }
 

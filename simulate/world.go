@@ -23,6 +23,7 @@ type msg struct {
 	To               int
 	Channel, Payload string
 	At               int64
+	Part             int // the queue of the receiving process it rings (multilock's: the master)
 }
 
 // resource is what the clients protect: a counter each holder reads when it enters and writes
@@ -83,7 +84,9 @@ func (w *World) clone() *World {
 	c.Clients = append([]Client(nil), w.Clients...)
 	c.Procs = append([]proc(nil), w.Procs...)
 	for i := range c.Procs {
-		c.Procs[i].Q = c.Procs[i].Q.Clone()
+		for q := range c.Procs[i].Qs {
+			c.Procs[i].Qs[q] = c.Procs[i].Qs[q].Clone()
+		}
 		c.Procs[i].Line = c.Procs[i].Line.Clone()
 	}
 	c.Msgs = append([]msg(nil), w.Msgs...)
