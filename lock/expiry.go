@@ -11,17 +11,12 @@ import (
 
 // tenure is how long a new holder's lock lives by our clock: the TTL it was taken or handed over
 // with (less than the lease when handed over short, line.go's rule L4), until a moment counted
-// from no later than when that TTL was set. Lease.Lost follows it (tenured): the lease's life
-// (core.Life) pushes a lock handed over short out to its lease, by the lease's pusher.
+// from no later than when that TTL was set. The lease's life (watchdog.go) starts from it, and
+// without a watchdog pushes a lock handed over short out to its lease.
 type tenure struct {
 	ttl   time.Duration
 	until time.Time
 }
-
-func (h *tenure) expiresAt() time.Time { return h.until }
-
-// tenureTTL is the TTL the lock was taken or handed over with.
-func (h *tenure) tenureTTL() time.Duration { return h.ttl }
 
 // stale reports whether what this process knows of the lock's TTL is stale (core.Stale): a lock
 // handed over from another process by a release known only to have come after this waiter's last
@@ -30,7 +25,7 @@ func (h *tenure) stale() bool {
 	return core.Stale(time.Now(), core.SafeEnd(h.until.Add(-h.ttl), h.ttl), h.ttl)
 }
 
-// freshen renews a stale lock by renew (the lease's pusher): a renewal sent now, answered, proves
+// freshen renews a stale lock by renew (the lease's renewal): a renewal sent now, answered, proves
 // the lock is ours for a lease from its send. ErrNotHeld: the lock ran out before the handover
 // reached this waiter.
 func (h *tenure) freshen(ctx context.Context, lease time.Duration, renew func(context.Context) error) error {
@@ -53,17 +48,8 @@ func handedOverLate(ctx context.Context, key string, err error, h heldLock) erro
 	return fmt.Errorf("%w: %s: the lock handed over could not be confirmed: %w", ErrNotObtained, key, err)
 }
 
-// tenured is implemented by the leases that know when their lock runs out by our clock: its TTL
-// (tenureTTL) counted from when the command that took it (or the release that handed it over)
-// was sent, and how to push it out to its lease (pusher).
-type tenured interface {
-	expiresAt() time.Time
-	tenureTTL() time.Duration
-	pusher() func(context.Context) error
-}
-
 // attemptClock records when an acquisition last sent an attempt to take its lock: for a lease
-// that knows no better (tenured), its lock runs out a lease after that, by our clock.
+// that knows no better (no tenure), its lock runs out a lease after that, by our clock.
 type attemptClock struct {
 	last atomic.Int64
 	// orphans are the give-backs of the attempts that got no answer (orphan.go).
@@ -132,9 +118,3 @@ func (c *attemptClock) since(def time.Time) time.Time {
 	}
 	return def
 }
-
-// The leases that know their tenure.
-var (
-	_ tenured = (*valueLease)(nil)
-	_ tenured = (*fairLease)(nil)
-)

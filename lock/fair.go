@@ -538,18 +538,19 @@ func (l *fairLocker) cancel(ctx context.Context, key, field string, waitMs int64
 }
 
 // held builds the lease of a lock that lives ttl (the lease, or less when handed over short) from
-// the acquisition's last attempt (sent before any release that handed it over) and, unless the
-// lease is explicit, its watchdog (renewing every lease/3 with the acquisition's context values);
-// without one, its Lease pushes a lock handed over short out to its lease.
+// the acquisition's last attempt (sent before any release that handed it over) and starts its
+// life: unless the lease is explicit, its watchdog (renewing every lease/3 with the acquisition's
+// context values); without one, a lock handed over short is pushed out to its lease.
 func (l *fairLocker) held(ctx context.Context, key, field string, lease, ttl time.Duration, leaseMs, waitMs int64, watch bool) (*fairLease, error) {
 	le := &fairLease{l: l, key: key, field: field, leaseMs: leaseMs, waitMs: waitMs,
 		tenure: tenure{ttl: ttl, until: attemptSent(ctx, time.Now()).Add(ttl)}}
 	if le.stale() {
-		if err := le.freshen(ctx, lease, le.pusher()); err != nil {
+		if err := le.freshen(ctx, lease, le.renewLease); err != nil {
 			return nil, handedOverLate(ctx, key, err, le)
 		}
 	}
 	if !watch {
+		le.life.startUnwatched(ctx, lease, le.ttl, le.until, le)
 		return le, nil
 	}
 	le.wd = &le.life
@@ -557,7 +558,7 @@ func (l *fairLocker) held(ctx context.Context, key, field string, lease, ttl tim
 	return le, nil
 }
 
-// keep is a round of the lease's watchdog (keeper).
+// keep is a round of the lease's watchdog, or the push of a lock handed over short (keeper).
 func (le *fairLease) keep(ctx context.Context) (renewOutcome, error) {
 	return outcome(le.renewLease(ctx))
 }
@@ -601,7 +602,7 @@ type fairLease struct {
 	leaseMs int64
 	waitMs  int64 // the holder's wait: the thread wait a handover moves the queue's deadlines by
 	wd      *life // &life, or nil with an explicit lease
-	life    life
+	life    life  // the lease's life, watched or not: Lost
 	// tenure is the TTL the lock was taken with.
 	tenure
 	gate releaseGate
@@ -611,9 +612,8 @@ func (le *fairLease) Key() string   { return le.key }
 func (le *fairLease) Field() string { return le.field }
 func (le *fairLease) Token() int64  { return 0 }
 
-// Lost is closed when the watchdog found the lock gone; nil with an explicit lease.
-func (le *fairLease) Lost() <-chan struct{} { return le.wd.Lost() }
-func (le *fairLease) watched() bool         { return le.wd != nil }
+// Lost is closed when the lease's life found the lock gone or run out, or it was given back.
+func (le *fairLease) Lost() <-chan struct{} { return le.life.Lost() }
 
 // Renewals counts the watchdog's successful renewals.
 func (le *fairLease) Renewals() int64 { return le.wd.Renewals() }
@@ -622,7 +622,7 @@ func (le *fairLease) Renewals() int64 { return le.wd.Renewals() }
 // releaseAfter is Release after the holder's pipeline p, when there is one (runScript).
 func (le *fairLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
 	return le.gate.release(ctx, p, le.key, func() {
-		le.wd.Stop()
+		le.life.Stop()
 		le.l.mu.Lock()
 		le.l.holds.add(le.key+"\x00"+le.field, -1)
 		le.l.mu.Unlock()
@@ -634,11 +634,16 @@ func (le *fairLease) renewLease(ctx context.Context) error {
 	return renewHash(ctx, le.l.rdb, le.key, le.field, le.leaseMs)
 }
 
-// pusher is how the lock is renewed to its lease (tenured).
-func (le *fairLease) pusher() func(context.Context) error { return le.renewLease }
-
-// refresh pushes the lock's expiry out by the lease, while the field is still ours.
-func (le *fairLease) refresh(ctx context.Context) error { return le.refreshOn(ctx, le.l.rdb) }
+// refresh pushes the lock's expiry out by the lease, while the field is still ours; a lease
+// without a watchdog counts its life from the send.
+func (le *fairLease) refresh(ctx context.Context) error {
+	sent := time.Now()
+	err := le.refreshOn(ctx, le.l.rdb)
+	if err == nil && le.wd == nil {
+		le.life.refreshed(sent)
+	}
+	return err
+}
 
 // refreshOn is refresh sent through s (one connection, for WithReplicas).
 func (le *fairLease) refreshOn(ctx context.Context, s redis.Scripter) error {

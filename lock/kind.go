@@ -21,10 +21,8 @@ type locker interface {
 type heldLock interface {
 	Key() string
 	Token() int64
+	// Lost is the lease's own life's (watchdog.go), watched or not; never nil.
 	Lost() <-chan struct{}
-	// watched reports whether the lease's own life closes Lost (a watchdog, Redlock's validity),
-	// without making the channel: Lost is nil when it is not.
-	watched() bool
 	// releaseAfter releases the lock after the holder's pipeline p (nil: none), sent with the
 	// release where the lock allows it (runScript), else executed first. A release that failed on
 	// a transient error (the server did not answer, the context ended) leaves the lease

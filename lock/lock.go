@@ -140,7 +140,6 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotObtained, key, ErrClosed)
 	}
 	defer l.leave(actx)
-	clock := &actx.clock
 
 	// The kind runs in a goroutine of its own, and Acquire returns on time without it: a call
 	// to a server that does not answer blocks until the client's read timeout whatever the
@@ -156,9 +155,6 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 		return nil, l.acquireErr(ctx, actx, key, err)
 	}
 	le := &Lease{impl: h, locker: l, ttl: ttl}
-	if !h.watched() {
-		le.expire(actx, clock.since(start))
-	}
 	if !l.track(le) {
 		// Close came while the lock was being taken: it is given back like the others.
 		le.giveBack()
@@ -398,11 +394,6 @@ type Lease struct {
 	locker *Locker // nil for a part of a multilock's lease (Parts)
 	// ttl is the lease asked for (Options.Lease, or the Locker's).
 	ttl time.Duration
-	// exp closes Lost for a lease nothing watches, when its lease runs out by our clock: nil, or
-	// expiry, the lease's own.
-	exp    *life
-	expiry life
-	push   func(context.Context) error // pushes a lock handed over short out to its lease (keep)
 	// ended: Release (or Close) was called; Lost is closed from then on.
 	ended atomic.Bool
 
@@ -426,41 +417,15 @@ func (le *Lease) Token() int64 { return le.impl.Token() }
 // process's clock before a renewal was answered (counted from when the command that took it, or
 // the last renewal or Refresh that succeeded, was sent, less the drift margin: 1% of the lease
 // plus 2 ms), or the lease was given back (Release, ReleaseAfter, Locker.Close). It closes on a
-// timer of its own, whatever command is blocked, and a call to Lost after that moment returns it
-// closed even when the timer fires late: a holder that checks Lost before its write never writes
-// after another could hold the lock. It is never nil.
+// timer of the lease's own, with a watchdog or without, whatever command is blocked, and a call
+// to Lost after that moment returns it closed even when the timer fires late: a holder that
+// checks Lost before its write never writes after another could hold the lock. It is never nil.
 func (le *Lease) Lost() <-chan struct{} {
-	switch {
-	case le.exp != nil:
-		return le.exp.Lost()
-	case le.ended.Load():
+	if le.ended.Load() {
 		return closedChan
 	}
 	return le.impl.Lost()
 }
-
-// expire gives a lease nothing watches its life: Lost closes when its lease runs out by our clock,
-// counted from when the command that took it was sent (its tenure), or, not knowing, from the
-// last attempt (sent); a lock handed over short is pushed out to its lease (with the values of
-// ctx).
-func (le *Lease) expire(ctx context.Context, sent time.Time) {
-	until, ttl := sent.Add(le.ttl), le.ttl
-	var push func(context.Context) error
-	if t, ok := le.impl.(tenured); ok && !t.expiresAt().IsZero() {
-		until, ttl = t.expiresAt(), t.tenureTTL()
-		if ttl < le.ttl {
-			push = t.pusher() // handed over short: only such a lock is pushed
-		}
-	}
-	le.exp, le.push = &le.expiry, push
-	le.expiry.start(ctx, le.ttl, ttl, until, le, push != nil, false, false)
-}
-
-// keep pushes a lock handed over short out to its lease (keeper, of a lease nothing watches).
-func (le *Lease) keep(ctx context.Context) (renewOutcome, error) { return outcome(le.push(ctx)) }
-
-// lost: nobody is told but Lost (keeper).
-func (le *Lease) lost(error) {}
 
 // closedChan is the Lost of a lease given back.
 var closedChan = func() chan struct{} {
@@ -477,7 +442,6 @@ func (le *Lease) end() {
 	if le.ended.Swap(true) {
 		return
 	}
-	le.exp.Stop()
 	if le.locker != nil {
 		le.locker.untrack(le)
 	}
@@ -661,12 +625,7 @@ func (le *Lease) Refresh(ctx context.Context) error {
 	if le.locker == nil {
 		return fmt.Errorf("lock: refresh %s: %w", le.Key(), errPart)
 	}
-	sent := time.Now()
-	err := le.impl.refresh(ctx)
-	if err == nil && le.exp != nil {
-		le.exp.refreshed(sent)
-	}
-	return err
+	return le.impl.refresh(ctx)
 }
 
 // Renewals counts the watchdog's successful renewals so far (0 without a watchdog).

@@ -50,7 +50,7 @@ func (m *multiLocker) Acquire(ctx context.Context, key string, opts Options) (he
 			held = append(held, le)
 		}
 		if failed == nil {
-			return newMultiLease(key, held), nil
+			return newMultiLease(ctx, key, held, opts.Lease, !opts.ExplicitLease), nil
 		}
 		// Give back what we got before anything else, so no half-taken set blocks other buyers.
 		if err := releaseParts(context.WithoutCancel(ctx), held); err != nil {
@@ -112,12 +112,17 @@ type multiLease struct {
 	lost  chan struct{} // nil when the parts have no watchdog
 	once  sync.Once     // closes lost
 	stop  chan struct{}
-	gate  releaseGate
+	// life closes Lost of a lease without a watchdog: a lease from the last attempt.
+	life life
+	gate releaseGate
 }
 
-func newMultiLease(key string, parts []*reentrantLease) *multiLease {
+// newMultiLease builds the lease of parts, each taken for lease: with watch, it is lost when any
+// part's watchdog loses its part; without, when its own life runs out.
+func newMultiLease(ctx context.Context, key string, parts []*reentrantLease, lease time.Duration, watch bool) *multiLease {
 	ml := &multiLease{key: key, parts: parts, stop: make(chan struct{})}
-	if len(parts) == 0 || parts[0].Lost() == nil {
+	if len(parts) == 0 || !watch {
+		ml.life.startUnwatched(ctx, lease, lease, time.Time{}, nil) // nothing to push
 		return ml
 	}
 	ml.lost = make(chan struct{})
@@ -143,12 +148,14 @@ func (ml *multiLease) lose() {
 func (ml *multiLease) Key() string  { return ml.key }
 func (ml *multiLease) Token() int64 { return 0 }
 
-func (ml *multiLease) watched() bool { return ml.lost != nil }
-
-// Lost is closed as soon as any master's lease is lost, or the lease is given back.
+// Lost is closed as soon as any master's lease is lost (without a watchdog: when the lease's own
+// life runs out), or the lease is given back.
 func (ml *multiLease) Lost() <-chan struct{} {
+	if ml.lost == nil {
+		return ml.life.Lost()
+	}
 	for _, p := range ml.parts {
-		if ml.lost != nil && isDone(p.Lost()) {
+		if isDone(p.Lost()) {
 			ml.lose()
 		}
 	}
@@ -178,7 +185,7 @@ func (ml *multiLease) Parts() []heldLock {
 // releaseAfter executes the holder's pipeline p (nil: none) and gives the lock back on every
 // master; any master where it was no longer held makes the whole release ErrNotHeld.
 func (ml *multiLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
-	return ml.gate.release(ctx, p, ml.key, func() { close(ml.stop); ml.lose() }, func() error {
+	return ml.gate.release(ctx, p, ml.key, func() { close(ml.stop); ml.lose(); ml.life.Stop() }, func() error {
 		execHeld(ctx, p)
 		// A retry sends the release only to the masters where it did not get through.
 		var left []*reentrantLease
@@ -192,10 +199,16 @@ func (ml *multiLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error
 }
 
 // refresh renews the lock on every master; any master where it is no longer held is ErrNotHeld.
+// A lease without a watchdog counts its life from the send.
 func (ml *multiLease) refresh(ctx context.Context) error {
+	sent := time.Now()
 	var errs []error
 	for _, p := range ml.parts {
 		errs = append(errs, p.refresh(ctx))
 	}
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if err == nil && ml.lost == nil {
+		ml.life.refreshed(sent)
+	}
+	return err
 }

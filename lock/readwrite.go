@@ -123,10 +123,12 @@ func (s *rwSide) Acquire(ctx context.Context, key string, opts Options) (heldLoc
 	s.mu.Lock()
 	s.holds.add(key+"\x00"+owner, 1)
 	s.mu.Unlock()
-	if !opts.ExplicitLease {
-		le.wd = &le.life
-		le.life.start(ctx, opts.Lease, opts.Lease, attemptSent(ctx, time.Now()).Add(opts.Lease), le, true, true, true)
+	if opts.ExplicitLease {
+		le.life.startUnwatched(ctx, opts.Lease, opts.Lease, time.Time{}, nil) // nothing to push
+		return le, nil
 	}
+	le.wd = &le.life
+	le.life.start(ctx, opts.Lease, opts.Lease, attemptSent(ctx, time.Now()).Add(opts.Lease), le, true, true, true)
 	return le, nil
 }
 
@@ -145,12 +147,14 @@ type rwLease struct {
 	field   string
 	leaseMs int64
 	wd      *life // &life, or nil with an explicit lease
-	life    life
+	life    life  // the lease's life, watched or not: Lost
 	gate    releaseGate
 }
 
 // keep is a round of the lease's watchdog (keeper).
-func (le *rwLease) keep(ctx context.Context) (renewOutcome, error) { return outcome(le.refresh(ctx)) }
+func (le *rwLease) keep(ctx context.Context) (renewOutcome, error) {
+	return outcome(le.refreshOn(ctx, le.s.rdb))
+}
 
 // lost logs why the watchdog lost the lease (keeper).
 func (le *rwLease) lost(why error) {
@@ -161,8 +165,7 @@ func (le *rwLease) Key() string           { return le.key }
 func (le *rwLease) Field() string         { return le.field }
 func (le *rwLease) Token() int64          { return 0 }
 func (le *rwLease) Renewals() int64       { return le.wd.Renewals() }
-func (le *rwLease) Lost() <-chan struct{} { return le.wd.Lost() }
-func (le *rwLease) watched() bool         { return le.wd != nil }
+func (le *rwLease) Lost() <-chan struct{} { return le.life.Lost() }
 
 // try runs the side's acquire script once: held, or the holder's remaining PTTL (-1ms: no TTL).
 func (le *rwLease) try(ctx context.Context) (bool, time.Duration, error) {
@@ -190,7 +193,7 @@ func (le *rwLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
 		le.s.mu.Lock()
 		le.s.holds.add(le.key+"\x00"+le.owner, -1)
 		le.s.mu.Unlock()
-		le.wd.Stop()
+		le.life.Stop()
 	}, func() error { return le.release(ctx, p) })
 }
 
@@ -204,8 +207,16 @@ func (le *rwLease) release(ctx context.Context, p redis.Pipeliner) error {
 	return releaseHold(ctx, p, s.rdb, s.sub.mode, le.key, le.field, c)
 }
 
-// refresh pushes the hold out by the lease while the owner's field is still there.
-func (le *rwLease) refresh(ctx context.Context) error { return le.refreshOn(ctx, le.s.rdb) }
+// refresh pushes the hold out by the lease while the owner's field is still there; a lease
+// without a watchdog counts its life from the send.
+func (le *rwLease) refresh(ctx context.Context) error {
+	sent := time.Now()
+	err := le.refreshOn(ctx, le.s.rdb)
+	if err == nil && le.wd == nil {
+		le.life.refreshed(sent)
+	}
+	return err
+}
 
 // refreshOn is refresh sent through sc (one connection, for WithReplicas). A read renewal also
 // pushes out the owner's timeout keys (Redisson's ReadLockTask); a write renewal is RLock's.

@@ -490,7 +490,6 @@ func (l *redlockLease) stop() { l.life.Stop() }
 func (l *redlockLease) Key() string           { return l.key }
 func (l *redlockLease) Token() int64          { return l.token }
 func (l *redlockLease) Lost() <-chan struct{} { return l.life.Lost() }
-func (l *redlockLease) watched() bool         { return true }
 
 // Renewals counts the successful extensions on a quorum of masters.
 func (l *redlockLease) Renewals() int64 { return l.life.Renewals() }

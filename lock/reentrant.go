@@ -192,9 +192,13 @@ func (l *reentrantLocker) acquireCall(key, field string, leaseMs int64, queueUnt
 }
 
 // held builds the lease of a successful acquisition and, in watchdog mode, joins or starts the
-// owner's renewal of this lock. The renewal carries ctx's values (not its cancellation).
+// owner's renewal of this lock; an explicit lease has a life of its own. The renewal carries
+// ctx's values (not its cancellation).
 func (l *reentrantLocker) held(ctx context.Context, key, field string, lease time.Duration, watch bool) *reentrantLease {
 	le := &reentrantLease{l: l, key: key, field: field, leaseMs: max(lease.Milliseconds(), 1)}
+	if !watch {
+		le.own.startUnwatched(ctx, lease, lease, time.Time{}, nil) // nothing to push
+	}
 	id := key + "\x00" + field
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -256,6 +260,7 @@ type reentrantLease struct {
 	field   string
 	leaseMs int64
 	entry   *renewal // nil with an explicit lease (no watchdog)
+	own     life     // an explicit lease's life
 	gate    releaseGate
 	token   int64 // the fencing token in RFencedLock's layout; 0 for RLock
 }
@@ -264,12 +269,11 @@ func (le *reentrantLease) Key() string   { return le.key }
 func (le *reentrantLease) Field() string { return le.field }
 func (le *reentrantLease) Token() int64  { return le.token }
 
-func (le *reentrantLease) watched() bool { return le.entry != nil }
-
-// Lost is closed when the watchdog found the lock gone; nil with an explicit lease.
+// Lost is closed when the owner's watchdog found the lock gone, or an explicit lease's life ran
+// out or was given back.
 func (le *reentrantLease) Lost() <-chan struct{} {
 	if le.entry == nil {
-		return nil
+		return le.own.Lost()
 	}
 	return le.entry.wd.Lost()
 }
@@ -293,6 +297,8 @@ func (le *reentrantLease) releaseAfter(ctx context.Context, p redis.Pipeliner) e
 		le.l.mu.Unlock()
 		if le.entry != nil {
 			le.l.unhold(id, le.entry)
+		} else {
+			le.own.Stop()
 		}
 	}, func() error { return le.release(ctx, p) })
 }
@@ -330,8 +336,16 @@ func releaseHold(ctx context.Context, p redis.Pipeliner, rdb redis.UniversalClie
 	return nil
 }
 
-// refresh pushes the lock's expiry out by the lease, while the field is still ours.
-func (le *reentrantLease) refresh(ctx context.Context) error { return le.refreshOn(ctx, le.l.rdb) }
+// refresh pushes the lock's expiry out by the lease, while the field is still ours; an explicit
+// lease counts its life from the send.
+func (le *reentrantLease) refresh(ctx context.Context) error {
+	sent := time.Now()
+	err := le.refreshOn(ctx, le.l.rdb)
+	if err == nil && le.entry == nil {
+		le.own.refreshed(sent)
+	}
+	return err
+}
 
 // refreshOn is refresh sent through s (one connection, for WithReplicas).
 func (le *reentrantLease) refreshOn(ctx context.Context, s redis.Scripter) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -85,10 +86,12 @@ func (l *valueLocker) Acquire(ctx context.Context, key string, opts Options) (he
 			return nil, handedOverLate(ctx, key, err, le)
 		}
 	}
-	if l.fenced && !opts.ExplicitLease {
-		le.wd = &le.life
-		le.life.start(ctx, lease, le.ttl, le.until, le, true, true, true)
+	if !l.fenced || opts.ExplicitLease {
+		le.life.startUnwatched(ctx, lease, le.ttl, le.until, le)
+		return le, nil
 	}
+	le.wd = &le.life
+	le.life.start(ctx, lease, le.ttl, le.until, le, true, true, true)
 	return le, nil
 }
 
@@ -98,7 +101,7 @@ type valueLease struct {
 	l          *valueLocker
 	leaseMs    int64
 	wd         *life // &life with a watchdog, nil without one (NewLua, an explicit lease)
-	life       life
+	life       life  // the lease's life, watched or not: Lost
 	token      int64 // 0 for NewLua
 	tenure
 	gate releaseGate
@@ -107,9 +110,7 @@ type valueLease struct {
 func (l *valueLease) Key() string  { return l.key }
 func (l *valueLease) Token() int64 { return l.token }
 
-func (l *valueLease) Lost() <-chan struct{} { return l.wd.Lost() }
-
-func (l *valueLease) watched() bool { return l.wd != nil }
+func (l *valueLease) Lost() <-chan struct{} { return l.life.Lost() }
 
 // Renewals counts the watchdog's successful renewals.
 func (l *valueLease) Renewals() int64 { return l.wd.Renewals() }
@@ -119,7 +120,7 @@ func (l *valueLease) Renewals() int64 { return l.wd.Renewals() }
 // pipeline p when there is one (runScript).
 func (l *valueLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
 	var ours bool
-	err := l.gate.release(ctx, p, l.key, l.wd.Stop, func() (err error) {
+	err := l.gate.release(ctx, p, l.key, l.life.Stop, func() (err error) {
 		ours, err = l.l.line.release(ctx, p, l.key, l.value)
 		return err
 	})
@@ -132,7 +133,7 @@ func (l *valueLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error 
 	return nil
 }
 
-// keep is a round of the lease's watchdog (keeper).
+// keep is a round of the lease's watchdog, or the push of a lock handed over short (keeper).
 func (l *valueLease) keep(ctx context.Context) (renewOutcome, error) {
 	return outcome(l.renewLease(ctx))
 }
@@ -147,11 +148,16 @@ func (l *valueLease) renewLease(ctx context.Context) error {
 	return renewValue(ctx, l.l.rdb, l.key, l.value, l.leaseMs)
 }
 
-// pusher is how the lock is renewed to its lease (tenured).
-func (l *valueLease) pusher() func(context.Context) error { return l.renewLease }
-
-// refresh pushes the lock's expiry out by the lease, while the key still holds our value.
-func (l *valueLease) refresh(ctx context.Context) error { return l.refreshOn(ctx, l.l.rdb) }
+// refresh pushes the lock's expiry out by the lease, while the key still holds our value; a
+// lease without a watchdog counts its life from the send.
+func (l *valueLease) refresh(ctx context.Context) error {
+	sent := time.Now()
+	err := l.refreshOn(ctx, l.l.rdb)
+	if err == nil && l.wd == nil {
+		l.life.refreshed(sent)
+	}
+	return err
+}
 
 // refreshOn is refresh sent through s (one connection, for WithReplicas).
 func (l *valueLease) refreshOn(ctx context.Context, s redis.Scripter) error {

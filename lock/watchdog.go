@@ -100,6 +100,17 @@ func (l *life) start(ctx context.Context, lease, ttl time.Duration, until time.T
 	l.step(func(*core.Life) core.Ready { return r }, true)
 }
 
+// startUnwatched starts the life of a lease nothing watches (NewLua, an explicit lease): its lock
+// lives ttl until until (its tenure; zero: a lease from the acquisition's last attempt). Only a
+// lock handed over short is pushed out to its lease, by k; nobody is told but Lost. One
+// with nothing to push makes its timer only when Lost is first asked for.
+func (l *life) startUnwatched(ctx context.Context, lease, ttl time.Duration, until time.Time, k keeper) {
+	if until.IsZero() {
+		ttl, until = lease, attemptSent(ctx, time.Now()).Add(lease)
+	}
+	l.start(ctx, lease, ttl, until, k, ttl < lease, false, false)
+}
+
 // step gives the core an event (under the mutex) and does what it answers: arms the timer, sends
 // a renewal and tells the keeper of a loss (in this goroutine when inline, the timer's or a
 // renewal's; else in one of their own), closes lost.
@@ -184,12 +195,8 @@ func (l *life) close() {
 }
 
 // Lost is closed when the lease was lost (renewal refused, or its life ran out) or given back;
-// a call after the lease's end finds it closed even when the timer fires late. A nil life (an
-// explicit lease, renewed by nobody here) has none.
+// a call after the lease's end finds it closed even when the timer fires late.
 func (l *life) Lost() <-chan struct{} {
-	if l == nil {
-		return nil
-	}
 	l.step(func(c *core.Life) core.Ready { return c.Check(time.Now()) }, false)
 	l.mu.Lock()
 	defer l.mu.Unlock()
