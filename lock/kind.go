@@ -21,7 +21,8 @@ type locker interface {
 type heldLock interface {
 	Key() string
 	Token() int64
-	// Lost is the lease's own life's (watchdog.go), watched or not; never nil.
+	// Lost is closed by the lease's own life (watchdog.go), with a watchdog or without (a watched
+	// multilock's, by any of its parts'); never nil.
 	Lost() <-chan struct{}
 	// releaseAfter releases the lock after the holder's pipeline p (nil: none), sent with the
 	// release where the lock allows it (runScript), else executed first. A release that failed on

@@ -115,7 +115,7 @@ func (l *valueLease) Lost() <-chan struct{} { return l.life.Lost() }
 // Renewals counts the watchdog's successful renewals.
 func (l *valueLease) Renewals() int64 { return l.wd.Renewals() }
 
-// releaseAfter stops the watchdog and, only while the key still holds our value, passes the
+// releaseAfter stops the lease's life and, only while the key still holds our value, passes the
 // lock on to the first waiter (with a new token for fenced) or deletes it, after the holder's
 // pipeline p when there is one (runScript).
 func (l *valueLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
