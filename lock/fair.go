@@ -378,12 +378,10 @@ func (l *fairLocker) heartbeat(key string, stop <-chan struct{}) {
 		r, err := run(ctx, l.rdb, l.calls.Beat(key, now.UnixMilli(), now.Add(core.AliveFor).UnixMilli())).Slice()
 		cancel()
 		next := core.AliveEvery
-		if err != nil || len(r) != 3 {
+		head, pttl, holder, ok := script.ReadFairBeat(r)
+		if err != nil || !ok {
 			l.log.Debug("fair lock: heartbeat", "key", key, "err", err)
 		} else {
-			head, _ := r[0].(string)
-			pttl, _ := r[1].(int64)
-			holder, _ := r[2].(string)
 			b := core.FairBeatSaid(head, pttl, holder)
 			for _, field := range b.Ring {
 				l.ringLocal(key, field, unlockMessage)
@@ -451,12 +449,10 @@ func (l *fairLocker) release(ctx context.Context, key, field string, leaseMs, wa
 		if err != nil {
 			return redisErr("fair release "+key, err)
 		}
-		if len(r) != 2 {
-			return fmt.Errorf("lock: fair release %s: unexpected reply %v", key, r)
-		}
-		kind, _ := r[0].(int64)
-		next, _ := r[1].(string)
+		kind, next, ok := script.ReadFairRelease(r)
 		switch {
+		case !ok:
+			return fmt.Errorf("lock: fair release %s: unexpected reply %v", key, r)
 		case kind == 3:
 			return nil // handed to a waiter of another process, told on its channel
 		case kind == 2:

@@ -306,9 +306,9 @@ func (wl *waitLine) attempt(ctx context.Context, key, value, leaseMs string, sub
 // looking again (ms). deadline 0: a single attempt that does not queue.
 func (wl *waitLine) try(ctx context.Context, key, value, leaseMs string, deadline, grantMs int64) (bool, int64, int64, error) {
 	call := wl.keySet(key).acquire
-	r, err := offload(ctx, func() ([]int64, error) {
+	r, err := offload(ctx, func() ([]any, error) {
 		return call.run(ctx, nil, wl.rdb, script.LineAcquireArgs(call.args(6), value, time.Now().UnixMilli(), wl.fencedArg,
-			leaseMs, deadline, grantMs)).Int64Slice()
+			leaseMs, deadline, grantMs)).Slice()
 	})
 	if err != nil {
 		err = redisErr("acquire "+key, err)
@@ -318,13 +318,14 @@ func (wl *waitLine) try(ctx context.Context, key, value, leaseMs string, deadlin
 		})
 		return false, 0, 0, err
 	}
-	if len(r) != 2 {
+	held, n, ok := script.LineAcquired(r)
+	switch {
+	case !ok:
 		return false, 0, 0, fmt.Errorf("lock: acquire %s: unexpected reply %v", key, r)
+	case held:
+		return true, n, 0, nil
 	}
-	if r[0] == 1 {
-		return true, r[1], 0, nil
-	}
-	return false, 0, r[1], nil
+	return false, 0, n, nil
 }
 
 // exit ends value's wait. With the lock (won) the value is held from now on. Without it: a lock
@@ -378,18 +379,16 @@ func (wl *waitLine) release(ctx context.Context, p redis.Pipeliner, key, value s
 		wl.forget(key, value)
 		return false, redisErr("release "+key, err)
 	}
-	code, _ := r[0].(int64)
-	if code < 2 {
+	got, ok := script.ReadLineRelease(r)
+	if !ok || got.Code < 2 {
 		wl.forget(key, value)
-		return code == 1, nil
+		return got.Code == 1, nil
 	}
-	to, _ := r[1].(string)
-	tok, _ := r[2].(int64)
 	wl.mu.Lock()
-	wl.line.Released(time.Now(), key, value, code == 3 && len(r) > 3, next.Value, to)
+	wl.line.Released(time.Now(), key, value, got.Cohort, next.Value, got.To)
 	wl.mu.Unlock()
-	if strings.HasPrefix(to, wl.mine) && !wl.deliver(key, to, tok, code == 2, sent) {
-		go wl.passOn(key, to)
+	if strings.HasPrefix(got.To, wl.mine) && !wl.deliver(key, got.To, got.Token, got.Code == 2, sent) {
+		go wl.passOn(key, got.To)
 	}
 	// The head looks at what the release did: a waiter that became the head while the script
 	// ran, or the next waiter queued behind, learns it without a word to Redis.

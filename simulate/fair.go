@@ -88,14 +88,11 @@ func (k fairKind) beat(s *Sim, w *World, c *Client) {
 	reply := s.call(w, c, 0, fairCalls(c).Beat(lockName, w.Now, w.Now+fairAliveFor))
 	r, _ := reply.([]any)
 	next := int64(fairBeatMs)
-	if len(r) != 3 {
+	if head, pttl, holder, ok := script.ReadFairBeat(r); !ok {
 		if reply != errDown {
 			s.unexpected(w, c, "FairBeat", reply)
 		}
 	} else {
-		head, _ := r[0].(string)
-		pttl, _ := asInt(r[1])
-		holder, _ := r[2].(string)
 		b := core.FairBeatSaid(head, pttl, holder)
 		if b.Rings(c.Value) {
 			c.Next = w.Now // rung: its attempt looks again now (and takes a lock handed to it)
@@ -126,13 +123,10 @@ func (k fairKind) release(s *Sim, w *World, c *Client) {
 func (k fairKind) releaseField(s *Sim, w *World, c *Client, field string, leaseMs, waitMs int64) {
 	queue := k.redisQueue(w)
 	r, _ := s.call(w, c, 0, fairCalls(c).Release(lockName, field, leaseMs, w.Now, ms(s.cfg.Lease), waitMs)).([]any)
-	if len(r) == 2 {
-		if kind, _ := asInt(r[0]); kind == 2 {
-			next, _ := r[1].(string)
-			k.checkFIFO(w, next, queue)
-			if next != "" && next != c.Value {
-				c.PassOn = next
-			}
+	if kind, next, _ := script.ReadFairRelease(r); kind == 2 {
+		k.checkFIFO(w, next, queue)
+		if next != "" && next != c.Value {
+			c.PassOn = next
 		}
 	}
 }

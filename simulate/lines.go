@@ -106,19 +106,18 @@ func (k lineKind) try(s *Sim, w *World, c *Client, look core.LineLook, subscribe
 		Args: script.LineAcquireArgs(nil, c.Value, w.Now, script.FlagArg(k.tokens), ms(s.cfg.Lease), deadline, ms(look.GrantTTL))})
 	line := &w.proc(c).Line
 	r, _ := reply.([]any)
-	if len(r) == 2 {
-		if held, _ := asInt(r[0]); held == 1 {
-			tok, _ := asInt(r[1])
-			line.Exit(at(w.Now), lockName, c.Value, true)
-			s.hold(w, c, tok, w.Now, ms(s.cfg.Lease))
-			return
-		}
+	held, n, ok := script.LineAcquired(r)
+	if held && ok {
+		line.Exit(at(w.Now), lockName, c.Value, true)
+		s.hold(w, c, n, w.Now, ms(s.cfg.Lease))
+		return
 	}
-	d := int64(-1)
-	if len(r) == 2 {
-		d, _ = asInt(r[1])
-	} else if reply != errDown {
-		s.unexpected(w, c, "LineAcquire", reply)
+	d := n
+	if !ok {
+		d = -1
+		if reply != errDown {
+			s.unexpected(w, c, "LineAcquire", reply)
+		}
 	}
 	s.failed(w, c, ms(line.Tried(at(w.Now), c.Value, dur(d), core.LostGrantBound, subscribed)))
 }
@@ -152,23 +151,17 @@ func (k lineKind) releaseValue(s *Sim, w *World, c *Client, value string) {
 	mine := "p" + strconv.Itoa(c.Proc) + ":"
 	r, _ := s.call(w, c, 0, script.Call{Script: "LineRelease", Keys: k.keys(),
 		Args: script.LineReleaseArgs(nil, value, w.Now, script.FlagArg(k.tokens), mine, after)}).([]any)
-	code := int64(-1)
-	if len(r) > 0 {
-		code, _ = asInt(r[0])
-	}
-	if code < 2 || len(r) < 3 {
-		if p.Line.Forget(lockName, value) {
-			s.rung(w, c)
+	if got, ok := script.ReadLineRelease(r); ok && got.Code >= 2 {
+		p.Line.Released(at(w.Now), lockName, value, got.Cohort, next.Value, got.To)
+		if strings.HasPrefix(got.To, mine) {
+			k.granted(s, w, c, got.To, got.Token, got.Code == 2, at(w.Now))
 		}
+		s.rung(w, c)
 		return
 	}
-	to, _ := r[1].(string)
-	tok, _ := asInt(r[2])
-	p.Line.Released(at(w.Now), lockName, value, code == 3 && len(r) > 3, next.Value, to)
-	if strings.HasPrefix(to, mine) {
-		k.granted(s, w, c, to, tok, code == 2, at(w.Now))
+	if p.Line.Forget(lockName, value) {
+		s.rung(w, c)
 	}
-	s.rung(w, c)
 }
 
 func (k lineKind) passOn(s *Sim, w *World, c *Client) {

@@ -284,3 +284,80 @@ func RedlockTokenReadCall(key, value string) Call {
 func RedlockTokenRaiseCall(key, value string, token int64) Call {
 	return Call{"RedlockTokenRaise", []string{key, RedlockTokenKey(key)}, []any{value, token}}
 }
+
+// Replies: what the scripts with more than one thing to say answer, an array, read alike by
+// package lock (go-redis gives an int64 for an integer) and the simulator (its in-process Redis,
+// an int).
+
+// integer reads an integer reply.
+func integer(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	}
+	return 0, false
+}
+
+// LineAcquired reads LineAcquire's reply: {1, token} held, or {0, ms} not held, worth looking
+// again in ms. ok is false for any other shape.
+func LineAcquired(r []any) (held bool, n int64, ok bool) {
+	if len(r) != 2 {
+		return false, 0, false
+	}
+	h, ok1 := integer(r[0])
+	n, ok2 := integer(r[1])
+	return h == 1, n, ok1 && ok2
+}
+
+// LineReleased is LineRelease's reply: Code 0, the lock was not the releaser's (it only left the
+// line); 1, deleted; 2, handed to To, the first in line, with Token; 3, handed to To, the
+// releasing process's next waiter (Cohort: by the cohort, before the line).
+type LineReleased struct {
+	Code   int64
+	To     string
+	Token  int64
+	Cohort bool
+}
+
+// ReadLineRelease reads LineRelease's reply; ok is false for a shape it never answers.
+func ReadLineRelease(r []any) (LineReleased, bool) {
+	if len(r) == 0 {
+		return LineReleased{}, false
+	}
+	code, ok := integer(r[0])
+	if !ok || code < 2 {
+		return LineReleased{Code: code}, ok
+	}
+	if len(r) < 3 {
+		return LineReleased{}, false
+	}
+	to, ok1 := r[1].(string)
+	tok, ok2 := integer(r[2])
+	return LineReleased{Code: code, To: to, Token: tok, Cohort: code == 3 && len(r) > 3}, ok1 && ok2
+}
+
+// ReadFairBeat reads FairBeat's reply {first, pttl, holder}: the first waiter and the lock's one
+// holder (” for none), and the lock's PTTL (-2: free, the first waiter may take it).
+func ReadFairBeat(r []any) (first string, pttl int64, holder string, ok bool) {
+	if len(r) != 3 {
+		return "", 0, "", false
+	}
+	first, ok1 := r[0].(string)
+	pttl, ok2 := integer(r[1])
+	holder, ok3 := r[2].(string)
+	return first, pttl, holder, ok1 && ok2 && ok3
+}
+
+// ReadFairRelease reads FairRelease's reply {kind, first}: 0 still held (nested), 1 deleted and
+// the first waiter (first, ” for none) told, 2 handed to first, a waiter of this process, 3 to
+// first, of another process.
+func ReadFairRelease(r []any) (kind int64, first string, ok bool) {
+	if len(r) != 2 {
+		return 0, "", false
+	}
+	kind, ok1 := integer(r[0])
+	first, ok2 := r[1].(string)
+	return kind, first, ok1 && ok2
+}
