@@ -630,15 +630,9 @@ func (le *fairLease) renewLease(ctx context.Context) error {
 	return renewHash(ctx, le.l.rdb, le.key, le.field, le.leaseMs)
 }
 
-// refresh pushes the lock's expiry out by the lease, while the field is still ours; a lease
-// without a watchdog counts its life from the send.
+// refresh pushes the lock's expiry out by the lease, while the field is still ours.
 func (le *fairLease) refresh(ctx context.Context) error {
-	sent := time.Now()
-	err := le.refreshOn(ctx, le.l.rdb)
-	if err == nil && le.wd == nil {
-		le.life.refreshed(sent)
-	}
-	return err
+	return le.life.refreshBy(ctx, le.wd != nil, func(ctx context.Context) error { return le.refreshOn(ctx, le.l.rdb) })
 }
 
 // refreshOn is refresh sent through s (one connection, for WithReplicas).

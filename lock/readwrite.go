@@ -207,15 +207,9 @@ func (le *rwLease) release(ctx context.Context, p redis.Pipeliner) error {
 	return releaseHold(ctx, p, s.rdb, s.sub.mode, le.key, le.field, c)
 }
 
-// refresh pushes the hold out by the lease while the owner's field is still there; a lease
-// without a watchdog counts its life from the send.
+// refresh pushes the hold out by the lease while the owner's field is still there.
 func (le *rwLease) refresh(ctx context.Context) error {
-	sent := time.Now()
-	err := le.refreshOn(ctx, le.s.rdb)
-	if err == nil && le.wd == nil {
-		le.life.refreshed(sent)
-	}
-	return err
+	return le.life.refreshBy(ctx, le.wd != nil, func(ctx context.Context) error { return le.refreshOn(ctx, le.s.rdb) })
 }
 
 // refreshOn is refresh sent through sc (one connection, for WithReplicas). A read renewal also

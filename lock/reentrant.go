@@ -336,15 +336,9 @@ func releaseHold(ctx context.Context, p redis.Pipeliner, rdb redis.UniversalClie
 	return nil
 }
 
-// refresh pushes the lock's expiry out by the lease, while the field is still ours; an explicit
-// lease counts its life from the send.
+// refresh pushes the lock's expiry out by the lease, while the field is still ours.
 func (le *reentrantLease) refresh(ctx context.Context) error {
-	sent := time.Now()
-	err := le.refreshOn(ctx, le.l.rdb)
-	if err == nil && le.entry == nil {
-		le.own.refreshed(sent)
-	}
-	return err
+	return le.own.refreshBy(ctx, le.entry != nil, func(ctx context.Context) error { return le.refreshOn(ctx, le.l.rdb) })
 }
 
 // refreshOn is refresh sent through s (one connection, for WithReplicas).

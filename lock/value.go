@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -148,15 +147,9 @@ func (l *valueLease) renewLease(ctx context.Context) error {
 	return renewValue(ctx, l.l.rdb, l.key, l.value, l.leaseMs)
 }
 
-// refresh pushes the lock's expiry out by the lease, while the key still holds our value; a
-// lease without a watchdog counts its life from the send.
+// refresh pushes the lock's expiry out by the lease, while the key still holds our value.
 func (l *valueLease) refresh(ctx context.Context) error {
-	sent := time.Now()
-	err := l.refreshOn(ctx, l.l.rdb)
-	if err == nil && l.wd == nil {
-		l.life.refreshed(sent)
-	}
-	return err
+	return l.life.refreshBy(ctx, l.wd != nil, func(ctx context.Context) error { return l.refreshOn(ctx, l.l.rdb) })
 }
 
 // refreshOn is refresh sent through s (one connection, for WithReplicas).

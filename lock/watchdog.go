@@ -249,6 +249,17 @@ func (l *life) refreshed(sent time.Time) {
 	l.step(func(c *core.Life) core.Ready { return c.Refreshed(time.Now(), l.endAt(sent)) }, false)
 }
 
+// refreshBy sends a holder's own renewal (Refresh) by send. A life nothing watches (watched false)
+// counts from its send when it is answered; a watchdog's keeps its own count.
+func (l *life) refreshBy(ctx context.Context, watched bool, send func(context.Context) error) error {
+	sent := time.Now()
+	err := send(ctx)
+	if err == nil && !watched {
+		l.refreshed(sent)
+	}
+	return err
+}
+
 // refreshedUntil tells the life that a renewal keeps the lock until end (Redlock's validity).
 func (l *life) refreshedUntil(end time.Time) {
 	l.step(func(c *core.Life) core.Ready { return c.Refreshed(time.Now(), end) }, false)
