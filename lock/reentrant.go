@@ -161,7 +161,7 @@ func (l *reentrantLocker) orphaned(ctx context.Context, err error, key, field st
 // try runs the acquire script once (RFencedLock's when fenced, with the replicas' wait when synced):
 // held with its fencing token (0 but in RFencedLock's layout), or the holder's remaining PTTL
 // (-1ms: no TTL). A failed attempt with a non-zero queueUntil queues its process in the line
-// until then, in the same script (acquireScript).
+// until then, in the same script (acquireCall).
 func (l *reentrantLocker) try(ctx context.Context, key, field string, leaseMs int64, queueUntil time.Time) (bool, time.Duration, int64, error) {
 	markAttempt(ctx)
 	switch {

@@ -67,7 +67,7 @@ func renewHash(s *Sim, w *World, c *Client, m int) renewal {
 }
 
 // release: a process with waiters left stays in the line until the last one's deadline
-// (nominator.releaseArgs), so the release nominates it in its turn.
+// (nominator.releaseCall), so the release nominates it in its turn.
 func (k reentrantKind) release(s *Sim, w *World, c *Client) {
 	stay := int64(0)
 	if last := w.proc(c).Qs[0].LastDeadline(); !last.IsZero() {
