@@ -97,8 +97,8 @@ type lineKeySet struct {
 	acquire, release scriptCall
 }
 
-// scriptKeys are the keys of this line's scripts: script.LineKeys: the line and the token counter (the lock key
-// again for lua). The slice is shared: the caller does not change it.
+// scriptKeys are the keys of this line's scripts (script.LineKeys): the line and the token
+// counter (the lock key again for lua). The slice is shared: the caller does not change it.
 func (wl *waitLine) scriptKeys(key string) []string { return wl.keySet(key).keys }
 
 // keySet is key's lineKeySet, kept for the key last used (a process sells one key at a time, most
