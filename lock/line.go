@@ -127,7 +127,7 @@ func newWaitLine(rdb redis.UniversalClient, log *slog.Logger, fenced bool, insta
 	everything := func(string) bool { return true } // every payload on the grant channel is a grant
 	wl := &waitLine{rdb: rdb, log: log, fenced: fenced, lostGrant: core.LostGrantBound, maxGrant: core.MaxGrantTTL,
 		id: id, mine: id + ":", channel: grantChannelPrefix + id, sub: newSubscriber(rdb, log, nil, everything), line: core.NewLine(core.Cohort)}
-	wl.fencedArg, wl.mineArg = script.FlagArg(fenced), wl.mine
+	wl.fencedArg, wl.mineArg = script.Flag(fenced), wl.mine
 	// The grant channel is the process's, not the key's: a queue joins it, and is rung by deliver.
 	wl.queue = newHandoff(func(string, func()) (<-chan struct{}, func()) { return wl.subscribe(), func() {} }, nil)
 	// A release here rings its key's queue itself (release, forget).

@@ -103,7 +103,7 @@ func (k lineKind) try(s *Sim, w *World, c *Client, look core.LineLook, subscribe
 		deadline = msAt(look.QueueUntil)
 	}
 	reply := s.call(w, c, 0, script.Call{Script: "LineAcquire", Keys: k.keys(),
-		Args: script.LineAcquireArgs(nil, c.Value, w.Now, script.FlagArg(k.tokens), ms(s.cfg.Lease), deadline, ms(look.GrantTTL))})
+		Args: script.LineAcquireArgs(nil, c.Value, w.Now, script.Flag(k.tokens), ms(s.cfg.Lease), deadline, ms(look.GrantTTL))})
 	line := &w.proc(c).Line
 	r, _ := reply.([]any)
 	held, n, ok := script.LineAcquired(r)
@@ -150,7 +150,7 @@ func (k lineKind) releaseValue(s *Sim, w *World, c *Client, value string) {
 	}
 	mine := "p" + strconv.Itoa(c.Proc) + ":"
 	r, _ := s.call(w, c, 0, script.Call{Script: "LineRelease", Keys: k.keys(),
-		Args: script.LineReleaseArgs(nil, value, w.Now, script.FlagArg(k.tokens), mine, after)}).([]any)
+		Args: script.LineReleaseArgs(nil, value, w.Now, script.Flag(k.tokens), mine, after)}).([]any)
 	if got, ok := script.ReadLineRelease(r); ok && got.Code >= 2 {
 		p.Line.Released(at(w.Now), lockName, value, got.Cohort, next.Value, got.To)
 		if strings.HasPrefix(got.To, mine) {

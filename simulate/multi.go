@@ -16,7 +16,8 @@ func (multiKind) masters() int   { return 3 }
 func (multiKind) watchdog() bool { return true }
 
 // freeNeeds: the parts are taken in one order, so a part held on any master keeps the others out.
-func (multiKind) freeNeeds() int { return 3 }
+func (multiKind) freeNeeds() int  { return 3 }
+func (multiKind) perMaster() bool { return true }
 
 // relook: with no message lost, a waiter for a part is woken by the unlock message of every
 // release; G is the line kinds' core.LostGrantBound, a margin above the immediate wake-up.

@@ -31,7 +31,7 @@ type proc struct {
 // part is the queue of its process that c waits in: its part's (c.I, the master it asks) for
 // multilock, else the one.
 func (s *Sim) part(c *Client) int {
-	if _, multi := s.kind.(multiKind); multi && c.I < 3 {
+	if s.kind.perMaster() && c.I < 3 {
 		return c.I
 	}
 	return 0
@@ -108,16 +108,11 @@ func (s *Sim) failed(w *World, c *Client, retry int64) {
 }
 
 // won tells c's queue its attempt won: c leaves it, and the next waiter is its head, asleep
-// until a ring or the lease's end, as the library's handoff tells its queue. The semaphores tell
-// it a lease of 0 (a permit taken leaves the others free): their next head tries at once.
+// until a ring or the kind's heldHint.
 func (s *Sim) won(w *World, c *Client) {
 	c.Turn, c.Queued = false, false
-	until := w.Now + ms(s.cfg.Lease)
-	if _, sem := s.kind.(semKind); sem {
-		until = w.Now
-	}
 	part := s.part(c)
-	s.queueSays(w, c, part, w.proc(c).Qs[part].Held(at(w.Now), uint64(c.ID), at(until)))
+	s.queueSays(w, c, part, w.proc(c).Qs[part].Held(at(w.Now), uint64(c.ID), at(w.Now+s.kind.heldHint(s))))
 }
 
 // ring is a release heard by c's process, on queue part.

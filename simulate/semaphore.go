@@ -36,6 +36,7 @@ func (k semKind) watchdog() bool { return k.expirable }
 // channel, which its process hears only once subscribed.
 func (semKind) queue() (core.QueueConfig, bool) { return queueConfig(false), true }
 func (semKind) wakes() bool                     { return true }
+func (semKind) heldHint(*Sim) int64             { return 0 }
 
 // leftoverOK: the count stays; so do expired permits of the expirable one, which come back to the
 // count only when a script next runs (as Redisson's do).

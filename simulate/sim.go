@@ -118,7 +118,7 @@ func (s *Sim) publish(w *World, k int, p published) {
 			continue
 		}
 		part := 0
-		if _, multi := s.kind.(multiKind); multi {
+		if s.kind.perMaster() {
 			part = k // each part listens on its own master
 		}
 		if s.unheard(w, to, part) {

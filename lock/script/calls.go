@@ -56,8 +56,8 @@ func FairKeys(name string) []string {
 }
 
 func fairChannelKeys(name string) []string {
-	k := FairKeys(name)
-	return []string{k[0], k[1], k[2], UnlockChannel(name), k[3], k[4], k[5]}
+	return []string{name, Prefixed(RedissonQueuePrefix, name), Prefixed(RedissonTimeoutPrefix, name), UnlockChannel(name),
+		Prefixed(FairAlivePrefix, name), Prefixed(FairGrantsPrefix, name), Prefixed(FairLagPrefix, name)}
 }
 
 // SemChannel is the channel of Redisson's semaphores that tells their waiters of permits given
@@ -82,8 +82,8 @@ func RWOwnerTimeouts(name, field string) string {
 	return Suffixed(name, field+":"+RWLockTimeoutSuffix)
 }
 
-// flag is a script's boolean argument.
-func flag(b bool) any {
+// Flag is a script's boolean argument, "1" or "0".
+func Flag(b bool) any {
 	if b {
 		return "1"
 	}
@@ -95,7 +95,7 @@ func flag(b bool) any {
 // process's prefix, the lease) once is allocations saved on every call.
 
 // LineAcquireArgs appends LineAcquire's arguments: value's attempt at now, the fenced flag
-// ("1"/"0", FlagArg) and the lease; queued in the line until queueUntil (0: not queued), with a
+// ("1"/"0", Flag) and the lease; queued in the line until queueUntil (0: not queued), with a
 // lock handed to it living grant.
 func LineAcquireArgs(dst []any, value string, now int64, fenced, lease any, queueUntil, grant int64) []any {
 	return append(dst, value, now, fenced, lease, queueUntil, grant)
@@ -117,11 +117,8 @@ func LineReleaseArgs(dst []any, value string, now int64, fenced, mine any, next 
 	if next.Value == "" {
 		return append(dst, "", 0, 0, 0, "0")
 	}
-	return append(dst, next.Value, next.Deadline, next.Grant, next.Lease, flag(next.Before))
+	return append(dst, next.Value, next.Deadline, next.Grant, next.Lease, Flag(next.Before))
 }
-
-// FlagArg is a flag as the line's scripts take it.
-func FlagArg(b bool) any { return flag(b) }
 
 // FencedRenew: a string lock's expiry pushed out to lease while it holds value.
 func FencedRenewCall(key, value string, lease int64) Call {
@@ -153,12 +150,12 @@ func RLockAcquireCall(key, field string, lease, now int64, id string, queueUntil
 // RLockReleaseCall is ReentrantRelease by process id, which stays in the line until stay (0: it
 // leaves) and nominates the next process.
 func RLockReleaseCall(key, field string, lease, now int64, id string, stay int64, sharded bool) Call {
-	return Call{"RLockRelease", NominationKeys(key), []any{now, id, stay, UnlockMessage, flag(sharded), lease, field}}
+	return Call{"RLockRelease", NominationKeys(key), []any{now, id, stay, UnlockMessage, Flag(sharded), lease, field}}
 }
 
 // RLockPassCall takes process id out of the line, nominating the next when the lock is free.
 func RLockPassCall(key string, now int64, id string, sharded bool) Call {
-	return Call{"RLockPass", NominationKeys(key), []any{now, id, UnlockMessage, flag(sharded)}}
+	return Call{"RLockPass", NominationKeys(key), []any{now, id, UnlockMessage, Flag(sharded)}}
 }
 
 // RFencedAcquireCall is ReentrantAcquire in Redisson's RFencedLock layout: the lock, its token
@@ -179,7 +176,7 @@ type Fair struct {
 // handed to it (0: none), pickup whether it takes one (not on a re-entry), keep how long the
 // queue must outlive the join, aliveUntil the process's heartbeat.
 func (f Fair) Acquire(key, field string, lease, wait, now, grant int64, pickup bool, keep, aliveUntil int64) Call {
-	return Call{"FairAcquire", FairKeys(key), []any{lease, field, wait, now, grant, flag(pickup), keep, f.ID, aliveUntil, f.LagCap}}
+	return Call{"FairAcquire", FairKeys(key), []any{lease, field, wait, now, grant, Flag(pickup), keep, f.ID, aliveUntil, f.LagCap}}
 }
 
 // Beat is the process's heartbeat at now, alive until aliveUntil.
