@@ -625,9 +625,14 @@ func (le *fairLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error 
 	}, func() error { return le.l.release(ctx, le.key, le.field, le.leaseMs, le.waitMs, p) })
 }
 
+// ask is the lease's hold of Redisson's hash, as its renewal sends it.
+func (le *fairLease) ask() core.Ask {
+	return core.Ask{Key: le.key, Field: le.field, Lease: time.Duration(le.leaseMs) * time.Millisecond}
+}
+
 // renewLease renews the lock to its lease, while the field is still ours.
 func (le *fairLease) renewLease(ctx context.Context) error {
-	return renewHash(ctx, le.l.rdb, le.key, le.field, le.leaseMs)
+	return renewHash(ctx, le.l.rdb, le.ask())
 }
 
 // refresh pushes the lock's expiry out by the lease, while the field is still ours.
@@ -637,5 +642,5 @@ func (le *fairLease) refresh(ctx context.Context) error {
 
 // refreshOn is refresh sent through s (one connection, for WithReplicas).
 func (le *fairLease) refreshOn(ctx context.Context, s redis.Scripter) error {
-	return renewHash(ctx, s, le.key, le.field, le.leaseMs)
+	return renewHash(ctx, s, le.ask())
 }

@@ -115,6 +115,9 @@ var scripts = func() map[string]scriptPair {
 	return m
 }()
 
+// classicMode is the mode of the scripts that announce nothing: none, always classic.
+var classicMode *pubsubMode
+
 // classic is the script named name, in its classic build.
 func classic(name string) *redis.Script { return scripts[name].classic }
 

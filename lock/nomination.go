@@ -96,14 +96,12 @@ func (n *nominator) pass(key string) {
 	}
 }
 
-// releaseCall is the release script (script/lua/rlock_release.lua) of field's hold of key: this
-// process stays in line when it has waiters left (stays).
-func (n *nominator) releaseCall(ctx context.Context, key, field string, leaseMs int64) (c script.Call, stays bool) {
-	stay := int64(0)
-	if last := n.queue.lastDeadline(key); !last.IsZero() {
-		stay = last.UnixMilli()
-	}
-	return script.RLockReleaseCall(key, field, leaseMs, time.Now().UnixMilli(), n.id, stay, n.sharded(ctx)), stay > 0
+// releaseAsk is ask as this process releases it (script/lua/rlock_release.lua): in the line,
+// staying in it until its last waiter's deadline when it has waiters left (Until; zero: it
+// leaves).
+func (n *nominator) releaseAsk(ctx context.Context, ask core.Ask) core.Ask {
+	ask.Line, ask.Until, ask.Sharded, ask.Now = n.id, n.queue.lastDeadline(ask.Key), n.sharded(ctx), time.Now()
+	return ask
 }
 
 // sharded is the scripts' flag for sharded pub/sub, where the unlock message always goes out

@@ -95,16 +95,8 @@ func (s *ExpirableSemaphore) TryAcquire(ctx context.Context, name string, lease 
 // try runs the acquire script once: held, or how long until the earliest permit held expires
 // (< 0: none will).
 func (s *ExpirableSemaphore) try(ctx context.Context, name, id string, now time.Time, lease time.Duration) (bool, time.Duration, error) {
-	ms := now.UnixMilli()
-	r, err := s.sub.mode.run(ctx, s.rdb, script.PermitAcquireCall(name, id, ms, ms+lease.Milliseconds())).Int64Slice()
-	if err != nil {
-		return false, 0, redisErr("acquire a permit of "+name, err)
-	}
-	held, retry, ok := core.PermitSaid(r, time.Now())
-	if !ok {
-		return false, 0, fmt.Errorf("lock: %s: acquire %s: reply %v", s.kind, name, r)
-	}
-	return held, retry, nil
+	t, err := attempt(ctx, s.rdb, s.sub.mode, core.Permits, core.Ask{Key: name, Field: id, Lease: lease, Now: now})
+	return t.Held, t.Wait, err
 }
 
 // held builds the permit won by an attempt sent at sent, and starts its life.
@@ -191,21 +183,16 @@ func (p *Permit) Release(ctx context.Context) error {
 
 // renew runs updateLeaseTime once.
 func (p *Permit) renew(ctx context.Context) error {
-	now := time.Now().UnixMilli()
-	return renewReply("permit of "+p.name, p.s.sub.mode.run(ctx, p.s.rdb, script.PermitRenewCall(p.name, p.id, now, now+p.lease.Milliseconds())), p.gone)
+	return renewHold(ctx, p.s.rdb, p.s.sub.mode, core.Permits, p.ask(), p.gone)
 }
 
 // release runs the release script once.
 func (p *Permit) release(ctx context.Context) error {
-	ok, err := p.s.sub.mode.run(ctx, p.s.rdb, script.PermitReleaseCall(p.name, p.id, time.Now().UnixMilli())).Bool()
-	if err != nil {
-		return redisErr("release permit of "+p.name, err)
-	}
-	if !ok {
-		return p.gone()
-	}
-	return nil
+	return releaseHold(ctx, nil, p.s.rdb, p.s.sub.mode, core.Permits, p.ask(), p.gone)
 }
+
+// ask is the permit as its commands are built from it.
+func (p *Permit) ask() core.Ask { return core.Ask{Key: p.name, Field: p.id, Lease: p.lease} }
 
 // gone is ErrNotHeld for a permit no longer held.
 func (p *Permit) gone() error {

@@ -20,9 +20,6 @@ import (
 // the writer would wait for its own read to end, forever.
 var ErrUpgrade = errors.New("lock: an owner that holds the read lock cannot take the write lock")
 
-// upgradeReply is write_lock_acquire.lua's answer to an owner that holds the read side.
-const upgradeReply = -3
-
 // NewReadWrite returns Redisson's RReadWriteLock on one Redis, wire-compatible with Redisson's
 // RedissonReadLock and RedissonWriteLock: read and write are its two sides, each an ordinary
 // Locker. Any number of owners hold the read side of a key at once, or one owner its write side.
@@ -80,12 +77,16 @@ func newRWLock(d settings) *rwLock {
 type rwSide struct {
 	*rwLock
 	write bool
+	hold  core.Hold // core.ReadSide or core.WriteSide
 	sub   *subscriber
 	queue *handoff
 }
 
 func (rw *rwLock) side(d settings, write bool) *rwSide {
-	s := &rwSide{rwLock: rw, write: write}
+	s := &rwSide{rwLock: rw, write: write, hold: core.ReadSide}
+	if write {
+		s.hold = core.WriteSide
+	}
 	s.sub, s.queue = newChannelQueue(rw.rdb, rw.log, newPubsubMode(rw.rdb, d.Subscription),
 		func(p string) bool { return p == unlockMessage || p == script.ReadUnlockMessage }, script.RWChannel)
 	return s
@@ -94,11 +95,12 @@ func (rw *rwLock) side(d settings, write bool) *rwSide {
 // Acquire takes one hold of key's side for opts.Owner (a fresh owner when there is none).
 func (s *rwSide) Acquire(ctx context.Context, key string, opts Options) (heldLock, error) {
 	owner := ownerOf(opts)
-	field := s.id + ":" + owner
+	le := &rwLease{s: s, owner: owner, ask: core.Ask{Key: key, Field: s.id + ":" + owner, Lease: opts.Lease}}
+	le.field = le.ask.Field
 	if s.write {
-		field += ":write"
+		le.field = script.WriteField(le.field)
 	}
-	le := &rwLease{s: s, key: key, owner: owner, field: field, leaseMs: max(opts.Lease.Milliseconds(), 1)}
+	field := le.field
 	// An owner that holds either side here tries at once: a downgrade must not queue behind the
 	// readers waiting for the writer it is, and an upgrade is refused at once. Its unanswered
 	// attempt is not given back (orphan.go): that could end the owner's other hold.
@@ -141,14 +143,13 @@ func (s *rwSide) Close() error {
 
 // rwLease is one hold of one side.
 type rwLease struct {
-	s       *rwSide
-	key     string
-	owner   string
-	field   string
-	leaseMs int64
-	wd      *life // &life, or nil with an explicit lease
-	life    life  // the lease's life, watched or not: Lost
-	gate    releaseGate
+	s     *rwSide
+	ask   core.Ask // key, the owner's read field and lease
+	owner string
+	field string // its side's field
+	wd    *life  // &life, or nil with an explicit lease
+	life  life   // the lease's life, watched or not: Lost
+	gate  releaseGate
 }
 
 // keep is a round of the lease's watchdog (keeper).
@@ -158,10 +159,10 @@ func (le *rwLease) keep(ctx context.Context) (renewOutcome, error) {
 
 // lost logs why the watchdog lost the lease (keeper).
 func (le *rwLease) lost(why error) {
-	le.s.log.Warn("watchdog: lock lost", "lock", "readWrite", "key", le.key, "field", le.field, "err", why)
+	le.s.log.Warn("watchdog: lock lost", "lock", "readWrite", "key", le.ask.Key, "field", le.field, "err", why)
 }
 
-func (le *rwLease) Key() string           { return le.key }
+func (le *rwLease) Key() string           { return le.ask.Key }
 func (le *rwLease) Field() string         { return le.field }
 func (le *rwLease) Token() int64          { return 0 }
 func (le *rwLease) Renewals() int64       { return le.wd.Renewals() }
@@ -170,28 +171,18 @@ func (le *rwLease) Lost() <-chan struct{} { return le.life.Lost() }
 // try runs the side's acquire script once: held, or the holder's remaining PTTL (-1ms: no TTL).
 func (le *rwLease) try(ctx context.Context) (bool, time.Duration, error) {
 	markAttempt(ctx)
-	s := le.s
-	c := script.ReadLockAcquireCall(le.key, le.field, le.leaseMs)
-	if s.write {
-		c = script.WriteLockAcquireCall(le.key, s.id+":"+le.owner, le.leaseMs)
+	t, err := attempt(ctx, le.s.rdb, le.s.sub.mode, le.s.hold, le.ask)
+	if t.Refused {
+		return false, 0, fmt.Errorf("%w: %w: %s: owner %s holds its read side; release it first", ErrNotObtained, ErrUpgrade, le.ask.Key, le.owner)
 	}
-	n, err := run(ctx, s.rdb, c).Int64()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return true, 0, nil
-	case err != nil:
-		return false, 0, redisErr("acquire "+le.key, err)
-	case n == upgradeReply:
-		return false, 0, fmt.Errorf("%w: %w: %s: owner %s holds its read side; release it first", ErrNotObtained, ErrUpgrade, le.key, le.owner)
-	}
-	return false, core.HolderTTL(n), nil
+	return t.Held, t.Wait, err
 }
 
 // releaseAfter gives back one hold, after the holder's pipeline p when there is one (runScript).
 func (le *rwLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
-	return le.gate.release(ctx, p, le.key, func() {
+	return le.gate.release(ctx, p, le.ask.Key, func() {
 		le.s.mu.Lock()
-		le.s.holds.add(le.key+"\x00"+le.owner, -1)
+		le.s.holds.add(le.ask.Key+"\x00"+le.owner, -1)
 		le.s.mu.Unlock()
 		le.life.Stop()
 	}, func() error { return le.release(ctx, p) })
@@ -199,13 +190,11 @@ func (le *rwLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
 
 // release sends the side's release script: ErrNotHeld when the owner holds no such hold.
 func (le *rwLease) release(ctx context.Context, p redis.Pipeliner) error {
-	s := le.s
-	c := script.ReadLockReleaseCall(le.key, le.field)
-	if s.write {
-		c = script.WriteLockReleaseCall(le.key, le.field, le.leaseMs)
-	}
-	return releaseHold(ctx, p, s.rdb, s.sub.mode, le.key, le.field, c)
+	return releaseHold(ctx, p, le.s.rdb, le.s.sub.mode, le.s.hold, le.ask, le.gone)
 }
+
+// gone is ErrNotHeld for a hold whose field is gone.
+func (le *rwLease) gone() error { return noField(le.ask.Key, le.field) }
 
 // refresh pushes the hold out by the lease while the owner's field is still there.
 func (le *rwLease) refresh(ctx context.Context) error {
@@ -215,8 +204,5 @@ func (le *rwLease) refresh(ctx context.Context) error {
 // refreshOn is refresh sent through sc (one connection, for WithReplicas). A read renewal also
 // pushes out the owner's timeout keys (Redisson's ReadLockTask); a write renewal is RLock's.
 func (le *rwLease) refreshOn(ctx context.Context, sc redis.Scripter) error {
-	if le.s.write {
-		return renewHash(ctx, sc, le.key, le.field, le.leaseMs)
-	}
-	return renewReply(le.key, run(ctx, sc, script.ReadLockRenewCall(le.key, le.field, le.leaseMs)), func() error { return noField(le.key, le.field) })
+	return renewHold(ctx, sc, classicMode, le.s.hold, le.ask, le.gone)
 }

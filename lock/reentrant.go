@@ -12,7 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/lock/core"
-	"github.com/seckill-lab/seckill/lock/script"
 )
 
 // reentrantLocker is NewReentrant (Redisson's RedissonLock, https://github.com/redisson/redisson): RLock,
@@ -63,20 +62,20 @@ type renewal struct {
 	wd    *life // &own
 	own   life
 	holds int // guarded by reentrantLocker.mu
-	// What the watchdog renews: field's hold of key, for leaseMs; id is the entry's in l.entries.
-	l              *reentrantLocker
-	key, field, id string
-	leaseMs        int64
+	// What the watchdog renews: the hold of ask; id is the entry's in l.entries.
+	l   *reentrantLocker
+	ask core.Ask
+	id  string
 }
 
 // keep is a round of the owner's watchdog (keeper).
 func (e *renewal) keep(ctx context.Context) (renewOutcome, error) {
-	return outcome(renewHash(ctx, e.l.rdb, e.key, e.field, e.leaseMs))
+	return outcome(renewHash(ctx, e.l.rdb, e.ask))
 }
 
 // lost logs why the watchdog lost the lock and forgets the entry (keeper).
 func (e *renewal) lost(why error) {
-	e.l.log.Warn("watchdog: lock lost", "lock", e.l.name, "key", e.key, "field", e.field, "err", why)
+	e.l.log.Warn("watchdog: lock lost", "lock", e.l.name, "key", e.ask.Key, "field", e.ask.Field, "err", why)
 	e.l.forget(e.id, e)
 }
 
@@ -106,11 +105,8 @@ func (l *reentrantLocker) Acquire(ctx context.Context, key string, opts Options)
 }
 
 func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options) (*reentrantLease, error) {
-	owner := ownerOf(opts)
-	field := l.id + ":" + owner
-	lease := opts.Lease
-	leaseMs := max(lease.Milliseconds(), 1)
-	watch := !opts.ExplicitLease
+	field := l.id + ":" + ownerOf(opts)
+	ask := core.Ask{Key: key, Field: field, Lease: opts.Lease}
 
 	// A re-entry by an owner that holds the lock here already goes straight to Redis. Otherwise
 	// wait in this process's queue for the key; the head subscribes to the unlock channel before
@@ -124,82 +120,69 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 	l.mu.Unlock()
 	// A waiter queues its process in the line across processes when its attempt fails
 	// (nomination.go).
-	var queueUntil time.Time
 	if l.nom != nil && opts.Wait > 0 {
-		queueUntil = deadline
+		ask.Line, ask.Until = l.nom.id, deadline
 	}
-	err := l.queue.obtain(ctx, key, "", opts.Wait, lease, reentry, func(ctx context.Context) (bool, time.Duration, error) {
-		held, ttl, tok, err := l.try(ctx, key, field, leaseMs, queueUntil)
+	err := l.queue.obtain(ctx, key, "", opts.Wait, opts.Lease, reentry, func(ctx context.Context) (bool, time.Duration, error) {
+		held, ttl, tok, err := l.try(ctx, ask)
 		token = tok
 		if !reentry {
-			l.orphaned(ctx, err, key, field, leaseMs)
+			l.orphaned(ctx, err, ask)
 		}
-		if err == nil && !held && !queueUntil.IsZero() {
+		if err == nil && !held && ask.Line != "" {
 			ttl = core.QueuedSleep(ttl, l.nom.lostGrant) // nomination.go's rule N3
 		}
 		return held, ttl, err
 	})
 	if err != nil {
-		if !queueUntil.IsZero() && errors.Is(err, ErrNotObtained) && l.queue.lastDeadline(key).IsZero() {
+		if ask.Line != "" && errors.Is(err, ErrNotObtained) && l.queue.lastDeadline(key).IsZero() {
 			l.nom.pass(key) // the last waiter here gave up: out of the line
 		}
 		return nil, err
 	}
-	le := l.held(ctx, key, field, lease, watch)
+	le := l.held(ctx, ask, !opts.ExplicitLease)
 	le.token = token
 	return le, nil
 }
 
-// orphaned records the give-back of an attempt for field that got no answer (orphan.go): the
-// release script, which decrements only field's own hold.
-func (l *reentrantLocker) orphaned(ctx context.Context, err error, key, field string, leaseMs int64) {
-	orphaned(ctx, err, fmt.Sprintf("%p\x00%s\x00%s", l, key, field), func(ctx context.Context) error {
-		return (&reentrantLease{l: l, key: key, field: field, leaseMs: leaseMs}).release(ctx, nil)
+// orphaned records the give-back of an attempt for ask that got no answer (orphan.go): the
+// release script, which decrements only its field's own hold.
+func (l *reentrantLocker) orphaned(ctx context.Context, err error, ask core.Ask) {
+	ask.Line, ask.Until = "", time.Time{}
+	orphaned(ctx, err, fmt.Sprintf("%p\x00%s\x00%s", l, ask.Key, ask.Field), func(ctx context.Context) error {
+		return (&reentrantLease{l: l, ask: ask}).release(ctx, nil)
 	})
 }
 
 // try runs the acquire script once (RFencedLock's when fenced, with the replicas' wait when synced):
 // held with its fencing token (0 but in RFencedLock's layout), or the holder's remaining PTTL
-// (-1ms: no TTL). A failed attempt with a non-zero queueUntil queues its process in the line
-// until then, in the same script (acquireCall).
-func (l *reentrantLocker) try(ctx context.Context, key, field string, leaseMs int64, queueUntil time.Time) (bool, time.Duration, int64, error) {
+// (-1ms: no TTL). A failed attempt of an ask with a Line queues its process in the line until
+// ask.Until, in the same script.
+func (l *reentrantLocker) try(ctx context.Context, ask core.Ask) (bool, time.Duration, int64, error) {
 	markAttempt(ctx)
 	switch {
 	case l.fenced:
-		return l.tryFenced(ctx, key, field, leaseMs)
+		return l.tryFenced(ctx, ask)
 	case l.sync != nil:
-		held, ttl, err := l.trySynced(ctx, key, field, leaseMs, queueUntil)
+		held, ttl, err := l.trySynced(ctx, ask)
 		return held, ttl, 0, err
 	}
-	n, err := run(ctx, l.rdb, l.acquireCall(key, field, leaseMs, queueUntil)).Int64()
-	if errors.Is(err, redis.Nil) {
-		return true, 0, 0, nil
-	}
-	if err != nil {
-		return false, 0, 0, redisErr("acquire "+key, err)
-	}
-	return false, core.HolderTTL(n), 0, nil
-}
-
-// acquireCall is Redisson's acquire script, or, for a waiter that queues its process in the line
-// until queueUntil, the same acquire with the queueing after it (script/lua/rlock_acquire.lua).
-// Both answer nil (held) or the lock's PTTL.
-func (l *reentrantLocker) acquireCall(key, field string, leaseMs int64, queueUntil time.Time) script.Call {
-	if queueUntil.IsZero() { // set only where there is a line (l.nom)
-		return script.ReentrantAcquireCall(key, field, leaseMs)
-	}
-	return script.RLockAcquireCall(key, field, leaseMs, time.Now().UnixMilli(), l.nom.id, queueUntil.UnixMilli())
+	ask.Now = time.Now()
+	t, err := attempt(ctx, l.rdb, l.sub.mode, core.RLock, ask)
+	return t.Held, t.Wait, 0, err
 }
 
 // held builds the lease of a successful acquisition and, in watchdog mode, joins or starts the
 // owner's renewal of this lock; an explicit lease has a life of its own. The renewal carries
 // ctx's values (not its cancellation).
-func (l *reentrantLocker) held(ctx context.Context, key, field string, lease time.Duration, watch bool) *reentrantLease {
-	le := &reentrantLease{l: l, key: key, field: field, leaseMs: max(lease.Milliseconds(), 1)}
+func (l *reentrantLocker) held(ctx context.Context, ask core.Ask, watch bool) *reentrantLease {
+	ask.Line, ask.Until = "", time.Time{}
+	le := &reentrantLease{l: l, ask: ask}
+	lease := ask.Lease
 	if !watch {
 		le.own.startUnwatched(ctx, lease, lease, time.Time{}, nil) // nothing to push
 	}
-	id := key + "\x00" + field
+	id := ask.Key + "\x00" + ask.Field
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.holds.add(id, 1)
@@ -208,7 +191,7 @@ func (l *reentrantLocker) held(ctx context.Context, key, field string, lease tim
 	}
 	e := l.entries[id]
 	if e == nil || isDone(e.wd.Lost()) {
-		e = &renewal{l: l, key: key, field: field, id: id, leaseMs: le.leaseMs}
+		e = &renewal{l: l, ask: ask, id: id}
 		e.wd = &e.own
 		e.own.start(ctx, lease, lease, attemptSent(ctx, time.Now()).Add(lease), e, true, true, true)
 		l.entries[id] = e
@@ -255,18 +238,16 @@ func (l *reentrantLocker) Close() error {
 
 // reentrantLease is one acquisition of a reentrant lock.
 type reentrantLease struct {
-	l       *reentrantLocker
-	key     string
-	field   string
-	leaseMs int64
-	entry   *renewal // nil with an explicit lease (no watchdog)
-	own     life     // an explicit lease's life
-	gate    releaseGate
-	token   int64 // the fencing token in RFencedLock's layout; 0 for RLock
+	l     *reentrantLocker
+	ask   core.Ask // its key, field and lease
+	entry *renewal // nil with an explicit lease (no watchdog)
+	own   life     // an explicit lease's life
+	gate  releaseGate
+	token int64 // the fencing token in RFencedLock's layout; 0 for RLock
 }
 
-func (le *reentrantLease) Key() string   { return le.key }
-func (le *reentrantLease) Field() string { return le.field }
+func (le *reentrantLease) Key() string   { return le.ask.Key }
+func (le *reentrantLease) Field() string { return le.ask.Field }
 func (le *reentrantLease) Token() int64  { return le.token }
 
 // Lost is closed when the owner's watchdog found the lock gone, or an explicit lease's life ran
@@ -290,8 +271,8 @@ func (le *reentrantLease) Renewals() int64 {
 // out, or this lease was already released) is ErrNotHeld, as Redisson's
 // IllegalMonitorStateException. It runs after the holder's pipeline p, when there is one (runScript).
 func (le *reentrantLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
-	return le.gate.release(ctx, p, le.key, func() {
-		id := le.key + "\x00" + le.field
+	return le.gate.release(ctx, p, le.ask.Key, func() {
+		id := le.ask.Key + "\x00" + le.ask.Field
 		le.l.mu.Lock()
 		le.l.holds.add(id, -1)
 		le.l.mu.Unlock()
@@ -306,34 +287,20 @@ func (le *reentrantLease) releaseAfter(ctx context.Context, p redis.Pipeliner) e
 // release sends the release script (again, after a failure to reach Redis), after the holder's
 // pipeline p when there is one.
 func (le *reentrantLease) release(ctx context.Context, p redis.Pipeliner) error {
-	c := script.ReentrantReleaseCall(le.key, le.field, le.leaseMs)
+	ask := le.ask
 	if n := le.l.nom; n != nil {
-		var stays bool
-		c, stays = n.releaseCall(ctx, le.key, le.field, le.leaseMs)
-		if !stays {
+		ask = n.releaseAsk(ctx, ask)
+		if ask.Until.IsZero() {
 			// Out of line (no waiter here): one that comes after must not sleep on the hint its
 			// holder left (waiting.go rule 3) for a nomination this process is not in line for.
-			defer n.queue.ring(le.key)
+			defer n.queue.ring(ask.Key)
 		} else {
 			// In line for the waiters here: their head, asleep on that hint, waits for a
 			// nomination, and looks again within the lost-nomination bound (N3).
-			defer n.queue.inLine(le.key, n.lostGrant)
+			defer n.queue.inLine(ask.Key, n.lostGrant)
 		}
 	}
-	return releaseHold(ctx, p, le.l.rdb, le.l.sub.mode, le.key, le.field, c)
-}
-
-// releaseHold sends c, the release of one of field's holds of key in Redisson's layout, after the
-// holder's pipeline p (runScript): ErrNotHeld when the hash has no such field.
-func releaseHold(ctx context.Context, p redis.Pipeliner, rdb redis.UniversalClient, mode *pubsubMode, key, field string, c script.Call) error {
-	_, err := runScript(ctx, p, rdb, mode.script(ctx, c.Script), c).Int64()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return noField(key, field)
-	case err != nil:
-		return redisErr("release "+key, err)
-	}
-	return nil
+	return releaseHold(ctx, p, le.l.rdb, le.l.sub.mode, core.RLock, ask, func() error { return noField(ask.Key, ask.Field) })
 }
 
 // refresh pushes the lock's expiry out by the lease, while the field is still ours.
@@ -343,27 +310,10 @@ func (le *reentrantLease) refresh(ctx context.Context) error {
 
 // refreshOn is refresh sent through s (one connection, for WithReplicas).
 func (le *reentrantLease) refreshOn(ctx context.Context, s redis.Scripter) error {
-	return renewHash(ctx, s, le.key, le.field, le.leaseMs)
+	return renewHash(ctx, s, le.ask)
 }
 
 // renewHash runs the renew script of the Redisson layout once: ErrNotHeld when the field is gone.
-func renewHash(ctx context.Context, rdb redis.Scripter, key, field string, leaseMs int64) error {
-	return renewReply(key, run(ctx, rdb, script.ReentrantRenewCall(key, field, leaseMs)), func() error { return noField(key, field) })
-}
-
-// renewReply reads cmd, a renewal of key: gone's ErrNotHeld when it answered other than 1.
-func renewReply(key string, cmd *redis.Cmd, gone func() error) error {
-	n, err := cmd.Int()
-	switch {
-	case err != nil:
-		return redisErr("renew "+key, err)
-	case n != 1:
-		return gone()
-	}
-	return nil
-}
-
-// noField is ErrNotHeld for a hash lock that no longer has the holder's field.
-func noField(key, field string) error {
-	return fmt.Errorf("%w: %s has no field %s (the lease ran out, or another owner holds it)", ErrNotHeld, key, field)
+func renewHash(ctx context.Context, s redis.Scripter, a core.Ask) error {
+	return renewHold(ctx, s, classicMode, core.RLock, a, func() error { return noField(a.Key, a.Field) })
 }

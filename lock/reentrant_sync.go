@@ -2,14 +2,12 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/lock/core"
-	"github.com/seckill-lab/seckill/lock/script"
 )
 
 // defaultWaitReplicasTimeout is Redisson's default slavesSyncTimeout.
@@ -100,19 +98,16 @@ func stickyConn(ctx context.Context, rdb redis.UniversalClient, key string) (*re
 // WAIT on the same connection. Too few acknowledgements give the hold just taken back (the
 // release script: a first hold deletes the key and wakes the waiters) and fail with
 // ErrNotReplicated.
-func (l *reentrantLocker) trySynced(ctx context.Context, key, field string, leaseMs int64, queueUntil time.Time) (bool, time.Duration, error) {
+func (l *reentrantLocker) trySynced(ctx context.Context, ask core.Ask) (bool, time.Duration, error) {
+	key := ask.Key
 	conn, err := stickyConn(ctx, l.rdb, key)
 	if err != nil {
 		return false, 0, err
 	}
 	defer conn.Close()
-	n, err := run(ctx, conn, l.acquireCall(key, field, leaseMs, queueUntil)).Int64()
-	switch {
-	case errors.Is(err, redis.Nil): // taken: now make sure a replica has it
-	case err != nil:
-		return false, 0, redisErr("acquire "+key, err)
-	default:
-		return false, core.HolderTTL(n), nil
+	ask.Now = time.Now()
+	if t, err := attempt(ctx, conn, l.sub.mode, core.RLock, ask); err != nil || !t.Held {
+		return false, t.Wait, err
 	}
 	acked, werr := conn.Wait(ctx, l.sync.n, l.sync.timeout).Result()
 	if werr == nil && acked >= int64(l.sync.n) {
@@ -121,8 +116,9 @@ func (l *reentrantLocker) trySynced(ctx context.Context, key, field string, leas
 	// Give the hold back even if the request is gone: a lock nobody relies on must not stay.
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	_, uerr := run(uctx, conn, script.ReentrantReleaseCall(key, field, leaseMs)).Result()
-	if uerr != nil && !errors.Is(uerr, redis.Nil) {
+	ask.Line, ask.Until = "", time.Time{}
+	_, uerr := reply(run(uctx, conn, core.RLock.Release(ask)))
+	if uerr != nil {
 		l.log.Warn("could not give back a lock no replica acknowledged; it expires with its lease",
 			"lock", l.name, "key", key, "err", uerr)
 	}

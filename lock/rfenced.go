@@ -39,13 +39,13 @@ func (l *reentrantLocker) rfencedCall(key, field string, leaseMs int64) script.C
 }
 
 // tryFenced runs the acquire script once: held with its token, or the holder's remaining PTTL.
-func (l *reentrantLocker) tryFenced(ctx context.Context, key, field string, leaseMs int64) (bool, time.Duration, int64, error) {
-	r, err := run(ctx, l.rdb, l.rfencedCall(key, field, leaseMs)).Int64Slice()
+func (l *reentrantLocker) tryFenced(ctx context.Context, ask core.Ask) (bool, time.Duration, int64, error) {
+	r, err := run(ctx, l.rdb, l.rfencedCall(ask.Key, ask.Field, max(ask.Lease.Milliseconds(), 1))).Int64Slice()
 	if err != nil {
-		return false, 0, 0, redisErr("fenced acquire "+key, err)
+		return false, 0, 0, redisErr("fenced acquire "+ask.Key, err)
 	}
 	if len(r) != 2 {
-		return false, 0, 0, fmt.Errorf("lock: fenced acquire %s: unexpected reply %v", key, r)
+		return false, 0, 0, fmt.Errorf("lock: fenced acquire %s: unexpected reply %v", ask.Key, r)
 	}
 	if r[1] > 0 {
 		return true, 0, r[1], nil

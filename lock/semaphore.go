@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
 )
 
@@ -56,11 +57,8 @@ func (s *Semaphore) Acquire(ctx context.Context, name string, n int, wait time.D
 		return err
 	}
 	return s.wait(ctx, name, wait, func(ctx context.Context) (bool, time.Duration, error) {
-		ok, err := run(ctx, s.rdb, script.SemAcquireCall(name, n)).Bool()
-		if err != nil {
-			return false, 0, redisErr("acquire permits of "+name, err)
-		}
-		return ok, -1, nil // only a release frees a permit: wait for its message
+		t, err := attempt(ctx, s.rdb, s.sub.mode, core.Semaphore{N: n}, core.Ask{Key: name})
+		return t.Held, t.Wait, err
 	})
 }
 
@@ -81,10 +79,7 @@ func (s *Semaphore) Release(ctx context.Context, name string, n int) error {
 	if err := s.check("release", name, n, 0); err != nil {
 		return err
 	}
-	if err := s.sub.mode.run(ctx, s.rdb, script.SemReleaseCall(name, n)).Err(); err != nil {
-		return redisErr("release permits of "+name, err)
-	}
-	return nil
+	return releaseHold(ctx, nil, s.rdb, s.sub.mode, core.Semaphore{N: n}, core.Ask{Key: name}, nil)
 }
 
 // AvailablePermits is the number of permits of name available now: 0 for a semaphore never set.

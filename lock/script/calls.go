@@ -286,8 +286,8 @@ func RedlockTokenRaiseCall(key, value string, token int64) Call {
 // package lock (go-redis gives an int64 for an integer) and the simulator (its in-process Redis,
 // an int).
 
-// integer reads an integer reply.
-func integer(v any) (int64, bool) {
+// Integer reads an integer reply.
+func Integer(v any) (int64, bool) {
 	switch n := v.(type) {
 	case int64:
 		return n, true
@@ -297,14 +297,28 @@ func integer(v any) (int64, bool) {
 	return 0, false
 }
 
+// Integers reads an array of integers (nil: a reply of another shape).
+func Integers(v any) []int64 {
+	r, _ := v.([]any)
+	out := make([]int64, len(r))
+	for i, e := range r {
+		n, ok := Integer(e)
+		if !ok {
+			return nil
+		}
+		out[i] = n
+	}
+	return out
+}
+
 // LineAcquired reads LineAcquire's reply: {1, token} held, or {0, ms} not held, worth looking
 // again in ms. ok is false for any other shape.
 func LineAcquired(r []any) (held bool, n int64, ok bool) {
 	if len(r) != 2 {
 		return false, 0, false
 	}
-	h, ok1 := integer(r[0])
-	n, ok2 := integer(r[1])
+	h, ok1 := Integer(r[0])
+	n, ok2 := Integer(r[1])
 	return h == 1, n, ok1 && ok2
 }
 
@@ -323,7 +337,7 @@ func ReadLineRelease(r []any) (LineReleased, bool) {
 	if len(r) == 0 {
 		return LineReleased{}, false
 	}
-	code, ok := integer(r[0])
+	code, ok := Integer(r[0])
 	if !ok || code < 2 {
 		return LineReleased{Code: code}, ok
 	}
@@ -331,7 +345,7 @@ func ReadLineRelease(r []any) (LineReleased, bool) {
 		return LineReleased{}, false
 	}
 	to, ok1 := r[1].(string)
-	tok, ok2 := integer(r[2])
+	tok, ok2 := Integer(r[2])
 	return LineReleased{Code: code, To: to, Token: tok, Cohort: code == 3 && len(r) > 3}, ok1 && ok2
 }
 
@@ -342,7 +356,7 @@ func ReadFairBeat(r []any) (first string, pttl int64, holder string, ok bool) {
 		return "", 0, "", false
 	}
 	first, ok1 := r[0].(string)
-	pttl, ok2 := integer(r[1])
+	pttl, ok2 := Integer(r[1])
 	holder, ok3 := r[2].(string)
 	return first, pttl, holder, ok1 && ok2 && ok3
 }
@@ -354,7 +368,7 @@ func ReadFairRelease(r []any) (kind int64, first string, ok bool) {
 	if len(r) != 2 {
 		return 0, "", false
 	}
-	kind, ok1 := integer(r[0])
+	kind, ok1 := Integer(r[0])
 	first, ok2 := r[1].(string)
 	return kind, first, ok1 && ok2
 }
