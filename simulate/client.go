@@ -234,18 +234,44 @@ const (
 // errRefused is why a lease is lost when a renewal was refused.
 var errRefused = errors.New("a renewal was refused: the lock is not ours any more")
 
-// renewOutcome reads a renewal script's reply: 1 renewed, an error (a master down) no answer,
-// anything else refused.
+// renewOutcome reads a renewal script's reply: an error (a master down) no answer, else as the
+// library reads it (core.Renewed).
 func renewOutcome(reply any) renewal {
-	switch v := reply.(type) {
-	case error:
+	if _, ok := reply.(error); ok {
 		return renewFailed
-	case int:
-		if v == 1 {
-			return renewOK
-		}
+	}
+	if core.Renewed(reply) {
+		return renewOK
 	}
 	return renewRefused
+}
+
+// ask is c's hold as a core.Hold builds its commands, by the scripts' clock (virtual
+// milliseconds, sent as unix ms).
+func (s *Sim) ask(w *World, c *Client) core.Ask {
+	return core.Ask{Key: lockName, Field: c.Value, Lease: s.cfg.Lease, Now: time.UnixMilli(w.Now)}
+}
+
+// attempt sends c's attempt of h for a to master m and reads its reply as the library does;
+// answered is false when the master is down. A reply the kind never answers, or a refusal no
+// acquisition here asks for, is a violation (unexpected).
+func (s *Sim) attempt(w *World, c *Client, m int, h core.Hold, a core.Ask) (t core.Try, answered bool) {
+	r := s.call(w, c, m, h.Acquire(a))
+	if r == errDown {
+		return core.Try{}, false
+	}
+	if t = h.Tried(r, a.Now); t.Odd || t.Refused {
+		s.unexpected(w, c, "acquire", r)
+	}
+	return t, true
+}
+
+// waitMs is a Try's Wait in virtual ms (-1: until a release rings).
+func waitMs(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return ms(d)
 }
 
 // renewStep performs one step of the renewal round under way and, once the round is over, tells

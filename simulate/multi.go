@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/seckill-lab/seckill/lock/core"
-	"github.com/seckill-lab/seckill/lock/script"
 )
 
 // multiKind is NewMultilock (lock/multilock.go): Redisson's RLock on each of three independent
@@ -40,8 +39,8 @@ func (k multiKind) acquire(s *Sim, w *World, c *Client) {
 		k.giveBackNext(s, w, c)
 		return
 	}
-	r := s.call(w, c, c.I, script.ReentrantAcquireCall(lockName, c.Value, ms(s.cfg.Lease)))
-	if r == nil {
+	t, _ := s.attempt(w, c, c.I, core.RLock, s.ask(w, c))
+	if t.Held {
 		if c.I == 0 {
 			c.Start = w.Now // the first part's TTL runs out first
 		}
@@ -57,8 +56,7 @@ func (k multiKind) acquire(s *Sim, w *World, c *Client) {
 		s.waitIn(w, c, cfg) // the next part, on the next master
 		return
 	}
-	pttl, _ := asInt(r)
-	ttl := holderTTL(pttl)
+	ttl := waitMs(t.Wait) // a master down: 0
 	if ttl < 0 {
 		ttl = ms(s.cfg.Lease)
 	}
@@ -77,7 +75,7 @@ func (k multiKind) giveBackNext(s *Sim, w *World, c *Client) {
 }
 
 func (k multiKind) releasePart(s *Sim, w *World, c *Client, i int) {
-	s.call(w, c, i, script.ReentrantReleaseCall(lockName, c.Value, ms(s.cfg.Lease)))
+	s.call(w, c, i, core.RLock.Release(s.ask(w, c)))
 }
 
 // renew: each part is renewed on its master; one part refused loses the lock, one not answered

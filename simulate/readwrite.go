@@ -23,10 +23,6 @@ type rwKind struct{ base }
 
 var rwChan = script.RWChannel(lockName)
 
-// rwUpgrade is write_lock_acquire.lua's refusal of an owner that holds the read side (ErrUpgrade),
-// which no acquisition here asks for.
-const rwUpgrade = -3
-
 func (rwKind) watchdog() bool { return true }
 
 // queue: a waiter waits in its side's queue, rung by every message on the lock's channel, which
@@ -64,6 +60,14 @@ func (k rwKind) admits(w *World, c *Client) bool {
 	return true
 }
 
+// side is c's side of the lock: process 1 writes, the others read.
+func (k rwKind) side(c *Client) core.Hold {
+	if k.reader(c) {
+		return core.ReadSide
+	}
+	return core.WriteSide
+}
+
 // acquire is one attempt (rwLease.try): the side's acquire script, held on nil, else the lock's
 // PTTL, which bounds the waiter's sleep (a master down: it looks again at once).
 func (k rwKind) acquire(s *Sim, w *World, c *Client) {
@@ -73,43 +77,28 @@ func (k rwKind) acquire(s *Sim, w *World, c *Client) {
 		return
 	}
 	c.Sent = w.Now
-	call := script.WriteLockAcquireCall(lockName, c.Value, ms(s.cfg.Lease))
-	if k.reader(c) {
-		call = script.ReadLockAcquireCall(lockName, c.Value, ms(s.cfg.Lease))
-	}
-	r := s.call(w, c, 0, call)
-	pttl, ok := asInt(r)
-	switch {
-	case r == nil:
+	switch t, answered := s.attempt(w, c, 0, k.side(c), s.ask(w, c)); {
+	case t.Held:
 		s.hold(w, c, 0, w.Now, ms(s.cfg.Lease))
-	case r == errDown:
+	case !answered:
 		s.failed(w, c, 0)
-	case !ok || pttl == rwUpgrade:
-		s.unexpected(w, c, "acquire", r)
+	case t.Odd || t.Refused:
 		s.failed(w, c, -1)
 	default:
-		s.failed(w, c, holderTTL(pttl))
+		s.failed(w, c, waitMs(t.Wait))
 	}
 }
 
-// renew: a reader's watchdog pushes out the hash and its timeout keys (ReadLockRenew), a writer's
-// its field's hash as RLock's does (ReentrantRenew).
+// renew: a reader's watchdog pushes out the hash and its timeout keys, a writer's its field's
+// hash as RLock's does.
 func (k rwKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
-	call := script.ReentrantRenewCall(lockName, script.WriteField(c.Value), ms(s.cfg.Lease))
-	if k.reader(c) {
-		call = script.ReadLockRenewCall(lockName, c.Value, ms(s.cfg.Lease))
-	}
-	return true, renewOutcome(s.call(w, c, 0, call))
+	return true, renewOutcome(s.call(w, c, 0, k.side(c).Renew(s.ask(w, c))))
 }
 
 // release gives the hold back (rwLease.release): a reader's release publishes Redisson's unlock
 // message when it deletes the lock, a writer's its read-unlock message whenever it frees it.
 func (k rwKind) release(s *Sim, w *World, c *Client) {
-	call := script.WriteLockReleaseCall(lockName, script.WriteField(c.Value), ms(s.cfg.Lease))
-	if k.reader(c) {
-		call = script.ReadLockReleaseCall(lockName, c.Value)
-	}
-	s.call(w, c, 0, call)
+	s.call(w, c, 0, k.side(c).Release(s.ask(w, c)))
 	s.released(w, c)
 }
 

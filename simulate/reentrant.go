@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
@@ -27,14 +28,6 @@ func (reentrantKind) relook(*Sim) int64 { return relookLine }
 // nomID is the line's member for c's process (the library's nominator id, one a Locker).
 func nomID(c *Client) string { return "n" + strconv.Itoa(c.Proc) }
 
-// holderTTL is the library's reading of the acquire script's PTTL reply (core.HolderTTL), in ms.
-func holderTTL(pttl int64) int64 {
-	if d := core.HolderTTL(pttl); d >= 0 {
-		return ms(d)
-	}
-	return -1
-}
-
 // queue: a process's waiters wait in its queue, which hears Redisson's unlock message and the
 // process's nominations.
 func (reentrantKind) queue() (core.QueueConfig, bool) { return queueConfig(false), true }
@@ -48,13 +41,13 @@ func (k reentrantKind) acquire(s *Sim, w *World, c *Client) {
 		s.giveUp(w, c)
 		return
 	}
-	r := s.call(w, c, 0, script.RLockAcquireCall(lockName, c.Value, ms(s.cfg.Lease), w.Now, nomID(c), c.Deadline))
-	if r == nil {
+	a := s.ask(w, c)
+	a.Line, a.Until = nomID(c), time.UnixMilli(c.Deadline)
+	if t, _ := s.attempt(w, c, 0, core.RLock, a); t.Held {
 		s.hold(w, c, 0, w.Now, ms(s.cfg.Lease))
-		return
+	} else {
+		s.failed(w, c, ms(core.QueuedSleep(t.Wait, core.LostGrantBound))) // a master down: Wait 0
 	}
-	pttl, _ := asInt(r)
-	s.failed(w, c, ms(core.QueuedSleep(core.HolderTTL(pttl), core.LostGrantBound)))
 }
 
 func (k reentrantKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
@@ -63,18 +56,19 @@ func (k reentrantKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
 
 // renewHash is one renewal of the holder's field of Redisson's hash on master m.
 func renewHash(s *Sim, w *World, c *Client, m int) renewal {
-	return renewOutcome(s.call(w, c, m, script.ReentrantRenewCall(lockName, c.Value, ms(s.cfg.Lease))))
+	return renewOutcome(s.call(w, c, m, core.RLock.Renew(s.ask(w, c))))
 }
 
 // release: a process with waiters left stays in the line until the last one's deadline
 // (nominator.releaseCall), so the release nominates it in its turn.
 func (k reentrantKind) release(s *Sim, w *World, c *Client) {
-	stay := int64(0)
+	a := s.ask(w, c)
+	a.Line = nomID(c)
 	if last := w.proc(c).Qs[0].LastDeadline(); !last.IsZero() {
-		stay = msAt(last)
+		a.Until = time.UnixMilli(msAt(last))
 	}
-	s.call(w, c, 0, script.RLockReleaseCall(lockName, c.Value, ms(s.cfg.Lease), w.Now, nomID(c), stay, false))
-	if stay != 0 {
+	s.call(w, c, 0, core.RLock.Release(a))
+	if !a.Until.IsZero() {
 		// In line for them: the head asleep on c's hint looks again within the bound (N3).
 		s.queueSays(w, c, 0, w.proc(c).Qs[0].InLine(at(w.Now), core.LostGrantBound))
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
@@ -74,60 +73,34 @@ func (k semKind) acquire(s *Sim, w *World, c *Client) {
 		return
 	}
 	c.Sent = w.Now
-	if !k.expirable {
-		reply := s.call(w, c, 0, script.SemAcquireCall(lockName, 1))
-		if n, ok := reply.(int); ok && n == 1 {
-			s.won(w, c)
-			s.enter(w, c, 0)
-		} else {
-			s.failed(w, c, -1)
-		}
-		k.check(s, w, c)
-		return
-	}
-	lease := ms(s.cfg.Lease)
-	reply := s.call(w, c, 0, script.PermitAcquireCall(lockName, c.Value, w.Now, w.Now+lease))
-	held, retry, ok := core.PermitSaid(ints(reply), time.UnixMilli(w.Now)) // the scripts get w.Now as unix ms
-	switch {
-	case held:
-		s.hold(w, c, 0, w.Now, lease)
-	case ok && retry >= 0:
-		s.failed(w, c, ms(retry))
-	case ok:
+	switch t, answered := s.attempt(w, c, 0, k.hold(), s.ask(w, c)); {
+	case t.Held && !k.expirable:
+		s.won(w, c)
+		s.enter(w, c, 0)
+	case t.Held:
+		s.hold(w, c, 0, w.Now, ms(s.cfg.Lease))
+	case !answered || t.Odd:
 		s.failed(w, c, -1)
 	default:
-		if reply != errDown {
-			s.unexpected(w, c, "PermitAcquire", reply)
-		}
-		s.failed(w, c, -1)
+		s.failed(w, c, waitMs(t.Wait))
 	}
 	k.check(s, w, c)
 }
 
-// ints is a reply of integers as the library's client reads it (nil: another shape).
-func ints(reply any) []int64 {
-	r, _ := reply.([]any)
-	out := make([]int64, len(r))
-	for i, v := range r {
-		n, ok := asInt(v)
-		if !ok {
-			return nil
-		}
-		out[i] = n
+// hold is the semaphore as the library takes it: one permit at a time.
+func (k semKind) hold() core.Hold {
+	if k.expirable {
+		return core.Permits
 	}
-	return out
+	return core.Semaphore{N: 1}
 }
 
 func (k semKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
-	return true, renewOutcome(s.call(w, c, 0, script.PermitRenewCall(lockName, c.Value, w.Now, w.Now+ms(s.cfg.Lease))))
+	return true, renewOutcome(s.call(w, c, 0, k.hold().Renew(s.ask(w, c))))
 }
 
 func (k semKind) release(s *Sim, w *World, c *Client) {
-	call := script.SemReleaseCall(lockName, 1)
-	if k.expirable {
-		call = script.PermitReleaseCall(lockName, c.Value, w.Now)
-	}
-	s.call(w, c, 0, call)
+	s.call(w, c, 0, k.hold().Release(s.ask(w, c)))
 	k.check(s, w, c)
 	s.released(w, c)
 }
