@@ -10,7 +10,7 @@ import (
 )
 
 // The safe modes are the library's locks, built through its public API; the broken ones live in
-// this package (setnx.go, uuid.go, none.go).
+// this package (setnx.go, on the steps of naive/; none is noneLocker, modes.go).
 func init() {
 	register(Mode{
 		Name: "fair", Row: 13, Step: "docs/lab.md step 13; Redisson RFairLock: https://redisson.org/docs/data-and-services/locks-and-synchronizers/", Source: "step 13: Redisson RFairLock", Safe: true,

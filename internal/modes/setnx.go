@@ -3,152 +3,114 @@ package modes
 import (
 	"cmp"
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+
 	"github.com/seckill-lab/seckill/lock"
+
+	"seckill/internal/modes/naive"
 )
 
-// This file holds the broken steps 2, 3 and 4 of docs/lab.md: SETNX without a TTL, EXPIRE sent
-// apart, and SET NX PX released by a blind DEL (the patterns the Redis SETNX and SET pages warn
-// about: https://redis.io/docs/latest/commands/setnx/, https://redis.io/docs/latest/commands/set/).
-// The lab drives each one into its bug and the tests prove the bug happens.
+// This file holds the broken steps 2 to 5 of docs/lab.md: SETNX without a TTL, EXPIRE sent apart,
+// SET NX PX released by a blind DEL, and the release by GET, compare, then DEL (the patterns the
+// Redis SETNX and SET pages warn about: https://redis.io/docs/latest/commands/setnx/,
+// https://redis.io/docs/latest/commands/set/). What each sends is internal/modes/naive's, which
+// `seckill simulate` runs too. The lab drives each one into its bug and the tests prove the bug
+// happens.
 
-//go:embed delete_observed.lua
-var deleteObservedLua string
+// naiveLocker is a broken mode: its lock's steps (naive.Locks), sent as they are, with a knob
+// that runs before one acquire or release step (StepHooks) and each holder's value a fresh UUID.
+// The UUID is not part of every document's step; it only lets the lab tell whose key a blind DEL
+// removed.
+type naiveLocker struct {
+	noConns
+	name  string
+	lock  naive.Lock
+	rdb   redis.UniversalClient
+	lease time.Duration
+	// beforeAcquire and beforeRelease run before the acquire or release step of that index.
+	beforeAcquire, beforeRelease map[int]func(ctx context.Context, key string) error
+}
 
-var deleteObserved = redis.NewScript(deleteObservedLua)
+func newNaive(name string, d Deps) *naiveLocker {
+	return &naiveLocker{name: name, lock: naive.Locks[name], rdb: d.Data, lease: d.lease()}
+}
 
-// blindRelease is the release of the broken modes: DEL the key whoever holds it. The DEL runs
-// inside a script that also returns the value it removed, only so the lab can report a foreign
-// unlock (ErrForeignUnlock) when that value was not ours; the other holder's lock is gone all the
-// same, which is the bug. Nothing there to delete is lock.ErrNotHeld.
-func blindRelease(ctx context.Context, rdb redis.Scripter, key, value string) error {
-	got, err := deleteObserved.Run(ctx, rdb, []string{key}).Text()
-	if errors.Is(err, redis.Nil) {
-		return fmt.Errorf("%w: %s was already gone when DEL ran (expired, or deleted by another holder)", lock.ErrNotHeld, key)
+func (l *naiveLocker) Name() string { return l.name }
+
+// Acquire polls the first step until it goes on or the wait runs out, then sends the others once.
+func (l *naiveLocker) Acquire(ctx context.Context, key string, opts lock.Options) (Lease, error) {
+	value, lease := uuid.NewString(), cmp.Or(opts.Lease, l.lease).Milliseconds()
+	steps := l.lock.Acquire
+	err := retryUntil(ctx, key, opts.Wait, func(ctx context.Context) (bool, error) {
+		r, err := l.send(ctx, steps[0], key, value, lease)
+		return err == nil && steps[0].On(r, value), err
+	})
+	for i := 1; err == nil && i < len(steps); i++ {
+		if hook := l.beforeAcquire[i]; hook != nil {
+			if err := hook(ctx, key); err != nil {
+				return nil, err // the holder died here: the steps after are never sent
+			}
+		}
+		// A failure here (Redis unreachable, a timeout) is as the crash: the steps after are
+		// never sent. The document's step does nothing about it, and neither does this mode.
+		_, err = l.send(ctx, steps[i], key, value, lease)
 	}
 	if err != nil {
-		return redisErr("DEL "+key, err)
+		return nil, err
 	}
-	if got != value {
-		return fmt.Errorf("%w: the DEL of %s removed another holder's lock", ErrForeignUnlock, key)
+	return &plainLease{key: key, release: func(ctx context.Context) error {
+		return l.release(ctx, key, value, lease)
+	}}, nil
+}
+
+// release sends the release's steps. One that does not go on ends it: ErrNotHeld when the key was
+// gone or held another value (nothing deleted), ErrForeignUnlock when the last step, the DEL,
+// removed another holder's lock.
+func (l *naiveLocker) release(ctx context.Context, key, value string, lease int64) error {
+	steps := l.lock.Release
+	for i, st := range steps {
+		if hook := l.beforeRelease[i]; hook != nil {
+			if err := hook(ctx, key); err != nil {
+				return err
+			}
+		}
+		r, err := l.send(ctx, st, key, value, lease)
+		switch {
+		case err != nil:
+			return err
+		case st.On(r, value):
+			continue
+		case r == nil:
+			return fmt.Errorf("%w: %s was already gone at its %s (expired, or deleted by another holder)", lock.ErrNotHeld, key, st.Name)
+		case i == len(steps)-1:
+			return fmt.Errorf("%w: the %s of %s removed another holder's lock", ErrForeignUnlock, st.Name, key)
+		default:
+			return fmt.Errorf("%w: %s holds another holder's value; not deleted", lock.ErrNotHeld, key)
+		}
 	}
 	return nil
 }
 
-// setNXPX is one attempt of the atomic SET key value NX PX lease (step 4 of docs/lab.md; the
-// pattern of https://redis.io/docs/latest/commands/set/). PX rather than EX so the lab can use
-// sub-second leases; the semantics are the same.
-func setNXPX(ctx context.Context, rdb redis.UniversalClient, key, value string, lease time.Duration) (bool, error) {
-	err := rdb.Do(ctx, "set", key, value, "nx", "px", max(lease.Milliseconds(), 1)).Err()
+// send sends one step: its reply, Redis's nil as nil.
+func (l *naiveLocker) send(ctx context.Context, st naive.Step, key, value string, lease int64) (any, error) {
+	args := st.Args(key, value, lease)
+	cmd := make([]any, len(args))
+	for i, a := range args {
+		cmd[i] = a
+	}
+	r, err := l.rdb.Do(ctx, cmd...).Result()
 	if errors.Is(err, redis.Nil) {
-		return false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return false, redisErr("SET NX PX "+key, err)
+		return nil, redisErr(st.Name+" "+key, err)
 	}
-	return true, nil
-}
-
-// spinSetNXPX takes key with a fresh UUID value by SET NX PX, spinning until wait runs out, and
-// returns the value (setnx-ex and uuid differ only in how they release it).
-func spinSetNXPX(ctx context.Context, rdb redis.UniversalClient, key string, lease, wait time.Duration) (string, error) {
-	value := uuid.NewString()
-	err := retryUntil(ctx, key, wait, func(ctx context.Context) (bool, error) {
-		return setNXPX(ctx, rdb, key, value, lease)
-	})
-	return value, err
-}
-
-// setnxLocker is mode setnx, DELIBERATELY BROKEN: SETNX with no expiry, so a holder that crashes
-// before its DEL leaves the key forever and every later buyer spins until its wait runs out
-// (deadlock, step 2 of docs/lab.md). Waiters poll with SETNX; release is a blind DEL.
-type setnxLocker struct {
-	noConns
-	rdb redis.UniversalClient
-}
-
-func (l *setnxLocker) Name() string { return "setnx" }
-
-func (l *setnxLocker) Acquire(ctx context.Context, key string, opts lock.Options) (Lease, error) {
-	// A unique value is not part of the document's step; it only lets the lab tell whose key a
-	// blind DEL removed.
-	value := uuid.NewString()
-	err := retryUntil(ctx, key, opts.Wait, func(ctx context.Context) (bool, error) {
-		n, err := l.rdb.Do(ctx, "setnx", key, value).Int()
-		return n == 1, redisErr("SETNX "+key, err)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &plainLease{key: key, release: func(ctx context.Context) error {
-		return blindRelease(ctx, l.rdb, key, value)
-	}}, nil
-}
-
-// setnxExpireLocker is mode setnx-expire, DELIBERATELY BROKEN, with a knob (StepHooks.BeforeExpire):
-// SETNX, then EXPIRE as a second command, so a holder that dies between the two leaves a key
-// with no TTL (deadlock, step 3 of docs/lab.md). The expiry is sent as PEXPIRE so the lab can use
-// sub-second leases.
-type setnxExpireLocker struct {
-	noConns
-	rdb          redis.UniversalClient
-	lease        time.Duration
-	beforeExpire func(ctx context.Context, key string) error
-}
-
-func (l *setnxExpireLocker) Name() string { return "setnx-expire" }
-
-func (l *setnxExpireLocker) Acquire(ctx context.Context, key string, opts lock.Options) (Lease, error) {
-	lease := cmp.Or(opts.Lease, l.lease)
-	value := uuid.NewString()
-	err := retryUntil(ctx, key, opts.Wait, func(ctx context.Context) (bool, error) {
-		n, err := l.rdb.Do(ctx, "setnx", key, value).Int()
-		return n == 1, redisErr("SETNX "+key, err)
-	})
-	if err != nil {
-		return nil, err
-	}
-	if l.beforeExpire != nil {
-		if err := l.beforeExpire(ctx, key); err != nil {
-			// The holder died here: the EXPIRE below is never sent.
-			return nil, err
-		}
-	}
-	// A failure here (Redis unreachable, a timeout) has the same effect as the crash: the key
-	// stays with no TTL. The document's step does nothing about it, and neither does this mode.
-	if err := l.rdb.PExpire(ctx, key, lease).Err(); err != nil {
-		return nil, redisErr("PEXPIRE "+key+" (the key is left with no TTL)", err)
-	}
-	return &plainLease{key: key, release: func(ctx context.Context) error {
-		return blindRelease(ctx, l.rdb, key, value)
-	}}, nil
-}
-
-// setnxExLocker is mode setnx-ex, DELIBERATELY BROKEN: atomic SET NX PX, released by a blind DEL,
-// so when the business time outlasts the lease, B acquires the expired lock and A's DEL removes
-// B's lock (foreign unlock, then overlap and lost updates; step 4 of docs/lab.md).
-type setnxExLocker struct {
-	noConns
-	rdb   redis.UniversalClient
-	lease time.Duration
-}
-
-func (l *setnxExLocker) Name() string { return "setnx-ex" }
-
-func (l *setnxExLocker) Acquire(ctx context.Context, key string, opts lock.Options) (Lease, error) {
-	value, err := spinSetNXPX(ctx, l.rdb, key, cmp.Or(opts.Lease, l.lease), opts.Wait)
-	if err != nil {
-		return nil, err
-	}
-	return &plainLease{key: key, release: func(ctx context.Context) error {
-		return blindRelease(ctx, l.rdb, key, value)
-	}}, nil
+	return r, nil
 }
 
 func init() {
@@ -158,7 +120,7 @@ func init() {
 			"the key with no TTL and every later sale times out (deadlock)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultHolderPause},
 		New: func(d Deps) (Locker, error) {
-			return &setnxLocker{rdb: d.Data}, nil
+			return newNaive("setnx", d), nil
 		},
 	})
 	register(Mode{
@@ -167,7 +129,9 @@ func init() {
 			"leaves the key with no TTL (deadlock)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultCrashBeforeExpire, FaultHolderPause},
 		New: func(d Deps) (Locker, error) {
-			return &setnxExpireLocker{rdb: d.Data, lease: d.lease(), beforeExpire: d.Steps.BeforeExpire}, nil
+			l := newNaive("setnx-expire", d)
+			l.beforeAcquire = map[int]func(context.Context, string) error{1: d.Steps.BeforeExpire}
+			return l, nil
 		},
 	})
 	register(Mode{
@@ -176,7 +140,18 @@ func init() {
 			"B acquires and A's DEL removes B's lock (foreign unlock, overlap, lost updates)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultHolderPause},
 		New: func(d Deps) (Locker, error) {
-			return &setnxExLocker{rdb: d.Data, lease: d.lease()}, nil
+			return newNaive("setnx-ex", d), nil
+		},
+	})
+	register(Mode{
+		Name: "uuid", Row: 5, Step: "docs/lab.md step 5; the Redis lock page: https://redis.io/docs/latest/develop/use/patterns/distributed-locks/", Source: "step 5: GET, compare, DEL",
+		Summary: "BROKEN: UUID value, SET NX PX; release = GET, compare, then DEL as separate commands; " +
+			"if the lock expires between compare and DEL and B acquires, A deletes B's lock (foreign unlock)",
+		Faults: []string{FaultWork, FaultCrashAfterLock, FaultHolderPause, FaultPauseBeforeDel},
+		New: func(d Deps) (Locker, error) {
+			l := newNaive("uuid", d)
+			l.beforeRelease = map[int]func(context.Context, string) error{1: d.Steps.BeforeDel}
+			return l, nil
 		},
 	})
 }
