@@ -303,15 +303,14 @@ func obtainErr(ctx context.Context, key string, err error) error {
 	return err
 }
 
-// newChannelQueue builds the queue of a kind whose releases PUBLISH on one channel per key
-// (channel): one subscriber on rdb, which rings for the messages accept takes, and a handoff
-// whose queues join it per key. Every message accepted rings the key's queue (a join).
-func newChannelQueue(rdb redis.UniversalClient, log *slog.Logger, mode *pubsubMode, accept func(string) bool,
-	channel func(key string) string) (*subscriber, *handoff) {
-	sub := newSubscriber(rdb, log, mode, accept)
+// newChannelQueue builds the queue of a Hold, whose releases PUBLISH on one channel per key
+// (h.Channel): one subscriber on rdb, which rings for the messages h.Rings takes, and a handoff
+// whose queues join it per key. Every message taken rings the key's queue (a join).
+func newChannelQueue(rdb redis.UniversalClient, log *slog.Logger, mode *pubsubMode, h core.Hold) (*subscriber, *handoff) {
+	sub := newSubscriber(rdb, log, mode, h.Rings)
 	queue := newHandoff(func(key string, ring func()) (<-chan struct{}, func()) {
-		h := sub.listen(context.Background(), channel(key), false, func(string, string) { ring() })
-		return h.ready, func() { sub.leave(h) }
+		l := sub.listen(context.Background(), h.Channel(key), false, func(string, string) { ring() })
+		return l.ready, func() { sub.leave(l) }
 	}, nil)
 	return sub, queue
 }

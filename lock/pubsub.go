@@ -70,8 +70,6 @@ type waitHandle struct {
 	ready   <-chan struct{}
 }
 
-// unlockOnly accepts the unlock message of Redisson's LockPubSub.
-func unlockOnly(payload string) bool { return payload == unlockMessage }
 
 // newSubscriber makes a Locker's subscriber; mode is nil for a kind whose pub/sub is always
 // classic.

@@ -87,8 +87,7 @@ func (rw *rwLock) side(d settings, write bool) *rwSide {
 	if write {
 		s.hold = core.WriteSide
 	}
-	s.sub, s.queue = newChannelQueue(rw.rdb, rw.log, newPubsubMode(rw.rdb, d.Subscription),
-		func(p string) bool { return p == unlockMessage || p == script.ReadUnlockMessage }, script.RWChannel)
+	s.sub, s.queue = newChannelQueue(rw.rdb, rw.log, newPubsubMode(rw.rdb, d.Subscription), s.hold)
 	return s
 }
 

@@ -86,7 +86,7 @@ func newReentrantOn(name string, rdb redis.UniversalClient, d settings, mode *pu
 	}
 	l := &reentrantLocker{name: name, rdb: rdb, id: id, log: d.Logger,
 		entries: map[string]*renewal{}, holds: holdCount{}}
-	l.sub, l.queue = newChannelQueue(rdb, d.Logger, mode, unlockOnly, unlockChannel)
+	l.sub, l.queue = newChannelQueue(rdb, d.Logger, mode, core.RLock)
 	return l
 }
 

@@ -138,9 +138,7 @@ func newSemBase(kind string, rdb redis.UniversalClient, honours []string, opts [
 		return nil, fmt.Errorf("lock: %s: lease %s: want above 0", kind, d.Lease)
 	}
 	b := &semBase{kind: kind, rdb: rdb, log: d.Logger, lease: d.Lease}
-	// Every message on a semaphore's channel is a count of permits: each rings.
-	b.sub, b.queue = newChannelQueue(rdb, d.Logger, newPubsubMode(rdb, d.Subscription),
-		func(string) bool { return true }, script.SemChannel)
+	b.sub, b.queue = newChannelQueue(rdb, d.Logger, newPubsubMode(rdb, d.Subscription), core.Semaphore{})
 	b.closing, b.close = context.WithCancelCause(context.Background())
 	return b, nil
 }

@@ -103,7 +103,7 @@ func (k multiKind) release(s *Sim, w *World, c *Client) {
 func (k multiKind) route(w *World, m int, channel string) []int {
 	var to []int
 	for _, c := range w.Clients {
-		if box := w.mailbox(&c); channel == unlockChannel && !c.Crashed && !c.Done && c.PC == pcAcquire && c.Sub == 0 && c.I == m &&
+		if box := w.mailbox(&c); channel == core.RLock.Channel(lockName) && !c.Crashed && !c.Done && c.PC == pcAcquire && c.Sub == 0 && c.I == m &&
 			!slices.Contains(to, box) {
 			to = append(to, box)
 		}
@@ -111,7 +111,7 @@ func (k multiKind) route(w *World, m int, channel string) []int {
 	return to
 }
 
-func (k multiKind) deliver(s *Sim, w *World, c *Client, m msg) { s.ring(w, c, m.Part) }
+func (k multiKind) deliver(s *Sim, w *World, c *Client, m msg) { heard(s, w, c, m.Part, core.RLock, m) }
 
 func init() { kinds["multilock"] = multiKind{} }
 

@@ -21,8 +21,6 @@ import (
 // entry; a reader must not sleep while no writer holds the lock.
 type rwKind struct{ base }
 
-var rwChan = script.RWChannel(lockName)
-
 func (rwKind) watchdog() bool { return true }
 
 // queue: a waiter waits in its side's queue, rung by every message on the lock's channel, which
@@ -103,8 +101,10 @@ func (k rwKind) release(s *Sim, w *World, c *Client) {
 }
 
 // route: the lock's channel rings every process that waits (both messages ring either side).
-func (rwKind) route(w *World, _ int, channel string) []int { return waitersOn(w, channel, rwChan) }
+func (rwKind) route(w *World, _ int, channel string) []int {
+	return waitersOn(w, channel, core.ReadSide.Channel(lockName))
+}
 
-func (rwKind) deliver(s *Sim, w *World, c *Client, m msg) { s.ring(w, c, 0) }
+func (rwKind) deliver(s *Sim, w *World, c *Client, m msg) { heard(s, w, c, 0, core.ReadSide, m) }
 
 func init() { kinds["readwrite"] = rwKind{} }

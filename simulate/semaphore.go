@@ -26,7 +26,6 @@ const semLimit = 1
 
 var (
 	semTimeout = script.PermitKeys(lockName)[1]
-	semChan    = script.SemChannel(lockName)
 )
 
 func (k semKind) watchdog() bool { return k.expirable }
@@ -107,7 +106,9 @@ func (k semKind) release(s *Sim, w *World, c *Client) {
 
 // route: the semaphore's channel rings every process that waits (its count of permits is no
 // one's in particular).
-func (semKind) route(w *World, _ int, channel string) []int { return waitersOn(w, channel, semChan) }
+func (k semKind) route(w *World, _ int, channel string) []int {
+	return waitersOn(w, channel, k.hold().Channel(lockName))
+}
 
 // waitersOn is the mailbox of every process with a live client still acquiring when channel is
 // ch, the one channel a kind's releases are published on; nobody otherwise.
@@ -124,7 +125,15 @@ func waitersOn(w *World, channel, ch string) []int {
 	return to
 }
 
-func (semKind) deliver(s *Sim, w *World, c *Client, m msg) { s.ring(w, c, 0) }
+func (k semKind) deliver(s *Sim, w *World, c *Client, m msg) { heard(s, w, c, 0, k.hold(), m) }
+
+// heard: a message on the Hold's channel rings queue part of c's process when the Hold says it
+// may have freed the lock (its subscriber in the library drops the others).
+func heard(s *Sim, w *World, c *Client, part int, h core.Hold, m msg) {
+	if h.Rings(m.Payload) {
+		s.ring(w, c, part)
+	}
+}
 
 // permits counts the permits available and those held unexpired at x (the expirable semaphore's
 // expired ones come back to the count when a script next runs).

@@ -20,6 +20,10 @@ type Hold interface {
 	// Released: the release's reply says the holder held what it gave back (false: it did not,
 	// ErrNotHeld in the library).
 	Released(reply any) bool
+	// Channel is where a release of key is announced; Rings, whether a message on it (its
+	// payload) may have freed the lock, so that a waiter looks again.
+	Channel(key string) string
+	Rings(payload string) bool
 }
 
 // Ask is what a Hold's commands are built from: the holder's key, its field (a hash field, a
@@ -103,6 +107,10 @@ func (rlock) Release(a Ask) script.Call {
 // Released: nil is the release of a field the hash does not have.
 func (rlock) Released(reply any) bool { return reply != nil }
 
+// Channel: Redisson's unlock channel, where a release that frees the lock says UnlockMessage.
+func (rlock) Channel(key string) string { return script.UnlockChannel(key) }
+func (rlock) Rings(payload string) bool { return payload == script.UnlockMessage }
+
 // ReadSide and WriteSide are Redisson's RReadWriteLock: one hash with its mode, a field per
 // reader and one for the writer. Ask.Field is the owner's read field on both sides; the write
 // side's field is script.WriteField of it.
@@ -146,6 +154,13 @@ func (s rwSide) Release(a Ask) script.Call {
 
 func (rwSide) Released(reply any) bool { return reply != nil }
 
+// Channel: both sides announce on one channel, a read release that deletes the lock with
+// UnlockMessage, a write release that frees it with ReadUnlockMessage; either rings either side.
+func (rwSide) Channel(key string) string { return script.RWChannel(key) }
+func (rwSide) Rings(payload string) bool {
+	return payload == script.UnlockMessage || payload == script.ReadUnlockMessage
+}
+
 // Semaphore is Redisson's RSemaphore, taking and giving back N permits at a time: a count with no
 // owner, so nothing to renew (Renew is never asked) and a release is never refused.
 type Semaphore struct{ N int }
@@ -166,6 +181,10 @@ func (Semaphore) Tried(reply any, _ time.Time) Try {
 func (Semaphore) Renew(Ask) script.Call       { return script.Call{} }
 func (s Semaphore) Release(a Ask) script.Call { return script.SemReleaseCall(a.Key, s.N) }
 func (Semaphore) Released(any) bool           { return true }
+
+// Channel: a release publishes the count of permits available; every such message rings.
+func (Semaphore) Channel(key string) string { return script.SemChannel(key) }
+func (Semaphore) Rings(string) bool         { return true }
 
 // Permits is Redisson's RPermitExpirableSemaphore: Ask.Field is a permit's id, leased until
 // Now + Lease.
@@ -194,3 +213,6 @@ func (permits) Release(a Ask) script.Call {
 
 // Released: 1, the permit was held and is back.
 func (permits) Released(reply any) bool { return Renewed(reply) }
+
+func (permits) Channel(key string) string { return Semaphore{}.Channel(key) }
+func (permits) Rings(p string) bool       { return Semaphore{}.Rings(p) }
