@@ -79,8 +79,8 @@ type place struct {
 	turn chan bool
 }
 
-func newHandoff(listen func(string, func()) (<-chan struct{}, func()), poll func() time.Duration) *handoff {
-	return &handoff{listen: listen, poll: poll, linger: core.Linger, queues: map[string]*queue{}}
+func newHandoff(listen func(string, func()) (<-chan struct{}, func()), poll func() time.Duration, localRing bool) *handoff {
+	return &handoff{listen: listen, poll: poll, localRing: localRing, linger: core.Linger, queues: map[string]*queue{}}
 }
 
 // ring records a release of key made by this process.
@@ -311,7 +311,7 @@ func newChannelQueue(rdb redis.UniversalClient, log *slog.Logger, mode *pubsubMo
 	queue := newHandoff(func(key string, ring func()) (<-chan struct{}, func()) {
 		l := sub.listen(context.Background(), h.Channel(key), false, func(string, string) { ring() })
 		return l.ready, func() { sub.leave(l) }
-	}, nil)
+	}, nil, false)
 	return sub, queue
 }
 

@@ -129,9 +129,8 @@ func newWaitLine(rdb redis.UniversalClient, log *slog.Logger, fenced bool, insta
 		id: id, mine: id + ":", channel: grantChannelPrefix + id, sub: newSubscriber(rdb, log, nil, everything), line: core.NewLine(core.Cohort)}
 	wl.fencedArg, wl.mineArg = script.Flag(fenced), wl.mine
 	// The grant channel is the process's, not the key's: a queue joins it, and is rung by deliver.
-	wl.queue = newHandoff(func(string, func()) (<-chan struct{}, func()) { return wl.subscribe(), func() {} }, nil)
 	// A release here rings its key's queue itself (release, forget).
-	wl.queue.localRing = true
+	wl.queue = newHandoff(func(string, func()) (<-chan struct{}, func()) { return wl.subscribe(), func() {} }, nil, true)
 	return wl
 }
 

@@ -25,7 +25,7 @@ type multiLocker struct {
 func newMultilock(d settings) (locker, error) {
 	m := &multiLocker{retry: retryOr(d, 50*time.Millisecond, 150*time.Millisecond)}
 	for _, c := range d.Masters {
-		m.parts = append(m.parts, newReentrantOn("multilock", c, d, nil))
+		m.parts = append(m.parts, newReentrantOn("multilock", c, d, nil, false))
 		m.addrs = append(m.addrs, clientAddr(c))
 	}
 	return m, nil

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
@@ -44,12 +45,12 @@ type nominator struct {
 	lostGrant time.Duration
 }
 
-// newNominator gives the reentrant Locker l its place in the line: its queues listen to the
-// unlock channel and to this process's nomination channel.
-func newNominator(l *reentrantLocker) *nominator {
-	n := &nominator{rdb: l.rdb, sub: l.sub, queue: l.queue, id: uuid.NewString(), lostGrant: core.LostGrantBound}
-	l.sub.accept = func(payload string) bool { return payload == unlockMessage || payload == nominated }
-	l.queue.listen = n.listen
+// newNominator builds a reentrant Locker's place in the line on rdb, with its subscriber and
+// queues: they listen to the unlock channel and to this process's nomination channel.
+func newNominator(rdb redis.UniversalClient, log *slog.Logger, mode *pubsubMode) *nominator {
+	n := &nominator{rdb: rdb, id: uuid.NewString(), lostGrant: core.LostGrantBound}
+	n.sub = newSubscriber(rdb, log, mode, func(payload string) bool { return core.RLock.Rings(payload) || payload == nominated })
+	n.queue = newHandoff(n.listen, nil, false)
 	return n
 }
 

@@ -70,7 +70,6 @@ type waitHandle struct {
 	ready   <-chan struct{}
 }
 
-
 // newSubscriber makes a Locker's subscriber; mode is nil for a kind whose pub/sub is always
 // classic.
 func newSubscriber(rdb redis.UniversalClient, log *slog.Logger, mode *pubsubMode, accept func(payload string) bool) *subscriber {

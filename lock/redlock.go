@@ -81,8 +81,7 @@ func newRedlock(d settings) (locker, error) {
 	for _, m := range d.Masters {
 		l.subs = append(l.subs, newSubscriber(m, d.Logger, nil, func(payload string) bool { return !strings.HasPrefix(payload, l.id+":") }))
 	}
-	l.queue = newHandoff(l.listen, retryOr(d, time.Millisecond, 10*time.Millisecond))
-	l.queue.localRing = true
+	l.queue = newHandoff(l.listen, retryOr(d, time.Millisecond, 10*time.Millisecond), true)
 	return l, nil
 }
 

@@ -79,23 +79,29 @@ func (e *renewal) lost(why error) {
 	e.l.forget(e.id, e)
 }
 
-func newReentrantOn(name string, rdb redis.UniversalClient, d settings, mode *pubsubMode) *reentrantLocker {
+// newReentrantOn builds a reentrant Locker on rdb; with line, in the line across processes
+// (nomination.go), else woken by Redisson's unlock message alone.
+func newReentrantOn(name string, rdb redis.UniversalClient, d settings, mode *pubsubMode, line bool) *reentrantLocker {
 	id := d.InstanceID
 	if id == "" {
 		id = uuid.NewString()
 	}
 	l := &reentrantLocker{name: name, rdb: rdb, id: id, log: d.Logger,
 		entries: map[string]*renewal{}, holds: holdCount{}}
-	l.sub, l.queue = newChannelQueue(rdb, d.Logger, mode, core.RLock)
+	if line {
+		l.nom = newNominator(rdb, d.Logger, mode)
+		l.sub, l.queue = l.nom.sub, l.nom.queue
+	} else {
+		l.sub, l.queue = newChannelQueue(rdb, d.Logger, mode, core.RLock)
+	}
 	return l
 }
 
 func newReentrant(d settings) (locker, error) {
 	// It waits for replicas on the connection of its acquire script; the other single-server
 	// kinds after their acquire (Locker.replicas); multilock's independent masters have none.
-	l := newReentrantOn("reentrant", d.Data, d, newPubsubMode(d.Data, d.Subscription))
+	l := newReentrantOn("reentrant", d.Data, d, newPubsubMode(d.Data, d.Subscription), true)
 	l.sync = newReplicaSync(d)
-	l.nom = newNominator(l)
 	return l, nil
 }
 

@@ -27,7 +27,7 @@ import (
 
 // newRFenced builds NewFenced in RFencedLock's layout.
 func newRFenced(d settings) *reentrantLocker {
-	l := newReentrantOn("fenced", d.Data, d, newPubsubMode(d.Data, d.Subscription))
+	l := newReentrantOn("fenced", d.Data, d, newPubsubMode(d.Data, d.Subscription), false)
 	l.fenced = true
 	return l
 }
