@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,6 +42,7 @@ type reentrantLocker struct {
 	rdb   redis.UniversalClient
 	id    string
 	log   *slog.Logger
+	hold  core.Hold // core.RLock, or a side of Redisson's RReadWriteLock (readwrite.go)
 	sub   *subscriber
 	queue *handoff
 
@@ -51,7 +53,9 @@ type reentrantLocker struct {
 	// nom, when set, sends one process's head to try on a release, not every one (nomination.go).
 	nom *nominator
 
-	mu      sync.Mutex
+	// mu guards entries and holds. The two sides of a read-write lock share mu and holds: an
+	// owner's re-entry or downgrade tries at once, whichever side it holds here.
+	mu      *sync.Mutex
 	entries map[string]*renewal // key NUL field -> its shared watchdog
 	holds   holdCount           // key NUL field -> leases this process holds (re-entry skips the queue)
 }
@@ -70,31 +74,43 @@ type renewal struct {
 
 // keep is a round of the owner's watchdog (keeper).
 func (e *renewal) keep(ctx context.Context) (renewOutcome, error) {
-	return outcome(renewHash(ctx, e.l.rdb, e.ask))
+	return outcome(e.l.renew(ctx, e.l.rdb, e.ask))
 }
 
 // lost logs why the watchdog lost the lock and forgets the entry (keeper).
 func (e *renewal) lost(why error) {
-	e.l.log.Warn("watchdog: lock lost", "lock", e.l.name, "key", e.ask.Key, "field", e.ask.Field, "err", why)
+	e.l.log.Warn("watchdog: lock lost", "lock", e.l.name, "key", e.ask.Key, "field", e.l.hold.Field(e.ask), "err", why)
 	e.l.forget(e.id, e)
 }
 
 // newReentrantOn builds a reentrant Locker on rdb; with line, in the line across processes
 // (nomination.go), else woken by Redisson's unlock message alone.
 func newReentrantOn(name string, rdb redis.UniversalClient, d settings, mode *pubsubMode, line bool) *reentrantLocker {
-	id := d.InstanceID
-	if id == "" {
-		id = uuid.NewString()
+	if !line {
+		sub, queue := newChannelQueue(rdb, d.Logger, mode, core.RLock)
+		return newHashLocker(name, rdb, d, core.RLock, instanceID(d), &sync.Mutex{}, holdCount{}, sub, queue)
 	}
-	l := &reentrantLocker{name: name, rdb: rdb, id: id, log: d.Logger,
-		entries: map[string]*renewal{}, holds: holdCount{}}
-	if line {
-		l.nom = newNominator(rdb, d.Logger, mode)
-		l.sub, l.queue = l.nom.sub, l.nom.queue
-	} else {
-		l.sub, l.queue = newChannelQueue(rdb, d.Logger, mode, core.RLock)
-	}
+	nom := newNominator(rdb, d.Logger, mode)
+	l := newHashLocker(name, rdb, d, core.RLock, instanceID(d), &sync.Mutex{}, holdCount{}, nom.sub, nom.queue)
+	l.nom = nom
 	return l
+}
+
+// newHashLocker is a Locker of Redisson's hash layout taken by hold, under instance id, whose
+// waiters wait in queue, woken through sub; mu and holds are its own, or shared with the other
+// side of a read-write lock.
+func newHashLocker(name string, rdb redis.UniversalClient, d settings, hold core.Hold, id string, mu *sync.Mutex,
+	holds holdCount, sub *subscriber, queue *handoff) *reentrantLocker {
+	return &reentrantLocker{name: name, rdb: rdb, id: id, log: d.Logger, hold: hold, sub: sub, queue: queue,
+		mu: mu, entries: map[string]*renewal{}, holds: holds}
+}
+
+// instanceID is d's instance id, or a new one.
+func instanceID(d settings) string {
+	if d.InstanceID != "" {
+		return d.InstanceID
+	}
+	return uuid.NewString()
 }
 
 func newReentrant(d settings) (locker, error) {
@@ -146,6 +162,9 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 		}
 		return nil, err
 	}
+	if l.hold.Shares() {
+		l.queue.ring(key) // the holders share: the next waiting here may go now
+	}
 	le := l.held(ctx, ask, !opts.ExplicitLease)
 	le.token = token
 	return le, nil
@@ -174,7 +193,10 @@ func (l *reentrantLocker) try(ctx context.Context, ask core.Ask) (bool, time.Dur
 		return held, ttl, 0, err
 	}
 	ask.Now = time.Now()
-	t, err := attempt(ctx, l.rdb, l.sub.mode, core.RLock, ask)
+	t, err := attempt(ctx, l.rdb, l.sub.mode, l.hold, ask)
+	if t.Refused {
+		return false, 0, 0, fmt.Errorf("%w: %w: %s: owner %s holds its read side; release it first", ErrNotObtained, ErrUpgrade, ask.Key, strings.TrimPrefix(ask.Field, l.id+":"))
+	}
 	return t.Held, t.Wait, 0, err
 }
 
@@ -253,7 +275,7 @@ type reentrantLease struct {
 }
 
 func (le *reentrantLease) Key() string   { return le.ask.Key }
-func (le *reentrantLease) Field() string { return le.ask.Field }
+func (le *reentrantLease) Field() string { return le.l.hold.Field(le.ask) }
 func (le *reentrantLease) Token() int64  { return le.token }
 
 // Lost is closed when the owner's watchdog found the lock gone, or an explicit lease's life ran
@@ -306,7 +328,7 @@ func (le *reentrantLease) release(ctx context.Context, p redis.Pipeliner) error 
 			defer n.queue.inLine(ask.Key, n.lostGrant)
 		}
 	}
-	return releaseHold(ctx, p, le.l.rdb, le.l.sub.mode, core.RLock, ask, func() error { return noField(ask.Key, ask.Field) })
+	return releaseHold(ctx, p, le.l.rdb, le.l.sub.mode, le.l.hold, ask, func() error { return noField(ask.Key, le.Field()) })
 }
 
 // refresh pushes the lock's expiry out by the lease, while the field is still ours.
@@ -316,7 +338,12 @@ func (le *reentrantLease) refresh(ctx context.Context) error {
 
 // refreshOn is refresh sent through s (one connection, for WithReplicas).
 func (le *reentrantLease) refreshOn(ctx context.Context, s redis.Scripter) error {
-	return renewHash(ctx, s, le.ask)
+	return le.l.renew(ctx, s, le.ask)
+}
+
+// renew runs the kind's renewal of a's hold once through s: ErrNotHeld when the field is gone.
+func (l *reentrantLocker) renew(ctx context.Context, s redis.Scripter, a core.Ask) error {
+	return renewHold(ctx, s, classicMode, l.hold, a, func() error { return noField(a.Key, l.hold.Field(a)) })
 }
 
 // renewHash runs the renew script of the Redisson layout once: ErrNotHeld when the field is gone.

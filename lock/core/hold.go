@@ -24,6 +24,11 @@ type Hold interface {
 	// payload) may have freed the lock, so that a waiter looks again.
 	Channel(key string) string
 	Rings(payload string) bool
+	// Field is the field a's hold is kept under in Redis (its hash field, its permit's id).
+	Field(a Ask) string
+	// Shares: holders may hold at once (readers, permits), so a waiter that wins leaves the next
+	// waiter of its process free to try at once.
+	Shares() bool
 }
 
 // Ask is what a Hold's commands are built from: the holder's key, its field (a hash field, a
@@ -110,6 +115,8 @@ func (rlock) Released(reply any) bool { return reply != nil }
 // Channel: Redisson's unlock channel, where a release that frees the lock says UnlockMessage.
 func (rlock) Channel(key string) string { return script.UnlockChannel(key) }
 func (rlock) Rings(payload string) bool { return payload == script.UnlockMessage }
+func (rlock) Field(a Ask) string        { return a.Field }
+func (rlock) Shares() bool              { return false }
 
 // ReadSide and WriteSide are Redisson's RReadWriteLock: one hash with its mode, a field per
 // reader and one for the writer. Ask.Field is the owner's read field on both sides; the write
@@ -161,6 +168,16 @@ func (rwSide) Rings(payload string) bool {
 	return payload == script.UnlockMessage || payload == script.ReadUnlockMessage
 }
 
+func (s rwSide) Field(a Ask) string {
+	if s.write {
+		return script.WriteField(a.Field)
+	}
+	return a.Field
+}
+
+// Shares: readers share the lock, a writer holds it alone.
+func (s rwSide) Shares() bool { return !s.write }
+
 // Semaphore is Redisson's RSemaphore, taking and giving back N permits at a time: a count with no
 // owner, so nothing to renew (Renew is never asked) and a release is never refused.
 type Semaphore struct{ N int }
@@ -185,6 +202,8 @@ func (Semaphore) Released(any) bool           { return true }
 // Channel: a release publishes the count of permits available; every such message rings.
 func (Semaphore) Channel(key string) string { return script.SemChannel(key) }
 func (Semaphore) Rings(string) bool         { return true }
+func (Semaphore) Field(a Ask) string        { return a.Field }
+func (Semaphore) Shares() bool              { return true }
 
 // Permits is Redisson's RPermitExpirableSemaphore: Ask.Field is a permit's id, leased until
 // Now + Lease.
@@ -216,3 +235,5 @@ func (permits) Released(reply any) bool { return Renewed(reply) }
 
 func (permits) Channel(key string) string { return Semaphore{}.Channel(key) }
 func (permits) Rings(p string) bool       { return Semaphore{}.Rings(p) }
+func (permits) Field(a Ask) string        { return a.Field }
+func (permits) Shares() bool              { return true }

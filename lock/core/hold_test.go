@@ -69,6 +69,12 @@ func TestHoldCalls(t *testing.T) {
 	if !ReadSide.Rings("1") || !WriteSide.Rings("0") || RLock.Rings("1") || !Semaphore.Rings(Semaphore{}, "3") {
 		t.Error("Rings misreads a release's message")
 	}
+	if WriteSide.Field(a) != "id:o:write" || ReadSide.Field(a) != "id:o" || RLock.Field(a) != "id:o" {
+		t.Error("Field names the wrong hash field")
+	}
+	if !ReadSide.Shares() || WriteSide.Shares() || RLock.Shares() || !Permits.Shares() {
+		t.Error("Shares misdescribes who may hold at once")
+	}
 	if Renewed(int64(0)) || !Renewed(1) || Renewed(nil) {
 		t.Error("Renewed misreads a renewal's reply")
 	}
