@@ -58,9 +58,9 @@ type rwLock struct {
 // side is one side of the lock: the reentrant lock's driver (reentrant.go) taking core.ReadSide
 // or core.WriteSide. Its waiters wait in its own queue, rung by both messages Redisson publishes
 // on redisson_rwlock:{key}: "0" when a read release deletes the lock, "1" when a write release
-// frees it. A ring wakes one waiter; a reader that wins rings its own queue again (the side
-// Shares), so the readers waiting here go one after the other, as Redisson's READ_UNLOCK_MESSAGE
-// lets them all go at once.
+// frees it. A ring wakes one waiter; a reader that wins leaves the next waiting here free to try
+// at once (the side Shares: a hint of 0), so the readers waiting here go one after the other, as
+// Redisson's READ_UNLOCK_MESSAGE lets them all go at once.
 func (rw *rwLock) side(d settings, write bool) *reentrantLocker {
 	hold := core.ReadSide
 	if write {

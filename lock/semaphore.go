@@ -179,7 +179,7 @@ func (b *semBase) wait(ctx context.Context, name string, wait time.Duration, try
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer context.AfterFunc(b.closing, func() { cancel(ErrClosed) })()
-	err := b.queue.obtain(wctx, name, "", wait, 0, false, try)
+	err := b.queue.obtain(wctx, name, "", wait, 0, false, try) // permits are shared: a hint of 0
 	if err != nil && errors.Is(context.Cause(wctx), ErrClosed) && ctx.Err() == nil {
 		return fmt.Errorf("%w: %s: %w", ErrNotObtained, name, ErrClosed)
 	}

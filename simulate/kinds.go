@@ -33,10 +33,10 @@ type kind interface {
 	// perMaster: a process has a queue and a subscription for each master, the queue of the part
 	// its client asks (c.I) and of the master a message comes from (multilock); else one.
 	perMaster() bool
-	// heldHint is how long a waiter that won leaves the next head of its queue asleep, unless
-	// rung: the lease, as the library's handoff tells its queue (the semaphores: 0, a permit
-	// taken leaves the others free).
-	heldHint(s *Sim) int64
+	// heldHint is how long c, a waiter that won, leaves the next head of its queue asleep, unless
+	// rung: the lease, as the library's handoff tells its queue, or 0 where the holders share
+	// (core.Hold.Shares: readers, permits).
+	heldHint(s *Sim, c *Client) int64
 	// wakes: a release wakes a waiter at once (a message or a hand-over), so a lock must not lie
 	// idle while one sleeps (liveness.go checkPrompt); false for the polling kinds.
 	wakes() bool
@@ -81,7 +81,7 @@ func (base) expects(error) bool                                { return false }
 func (base) queue() (core.QueueConfig, bool)                   { return core.QueueConfig{}, false }
 func (base) wakes() bool                                       { return false }
 func (base) perMaster() bool                                   { return false }
-func (base) heldHint(s *Sim) int64                             { return ms(s.cfg.Lease) }
+func (base) heldHint(s *Sim, _ *Client) int64                  { return ms(s.cfg.Lease) }
 func (base) setup(s *Sim, w *World)                            {}
 func (base) settled(s *Sim, w *World) string                   { return "" }
 func (base) freeNeeds() int                                    { return 1 }

@@ -36,6 +36,19 @@ func TestSharedProcess(t *testing.T) {
 	}
 }
 
+// TestReadersShareInAProcess: two writers in process 1 and two readers in process 2. A reader
+// that wins leaves the other reader of its process free to go at once, as the library's read side
+// does (core.ReadSide.Shares), so no reader sleeps while the lock would let it in (the wake
+// check, which found exactly that sleep before the simulator gave readers the library's hint).
+func TestReadersShareInAProcess(t *testing.T) {
+	t.Parallel()
+	r := mustSim(t, Config{Kind: "readwrite", Clients: 4, PerProcess: 2, Rounds: 1, Faults: []string{FaultCrash}, MaxFaults: 1}).Exhaustive(t.Context())
+	if r.Violations != 0 || !r.Complete {
+		t.Errorf("%d violations (complete %v), shortest %+v", r.Violations, r.Complete, r.Shortest)
+	}
+	t.Logf("%d schedules, %d states in %v", r.Schedules, r.States, r.Elapsed.Round(time.Millisecond))
+}
+
 // TestSharedProcessHandsOver: with two clients in a process, a release passes the lock to the
 // other without a Redis acquire (the release script hands it to the process's next waiter, which
 // takes it next without a command), in some schedules; with one client per process, never.

@@ -112,7 +112,7 @@ func (s *Sim) failed(w *World, c *Client, retry int64) {
 func (s *Sim) won(w *World, c *Client) {
 	c.Turn, c.Queued = false, false
 	part := s.part(c)
-	s.queueSays(w, c, part, w.proc(c).Qs[part].Held(at(w.Now), uint64(c.ID), at(w.Now+s.kind.heldHint(s))))
+	s.queueSays(w, c, part, w.proc(c).Qs[part].Held(at(w.Now), uint64(c.ID), at(w.Now+s.kind.heldHint(s, c))))
 }
 
 // ring is a release heard by c's process, on queue part.

@@ -28,6 +28,10 @@ func (rwKind) watchdog() bool { return true }
 func (rwKind) queue() (core.QueueConfig, bool) { return queueConfig(false), true }
 func (rwKind) wakes() bool                     { return true }
 
+// heldHint: a reader that wins leaves the next reader of its process free to try at once, as the
+// library's side does (its Hold Shares).
+func (k rwKind) heldHint(s *Sim, c *Client) int64 { return sharedHint(s, k.side(c)) }
+
 // relook: a waiter that hears no release sleeps on the lock's PTTL, at most a lease.
 func (rwKind) relook(s *Sim) int64 { return ms(s.cfg.Lease) }
 
