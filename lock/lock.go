@@ -50,6 +50,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/core"
 )
 
 // Options tune one acquisition. The zero value is one attempt, the Locker's lease, the
@@ -170,8 +172,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 // (orphans).
 func (l *Locker) ride(ctx context.Context, key string, opts Options, clock *attemptClock) (heldLock, error) {
 	deadline := time.Now().Add(opts.Wait)
-	pause := rideFirst
-	for {
+	for n := 0; ; n++ {
 		h, err := l.impl.Acquire(ctx, key, opts)
 		if err == nil && l.replicas != nil {
 			if err = l.replicas.confirm(ctx, l.data, key, h); err != nil {
@@ -185,21 +186,14 @@ func (l *Locker) ride(ctx context.Context, key string, opts Options, clock *atte
 		}
 		// No attempt starts within a pause of the wait's end: an attempt may take as long as the
 		// client's own retries, and the wait is a bound.
-		left := time.Until(deadline)
-		if !transient(err) || left <= pause || !sleep(ctx, pause) {
+		pause := core.RidePause(n)
+		if !transient(err) || !core.Rides(time.Until(deadline), pause) || !sleep(ctx, pause) {
 			clock.orphans.giveBack(context.WithoutCancel(ctx), opts.Lease)
 			return nil, err
 		}
 		opts.Wait = max(time.Until(deadline), 0)
-		pause = min(2*pause, rideLast)
 	}
 }
-
-// The pauses of ride: the first after a transient failure, doubling up to the last.
-const (
-	rideFirst = 10 * time.Millisecond
-	rideLast  = 200 * time.Millisecond
-)
 
 // transient reports whether a failed attempt met a server that may serve again soon: no answer, a
 // refused or reset connection, a server loading or read-only during a failover. A closed client,

@@ -56,8 +56,11 @@ type Client struct {
 	Sent     int64   // when its last attempt was sent: a lock handed over counts its TTL from it
 	BeatAt   int64   // the fair waiter's process's next heartbeat (0: none)
 	// The acquisition's place in its process's queue (queue.go): Turn, the queue said to try;
-	// Over, its wait is over.
+	// Over, its wait is over. Riding: out of it after an attempt no master answered, pausing
+	// before it enters again (ride); Rides, how many such pauses the acquisition has made.
 	Queued, Turn, Over bool
+	Riding             bool
+	Rides              int
 	Got                [3]bool
 	TTLs               [3]time.Duration // what each master said of the lock's PTTL, as core.QuorumFree reads it (redlock)
 	I                  int              // the master its next command goes to
@@ -115,7 +118,7 @@ func (s *Sim) begin(w *World, c *Client) {
 	c.Waiting, c.WakeAt, c.Granted, c.GrantTok, c.Next = false, 0, false, 0, 0
 	c.Inside, c.Got, c.Sent, c.BeatAt = false, [3]bool{}, w.Now, 0
 	c.Leased, c.Life, c.LifeWake, c.Lost, c.Renewing, c.RoundAt = false, core.Life{}, 0, false, false, 0
-	c.Queued, c.Turn, c.Over = false, false, false
+	c.Queued, c.Turn, c.Over, c.Riding, c.Rides = false, false, false, false, 0
 	if k, ok := s.kind.(lineKind); ok {
 		k.wait(s, w, c)
 	}
@@ -318,6 +321,10 @@ func (s *Sim) step(w *World, c *Client) {
 	}
 	switch c.PC {
 	case pcAcquire:
+		if c.Riding {
+			s.rideOn(w, c)
+			return
+		}
 		if s.queueTurn(w, c) {
 			s.kind.acquire(s, w, c)
 		}

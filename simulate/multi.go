@@ -25,6 +25,9 @@ func (multiKind) relook(*Sim) int64 { return relookLine }
 // lostBound: a waiter whose unlock message is lost sleeps until the holder's PTTL, up to a lease.
 func (multiKind) lostBound(s *Sim) int64 { return ms(s.cfg.Lease) }
 
+// downBound: a waiter that met a master down pauses up to rideBound before it tries again.
+func (multiKind) downBound() int64 { return rideBound }
+
 // queue: each part is taken by a reentrant Locker of its master, whose queue hears Redisson's
 // unlock message; the parts are waited for one after the other, each in a queue of its own.
 func (multiKind) queue() (core.QueueConfig, bool) { return queueConfig(false), true }
@@ -39,7 +42,14 @@ func (k multiKind) acquire(s *Sim, w *World, c *Client) {
 		k.giveBackNext(s, w, c)
 		return
 	}
-	t, _ := s.attempt(w, c, c.I, core.RLock, s.ask(w, c))
+	t, answered := s.attempt(w, c, c.I, core.RLock, s.ask(w, c))
+	if !answered {
+		// A master that does not answer fails the attempt at once: the parts taken are given
+		// back, one a step, then the acquisition rides (multilock.go, Locker.ride).
+		s.leave(w, c)
+		c.Sub, c.I = 1, 0
+		return
+	}
 	if t.Held {
 		if c.I == 0 {
 			c.Start = w.Now // the first part's TTL runs out first
@@ -56,18 +66,23 @@ func (k multiKind) acquire(s *Sim, w *World, c *Client) {
 		s.waitIn(w, c, cfg) // the next part, on the next master
 		return
 	}
-	ttl := waitMs(t.Wait) // a master down: 0
+	ttl := waitMs(t.Wait)
 	if ttl < 0 {
 		ttl = ms(s.cfg.Lease)
 	}
 	s.failed(w, c, ttl)
 }
 
-// giveBackNext releases the next part taken, then gives up once none is left.
+// giveBackNext releases the next part taken; once none is left, the acquisition gives up (its
+// wait is over) or rides (a master did not answer).
 func (k multiKind) giveBackNext(s *Sim, w *World, c *Client) {
 	i := slices.Index(c.Got[:], true)
-	if i < 0 {
+	switch {
+	case i < 0 && c.Over:
 		s.giveUp(w, c)
+		return
+	case i < 0:
+		s.ride(w, c)
 		return
 	}
 	c.Got[i] = false

@@ -107,6 +107,46 @@ func (s *Sim) failed(w *World, c *Client, retry int64) {
 	s.queueSays(w, c, part, w.proc(c).Qs[part].Failed(at(w.Now), uint64(c.ID), d))
 }
 
+// ride is the library's Locker.ride after an attempt that no master answered (a master down
+// refuses the connection, so nothing ran): the waiter is out of its queue (leave), and pauses
+// before it enters the queue again (core.RidePause: 10 ms, doubling to 200 ms), or gives up when
+// no more than the pause is left of its wait (core.Rides).
+func (s *Sim) ride(w *World, c *Client) {
+	s.leave(w, c)
+	pause := core.RidePause(c.Rides)
+	if !core.Rides(dur(c.Deadline-w.Now), pause) {
+		s.note(w, c.name(), "give up", "no answer, and no more than a pause left of the wait")
+		s.giveUp(w, c)
+		return
+	}
+	c.Rides++
+	c.Riding = true
+	c.sleep(w.Now + ms(pause))
+}
+
+// rideOn is the step after a ride's pause: the waiter enters its queue again, with what is left
+// of its wait.
+func (s *Sim) rideOn(w *World, c *Client) {
+	c.Riding, c.Sub, c.I = false, 0, 0
+	s.note(w, c.name(), "try again", "the pause after no answer is over")
+	cfg, _ := s.kind.queue()
+	s.waitIn(w, c, cfg)
+}
+
+// leave takes c out of its queue, wherever it stands (the library's handoff.leave).
+func (s *Sim) leave(w *World, c *Client) {
+	if !c.Queued {
+		return
+	}
+	part := s.part(c)
+	c.Queued, c.Turn = false, false
+	s.queueSays(w, c, part, w.proc(c).Qs[part].Leave(at(w.Now), uint64(c.ID)))
+}
+
+// rideBound is the longest a waiter that met a master down may sleep after it came back: its
+// ride's longest pause.
+var rideBound = ms(core.RidePause(5))
+
 // won tells c's queue its attempt won: c leaves it, and the next waiter is its head, asleep
 // until a ring or the kind's heldHint.
 func (s *Sim) won(w *World, c *Client) {

@@ -27,6 +27,7 @@ func (rwKind) watchdog() bool { return true }
 // its process hears only once subscribed.
 func (rwKind) queue() (core.QueueConfig, bool) { return queueConfig(false), true }
 func (rwKind) wakes() bool                     { return true }
+func (rwKind) downBound() int64                { return rideBound }
 
 // heldHint: a reader that wins leaves the next reader of its process free to try at once, as the
 // library's side does (its Hold Shares).
@@ -83,7 +84,7 @@ func (k rwKind) acquire(s *Sim, w *World, c *Client) {
 	case t.Held:
 		s.hold(w, c, 0, w.Now, ms(s.cfg.Lease))
 	case !answered:
-		s.failed(w, c, 0)
+		s.ride(w, c)
 	case t.Odd || t.Refused:
 		s.failed(w, c, -1)
 	default:

@@ -43,12 +43,18 @@ func (k reentrantKind) acquire(s *Sim, w *World, c *Client) {
 	}
 	a := s.ask(w, c)
 	a.Line, a.Until = nomID(c), time.UnixMilli(c.Deadline)
-	if t, _ := s.attempt(w, c, 0, core.RLock, a); t.Held {
+	switch t, answered := s.attempt(w, c, 0, core.RLock, a); {
+	case t.Held:
 		s.hold(w, c, 0, w.Now, ms(s.cfg.Lease))
-	} else {
-		s.failed(w, c, ms(core.QueuedSleep(t.Wait, core.LostGrantBound))) // a master down: Wait 0
+	case !answered:
+		s.ride(w, c)
+	default:
+		s.failed(w, c, ms(core.QueuedSleep(t.Wait, core.LostGrantBound)))
 	}
 }
+
+// downBound: a waiter that met the master down pauses up to rideBound before it looks again.
+func (reentrantKind) downBound() int64 { return rideBound }
 
 func (k reentrantKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
 	return true, renewHash(s, w, c, 0)

@@ -34,6 +34,7 @@ func (k semKind) watchdog() bool { return k.expirable }
 // channel, which its process hears only once subscribed.
 func (semKind) queue() (core.QueueConfig, bool)    { return queueConfig(false), true }
 func (semKind) wakes() bool                        { return true }
+func (semKind) downBound() int64                   { return rideBound }
 func (k semKind) heldHint(s *Sim, c *Client) int64 { return sharedHint(s, k.hold()) }
 
 // sharedHint is a winner's hint where the Hold's holders share: 0, else the lease.
@@ -86,7 +87,9 @@ func (k semKind) acquire(s *Sim, w *World, c *Client) {
 		s.enter(w, c, 0)
 	case t.Held:
 		s.hold(w, c, 0, w.Now, ms(s.cfg.Lease))
-	case !answered || t.Odd:
+	case !answered:
+		s.ride(w, c)
+	case t.Odd:
 		s.failed(w, c, -1)
 	default:
 		s.failed(w, c, waitMs(t.Wait))

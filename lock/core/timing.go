@@ -36,6 +36,26 @@ const (
 	NoQuorumPoll = 2 * time.Second
 )
 
+// RidePause is how long an acquisition pauses after its n-th failure in a row on a server that
+// may serve again soon (a refused or reset connection, a failover; n from 0) before it tries again
+// with what is left of its wait: 10 ms, doubling, at most 200 ms. It tries again only when more
+// than the pause is left of its wait (Rides).
+func RidePause(n int) time.Duration {
+	if n >= 5 {
+		return rideLast
+	}
+	return min(rideFirst<<n, rideLast)
+}
+
+// Rides reports whether an acquisition with left of its wait pauses and tries again after a
+// failure on a server that may serve again soon, or gives up.
+func Rides(left, pause time.Duration) bool { return left > pause }
+
+const (
+	rideFirst = 10 * time.Millisecond
+	rideLast  = 200 * time.Millisecond
+)
+
 // GrantTTL is how long a lock handed to a waiter lives before its holder pushes it out to its
 // lease: its lease, its wait or maxGrant (MaxGrantTTL), the least, at least a millisecond.
 func GrantTTL(lease, wait, maxGrant time.Duration) time.Duration {
