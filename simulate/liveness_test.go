@@ -135,3 +135,27 @@ func TestFairLostGrant(t *testing.T) {
 	}
 	t.Logf("%d schedules, %d states", r.Schedules, r.States)
 }
+
+// TestRideAfterNoAnswer: a waiter whose attempt a master down did not answer leaves its queue and
+// tries again after the Locker's pause (core.RidePause), so a master-down search of the kinds on
+// core.Hold ends every run (none at the step bound, where a waiter that tried again at once spun)
+// with no violation, and some schedule rides.
+func TestRideAfterNoAnswer(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"reentrant", "readwrite", "permits"} {
+		s := mustSim(t, Config{Kind: kind, Clients: 2, Rounds: 2, Faults: []string{FaultMasterDown}, MaxFaults: 1})
+		r := s.Exhaustive(t.Context())
+		if !r.Complete || r.Truncated != 0 || r.Violations != 0 {
+			t.Errorf("%s: complete %v, %d runs at the step bound, %d violations (%+v)", kind, r.Complete, r.Truncated, r.Violations, r.Shortest)
+		}
+		rode := false
+		for seed := uint64(0); seed < 200 && !rode; seed++ {
+			for _, st := range s.RunSeed(seed).Steps() {
+				rode = rode || st.What == "try again"
+			}
+		}
+		if !rode {
+			t.Errorf("%s: no schedule of 200 rides after a master down", kind)
+		}
+	}
+}
