@@ -25,6 +25,8 @@ import (
 // (handoff.go), so a release wakes one of them and none is overtaken. Across processes the release
 // names one process in a line kept beside Redisson's keys, and only that one's waiter tries
 // (nomination.go); a Redisson client's release names nobody and wakes them all, as in Redisson.
+// The commands it sends and what their replies mean are its core.Hold's (core.RLock); the same
+// driver on core.ReadSide and core.WriteSide is each side of NewReadWrite (readwrite.go).
 // What a Redisson client on the same lock sees, beside waiting.go's rules:
 //
 //   - R1. The lock is Redisson's: nothing of this library's waiting writes the lock hash, and
