@@ -106,6 +106,7 @@ func TestTargetsCanFail(t *testing.T) {
 // from the measured RTT, commands per sale counted on either kind of server, and the
 // reentrant mode's buyers served in line.
 func TestRunSmall(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts Redis servers")
 	}
@@ -184,6 +185,7 @@ func TestUnknownStrategy(t *testing.T) {
 // TestRunCellCountsEveryAttempt: the waits cover failed attempts at their full duration and an
 // attempt still waiting when the window closes at the time it has waited, not only the sales.
 func TestRunCellCountsEveryAttempt(t *testing.T) {
+	t.Parallel()
 	w := timing{warmup: 20 * time.Millisecond, dur: 300 * time.Millisecond, grace: time.Second}
 	st := runCell(t.Context(), 2, 2, w, func(ctx context.Context, buyer int) error {
 		if buyer == 0 {

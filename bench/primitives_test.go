@@ -45,6 +45,7 @@ func TestSectionSeesViolations(t *testing.T) {
 // overlapping what it excludes, the semaphores never above their permits, and the read-write
 // lock's writer counted. Speeds are not judged, nor how often the writer got in.
 func TestRunPrimitivesSmall(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a Redis server")
 	}
