@@ -15,7 +15,7 @@ import (
 // so more than GOMAXPROCS of them fit on a small machine. Redlock's tests stay serial (they run
 // first, alone): a one-attempt acquisition with a short TTL gives each master a few milliseconds
 // to answer, which a busy machine under -race does not always keep.
-const parallelTests = 8
+const parallelTests = 12
 
 // parallelEmbedded is the same on in-process servers, without the race detector
 // (locktest.RunParallelOnServers).

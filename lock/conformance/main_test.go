@@ -13,7 +13,7 @@ import (
 
 // parallelTests is how many of this package's tests run at once unless -test.parallel says
 // otherwise: they mostly wait (on leases, TTLs, servers starting), each on servers of its own.
-const parallelTests = 8
+const parallelTests = 12
 
 // parallelEmbedded is the same on in-process servers, without the race detector
 // (locktest.RunParallelOnServers).
