@@ -41,7 +41,7 @@ func (k fairKind) acquire(s *Sim, w *World, c *Client) {
 	case c.Granted:
 		s.note(w, c.name(), "take the lock handed over", "")
 		s.handedOver(w, c, 0, min(ms(s.cfg.Lease), k.grantTTL(s)), func() any {
-			return s.call(w, c, 0, script.ReentrantRenewCall(lockName, c.Value, ms(s.cfg.Lease)))
+			return s.call(w, c, 0, core.RLock.Renew(s.ask(w, c)))
 		})
 	case c.BeatAt != 0 && w.Now >= c.BeatAt:
 		k.beat(s, w, c)
