@@ -42,6 +42,17 @@ func newNaive(name string, d Deps) *naiveLocker {
 
 func (l *naiveLocker) Name() string { return l.name }
 
+// before sets hook (nil: none) to run before step i of the acquire, or of the release.
+func (l *naiveLocker) before(release bool, i int, hook func(ctx context.Context, key string) error) *naiveLocker {
+	m := map[int]func(context.Context, string) error{i: hook}
+	if release {
+		l.beforeRelease = m
+	} else {
+		l.beforeAcquire = m
+	}
+	return l
+}
+
 // Acquire polls the first step until it goes on or the wait runs out, then sends the others once.
 func (l *naiveLocker) Acquire(ctx context.Context, key string, opts lock.Options) (Lease, error) {
 	value, lease := uuid.NewString(), cmp.Or(opts.Lease, l.lease).Milliseconds()
@@ -129,9 +140,7 @@ func init() {
 			"leaves the key with no TTL (deadlock)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultCrashBeforeExpire, FaultHolderPause},
 		New: func(d Deps) (Locker, error) {
-			l := newNaive("setnx-expire", d)
-			l.beforeAcquire = map[int]func(context.Context, string) error{1: d.Steps.BeforeExpire}
-			return l, nil
+			return newNaive("setnx-expire", d).before(false, 1, d.Steps.BeforeExpire), nil
 		},
 	})
 	register(Mode{
@@ -149,9 +158,7 @@ func init() {
 			"if the lock expires between compare and DEL and B acquires, A deletes B's lock (foreign unlock)",
 		Faults: []string{FaultWork, FaultCrashAfterLock, FaultHolderPause, FaultPauseBeforeDel},
 		New: func(d Deps) (Locker, error) {
-			l := newNaive("uuid", d)
-			l.beforeRelease = map[int]func(context.Context, string) error{1: d.Steps.BeforeDel}
-			return l, nil
+			return newNaive("uuid", d).before(true, 1, d.Steps.BeforeDel), nil
 		},
 	})
 }
