@@ -553,3 +553,31 @@ func TestReadWriteReadLease(t *testing.T) {
 	}
 	rwRelease(t, rwAcquire(t, write, key, "w", 0))
 }
+
+// TestReadWriteNestedHoldsShareAWatchdog: an owner's two read holds are renewed by one watchdog (as
+// Redisson's one entry per lock and thread): the first hold's release leaves it renewing the
+// second, whose Lost stays open past the lease.
+func TestReadWriteNestedHoldsShareAWatchdog(t *testing.T) {
+	t.Parallel()
+	c := locktest.NewClient(t, locktest.New(t))
+	read, _ := rwLockers(t, c, "go", lock.WithLease(time.Second))
+	const key = "rw:nested"
+	first := rwAcquire(t, read, key, "t1", 0)
+	second := rwAcquire(t, read, key, "t1", 0)
+	rwRelease(t, first)
+	start := second.Renewals()
+	for deadline := time.Now().Add(5 * time.Second); second.Renewals() < start+2; time.Sleep(10 * time.Millisecond) {
+		select {
+		case <-second.Lost():
+			t.Fatalf("the second hold was lost after the first's release (%d renewals)", second.Renewals())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d renewals in 5 s with a 1 s lease after the first hold's release", second.Renewals()-start)
+		}
+	}
+	if n, err := c.HGet(t.Context(), key, "go:t1").Int(); err != nil || n != 1 {
+		t.Errorf("the owner's read field counts %d holds (%v), want 1", n, err)
+	}
+	rwRelease(t, second)
+}
