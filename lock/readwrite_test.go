@@ -324,16 +324,7 @@ func TestReadWriteWatchdog(t *testing.T) {
 	read, write := rwLockers(t, c, "go", lock.WithLease(time.Second))
 	const key = "rw:watchdog"
 	le := rwAcquire(t, read, key, "t1", 0)
-	for deadline := time.Now().Add(5 * time.Second); le.Renewals() < 2; time.Sleep(10 * time.Millisecond) {
-		select {
-		case <-le.Lost():
-			t.Fatalf("Lost closed while the watchdog renews (%d renewals)", le.Renewals())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d renewals in 5 s with a 1 s lease", le.Renewals())
-		}
-	}
+	waitRenewals(t, le, 2)
 	if ttl, _ := c.PTTL(t.Context(), "{rw:watchdog}:go:t1:rwlock_timeout:1").Result(); ttl <= 0 {
 		t.Errorf("the read hold's timeout key has PTTL %s past its lease", ttl)
 	}
@@ -565,19 +556,25 @@ func TestReadWriteNestedHoldsShareAWatchdog(t *testing.T) {
 	first := rwAcquire(t, read, key, "t1", 0)
 	second := rwAcquire(t, read, key, "t1", 0)
 	rwRelease(t, first)
-	start := second.Renewals()
-	for deadline := time.Now().Add(5 * time.Second); second.Renewals() < start+2; time.Sleep(10 * time.Millisecond) {
-		select {
-		case <-second.Lost():
-			t.Fatalf("the second hold was lost after the first's release (%d renewals)", second.Renewals())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d renewals in 5 s with a 1 s lease after the first hold's release", second.Renewals()-start)
-		}
-	}
+	waitRenewals(t, second, second.Renewals()+2)
 	if n, err := c.HGet(t.Context(), key, "go:t1").Int(); err != nil || n != 1 {
 		t.Errorf("the owner's read field counts %d holds (%v), want 1", n, err)
 	}
 	rwRelease(t, second)
+}
+
+// waitRenewals waits, 5 s at most, until le's watchdog has made n renewals (with a 1 s lease), and
+// fails the test if le's Lost closes first.
+func waitRenewals(t *testing.T, le *lock.Lease, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); le.Renewals() < n; time.Sleep(10 * time.Millisecond) {
+		select {
+		case <-le.Lost():
+			t.Fatalf("Lost closed while the watchdog renews (%d renewals)", le.Renewals())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d renewals in 5 s with a 1 s lease, want %d", le.Renewals(), n)
+		}
+	}
 }

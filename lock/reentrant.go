@@ -147,7 +147,7 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 	if l.nom != nil && opts.Wait > 0 {
 		ask.Line, ask.Until = l.nom.id, deadline
 	}
-	err := l.queue.obtain(ctx, key, "", opts.Wait, l.hint(opts.Lease), reentry, func(ctx context.Context) (bool, time.Duration, error) {
+	err := l.queue.obtain(ctx, key, "", opts.Wait, core.WinnerHint(l.hold, opts.Lease), reentry, func(ctx context.Context) (bool, time.Duration, error) {
 		held, ttl, tok, err := l.try(ctx, ask)
 		token = tok
 		if !reentry {
@@ -167,15 +167,6 @@ func (l *reentrantLocker) acquire(ctx context.Context, key string, opts Options)
 	le := l.held(ctx, ask, !opts.ExplicitLease)
 	le.token = token
 	return le, nil
-}
-
-// hint is how long a waiter that wins leaves the next waiter here asleep unless a release rings
-// first: its lease, or nothing when the holders share (the next may go at once).
-func (l *reentrantLocker) hint(lease time.Duration) time.Duration {
-	if l.hold.Shares() {
-		return 0
-	}
-	return lease
 }
 
 // orphaned records the give-back of an attempt for ask that got no answer (orphan.go): the

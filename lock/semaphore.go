@@ -171,7 +171,8 @@ func (b *semBase) trySet(ctx context.Context, name string, n int) (bool, error) 
 }
 
 // wait runs try in name's queue (handoff.obtain) until it holds, the wait ends, ctx ends or the
-// semaphore is closed. The queue is told a lease of 0: the next head may try at once.
+// semaphore is closed. A winner leaves the next head free to try at once (core.WinnerHint:
+// permits are shared).
 func (b *semBase) wait(ctx context.Context, name string, wait time.Duration, try func(context.Context) (bool, time.Duration, error)) error {
 	if b.closing.Err() != nil {
 		return fmt.Errorf("%w: %s: %w", ErrNotObtained, name, ErrClosed)
@@ -179,7 +180,7 @@ func (b *semBase) wait(ctx context.Context, name string, wait time.Duration, try
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer context.AfterFunc(b.closing, func() { cancel(ErrClosed) })()
-	err := b.queue.obtain(wctx, name, "", wait, 0, false, try) // permits are shared: a hint of 0
+	err := b.queue.obtain(wctx, name, "", wait, core.WinnerHint(core.Semaphore{}, b.lease), false, try)
 	if err != nil && errors.Is(context.Cause(wctx), ErrClosed) && ctx.Err() == nil {
 		return fmt.Errorf("%w: %s: %w", ErrNotObtained, name, ErrClosed)
 	}

@@ -145,7 +145,7 @@ func (s *Sim) leave(w *World, c *Client) {
 
 // rideBound is the longest a waiter that met a master down may sleep after it came back: its
 // ride's longest pause.
-var rideBound = ms(core.RidePause(5))
+var rideBound = ms(core.RideLongest)
 
 // won tells c's queue its attempt won: c leaves it, and the next waiter is its head, asleep
 // until a ring or the kind's heldHint.

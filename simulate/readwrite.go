@@ -31,7 +31,9 @@ func (rwKind) downBound() int64                { return rideBound }
 
 // heldHint: a reader that wins leaves the next reader of its process free to try at once, as the
 // library's side does (its Hold Shares).
-func (k rwKind) heldHint(s *Sim, c *Client) int64 { return sharedHint(s, k.side(c)) }
+func (k rwKind) heldHint(s *Sim, c *Client) int64 {
+	return ms(core.WinnerHint(k.side(c), s.cfg.Lease))
+}
 
 // relook: a waiter that hears no release sleeps on the lock's PTTL, at most a lease.
 func (rwKind) relook(s *Sim) int64 { return ms(s.cfg.Lease) }

@@ -32,17 +32,11 @@ func (k semKind) watchdog() bool { return k.expirable }
 
 // queue: a waiter waits in its process's queue, rung by every message on the semaphore's
 // channel, which its process hears only once subscribed.
-func (semKind) queue() (core.QueueConfig, bool)    { return queueConfig(false), true }
-func (semKind) wakes() bool                        { return true }
-func (semKind) downBound() int64                   { return rideBound }
-func (k semKind) heldHint(s *Sim, c *Client) int64 { return sharedHint(s, k.hold()) }
-
-// sharedHint is a winner's hint where the Hold's holders share: 0, else the lease.
-func sharedHint(s *Sim, h core.Hold) int64 {
-	if h.Shares() {
-		return 0
-	}
-	return ms(s.cfg.Lease)
+func (semKind) queue() (core.QueueConfig, bool) { return queueConfig(false), true }
+func (semKind) wakes() bool                     { return true }
+func (semKind) downBound() int64                { return rideBound }
+func (k semKind) heldHint(s *Sim, c *Client) int64 {
+	return ms(core.WinnerHint(k.hold(), s.cfg.Lease))
 }
 
 // leftoverOK: the count stays; so do expired permits of the expirable one, which come back to the

@@ -55,6 +55,16 @@ type Try struct {
 	Odd     bool
 }
 
+// WinnerHint is how long a waiter that wins h's lock, held for lease, leaves the next waiter of its
+// process asleep unless a release rings first: the lease, or nothing where the holders share (the
+// next may try at once).
+func WinnerHint(h Hold, lease time.Duration) time.Duration {
+	if h.Shares() {
+		return 0
+	}
+	return lease
+}
+
 // Renewed reads a renewal's reply, alike for every Hold: 1 renewed; anything else, the holder's
 // hold is gone.
 func Renewed(reply any) bool {

@@ -42,9 +42,9 @@ const (
 // than the pause is left of its wait (Rides).
 func RidePause(n int) time.Duration {
 	if n >= 5 {
-		return rideLast
+		return RideLongest
 	}
-	return min(rideFirst<<n, rideLast)
+	return min(rideFirst<<n, RideLongest)
 }
 
 // Rides reports whether an acquisition with left of its wait pauses and tries again after a
@@ -53,7 +53,8 @@ func Rides(left, pause time.Duration) bool { return left > pause }
 
 const (
 	rideFirst = 10 * time.Millisecond
-	rideLast  = 200 * time.Millisecond
+	// RideLongest is the longest pause of RidePause.
+	RideLongest = 200 * time.Millisecond
 )
 
 // GrantTTL is how long a lock handed to a waiter lives before its holder pushes it out to its
