@@ -188,8 +188,10 @@ func (s *Store) Stock(ctx context.Context, sku string) (int64, error) {
 // Reading is what a sale read of the stock.
 type Reading struct {
 	Stock int64
-	// Epoch is the stock's epoch at the read (1 before any restock or reset, then one more for
-	// each): the write that carries it (Order.Epoch) is refused once a restock has moved it.
+	// Epoch is the stock's epoch at the read: its counter + 1, where the counter starts from the
+	// Redis server's clock in ms when the stock is created, restocked or reset without one, and
+	// moves by one at each restock or reset (a counter lost with the data never comes back to an
+	// old value). The write that carries it (Order.Epoch) is refused once a restock has moved it.
 	Epoch int64
 	// Stale: a newer fencing token already read or wrote, and nothing was read; Newest is then
 	// that token (else the reader's own token, 0 without one).
@@ -383,7 +385,7 @@ func (s *Store) Reset(ctx context.Context, sku string, stock int64, lockKeys ...
 // Restock). It reports whether it created the stock.
 func (s *Store) EnsureStock(ctx context.Context, sku string, stock int64) (bool, error) {
 	k := KeysFor(sku)
-	n, err := ensureStockScript.Run(ctx, s.rdb, []string{k.Stock, k.Initial, k.Orders}, stock).Int()
+	n, err := ensureStockScript.Run(ctx, s.rdb, []string{k.Stock, k.Initial, k.Orders, k.Epoch}, stock).Int()
 	if err != nil {
 		return false, wrap("create stock "+k.Stock, err)
 	}

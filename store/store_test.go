@@ -84,7 +84,8 @@ func TestCommitAfterRestockWritesNothing(t *testing.T) {
 	}
 }
 
-// A stock never restocked reads at epoch 1, and a corrupt epoch counter is ErrCorrupt.
+// A fresh stock's epoch counter starts from the server's clock, not 0, and a corrupt epoch
+// counter is ErrCorrupt.
 func TestReadStockEpoch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -94,10 +95,14 @@ func TestReadStockEpoch(t *testing.T) {
 	if created, err := st.EnsureStock(ctx, sku, 4); err != nil || !created {
 		t.Fatalf("ensure: %v, %v", created, err)
 	}
+	clock, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, token := range []int64{0, 3} {
 		r, err := st.ReadStock(ctx, sku, token, store.CounterRedlock)
-		if err != nil || r.Stock != 4 || r.Epoch != 1 {
-			t.Fatalf("token %d: read %+v, %v; want stock 4 at epoch 1", token, r, err)
+		if err != nil || r.Stock != 4 || r.Epoch <= 1 || r.Epoch > clock.UnixMilli()+1 {
+			t.Fatalf("token %d: read %+v, %v; want stock 4 at an epoch from the clock (<= %d)", token, r, err, clock.UnixMilli()+1)
 		}
 	}
 	if err := rdb.Set(ctx, store.KeysFor(sku).Epoch, "x", 0).Err(); err != nil {
@@ -105,6 +110,41 @@ func TestReadStockEpoch(t *testing.T) {
 	}
 	if _, err := st.ReadStock(ctx, sku, 0, ""); !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("corrupt epoch: %v, want ErrCorrupt", err)
+	}
+}
+
+// A Redis that lost its data (restarted empty) and was restocked never gives back an epoch a sale
+// read before the loss: that sale's write is refused, whatever the counter was (here 1, whose
+// epoch 2 a counter started again from 0 would reach at the first restock).
+func TestEpochAfterDataLoss(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := testredis.Client(t, testredis.Start(t))
+	st := store.New(rdb)
+	const sku = "sku-lost"
+	k := store.KeysFor(sku)
+	if err := st.Reset(ctx, sku, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, k.Epoch, 1, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := st.ReadStock(ctx, sku, 0, "")
+	if err != nil || before.Epoch != 2 {
+		t.Fatalf("read before the loss: %+v, %v; want epoch 2", before, err)
+	}
+	if err := rdb.Del(ctx, k.Stock, k.Initial, k.Orders, k.Epoch).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Restock(ctx, sku, 10); err != nil {
+		t.Fatal(err)
+	}
+	cr, err := st.Commit(ctx, sku, before.Stock-1, store.Order{ID: "before-the-loss", Epoch: before.Epoch})
+	if err != nil || !cr.Restocked {
+		t.Fatalf("commit of a read before the loss: %+v, %v; want refused as restocked", cr, err)
+	}
+	if n, err := rdb.LLen(ctx, k.Orders).Result(); err != nil || n != 0 {
+		t.Fatalf("orders after the refused write: %d, %v; want 0", n, err)
 	}
 }
 

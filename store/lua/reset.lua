@@ -7,6 +7,10 @@
 redis.call('set', KEYS[1], ARGV[1])
 redis.call('del', KEYS[2])
 redis.call('set', KEYS[3], ARGV[1])
+if redis.call('exists', KEYS[4]) == 0 then -- as restock.lua: never back to an old epoch
+  local t = redis.call('time')
+  redis.call('set', KEYS[4], t[1] * 1000 + math.floor(t[2] / 1000))
+end
 redis.call('incr', KEYS[4])
 for i = 5, #KEYS do
   redis.call('del', KEYS[i])
