@@ -505,6 +505,10 @@ func (l *fairLocker) try(ctx context.Context, key, id, field string, leaseMs, wa
 					return err
 				}
 				return l.cancel(ctx, key, field, waitMs)
+			}, func(ctx context.Context) error {
+				return settleHolds(ctx, l.rdb, key, field, &l.mu, l.holds, id, func(ctx context.Context) error {
+					return l.release(ctx, key, field, leaseMs, waitMs, nil)
+				})
 			})
 		}
 		return 0, false, err

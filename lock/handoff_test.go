@@ -85,7 +85,9 @@ func TestHandoffServesOneProcessInArrivalOrder(t *testing.T) {
 				nominatorOf(l).lostGrant = time.Minute
 			}
 			key := "{ho}:lock:" + mode
-			first, err := l.Acquire(t.Context(), key, Options{Owner: own(l, "first")})
+			// A wait, though the lock is free: a single attempt has 350 ms to be answered, which
+			// three masters on a busy machine may take.
+			first, err := l.Acquire(t.Context(), key, Options{Owner: own(l, "first"), Wait: 5 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -314,7 +314,7 @@ func (wl *waitLine) try(ctx context.Context, key, value, leaseMs string, deadlin
 		orphaned(ctx, err, "line\x00"+key+"\x00"+value, func(ctx context.Context) error {
 			_, err := wl.release(ctx, nil, key, value) // out of the Redis line, the lock passed on
 			return err
-		})
+		}, nil)
 		return false, 0, 0, err
 	}
 	held, n, ok := script.LineAcquired(r)

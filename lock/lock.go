@@ -49,6 +49,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/lock/core"
@@ -133,6 +134,11 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts Options) (*Lease,
 	if opts.Lease == 0 {
 		opts.Lease = l.lease // the kinds are given the lease to use
 	}
+	if l.owners && opts.Owner == "" {
+		// One owner for the whole acquisition: an attempt made again after one that got no
+		// answer re-enters what that one took, not waits behind it (orphans).
+		opts.Owner = uuid.NewString()
+	}
 	ttl := opts.Lease
 	start := time.Now()
 	actx := &acquisition{}
@@ -180,8 +186,9 @@ func (l *Locker) ride(ctx context.Context, key string, opts Options, clock *atte
 			}
 		}
 		if err == nil {
-			// What attempts that got no answer may still take is not given back: with the same
-			// owner, that would be the hold just won.
+			// What attempts that got no answer took is not given back: with the same owner, that
+			// is the hold just won. Only a count it added is (orphans.won).
+			clock.orphans.won(ctx)
 			return h, nil
 		}
 		// No attempt starts within a pause of the wait's end: an attempt may take as long as the

@@ -17,9 +17,14 @@ import (
 // (go-redis's ContextTimeoutEnabled, as the service's clients) closes the connection and loses
 // the answer, not the command, which a frozen Redis runs at its thaw. With nobody waiting for
 // it, a lock it takes would stay for its lease, renewed and released by nobody.
+//
+// On a kind that counts an owner's holds (Redisson's hash), the acquisition's next attempt, made
+// with the same owner, re-enters what such an attempt took: one hold won, two counted. settle
+// gives the extra back when the acquisition wins.
 type orphans struct {
-	mu   sync.Mutex
-	byID map[string]func(context.Context) error
+	mu     sync.Mutex
+	byID   map[string]func(context.Context) error
+	settle map[string]func(context.Context) error
 }
 
 // orphaned records, after an attempt of the acquisition running under ctx that failed with err,
@@ -27,7 +32,9 @@ type orphans struct {
 // made again records it once), when err says the answer never came. giveBack checks the value or
 // owner in Redis, so it never frees another's lock; it answers ErrNotHeld (or nil) when there
 // was nothing of its own, and an error retryable says when it got no answer.
-func orphaned(ctx context.Context, err error, id string, giveBack func(context.Context) error) {
+// settle, when not nil, is the counting kind's: it gives back the holds of the owner's field
+// beyond those this process knows of.
+func orphaned(ctx context.Context, err error, id string, giveBack, settle func(context.Context) error) {
 	// ErrNotReplicated is an answer: the attempt ran, and the kind has given back what it took.
 	if err == nil || !retryable(err) || errors.Is(err, ErrNotReplicated) || neverSent(err) {
 		return
@@ -40,8 +47,12 @@ func orphaned(ctx context.Context, err error, id string, giveBack func(context.C
 	defer c.orphans.mu.Unlock()
 	if c.orphans.byID == nil {
 		c.orphans.byID = map[string]func(context.Context) error{}
+		c.orphans.settle = map[string]func(context.Context) error{}
 	}
 	c.orphans.byID[id] = giveBack
+	if settle != nil {
+		c.orphans.settle[id] = settle
+	}
 }
 
 // neverSent reports whether err says the command never reached a server: the connection was
@@ -64,11 +75,27 @@ func neverSent(err error) bool {
 func (o *orphans) giveBack(ctx context.Context, lease time.Duration) {
 	o.mu.Lock()
 	fs := o.byID
-	o.byID = nil
+	o.byID, o.settle = nil, nil
 	o.mu.Unlock()
 	giveUp := time.Now().Add(lease)
 	for _, f := range fs {
 		go giveBackOrphan(ctx, giveUp, f)
+	}
+}
+
+// won settles, once the acquisition has won, the counts of the attempts that got no answer
+// (settle), in the caller's goroutine, each bounded by releaseTimeout: a failure leaves an extra
+// hold until the lease ends, as before. An attempt that runs after its settle keeps what it took
+// until its lease ends.
+func (o *orphans) won(ctx context.Context) {
+	o.mu.Lock()
+	fs := o.settle
+	o.byID, o.settle = nil, nil
+	o.mu.Unlock()
+	for _, f := range fs {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		_ = f(sctx)
+		cancel()
 	}
 }
 
@@ -79,4 +106,27 @@ func giveBackOrphan(ctx context.Context, giveUp time.Time, giveBack func(context
 	if err := resend(ctx, giveUp, giveBack); err == nil || !retryable(err) {
 		_ = resend(ctx, giveUp, giveBack) // once more, after the answer
 	}
+}
+
+// settleHolds gives back, with release, the holds field counts in the hash key beyond those this
+// process knows of (holds[id], read under mu): what an attempt that got no answer added to a won
+// hold of the same owner (orphans.won).
+func settleHolds(ctx context.Context, rdb redis.Cmdable, key, field string, mu *sync.Mutex, holds holdCount, id string,
+	release func(context.Context) error) error {
+	n, err := rdb.HGet(ctx, key, field).Int()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return redisErr("count the holds of "+key, err)
+	}
+	mu.Lock()
+	own := holds[id]
+	mu.Unlock()
+	for ; n > own; n-- {
+		if err := release(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -192,7 +192,7 @@ func (a *redlockAttempt) try(ctx context.Context) (bool, time.Duration, error) {
 	if a.last != nil && noAnswer(a.last) {
 		v := a.value
 		orphaned(ctx, fmt.Errorf("%w: %w", ErrUnavailable, a.last), "redlock\x00"+key+"\x00"+v,
-			func(ctx context.Context) error { return l.unlockValue(ctx, key, v) })
+			func(ctx context.Context) error { return l.unlockValue(ctx, key, v) }, nil)
 	}
 	if a.last != nil {
 		// Held in this process: its release rings at once, so wait for it (or its validity).

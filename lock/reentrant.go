@@ -175,6 +175,10 @@ func (l *reentrantLocker) orphaned(ctx context.Context, err error, ask core.Ask)
 	ask.Line, ask.Until = "", time.Time{}
 	orphaned(ctx, err, fmt.Sprintf("%p\x00%s\x00%s", l, ask.Key, ask.Field), func(ctx context.Context) error {
 		return (&reentrantLease{l: l, ask: ask}).release(ctx, nil)
+	}, func(ctx context.Context) error {
+		return settleHolds(ctx, l.rdb, ask.Key, l.hold.Field(ask), l.mu, l.holds, ask.Key+"\x00"+ask.Field, func(ctx context.Context) error {
+			return releaseHold(ctx, nil, l.rdb, l.sub.mode, l.hold, ask, func() error { return nil })
+		})
 	})
 }
 

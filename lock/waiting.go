@@ -53,7 +53,9 @@ package lock
 //  9. An attempt that got no answer may still run when Redis thaws, and take a lock for a waiter
 //     that has gone (orphan.go). An acquisition that ends without the lock therefore sends the
 //     kind's release-if-mine for each such attempt, by the give-back policy, and once more after
-//     the first answer. This is done once, in Locker.Acquire, for every kind. Checked by
-//     TestSellsAgainSoonAfterALongFreeze/<kind>.
+//     the first answer. This is done once, in Locker.Acquire, for every kind. One acquisition
+//     has one owner, so an attempt made again re-enters what a lost one took. An acquisition
+//     that wins gives back any hold such an attempt added to its count (orphans.won). Checked by
+//     TestSellsAgainSoonAfterALongFreeze/<kind> and TestConformance/<kind>/23-reply-lost.
 //
 // The bounds the rules name are lock/core's (timing.go), which the simulator reads too.

@@ -135,6 +135,7 @@ var clauses = []clause{
 	{"20", "release-ends-the-lease", clauseReleaseEnds},
 	{"21", "lost-on-time", clauseLostOnTime},
 	{"22", "errors-say-what-happened", clauseErrors},
+	{"23", "reply-lost", clauseReplyLost},
 }
 
 func TestConformance(t *testing.T) {
@@ -890,6 +891,61 @@ func (c counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 		c.n.Add(int64(len(cmds)))
 		return next(ctx, cmds)
 	}
+}
+
+// loseReply makes the first script its client sends once armed that ran to an answer look
+// to the sender like a connection that broke under it: the command took effect, its reply never
+// came.
+type loseReply struct{ armed, lost *atomic.Bool }
+
+func (loseReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h loseReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		name := cmd.Name()
+		ran := err == nil || errors.Is(err, redis.Nil)
+		if ran && (name == "evalsha" || name == "eval" || name == "set") && h.armed.CompareAndSwap(true, false) {
+			h.lost.Store(true)
+			err = &net.OpError{Op: "read", Net: "tcp", Err: io.ErrUnexpectedEOF}
+			cmd.SetErr(err)
+		}
+		return err
+	}
+}
+func (loseReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// Clause 23: an acquisition whose first script ran but whose reply was lost (the connection
+// broke under it) still holds the lock once: after its one Release the lock is free at once,
+// not held by a count the retry added until its lease runs out.
+func clauseReplyLost(t *testing.T, k conformanceKind) {
+	if k.cluster {
+		t.Skip("hooks one client of a process; the cluster run shares its nodes")
+	}
+	r := newRig(t, k)
+	var armed, lost atomic.Bool
+	cs := r.clients()
+	cs[0].AddHook(loseReply{&armed, &lost})
+	a, err := r.k.build(cs[0], cs, r.k.opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	b := r.locker()
+	armed.Store(true)
+	le := acquire(t, a, "c23", lock.Options{})
+	if !lost.Load() {
+		t.Fatal("no script's reply was lost: the clause tested nothing")
+	}
+	if err := le.Release(context.Background()); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	got, err := b.Acquire(context.Background(), "c23", lock.Options{Wait: time.Second})
+	if err != nil {
+		t.Fatalf("another Locker after the release: %v (the lock stayed held)", err)
+	}
+	_ = got.Release(context.Background())
 }
 
 // Clause 10: an option the constructor does not honour, Options.Owner on a kind without owners,
