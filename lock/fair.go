@@ -75,9 +75,10 @@ type fairLocker struct {
 	// its PUBLISH arrives.
 	mu      sync.Mutex
 	waiters map[string]*fairWait
-	// holds counts the holds of this process by key and field: a field found in the lock hash
-	// that this process does not hold was handed over to its waiter, which takes it as it is
-	// (fair_acquire.lua), instead of re-entering it.
+	// holds counts the holds of this process by key and field, each until its release has been
+	// answered (fairLease.releaseAfter): a field found in the lock hash that this process does not
+	// hold was handed over to its waiter, which takes it as it is (fair_acquire.lua), instead of
+	// re-entering it.
 	holds holdCount
 	// beats are the heartbeats of the keys this process has waiters for, by key.
 	beats map[string]*fairHeartbeat
@@ -620,13 +621,26 @@ func (le *fairLease) Renewals() int64 { return le.wd.Renewals() }
 
 // Release gives back one hold; the last one deletes the lock and tells the first waiter.
 // releaseAfter is Release after the holder's pipeline p, when there is one (runScript).
+//
+// The hold is counted out of this process only once its release has been sent and answered (or
+// got no answer), not when it starts: until then the lock is still this hold's in Redis, with
+// the holder's last writes (p) on their way ahead of the release, and a grant for this field that
+// comes late (a handover its waiter took by its own attempt before it was told: grant) must find
+// it held. Counted out at the start, the grant "gave back the lock handed to a waiter that left"
+// and so handed it to the next waiter ahead of those writes: two holders at once, one update
+// lost (chaos case 7, fair).
 func (le *fairLease) releaseAfter(ctx context.Context, p redis.Pipeliner) error {
-	return le.gate.release(ctx, p, le.key, func() {
+	first := false
+	err := le.gate.release(ctx, p, le.key, func() {
 		le.life.Stop()
+		first = true
+	}, func() error { return le.l.release(ctx, le.key, le.field, le.leaseMs, le.waitMs, p) })
+	if first {
 		le.l.mu.Lock()
 		le.l.holds.add(le.key+"\x00"+le.field, -1)
 		le.l.mu.Unlock()
-	}, func() error { return le.l.release(ctx, le.key, le.field, le.leaseMs, le.waitMs, p) })
+	}
+	return err
 }
 
 // ask is the lease's hold of Redisson's hash, as its renewal sends it.

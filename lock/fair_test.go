@@ -659,3 +659,150 @@ func TestFairLostGrantFoundByHeartbeat(t *testing.T) {
 			"the waiter took the lock handed to it %s after the silent release, want within a heartbeat (125 ms), well before its grant TTL (500 ms) ran out", took)
 	}
 }
+
+// gateKey marks a context whose first command (or pipeline) a gate holds (gateHook).
+type gateKey struct{}
+
+// gate holds the first command or pipeline sent under its context: before it is sent, or, with
+// afterReply, once its reply has come back and before the sender reads it. reached closes when
+// it holds it; open lets it go.
+type gate struct {
+	afterReply bool
+	once       sync.Once
+	reached    chan struct{}
+	open       chan struct{}
+}
+
+func newGate(afterReply bool) *gate {
+	return &gate{afterReply: afterReply, reached: make(chan struct{}), open: make(chan struct{})}
+}
+
+// hold runs send, held by the gate of ctx when ctx has one and this is its first command.
+func hold(ctx context.Context, send func() error) error {
+	g, _ := ctx.Value(gateKey{}).(*gate)
+	first := false
+	if g != nil {
+		g.once.Do(func() { first = true })
+	}
+	if !first {
+		return send()
+	}
+	if !g.afterReply {
+		close(g.reached)
+		<-g.open
+		return send()
+	}
+	err := send()
+	close(g.reached)
+	<-g.open
+	return err
+}
+
+// gateHook is the go-redis hook of gates.
+type gateHook struct{}
+
+func (gateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return hold(ctx, func() error { return next(ctx, cmd) })
+	}
+}
+
+func (gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		return hold(ctx, func() error { return next(ctx, cmds) })
+	}
+}
+
+// within waits for ch, failing the test when it has not come within a generous bound.
+func within[T any](t *testing.T, what string, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: nothing within 10 s", what)
+		panic("unreachable")
+	}
+}
+
+// TestFairLateGrantLeavesAHoldBeingReleased: a release hands the lock to a waiter, but is slow
+// to tell it (held after its reply); meanwhile the waiter's own attempt takes the lock handed to
+// it, it does its work and starts its release, joined to its last writes (Lease.ReleaseAfter),
+// and that pipeline is slow to leave. Then the first release reads its reply and looks for the
+// waiter: gone from the line, it must not "give back the lock handed to a waiter that left":
+// that waiter took it, and its last writes are still on their way. Giving it back then handed
+// the lock to the next waiter while the first one's writes were still to land: two sales inside
+// at once and one update lost (chaos case 7, fair, after the restock). The same holds for a grant
+// message from another process that comes late (ringLocal).
+func TestFairLateGrantLeavesAHoldBeingReleased(t *testing.T) {
+	t.Parallel()
+	c := locktest.NewClient(t, locktest.New(t))
+	l := fairLocker(t, c, "p", 5*time.Second)
+	c.AddHook(gateHook{})
+	const key = "fair-late-grant"
+	// One round first, so the release script is loaded: the held release must be one EVALSHA.
+	warm, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = warm.Release(t.Context())
+	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder", Lease: 300 * time.Millisecond, ExplicitLease: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]chan *lock.Lease{}
+	for i, owner := range []string{"w", "x"} {
+		got[owner] = make(chan *lock.Lease, 1)
+		go func() {
+			le, err := l.Acquire(t.Context(), key, lock.Options{Owner: owner, Wait: 8 * time.Second})
+			if err != nil {
+				t.Errorf("waiter %s: %v", owner, err)
+			}
+			got[owner] <- le
+		}()
+		waitQueue(t, c, key, i+1)
+	}
+	// The holder's release hands the lock to p:w in Redis, and is held before it reads that.
+	late := newGate(true)
+	released := make(chan error, 1)
+	go func() { released <- h.Release(context.WithValue(t.Context(), gateKey{}, late)) }()
+	within(t, "the holder's release", late.reached)
+	// The waiter's own attempt (its heartbeat rings it: the lock's holder is its field) takes it.
+	w := within(t, "waiter w", got["w"])
+	if w == nil {
+		t.FailNow()
+	}
+	// Its last write and its release go out together, and are held before they are sent.
+	slow := newGate(false)
+	wctx := context.WithValue(t.Context(), gateKey{}, slow)
+	p := c.Pipeline()
+	p.Set(wctx, "fair-late-grant-stock", "99", 0)
+	wReleased := make(chan error, 1)
+	go func() { wReleased <- w.ReleaseAfter(wctx, p) }()
+	within(t, "the waiter's release", slow.reached)
+	// Now the holder's release reads its reply: the lock was handed to p:w, which is not waiting.
+	close(late.open)
+	if err := within(t, "the holder's release", released); err != nil {
+		t.Fatalf("the holder's release: %v", err)
+	}
+	if hash := c.HGetAll(t.Context(), key).Val(); len(hash) != 1 || hash["p:w"] != "1" {
+		t.Errorf("the lock while p:w's last write and release are still to be sent: %v, want p:w = 1 "+
+			"(given back for it, it went to the next waiter ahead of p:w's write)", hash)
+	}
+	close(slow.open)
+	if err := within(t, "the waiter's release", wReleased); err != nil {
+		t.Errorf("the waiter's release: %v, want nil (its hold was still its own)", err)
+	}
+	x := within(t, "waiter x", got["x"])
+	if x == nil {
+		t.FailNow()
+	}
+	if err := x.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Exists(t.Context(), key).Val(); n != 0 {
+		t.Errorf("lock still there after the last release: %v", c.HGetAll(t.Context(), key).Val())
+	}
+}
