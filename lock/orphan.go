@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/core"
 )
 
 // orphans are the release-if-mine commands of one acquisition's attempts that got no answer.
@@ -123,7 +125,7 @@ func settleHolds(ctx context.Context, rdb redis.Cmdable, key, field string, mu *
 	mu.Lock()
 	own := holds[id]
 	mu.Unlock()
-	for ; n > own; n-- {
+	for range core.ExtraHolds(n, own) {
 		if err := release(ctx); err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/lockutil"
 )
 
@@ -30,10 +31,10 @@ type brokenRetry struct{ failed int }
 
 // again sleeps and reports true when the attempt that failed with err is to be made again.
 func (r *brokenRetry) again(ctx context.Context, err error, deadline time.Time) bool {
-	pause := time.Duration(20<<r.failed) * time.Millisecond
+	pause, ok := core.BrokenRetry(r.failed, time.Until(deadline))
 	var op *net.OpError
 	refused := errors.As(err, &op) && op.Op == "dial"
-	if r.failed >= 3 || refused || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil || !time.Now().Add(pause).Before(deadline) {
+	if !ok || refused || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
 		return false
 	}
 	r.failed++

@@ -3,6 +3,8 @@ package simulate
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/seckill-lab/seckill/lock/core"
@@ -66,6 +68,13 @@ type Client struct {
 	I                  int              // the master its next command goes to
 	Asked              uint8            // the masters asked so far in a round of parallel asks (redlock)
 
+	// LoseReply: the next attempt's reply is lost (FaultReplyLost); ReplyLost: the last one's
+	// was; Broken, how many in a row were (core.BrokenRetry); Orphans, the masters (a bit each)
+	// where an attempt of this acquisition ran with its reply lost.
+	LoseReply, ReplyLost bool
+	Broken               int
+	Orphans              uint8
+
 	PassOn      string // a lock handed to an acquisition that has left: pass it on
 	Crashed     bool
 	Done        bool
@@ -119,6 +128,7 @@ func (s *Sim) begin(w *World, c *Client) {
 	c.Inside, c.Got, c.Sent, c.BeatAt = false, [3]bool{}, w.Now, 0
 	c.Leased, c.Life, c.LifeWake, c.Lost, c.Renewing, c.RoundAt = false, core.Life{}, 0, false, false, 0
 	c.Queued, c.Turn, c.Over, c.Riding, c.Rides = false, false, false, false, 0
+	c.LoseReply, c.ReplyLost, c.Broken, c.Orphans = false, false, 0, 0
 	if k, ok := s.kind.(lineKind); ok {
 		k.wait(s, w, c)
 	}
@@ -263,10 +273,88 @@ func (s *Sim) attempt(w *World, c *Client, m int, h core.Hold, a core.Ask) (t co
 	if r == errDown {
 		return core.Try{}, false
 	}
+	if c.LoseReply {
+		// It ran; its reply is lost on a connection that broke: no answer, as a master down.
+		c.LoseReply, c.ReplyLost, c.Orphans = false, true, c.Orphans|1<<m
+		s.amend(w, " (its reply lost)")
+		if !a.Until.IsZero() && !h.Tried(r, a.Now).Held {
+			// It queued its process in the reentrant line, which the process does not know: a
+			// release may nominate it while it has no waiter, and that nomination is lost until
+			// the entry's deadline (the next waiter looks again within the bound, N3).
+			w.shake(a.Until.UnixMilli() - w.Now + s.kind.lostBound(s))
+		}
+		return core.Try{}, false
+	}
+	c.Broken = 0
 	if t = h.Tried(r, a.Now); t.Odd || t.Refused {
 		s.unexpected(w, c, "acquire", r)
 	}
+	if t.Held && c.Orphans&(1<<m) != 0 {
+		s.settleHolds(w, c, m, h, a)
+	}
 	return t, true
+}
+
+// retryInPlace: c's attempt got no answer. One whose reply was lost on a connection that broke
+// is made again in place, at the head of its queue, after core.BrokenRetry's pause (the library's
+// brokenRetry); it reports whether it will be. A master that did not answer, or too many lost
+// replies in a row, fail the acquisition, which rides.
+func (s *Sim) retryInPlace(w *World, c *Client) bool {
+	lost := c.ReplyLost
+	c.ReplyLost = false
+	pause, ok := core.BrokenRetry(c.Broken, dur(c.Deadline-w.Now))
+	if !lost || !ok {
+		return false
+	}
+	c.Broken++
+	c.sleep(w.Now + ms(pause))
+	return true
+}
+
+// settleHolds: c won on master m after an attempt there whose reply was lost, and re-entered what
+// that one took. It gives back the holds its field counts beyond its own one (core.ExtraHolds),
+// as the library's won does (lock/orphan.go).
+func (s *Sim) settleHolds(w *World, c *Client, m int, h core.Hold, a core.Ask) {
+	c.Orphans &^= 1 << m
+	r := s.cmd(w, c, m, "HGET", a.Key, h.Field(a))
+	v, _ := r.(string)
+	n, _ := strconv.Atoi(v)
+	for range core.ExtraHolds(n, 1) {
+		s.call(w, c, m, h.Release(a))
+	}
+}
+
+// giveBackOrphans: c's acquisition ends without the lock; what its attempts whose replies were
+// lost took is given back (the library's orphans.giveBack), one release on each such master.
+func (s *Sim) giveBackOrphans(w *World, c *Client) {
+	h, ok := s.kind.counted(c)
+	for m := range s.kind.masters() {
+		if ok && c.Orphans&(1<<m) != 0 {
+			s.call(w, c, m, h.Release(s.ask(w, c)))
+		}
+	}
+	c.Orphans = 0
+}
+
+// checkReleased: c's release has run; on every master that answers, its field is gone from the
+// lock's hash, or a hold nobody will give back keeps the lock until its lease ends.
+func (s *Sim) checkReleased(w *World, c *Client) {
+	h, ok := s.kind.counted(c)
+	if !ok || w.Violation != "" {
+		return
+	}
+	field := h.Field(s.ask(w, c))
+	for m, mm := range w.Masters {
+		if mm.DownUntil > w.Now {
+			continue
+		}
+		for _, k := range mm.Data {
+			if i := slices.Index(k.Hash, field); k.Key == lockName && i >= 0 && i%2 == 0 {
+				w.Violation = fmt.Sprintf("held after release: %s's field still counts %s on m%d after its release", c.acq(), k.Hash[i+1], m)
+				return
+			}
+		}
+	}
 }
 
 // waitMs is a Try's Wait in virtual ms (-1: until a release rings).
@@ -300,6 +388,9 @@ func (s *Sim) renewStep(w *World, c *Client) {
 
 // giveUp ends an acquisition without the lock; checkGiveUp (liveness.go) judges it.
 func (s *Sim) giveUp(w *World, c *Client) {
+	if c.Orphans != 0 {
+		s.giveBackOrphans(w, c)
+	}
 	s.checkGiveUp(w, c)
 	c.Round++
 	s.begin(w, c)
@@ -307,6 +398,7 @@ func (s *Sim) giveUp(w *World, c *Client) {
 
 // released ends an acquisition that held the lock.
 func (s *Sim) released(w *World, c *Client) {
+	s.checkReleased(w, c)
 	c.Inside = false
 	c.Round++
 	s.begin(w, c)

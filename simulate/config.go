@@ -16,10 +16,11 @@ const (
 	FaultClockFast     = "clock-fast"           // a master's clock jumps Jump ahead: its keys expire early
 	FaultPubsubLost    = "pubsub-lost"          // a pub/sub message is never delivered
 	FaultPubsubDelayed = "pubsub-delayed"       // a pub/sub message arrives Delay late
+	FaultReplyLost     = "reply-lost"           // an attempt runs, and its reply never comes (a connection breaks under it)
 )
 
 // AllFaults lists every fault, in the order choices are offered.
-var AllFaults = []string{FaultCrash, FaultPause, FaultMasterDown, FaultRestartEmpty, FaultClockFast, FaultPubsubLost, FaultPubsubDelayed}
+var AllFaults = []string{FaultCrash, FaultPause, FaultMasterDown, FaultRestartEmpty, FaultClockFast, FaultPubsubLost, FaultPubsubDelayed, FaultReplyLost}
 
 // Config bounds one simulation. Durations are virtual.
 type Config struct {

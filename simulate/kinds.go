@@ -63,6 +63,10 @@ type kind interface {
 	relook(s *Sim) int64
 	lostBound(s *Sim) int64
 	downBound() int64
+	// counted is the Hold c takes when it counts an owner's holds (Redisson's hash): an attempt
+	// whose reply is lost may have counted one (FaultReplyLost, settle). false: the fault is not
+	// offered for the kind.
+	counted(c *Client) (core.Hold, bool)
 }
 
 // base gives a kind the defaults: one master, no pub/sub, no watchdog, no fencing.
@@ -78,6 +82,7 @@ func (base) passOn(s *Sim, w *World, c *Client)                { c.PassOn = "" }
 func (base) route(w *World, k int, channel string) []int       { return nil }
 func (base) leftoverOK(key string) bool                        { return false }
 func (base) expects(error) bool                                { return false }
+func (base) counted(*Client) (core.Hold, bool)                 { return nil, false }
 func (base) queue() (core.QueueConfig, bool)                   { return core.QueueConfig{}, false }
 func (base) wakes() bool                                       { return false }
 func (base) perMaster() bool                                   { return false }

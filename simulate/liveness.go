@@ -17,7 +17,9 @@ import (
 //     key left on one master does not keep the lock from anybody);
 //   - a fault in effect: a crashed client's lock key or queue/line entry still in Redis (any
 //     entry naming its process, "p<id>:…", or its nomination id "n<id>"); a paused client still
-//     paused, or the lock still holding the acquisition it was paused in; a master still down,
+//     paused, or the lock still holding the acquisition it was paused in; an acquisition under
+//     way whose attempt's reply was lost, while the lock holds what that attempt took; a master
+//     still down,
 //     and for redlock noQuorumPoll (2 s) after it came back: a waiter that found no quorum able
 //     to free (masters not answering) looks again that much later, longer than a lease; within
 //     a lease after a master restarted empty or its clock jumped (a waiter may be asleep on a
@@ -76,6 +78,8 @@ func (s *Sim) effectAt(w *World, x int64) string {
 			return c.name() + " paused"
 		case c.PausedValue != "" && s.lockHeldBy(w, x, c.PausedValue):
 			return c.name() + " paused, its lock still there"
+		case c.Orphans != 0 && c.PC == pcAcquire && s.lockHeldBy(w, x, c.Value):
+			return c.name() + " lost a reply, and what that attempt took is still there"
 		}
 	}
 	for k, m := range w.Masters {

@@ -159,3 +159,31 @@ func TestRideAfterNoAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestReplyLostSettles: an attempt whose reply is lost, on the kinds whose hash counts an owner's
+// holds, is made again in place, and a win gives back the hold the lost attempt counted: every
+// schedule of 2 clients, 2 rounds with one lost reply ends with no violation (the one release
+// frees, checkReleased), and some schedule settles a second hold.
+func TestReplyLostSettles(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"reentrant", "readwrite", "multilock"} {
+		rounds := 2
+		if kind == "multilock" {
+			rounds = 1 // three masters: 2 rounds take seconds
+		}
+		s := mustSim(t, Config{Kind: kind, Clients: 2, Rounds: rounds, Faults: []string{FaultReplyLost}, MaxFaults: 1})
+		r := s.Exhaustive(t.Context())
+		if !r.Complete || r.Truncated != 0 || r.Violations != 0 {
+			t.Errorf("%s: complete %v, %d runs at the step bound, %d violations (%+v)", kind, r.Complete, r.Truncated, r.Violations, r.Shortest)
+		}
+		settled := false
+		for seed := uint64(0); seed < 300 && !settled; seed++ {
+			for _, st := range s.RunSeed(seed).Steps() {
+				settled = settled || strings.Contains(st.What, "Release") && strings.HasPrefix(st.Reply, "0")
+			}
+		}
+		if !settled {
+			t.Errorf("%s: no schedule of 300 gives back a second hold after a lost reply", kind)
+		}
+	}
+}

@@ -43,6 +43,9 @@ func (k multiKind) acquire(s *Sim, w *World, c *Client) {
 		return
 	}
 	t, answered := s.attempt(w, c, c.I, core.RLock, s.ask(w, c))
+	if !answered && s.retryInPlace(w, c) {
+		return // the part again, in place
+	}
 	if !answered {
 		// A master that does not answer fails the attempt at once: the parts taken are given
 		// back, one a step, then the acquisition rides (multilock.go, Locker.ride).
@@ -127,6 +130,8 @@ func (k multiKind) route(w *World, m int, channel string) []int {
 }
 
 func (k multiKind) deliver(s *Sim, w *World, c *Client, m msg) { heard(s, w, c, m.Part, core.RLock, m) }
+
+func (multiKind) counted(*Client) (core.Hold, bool) { return core.RLock, true }
 
 func init() { kinds["multilock"] = multiKind{} }
 

@@ -85,6 +85,7 @@ func (k rwKind) acquire(s *Sim, w *World, c *Client) {
 	switch t, answered := s.attempt(w, c, 0, k.side(c), s.ask(w, c)); {
 	case t.Held:
 		s.hold(w, c, 0, w.Now, ms(s.cfg.Lease))
+	case !answered && s.retryInPlace(w, c):
 	case !answered:
 		s.ride(w, c)
 	case t.Odd || t.Refused:
@@ -113,5 +114,7 @@ func (rwKind) route(w *World, _ int, channel string) []int {
 }
 
 func (rwKind) deliver(s *Sim, w *World, c *Client, m msg) { heard(s, w, c, 0, core.ReadSide, m) }
+
+func (k rwKind) counted(c *Client) (core.Hold, bool) { return k.side(c), true }
 
 func init() { kinds["readwrite"] = rwKind{} }

@@ -46,6 +46,7 @@ func (k reentrantKind) acquire(s *Sim, w *World, c *Client) {
 	switch t, answered := s.attempt(w, c, 0, core.RLock, a); {
 	case t.Held:
 		s.hold(w, c, 0, w.Now, ms(s.cfg.Lease))
+	case !answered && s.retryInPlace(w, c):
 	case !answered:
 		s.ride(w, c)
 	default:
@@ -105,6 +106,8 @@ func (k reentrantKind) deliver(s *Sim, w *World, c *Client, m msg) {
 	}
 	c.PassOn = m.Payload
 }
+
+func (reentrantKind) counted(*Client) (core.Hold, bool) { return core.RLock, true }
 
 func init() { kinds["reentrant"] = reentrantKind{} }
 

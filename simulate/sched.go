@@ -97,7 +97,8 @@ func (s *Sim) faultChoices(w *World) []Choice {
 			j, msgNow := w.head(i)
 			switch {
 			case f == FaultCrash && alive, f == FaultPause && alive && c.PausedUntil <= w.Now,
-				f == FaultPubsubDelayed && msgNow, f == FaultPubsubLost && msgNow && w.Msgs[j].Channel != confirmation:
+				f == FaultPubsubDelayed && msgNow, f == FaultPubsubLost && msgNow && w.Msgs[j].Channel != confirmation,
+				f == FaultReplyLost && alive && c.PC == pcAcquire && !c.LoseReply && s.counts(c):
 				ch = append(ch, Choice{Op: "fault", Fault: f, Client: i})
 			}
 		}
@@ -236,6 +237,8 @@ func (s *Sim) fault(w *World, ch Choice) {
 		} else {
 			w.shake(max(ms(s.cfg.Delay), s.kind.lostBound(s)))
 		}
+	case FaultReplyLost:
+		c.LoseReply = true
 	case FaultMasterDown:
 		w.Masters[ch.Master].DownUntil = w.Now + ms(s.cfg.Down)
 		who = fmt.Sprintf("m%d", ch.Master)
@@ -251,4 +254,10 @@ func (s *Sim) fault(w *World, ch Choice) {
 		who = fmt.Sprintf("m%d", ch.Master)
 	}
 	s.note(w, "fault", ch.Fault+" "+who, "")
+}
+
+// counts: c's kind counts an owner's holds, so a lost reply is a fault that matters to it.
+func (s *Sim) counts(c *Client) bool {
+	_, ok := s.kind.counted(c)
+	return ok
 }

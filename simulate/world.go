@@ -141,11 +141,14 @@ func (n *traceNode) line() string {
 	return fmt.Sprintf("t=%d %s %s -> %s", n.at, n.who, n.what, n.reply)
 }
 
-// Choices is the sequence of scheduler choices that led here.
+// Choices is the sequence of scheduler choices that led here: the last line of each step holds
+// its choice, and the lines before it in a step hold -1 (a message unheard, a settle's commands).
 func (w *World) Choices() []int {
 	var c []int
 	for n := w.trace; n != nil; n = n.prev {
-		c = append(c, n.choice)
+		if n.choice >= 0 {
+			c = append(c, n.choice)
+		}
 	}
 	for i, j := 0, len(c)-1; i < j; i, j = i+1, j-1 {
 		c[i], c[j] = c[j], c[i]

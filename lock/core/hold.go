@@ -65,6 +65,17 @@ func WinnerHint(h Hold, lease time.Duration) time.Duration {
 	return lease
 }
 
+// ExtraHolds is how many holds an acquisition gives back when it wins after an attempt whose
+// reply was lost: its field counts counted holds in Redis, its process knows of own. The lost
+// attempt may have run, and the next one, by the same owner, then re-entered it: one hold won,
+// two counted, and the owner's one release would leave the lock held until its lease ends.
+func ExtraHolds(counted, own int) int {
+	if mutated(NoSettle) {
+		return 0
+	}
+	return max(counted-own, 0)
+}
+
 // Renewed reads a renewal's reply, alike for every Hold: 1 renewed; anything else, the holder's
 // hold is gone.
 func Renewed(reply any) bool {

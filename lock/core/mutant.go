@@ -19,10 +19,11 @@ const (
 	NoDeadlineTimer                    // a queue arms no timer for its waiters' deadlines: a wait ends at the next event after it
 	NoInLineBound                      // a release that keeps its process in the reentrant line leaves the next head asleep on its holder's hint
 	NoBeatRing                         // a fair heartbeat does not ring a waiter of its process that the lock was handed to (F7)
+	NoSettle                           // a win after a lost reply gives back no hold the lost attempt counted (ExtraHolds)
 )
 
 // Mutants lists every mutant but Sound.
-var Mutants = []Mutant{NoRenewal, NeverLost, NoPush, NoWake, NoRelook, NoLookAfterSubscribe, NoCohort, NoDeadlineTimer, NoInLineBound, NoBeatRing}
+var Mutants = []Mutant{NoRenewal, NeverLost, NoPush, NoWake, NoRelook, NoLookAfterSubscribe, NoCohort, NoDeadlineTimer, NoInLineBound, NoBeatRing, NoSettle}
 
 func (m Mutant) String() string {
 	switch m {
@@ -46,6 +47,8 @@ func (m Mutant) String() string {
 		return "no-in-line-bound"
 	case NoBeatRing:
 		return "no-beat-ring"
+	case NoSettle:
+		return "no-settle"
 	}
 	return "sound"
 }

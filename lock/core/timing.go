@@ -51,6 +51,16 @@ func RidePause(n int) time.Duration {
 // failure on a server that may serve again soon, or gives up.
 func Rides(left, pause time.Duration) bool { return left > pause }
 
+// BrokenRetry is the pause before a waiter makes its attempt again, in place at the head of its
+// queue, after the failed-th (from 0) in a row failed on a connection that broke under it (the
+// attempt may have run: its reply is what was lost): 20 ms, doubling. ok is false after three, or
+// when the pause would reach past what is left of the wait; the acquisition then fails, and may
+// ride (RidePause).
+func BrokenRetry(failed int, left time.Duration) (pause time.Duration, ok bool) {
+	pause = time.Duration(20<<failed) * time.Millisecond
+	return pause, failed < 3 && pause < left
+}
+
 const (
 	rideFirst = 10 * time.Millisecond
 	// RideLongest is the longest pause of RidePause.
