@@ -250,7 +250,7 @@ func (wl *waitLine) wait(ctx context.Context, key, value string, lease, wait tim
 		win, held, next, err = wl.attempt(ctx, key, value, leaseMs, isDone(ready))
 		return held, next, err
 	})
-	wl.exit(ctx, key, value, err == nil)
+	wl.exit(ctx, key, value, err == nil, now.Add(wait))
 	return win, err
 }
 
@@ -330,7 +330,7 @@ func (wl *waitLine) try(ctx context.Context, key, value, leaseMs string, deadlin
 // exit ends value's wait. With the lock (won) the value is held from now on. Without it: a lock
 // handed to it that it did not take is passed on, else its entry in the Redis line is removed
 // (waiting.go rule 7). ctx is the acquisition's: its first leave is offloaded.
-func (wl *waitLine) exit(ctx context.Context, key, value string, won bool) {
+func (wl *waitLine) exit(ctx context.Context, key, value string, won bool, deadline time.Time) {
 	wl.mu.Lock()
 	passOn, leave := wl.line.Exit(time.Now(), key, value, won)
 	wl.mu.Unlock()
@@ -342,9 +342,12 @@ func (wl *waitLine) exit(ctx context.Context, key, value string, won bool) {
 		return
 	}
 	// An entry left behind would hold the Redis line up until its deadline (waiting.go rule 7),
-	// so a leave that could not reach Redis (a connection broken by a restart) is sent again, in
-	// the background, for a releaseTimeout: the waiter returns at once.
-	giveBackOnce(ctx, context.Background(), wl.log, "lock line: leave the line", key, "", releaseTimeout, func(ctx context.Context) error {
+	// the next waiter of this process too, which rides with a new value after a master down. So
+	// a leave that could not reach Redis (a connection broken by a restart, a master down) is
+	// sent again, in the background, until that deadline (a releaseTimeout at least): the waiter
+	// returns at once.
+	within := max(time.Until(deadline), releaseTimeout)
+	giveBackOnce(ctx, context.Background(), wl.log, "lock line: leave the line", key, "", within, func(ctx context.Context) error {
 		_, err := wl.release(ctx, nil, key, value)
 		return err
 	})

@@ -74,6 +74,10 @@ type Client struct {
 	LoseReply, ReplyLost bool
 	Broken               int
 	Orphans              uint8
+	// GiveBack: a line value this acquisition rode away from, whose entry is given back at its
+	// next ride's end (the library's background resend) until GiveBackUntil, the entry's deadline.
+	GiveBack      string
+	GiveBackUntil int64
 
 	PassOn      string // a lock handed to an acquisition that has left: pass it on
 	Crashed     bool
@@ -129,6 +133,7 @@ func (s *Sim) begin(w *World, c *Client) {
 	c.Leased, c.Life, c.LifeWake, c.Lost, c.Renewing, c.RoundAt = false, core.Life{}, 0, false, false, 0
 	c.Queued, c.Turn, c.Over, c.Riding, c.Rides = false, false, false, false, 0
 	c.LoseReply, c.ReplyLost, c.Broken, c.Orphans = false, false, 0, 0
+	c.GiveBack, c.GiveBackUntil = "", 0
 	if k, ok := s.kind.(lineKind); ok {
 		k.wait(s, w, c)
 	}
@@ -390,6 +395,9 @@ func (s *Sim) renewStep(w *World, c *Client) {
 func (s *Sim) giveUp(w *World, c *Client) {
 	if c.Orphans != 0 {
 		s.giveBackOrphans(w, c)
+	}
+	if c.GiveBack != "" && c.PassOn == "" {
+		c.PassOn = c.GiveBack // once more, at its next step
 	}
 	s.checkGiveUp(w, c)
 	c.Round++

@@ -26,9 +26,9 @@ var lostGrant = ms(core.LostGrantBound)
 func (k lineKind) fenced() bool    { return k.tokens }
 func (lineKind) relook(*Sim) int64 { return relookLine }
 
-// downBound: an attempt a master down refused leaves the head asleep up to lostGrant
-// (core.LineSleep of no TTL), so it may sleep that long after the master is back.
-func (lineKind) downBound() int64 { return lostGrant }
+// downBound: an attempt a master down refused makes the acquisition ride, pausing up to
+// rideBound before it enters the line again.
+func (lineKind) downBound() int64 { return rideBound }
 func (k lineKind) watchdog() bool { return k.tokens }
 
 func (k lineKind) keys() []string {
@@ -112,14 +112,52 @@ func (k lineKind) try(s *Sim, w *World, c *Client, look core.LineLook, subscribe
 		s.hold(w, c, n, w.Now, ms(s.cfg.Lease))
 		return
 	}
+	if reply == errDown {
+		k.ride(s, w, c)
+		return
+	}
 	d := n
 	if !ok {
 		d = -1
-		if reply != errDown {
-			s.unexpected(w, c, "LineAcquire", reply)
-		}
+		s.unexpected(w, c, "LineAcquire", reply)
 	}
 	s.failed(w, c, ms(line.Tried(at(w.Now), c.Value, dur(d), core.LostGrantBound, subscribed)))
+}
+
+// ride: no master answered the attempt (a refused connection: nothing ran). The library's wait
+// exits the process's line, gives the value's entry back in the background (an earlier attempt
+// may have queued it in Redis, or a release handed it the lock), and the acquisition rides
+// (Locker.ride), entering the line again after the pause with a new value (rideAgain).
+func (k lineKind) ride(s *Sim, w *World, c *Client) {
+	if passOn, leave := w.proc(c).Line.Exit(at(w.Now), lockName, c.Value, false); passOn || leave {
+		c.GiveBack, c.GiveBackUntil = c.Value, max(c.Deadline, w.Now+ms(releaseTimeout))
+	}
+	s.ride(w, c)
+}
+
+// releaseTimeout is how long at least the library's give-back of a line entry is sent again in
+// the background (lock/line.go exit): until the entry's deadline, which the entry holds the line
+// up to.
+const releaseTimeout = 2 * time.Second
+
+// rideAgain is the step after a ride's pause: the give-back still owed is sent first, one step
+// (the library's resend, while it lasts: one not answered rides again); then a new value enters
+// the line. It reports whether it entered.
+func (k lineKind) rideAgain(s *Sim, w *World, c *Client) bool {
+	if c.GiveBack != "" {
+		switch {
+		case w.Now >= c.GiveBackUntil:
+			s.note(w, c.name(), "stop giving back "+c.GiveBack, "its resend has run out")
+		case !k.releaseValue(s, w, c, c.GiveBack):
+			s.ride(w, c)
+			return false
+		}
+		c.GiveBack, c.GiveBackUntil = "", 0
+		return false
+	}
+	c.Value = fmt.Sprintf("p%d:c%d.r%d.%d", c.Proc, c.ID, c.Round, c.Rides)
+	k.wait(s, w, c)
+	return true
 }
 
 func (k lineKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
@@ -137,7 +175,7 @@ func (k lineKind) release(s *Sim, w *World, c *Client) {
 // delivered at once (the script publishes only to the others), and the process's queue is rung
 // (the release's own client, which may wait again, is not rung by it: a process of one client
 // hears no release of its own).
-func (k lineKind) releaseValue(s *Sim, w *World, c *Client, value string) {
+func (k lineKind) releaseValue(s *Sim, w *World, c *Client, value string) (answered bool) {
 	p := w.proc(c)
 	head := ""
 	if id, ok := p.Qs[0].Head(); ok {
@@ -149,19 +187,21 @@ func (k lineKind) releaseValue(s *Sim, w *World, c *Client, value string) {
 		after = script.LineNext{Value: next.Value, Deadline: msAt(next.Deadline), Grant: ms(next.GrantTTL), Lease: max(ms(next.Lease), 1), Before: next.Before}
 	}
 	mine := "p" + strconv.Itoa(c.Proc) + ":"
-	r, _ := s.call(w, c, 0, script.Call{Script: "LineRelease", Keys: k.keys(),
-		Args: script.LineReleaseArgs(nil, value, w.Now, script.Flag(k.tokens), mine, after)}).([]any)
+	reply := s.call(w, c, 0, script.Call{Script: "LineRelease", Keys: k.keys(),
+		Args: script.LineReleaseArgs(nil, value, w.Now, script.Flag(k.tokens), mine, after)})
+	r, _ := reply.([]any)
 	if got, ok := script.ReadLineRelease(r); ok && got.Code >= 2 {
 		p.Line.Released(at(w.Now), lockName, value, got.Cohort, next.Value, got.To)
 		if strings.HasPrefix(got.To, mine) {
 			k.granted(s, w, c, got.To, got.Token, got.Code == 2, at(w.Now))
 		}
 		s.rung(w, c)
-		return
+		return true
 	}
 	if p.Line.Forget(lockName, value) {
 		s.rung(w, c)
 	}
+	return reply != errDown
 }
 
 func (k lineKind) passOn(s *Sim, w *World, c *Client) {

@@ -127,6 +127,9 @@ func (s *Sim) ride(w *World, c *Client) {
 // rideOn is the step after a ride's pause: the waiter enters its queue again, with what is left
 // of its wait.
 func (s *Sim) rideOn(w *World, c *Client) {
+	if k, ok := s.kind.(lineKind); ok && !k.rideAgain(s, w, c) {
+		return // a step that gave back what the last value left in the line
+	}
 	c.Riding, c.Sub, c.I = false, 0, 0
 	s.note(w, c.name(), "try again", "the pause after no answer is over")
 	cfg, _ := s.kind.queue()

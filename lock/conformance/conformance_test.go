@@ -1435,4 +1435,43 @@ func clauseErrors(t *testing.T, k conformanceKind) {
 			t.Fatalf("cut %v: the waiter still waits 3 s after the server came back", cut)
 		}
 	}
+	outageLongerThanAGiveBack(t, r, holder)
+}
+
+// outageLongerThanAGiveBack: a waiter queued behind a lock whose lease runs out while the
+// servers are gone for 2.5 s, longer than a give-back that got no answer used to be sent again
+// (2 s), gets the lock soon after they are back. What it left queued in Redis when it rode is
+// given back until that entry's deadline; left there, it held the waiter's next entry up until
+// then, past its own wait here.
+func outageLongerThanAGiveBack(t *testing.T, r *rig, holder *lock.Locker) {
+	const key = "c22-long"
+	acquire(t, holder, key, lock.Options{Lease: 2 * time.Second, ExplicitLease: true}) // never released
+	w := r.locker()
+	before := r.commands(w)
+	got := make(chan error, 1)
+	go func() {
+		wl, err := w.Acquire(context.Background(), key, lock.Options{Wait: 8 * time.Second})
+		if err == nil {
+			_ = wl.Release(context.Background())
+		}
+		got <- err
+	}()
+	waitWaiting(t, r, w, before)
+	for _, p := range r.proxies {
+		p.down()
+	}
+	time.Sleep(2500 * time.Millisecond) // the holder's lease runs out meanwhile
+	for _, p := range r.proxies {
+		p.up()
+	}
+	back := time.Now()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("a waiter across a 2.5 s outage, its holder's lease ended during it: %v, want the lock", err)
+		}
+		t.Logf("after a 2.5 s outage the waiter got the lock %s after the server came back", time.Since(back).Round(time.Millisecond))
+	case <-time.After(3*time.Second + slack()):
+		t.Fatal("the waiter still waits 3 s after a 2.5 s outage ended, its holder's lease long gone")
+	}
 }
