@@ -440,13 +440,7 @@ func TestFairHandoverRacingTheWaitersOwnAttempt(t *testing.T) {
 	c := locktest.NewClient(t, locktest.New(t))
 	l := fairLocker(t, c, "p", 5*time.Second)
 	const key = "fair-handover-race"
-	// One round first, so the release script is loaded: the paused release must be one EVALSHA,
-	// not a NOSCRIPT reply (paused too) and then an EVAL.
-	warm, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = warm.Release(t.Context())
+	loadScripts(t, l, key) // the paused release must be one EVALSHA, not NOSCRIPT (paused too) then EVAL
 	// An explicit short lease: the waiter's estimated turn, when it looks again by itself.
 	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder", Lease: 300 * time.Millisecond, ExplicitLease: true})
 	if err != nil {
@@ -742,12 +736,7 @@ func TestFairLateGrantLeavesAHoldBeingReleased(t *testing.T) {
 	l := fairLocker(t, c, "p", 5*time.Second)
 	c.AddHook(gateHook{})
 	const key = "fair-late-grant"
-	// One round first, so the release script is loaded: the held release must be one EVALSHA.
-	warm, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = warm.Release(t.Context())
+	loadScripts(t, l, key) // the held release must be one EVALSHA
 	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder", Lease: 300 * time.Millisecond, ExplicitLease: true})
 	if err != nil {
 		t.Fatal(err)
@@ -805,4 +794,15 @@ func TestFairLateGrantLeavesAHoldBeingReleased(t *testing.T) {
 	if n := c.Exists(t.Context(), key).Val(); n != 0 {
 		t.Errorf("lock still there after the last release: %v", c.HGetAll(t.Context(), key).Val())
 	}
+}
+
+// loadScripts takes and releases key once, so that the scripts are loaded: a release sent next
+// is one EVALSHA, not a NOSCRIPT reply and then an EVAL.
+func loadScripts(t *testing.T, l *lock.Locker, key string) {
+	t.Helper()
+	warm, err := l.Acquire(t.Context(), key, lock.Options{Owner: "holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = warm.Release(t.Context())
 }

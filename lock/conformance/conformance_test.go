@@ -322,6 +322,45 @@ func (r *rig) locker(opts ...lock.Option) *lock.Locker {
 	return l
 }
 
+// directLocker builds the kind on clients past the proxies: a process an outage spares.
+func (r *rig) directLocker() *lock.Locker {
+	var cs []redis.UniversalClient
+	for _, c := range r.direct() {
+		cs = append(cs, c)
+	}
+	return buildOn(r.t, r.k, cs)
+}
+
+// waiter starts a new Locker's acquisition of key, waiting up to wait (a lock it wins is
+// released at once), and returns once it waits; its result comes on the channel.
+func (r *rig) waiter(key string, wait time.Duration) <-chan error {
+	w := r.locker()
+	before := r.commands(w)
+	got := make(chan error, 1)
+	go func() {
+		le, err := w.Acquire(context.Background(), key, lock.Options{Wait: wait})
+		if err == nil {
+			_ = le.Release(context.Background())
+		}
+		got <- err
+	}()
+	waitWaiting(r.t, r, w, before)
+	return got
+}
+
+// down cuts every proxy's connections and refuses new ones (a server gone); up lets them in.
+func (r *rig) down() {
+	for _, p := range r.proxies {
+		p.down()
+	}
+}
+
+func (r *rig) up() {
+	for _, p := range r.proxies {
+		p.up()
+	}
+}
+
 // freeze makes every server stop answering (as a SIGSTOP would); thaw lets them answer again.
 func (r *rig) freeze() {
 	for _, p := range r.proxies {
@@ -1384,29 +1423,13 @@ func clauseErrors(t *testing.T, k conformanceKind) {
 	if left := r.keys(); len(left) > 0 {
 		t.Fatalf("refused keys left %v in Redis", left)
 	}
-	var cs []redis.UniversalClient
-	for _, c := range r.direct() {
-		cs = append(cs, c)
-	}
-	holder := buildOn(t, k, cs)
+	holder := r.directLocker()
 	for _, cut := range []bool{false, true} {
 		r.cut = cut
 		key := fmt.Sprintf("c22-cut-%v", cut)
 		le := acquire(t, holder, key, lock.Options{})
-		w := r.locker()
-		before := r.commands(w)
-		got := make(chan error, 1)
-		go func() {
-			wl, err := w.Acquire(context.Background(), key, lock.Options{Wait: 6 * time.Second})
-			if err == nil {
-				_ = wl.Release(context.Background())
-			}
-			got <- err
-		}()
-		waitWaiting(t, r, w, before)
-		for _, p := range r.proxies {
-			p.down()
-		}
+		got := r.waiter(key, 6*time.Second)
+		r.down()
 		// A Wait shorter than the outage ends with ErrUnavailable at its end.
 		short := r.locker()
 		start := time.Now()
@@ -1420,9 +1443,7 @@ func clauseErrors(t *testing.T, k conformanceKind) {
 			t.Fatal(err)
 		}
 		time.Sleep(300 * time.Millisecond) // the outage goes on past the release
-		for _, p := range r.proxies {
-			p.up()
-		}
+		r.up()
 		back := time.Now()
 		select {
 		case err := <-got:
@@ -1446,31 +1467,12 @@ func clauseErrors(t *testing.T, k conformanceKind) {
 func outageLongerThanAGiveBack(t *testing.T, k conformanceKind) {
 	ownServers(t, k)
 	r := newRig(t, k)
-	var cs []redis.UniversalClient
-	for _, c := range r.direct() {
-		cs = append(cs, c)
-	}
-	holder := buildOn(t, k, cs)
 	const key = "c22-long"
-	acquire(t, holder, key, lock.Options{Lease: 2 * time.Second, ExplicitLease: true}) // never released
-	w := r.locker()
-	before := r.commands(w)
-	got := make(chan error, 1)
-	go func() {
-		wl, err := w.Acquire(context.Background(), key, lock.Options{Wait: 8 * time.Second})
-		if err == nil {
-			_ = wl.Release(context.Background())
-		}
-		got <- err
-	}()
-	waitWaiting(t, r, w, before)
-	for _, p := range r.proxies {
-		p.down()
-	}
+	acquire(t, r.directLocker(), key, lock.Options{Lease: 2 * time.Second, ExplicitLease: true}) // never released
+	got := r.waiter(key, 8*time.Second)
+	r.down()
 	time.Sleep(2500 * time.Millisecond) // the holder's lease runs out meanwhile
-	for _, p := range r.proxies {
-		p.up()
-	}
+	r.up()
 	back := time.Now()
 	select {
 	case err := <-got:
