@@ -237,10 +237,18 @@ func (fw *fairWait) leave(won bool) bool {
 
 // fail ends a wait without the lock: out of the queue, and a lock handed over meanwhile given
 // back on to the next waiter.
+//
+// After a transient failure the Locker rides (Locker.ride): it tries again with the same owner,
+// whose place in Redisson's queue is kept for it. The place is left when the acquisition ends
+// without the lock (leaveAtEnd). Left now, a leave sent again in the background could take out
+// the place the next attempt has just taken, which then waits for nothing.
 func (fw *fairWait) fail(ctx context.Context, err error) (heldLock, error) {
-	if fw.leave(false) {
+	switch {
+	case fw.leave(false):
 		fw.l.releaseFor(ctx, fw.key, fw.field, fw.leaseMs, fw.waitMs)
-	} else {
+	case !transient(err) || !leaveAtEnd(ctx, "fair-place\x00"+fw.id, func(ctx context.Context) error {
+		return fw.l.cancel(ctx, fw.key, fw.field, fw.waitMs)
+	}):
 		fw.l.giveUp(ctx, fw.key, fw.field, fw.waitMs)
 	}
 	return nil, err

@@ -292,6 +292,11 @@ func (wl *waitLine) attempt(ctx context.Context, key, value, leaseMs string, sub
 		queueUntil = look.QueueUntil.UnixMilli()
 	}
 	held, tok, ms, err := wl.try(ctx, key, value, leaseMs, queueUntil, look.GrantTTL.Milliseconds())
+	if err != nil && neverSent(err) {
+		wl.mu.Lock()
+		wl.line.Unsent(value)
+		wl.mu.Unlock()
+	}
 	if err != nil || held {
 		return lineWin{Token: tok, Since: sent}, held, 0, err
 	}

@@ -57,6 +57,25 @@ func orphaned(ctx context.Context, err error, id string, giveBack, settle func(c
 	}
 }
 
+// leaveAtEnd records, for the acquisition running under ctx, a give-back of what a kind keeps in
+// Redis for the acquisition's next attempt when its Locker rides a transient failure (a place in a
+// queue): it is sent when the acquisition ends without the lock, as the orphans' are, and
+// dropped when it wins (the place was used).
+func leaveAtEnd(ctx context.Context, id string, giveBack func(context.Context) error) bool {
+	c, ok := ctx.Value(attemptKey{}).(*attemptClock)
+	if !ok {
+		return false
+	}
+	c.orphans.mu.Lock()
+	defer c.orphans.mu.Unlock()
+	if c.orphans.byID == nil {
+		c.orphans.byID = map[string]func(context.Context) error{}
+		c.orphans.settle = map[string]func(context.Context) error{}
+	}
+	c.orphans.byID[id] = giveBack
+	return true
+}
+
 // neverSent reports whether err says the command never reached a server: the connection was
 // refused (a dial that failed), or the server replied that it would not run it (loading,
 // read-only). Such an attempt takes nothing, and a give-back for it could only free a later hold

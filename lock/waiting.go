@@ -40,7 +40,9 @@ package lock
 //     TestShardedResubscription.
 //  7. A waiter that leaves takes itself out: out of its queue without holding up the ones behind,
 //     and out of any line in Redis, again by the give-back policy (resend) when Redis did not
-//     answer. A lock handed to a waiter that has left is passed on by whoever finds out. A waiter
+//     answer, until its entry's deadline. A fair waiter that rides a failover keeps its place in
+//     Redisson's queue for its next attempt, and leaves it only if the acquisition ends without
+//     the lock. A lock handed to a waiter that has left is passed on by whoever finds out. A waiter
 //     that died is dropped from the head of a line in Redis once its deadline has passed
 //     (script/lua/drop_dead.lua), so it holds the others up for its own wait at most. Checked by
 //     TestLineWaiterThatGivesUpLeavesTheLine, TestFairWaiterThatGivesUpLeavesTheQueue,

@@ -74,10 +74,14 @@ type Client struct {
 	LoseReply, ReplyLost bool
 	Broken               int
 	Orphans              uint8
-	// GiveBack: a line value this acquisition rode away from, whose entry is given back at its
-	// next ride's end (the library's background resend) until GiveBackUntil, the entry's deadline.
-	GiveBack      string
-	GiveBackUntil int64
+	// GiveBack: what a give-back of c's process still sends in the background (the library's
+	// resend: a line value's entry, a fair field's queue entry), at GiveBackAt at the earliest,
+	// until GiveBackUntil, the entry's deadline (giveBackStep).
+	GiveBack                  string
+	GiveBackAt, GiveBackUntil int64
+	// KeepPlace: a fair waiter's place in the queue is kept while its acquisition rides; it is left
+	// (a give-back) if the acquisition ends without the lock.
+	KeepPlace bool
 
 	PassOn      string // a lock handed to an acquisition that has left: pass it on
 	Crashed     bool
@@ -109,14 +113,67 @@ func (c *Client) runnable(now int64) bool {
 
 // timer is the next instant c has something to do at (0: none).
 func (c *Client) timer() int64 {
-	if c.Crashed || c.Done {
+	if c.Crashed {
 		return 0
 	}
 	t := int64(0)
-	if c.Waiting {
-		t = c.WakeAt
+	if !c.Done {
+		if c.Waiting {
+			t = c.WakeAt
+		}
+		t = max(t, c.PausedUntil)
 	}
-	return max(t, c.PausedUntil)
+	if gb := max(c.GiveBackAt, c.PausedUntil); c.GiveBack != "" && (t == 0 || gb < t) {
+		t = gb
+	}
+	return t
+}
+
+// givingBack: c's process has a give-back to send now (its background resend is due, and the
+// process is not paused).
+func (c *Client) givingBack(now int64) bool {
+	return c.GiveBack != "" && !c.Crashed && now >= c.GiveBackAt && now >= c.PausedUntil
+}
+
+// releaseRetry is how often the library sends a give-back again while it gets no answer
+// (lock/release_gate.go).
+const releaseRetry = 100
+
+// giveBackLater hands what to c's process's background give-back, as the library's
+// giveBackOnce does after a first send that got no answer (the master is down: this send), until
+// until at least releaseTimeout from now.
+func (s *Sim) giveBackLater(w *World, c *Client, what string, until int64) {
+	if c.GiveBack != "" {
+		// One give-back at a time here: an older one still owed is sent once now.
+		s.kind.giveBack(s, w, c, c.GiveBack)
+	}
+	c.GiveBack, c.GiveBackUntil = what, max(until, w.Now+ms(releaseTimeout))
+	s.resendAfter(w, c, w.Now)
+}
+
+// resendAfter schedules c's give-back's next send, releaseRetry after the one at sent, skipping
+// the sends a master still down would refuse; past GiveBackUntil the library stops sending it.
+func (s *Sim) resendAfter(w *World, c *Client, sent int64) {
+	next := sent + releaseRetry
+	if down := w.Masters[0].DownUntil; down > next {
+		next += (down - next + releaseRetry - 1) / releaseRetry * releaseRetry
+	}
+	if next >= c.GiveBackUntil {
+		s.note(w, c.name(), "stop giving back "+c.GiveBack, "its resend has run out")
+		c.GiveBack, c.GiveBackAt, c.GiveBackUntil = "", 0, 0
+		return
+	}
+	c.GiveBackAt = next
+}
+
+// giveBackStep is one send of c's process's background give-back: answered, it is done; else it
+// is sent again later (resendAfter).
+func (s *Sim) giveBackStep(w *World, c *Client) {
+	if s.kind.giveBack(s, w, c, c.GiveBack) {
+		c.GiveBack, c.GiveBackAt, c.GiveBackUntil = "", 0, 0
+		return
+	}
+	s.resendAfter(w, c, w.Now)
 }
 
 // begin starts c's next acquisition, or ends it after its last round.
@@ -132,8 +189,7 @@ func (s *Sim) begin(w *World, c *Client) {
 	c.Inside, c.Got, c.Sent, c.BeatAt = false, [3]bool{}, w.Now, 0
 	c.Leased, c.Life, c.LifeWake, c.Lost, c.Renewing, c.RoundAt = false, core.Life{}, 0, false, false, 0
 	c.Queued, c.Turn, c.Over, c.Riding, c.Rides = false, false, false, false, 0
-	c.LoseReply, c.ReplyLost, c.Broken, c.Orphans = false, false, 0, 0
-	c.GiveBack, c.GiveBackUntil = "", 0
+	c.LoseReply, c.ReplyLost, c.Broken, c.Orphans, c.KeepPlace = false, false, 0, 0, false
 	if k, ok := s.kind.(lineKind); ok {
 		k.wait(s, w, c)
 	}
@@ -396,8 +452,9 @@ func (s *Sim) giveUp(w *World, c *Client) {
 	if c.Orphans != 0 {
 		s.giveBackOrphans(w, c)
 	}
-	if c.GiveBack != "" && c.PassOn == "" {
-		c.PassOn = c.GiveBack // once more, at its next step
+	if c.KeepPlace {
+		c.KeepPlace = false
+		s.giveBackLater(w, c, c.Value, w.Now+ms(s.cfg.Lease)) // orphans.giveBack: for a lease
 	}
 	s.checkGiveUp(w, c)
 	c.Round++

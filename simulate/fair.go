@@ -25,9 +25,10 @@ type fairKind struct{ base }
 
 func (fairKind) watchdog() bool { return true }
 
-// downBound: nothing rings a waiter when a master that was down comes back; its process's next
-// heartbeat, at most core.AliveEvery later, reads the lock free and rings the head (F6).
-func (fairKind) downBound() int64  { return fairBeatMs }
+// downBound: a waiter that met the master down rides, pausing up to rideBound before it tries
+// again; one asleep in the queue is rung by its process's next heartbeat, at most
+// core.AliveEvery after the master is back, when it reads the lock free (F6).
+func (fairKind) downBound() int64  { return max(rideBound, fairBeatMs) }
 func (fairKind) relook(*Sim) int64 { return relookLine }
 
 // fairCalls are the scripts of c's process, which the library's fairLocker sends (its lag capped as
@@ -47,6 +48,7 @@ func (k fairKind) acquire(s *Sim, w *World, c *Client) {
 		k.beat(s, w, c)
 	case w.Now >= c.Deadline:
 		s.call(w, c, 0, fairCalls(c).Cancel(lockName, c.Value, ms(s.cfg.Wait)))
+		c.KeepPlace = false
 		s.giveUp(w, c)
 	case w.Now >= c.Next:
 		k.try(s, w, c)
@@ -69,6 +71,14 @@ func (k fairKind) try(s *Sim, w *World, c *Client) {
 	queue := k.redisQueue(w)
 	r := s.call(w, c, 0, fairCalls(c).Acquire(lockName, c.Value, ms(s.cfg.Lease), ms(s.cfg.Wait), w.Now, k.grantTTL(s), true,
 		max(c.Deadline-w.Now+1, 1), w.Now+fairAliveFor))
+	if r == errDown {
+		// No answer (a refused connection): its heartbeat stops with its wait, and the
+		// acquisition rides (Locker.ride) with the same owner, whose place in the queue is kept for
+		// it; the place is left if it ends without the lock (the library's leaveAtEnd).
+		c.BeatAt, c.Next, c.KeepPlace = 0, 0, true
+		s.ride(w, c)
+		return
+	}
 	if r == nil {
 		k.checkFIFO(w, c.Value, queue)
 		s.hold(w, c, 0, w.Now, ms(s.cfg.Lease))
@@ -107,6 +117,12 @@ func (k fairKind) beat(s *Sim, w *World, c *Client) {
 // it out to its lease (the line kinds' core.MaxGrantTTL bound).
 func (k fairKind) grantTTL(s *Sim) int64 {
 	return ms(core.GrantTTL(s.cfg.Lease, s.cfg.Wait, core.MaxGrantTTL))
+}
+
+// giveBack takes field out of Redisson's queue (the library's cancel); answered unless the master
+// is down.
+func (k fairKind) giveBack(s *Sim, w *World, c *Client, field string) bool {
+	return s.call(w, c, 0, fairCalls(c).Cancel(lockName, field, ms(s.cfg.Wait))) != errDown
 }
 
 func (k fairKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
@@ -187,7 +203,7 @@ func (k fairKind) route(w *World, _ int, channel string) []int {
 // given back (releaseFor); the unlock message rings the waiter.
 func (k fairKind) deliver(s *Sim, w *World, c *Client, m msg) {
 	field := strings.TrimPrefix(m.Channel, unlockChannel+":")
-	waiting := c.PC == pcAcquire && !c.Done && c.Value == field
+	waiting := c.PC == pcAcquire && !c.Done && !c.Riding && c.Value == field
 	switch {
 	case m.Payload == script.FairGrantMessage && waiting:
 		c.Granted, c.Waiting = true, false

@@ -67,6 +67,9 @@ type kind interface {
 	// whose reply is lost may have counted one (FaultReplyLost, settle). false: the fault is not
 	// offered for the kind.
 	counted(c *Client) (core.Hold, bool)
+	// giveBack sends once what c's process gives back in the background (Client.GiveBack): false
+	// when it got no answer.
+	giveBack(s *Sim, w *World, c *Client, what string) bool
 }
 
 // base gives a kind the defaults: one master, no pub/sub, no watchdog, no fencing.
@@ -83,6 +86,7 @@ func (base) route(w *World, k int, channel string) []int       { return nil }
 func (base) leftoverOK(key string) bool                        { return false }
 func (base) expects(error) bool                                { return false }
 func (base) counted(*Client) (core.Hold, bool)                 { return nil, false }
+func (base) giveBack(*Sim, *World, *Client, string) bool       { return true }
 func (base) queue() (core.QueueConfig, bool)                   { return core.QueueConfig{}, false }
 func (base) wakes() bool                                       { return false }
 func (base) perMaster() bool                                   { return false }

@@ -113,6 +113,7 @@ func (k lineKind) try(s *Sim, w *World, c *Client, look core.LineLook, subscribe
 		return
 	}
 	if reply == errDown {
+		line.Unsent(c.Value) // refused: nothing ran
 		k.ride(s, w, c)
 		return
 	}
@@ -130,34 +131,26 @@ func (k lineKind) try(s *Sim, w *World, c *Client, look core.LineLook, subscribe
 // (Locker.ride), entering the line again after the pause with a new value (rideAgain).
 func (k lineKind) ride(s *Sim, w *World, c *Client) {
 	if passOn, leave := w.proc(c).Line.Exit(at(w.Now), lockName, c.Value, false); passOn || leave {
-		c.GiveBack, c.GiveBackUntil = c.Value, max(c.Deadline, w.Now+ms(releaseTimeout))
+		s.giveBackLater(w, c, c.Value, c.Deadline)
 	}
 	s.ride(w, c)
 }
 
-// releaseTimeout is how long at least the library's give-back of a line entry is sent again in
-// the background (lock/line.go exit): until the entry's deadline, which the entry holds the line
-// up to.
+// giveBack: the release script takes value out of the Redis line, and passes on a lock handed to
+// it (line.go exit's give-back); answered unless the master is down.
+func (k lineKind) giveBack(s *Sim, w *World, c *Client, value string) bool {
+	return k.releaseValue(s, w, c, value)
+}
+
+// releaseTimeout is how long at least the library sends a give-back again in the background
+// (lock/release_gate.go giveBackOnce); a line entry's, until the entry's deadline.
 const releaseTimeout = 2 * time.Second
 
-// rideAgain is the step after a ride's pause: the give-back still owed is sent first, one step
-// (the library's resend, while it lasts: one not answered rides again); then a new value enters
-// the line. It reports whether it entered.
-func (k lineKind) rideAgain(s *Sim, w *World, c *Client) bool {
-	if c.GiveBack != "" {
-		switch {
-		case w.Now >= c.GiveBackUntil:
-			s.note(w, c.name(), "stop giving back "+c.GiveBack, "its resend has run out")
-		case !k.releaseValue(s, w, c, c.GiveBack):
-			s.ride(w, c)
-			return false
-		}
-		c.GiveBack, c.GiveBackUntil = "", 0
-		return false
-	}
+// rideAgain: after a ride's pause, a new value enters the line (Locker.ride runs the kind's
+// Acquire again, which draws one).
+func (k lineKind) rideAgain(s *Sim, w *World, c *Client) {
 	c.Value = fmt.Sprintf("p%d:c%d.r%d.%d", c.Proc, c.ID, c.Round, c.Rides)
 	k.wait(s, w, c)
-	return true
 }
 
 func (k lineKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {

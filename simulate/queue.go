@@ -127,13 +127,14 @@ func (s *Sim) ride(w *World, c *Client) {
 // rideOn is the step after a ride's pause: the waiter enters its queue again, with what is left
 // of its wait.
 func (s *Sim) rideOn(w *World, c *Client) {
-	if k, ok := s.kind.(lineKind); ok && !k.rideAgain(s, w, c) {
-		return // a step that gave back what the last value left in the line
+	if k, ok := s.kind.(lineKind); ok {
+		k.rideAgain(s, w, c)
 	}
 	c.Riding, c.Sub, c.I = false, 0, 0
 	s.note(w, c.name(), "try again", "the pause after no answer is over")
-	cfg, _ := s.kind.queue()
-	s.waitIn(w, c, cfg)
+	if cfg, ok := s.kind.queue(); ok {
+		s.waitIn(w, c, cfg)
+	}
 }
 
 // leave takes c out of its queue, wherever it stands (the library's handoff.leave).

@@ -25,6 +25,8 @@ func (c Choice) String() string {
 		return fmt.Sprintf("deliver to c%d", c.Client+1)
 	case "fault":
 		return fmt.Sprintf("fault %s c%d m%d", c.Fault, c.Client+1, c.Master)
+	case "give-back":
+		return fmt.Sprintf("give back for c%d", c.Client+1)
 	}
 	return "time"
 }
@@ -56,6 +58,11 @@ func (s *Sim) Choices(w *World) []Choice {
 	for i := range w.Clients {
 		if _, ok := w.head(i); ok {
 			ch = append(ch, Choice{Op: "deliver", Client: i})
+		}
+	}
+	for i := range w.Clients {
+		if w.Clients[i].givingBack(w.Now) {
+			ch = append(ch, Choice{Op: "give-back", Client: i})
 		}
 	}
 	busy := len(ch) > 0
@@ -153,6 +160,8 @@ func (s *Sim) Apply(w *World, ch Choice, i int) {
 		}
 		s.note(w, c.name(), "receive "+m.Channel, fmt.Sprintf("%q", m.Payload))
 		s.kind.deliver(s, w, c, m)
+	case "give-back":
+		s.giveBackStep(w, &w.Clients[ch.Client])
 	case "fault":
 		s.fault(w, ch)
 	case "time":
@@ -179,7 +188,7 @@ func (s *Sim) settle(w *World) {
 	}
 	for i := range w.Clients {
 		c := &w.Clients[i]
-		if !(c.Crashed || c.Done) || c.PassOn != "" {
+		if !(c.Crashed || c.Done) || c.PassOn != "" || c.GiveBack != "" && !c.Crashed {
 			if len(s.Choices(w)) == 0 {
 				w.Violation = fmt.Sprintf("stuck: %s waits for nothing that will come (%s)", c.name(), c.PC)
 			}
@@ -214,7 +223,7 @@ func (s *Sim) fault(w *World, ch Choice) {
 	case FaultCrash:
 		box, mates := w.mailbox(c), w.mates(c)
 		for i := range mates {
-			mates[i].Crashed, mates[i].Inside, mates[i].PassOn = true, false, ""
+			mates[i].Crashed, mates[i].Inside, mates[i].PassOn, mates[i].GiveBack = true, false, "", ""
 		}
 		w.Msgs = slices.DeleteFunc(w.Msgs, func(m msg) bool { return m.To == box })
 		// What the dead process was told and had not acted on yet (a nomination, a grant, a

@@ -37,9 +37,10 @@ type lineWaiter struct {
 	short   bool
 	since   time.Time
 	// queued: it is in the Redis line; until: it does not try again before then without a grant.
-	queued bool
-	until  time.Time
-	sent   time.Time // when its last attempt was sent (its start before any)
+	// asked: an attempt that queues went out and its answer has not come (it may have queued).
+	queued, asked bool
+	until         time.Time
+	sent          time.Time // when its last attempt was sent (its start before any)
 }
 
 // LineWin is how a waiter got the lock: its token, whether it came handed over with its grant TTL
@@ -101,11 +102,12 @@ func (l *Line) Look(now time.Time, value string, subscribed bool) LineLook {
 		return LineLook{Wait: h.Until.Sub(now)}
 	}
 	w.sent = now
-	l.waiting[value] = w
 	look := LineLook{GrantTTL: w.grantTTL}
 	if subscribed {
 		look.QueueUntil = w.deadline
+		w.asked = true
 	}
+	l.waiting[value] = w
 	return look
 }
 
@@ -118,7 +120,7 @@ func (l *Line) Tried(now time.Time, value string, ttl, lostGrant time.Duration, 
 		return LineSleep(ttl, MaxGrantTTL, lostGrant, subscribed)
 	}
 	d := LineSleep(ttl, w.grantTTL, lostGrant, subscribed)
-	w.queued, w.until = w.queued || subscribed, now.Add(d)
+	w.queued, w.asked, w.until = w.queued || subscribed, false, now.Add(d)
 	l.waiting[value] = w
 	return d
 }
@@ -145,9 +147,19 @@ func (l *Line) Granted(key, value string, token int64, short bool, since time.Ti
 	return true, false
 }
 
+// Unsent: value's last attempt never reached Redis (a refused connection, a server that would not
+// run it), so it queued nothing.
+func (l *Line) Unsent(value string) {
+	if w, ok := l.waiting[value]; ok {
+		w.asked = false
+		l.waiting[value] = w
+	}
+}
+
 // Exit ends value's wait. With the lock (won) it holds key's lock from now for its lease. Without
 // it: passOn, a lock handed to it that it did not take must be passed on; leave, its entry in the
-// Redis line must be taken out.
+// Redis line must be taken out: one of its attempts queued it, or may have (its answer never
+// came). A value whose attempts never reached Redis leaves nothing to take out.
 func (l *Line) Exit(now time.Time, key, value string, won bool) (passOn, leave bool) {
 	w := l.waiting[value]
 	delete(l.waiting, value)
@@ -155,7 +167,7 @@ func (l *Line) Exit(now time.Time, key, value string, won bool) (passOn, leave b
 		l.holders[key] = Holding{Value: value, Until: now.Add(w.lease)}
 		return false, false
 	}
-	return w.granted, !w.granted
+	return w.granted, !w.granted && (w.queued || w.asked)
 }
 
 // Hold records value as key's holder here until until (a single attempt that won without

@@ -34,9 +34,25 @@ func TestLineGrants(t *testing.T) {
 	if passOn, leave := l.Exit(at(200), "k", "p:b", false); !passOn || leave {
 		t.Fatalf("a waiter leaving with a lock handed to it: passOn %v leave %v", passOn, leave)
 	}
-	l.Enter(at(0), "k", "p:c", lease, time.Second, at(1000))
-	if passOn, leave := l.Exit(at(200), "k", "p:c", false); passOn || !leave {
-		t.Fatalf("a waiter leaving without the lock: passOn %v leave %v", passOn, leave)
+	// Without the lock, a waiter leaves the Redis line when an attempt of it queued there, or may
+	// have (no answer came); not when none reached Redis.
+	for _, tc := range []struct {
+		name  string
+		steps func(v string)
+		leave bool
+	}{
+		{"queued", func(v string) { l.Look(at(1), v, true); l.Tried(at(2), v, time.Second, LostGrantBound, true) }, true},
+		{"no answer", func(v string) { l.Look(at(1), v, true) }, true},
+		{"refused", func(v string) { l.Look(at(1), v, true); l.Unsent(v) }, false},
+		{"never tried", func(string) {}, false},
+		{"tried without queueing", func(v string) { l.Look(at(1), v, false); l.Tried(at(2), v, time.Second, LostGrantBound, false) }, false},
+	} {
+		v := "p:" + tc.name
+		l.Enter(at(0), "k", v, lease, time.Second, at(1000))
+		tc.steps(v)
+		if passOn, leave := l.Exit(at(200), "k", v, false); passOn || leave != tc.leave {
+			t.Errorf("a waiter leaving without the lock, %s: passOn %v leave %v, want leave %v", tc.name, passOn, leave, tc.leave)
+		}
 	}
 }
 
