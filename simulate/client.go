@@ -171,6 +171,9 @@ func (s *Sim) resendAfter(w *World, c *Client, sent int64) {
 func (s *Sim) giveBackStep(w *World, c *Client) {
 	if s.kind.giveBack(s, w, c, c.GiveBack) {
 		c.GiveBack, c.GiveBackAt, c.GiveBackUntil = "", 0, 0
+		// A waiter asleep behind the entry it took out is not told: it looks again within the
+		// kind's relook bound.
+		w.shake(s.kind.relook(s))
 		return
 	}
 	s.resendAfter(w, c, w.Now)

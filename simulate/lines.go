@@ -105,6 +105,20 @@ func (k lineKind) try(s *Sim, w *World, c *Client, look core.LineLook, subscribe
 	reply := s.call(w, c, 0, script.Call{Script: "LineAcquire", Keys: k.keys(),
 		Args: script.LineAcquireArgs(nil, c.Value, w.Now, script.Flag(k.tokens), ms(s.cfg.Lease), deadline, ms(look.GrantTTL))})
 	line := &w.proc(c).Line
+	if c.LoseReply && reply != errDown {
+		// It ran; its reply is lost on a connection that broke (it may have queued, or taken the
+		// lock): made again in place with the same value, which the script answers alike
+		// (brokenRetry), or, too many in a row, the acquisition rides.
+		c.LoseReply, c.ReplyLost, c.Orphans = false, true, 1
+		s.amend(w, " (its reply lost)")
+		if !s.retryInPlace(w, c) {
+			k.ride(s, w, c)
+		}
+		return
+	}
+	if reply != errDown {
+		c.Broken = 0 // answered
+	}
 	r, _ := reply.([]any)
 	held, n, ok := script.LineAcquired(r)
 	if held && ok {
@@ -236,6 +250,9 @@ func (k lineKind) granted(s *Sim, w *World, c *Client, value string, tok int64, 
 		c.PassOn = value
 	}
 }
+
+// losesReplies: an attempt whose reply is lost is made again with the same value (FaultReplyLost).
+func (lineKind) losesReplies() bool { return true }
 
 func init() {
 	kinds["lua"] = lineKind{}

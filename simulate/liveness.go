@@ -18,7 +18,9 @@ import (
 //   - a fault in effect: a crashed client's lock key or queue/line entry still in Redis (any
 //     entry naming its process, "p<id>:…", or its nomination id "n<id>"); a paused client still
 //     paused, or the lock still holding the acquisition it was paused in; an acquisition under
-//     way whose attempt's reply was lost, while the lock holds what that attempt took; a master
+//     way whose attempt's reply was lost, while the lock holds what that attempt took or until
+//     an attempt made again is answered; a give-back not yet sent (a waiter behind the entry it
+//     takes out looks again within the kind's relook bound after it); a master
 //     still down,
 //     and for redlock noQuorumPoll (2 s) after it came back: a waiter that found no quorum able
 //     to free (masters not answering) looks again that much later, longer than a lease; within
@@ -80,6 +82,10 @@ func (s *Sim) effectAt(w *World, x int64) string {
 			return c.name() + " paused, its lock still there"
 		case c.Orphans != 0 && c.PC == pcAcquire && s.lockHeldBy(w, x, c.Value):
 			return c.name() + " lost a reply, and what that attempt took is still there"
+		case c.Broken > 0 && c.PC == pcAcquire:
+			return c.name() + " lost a reply, and pauses before it tries again in place"
+		case c.GiveBack != "":
+			return c.name() + "'s process still owes a give-back (" + c.GiveBack + ")"
 		}
 	}
 	for k, m := range w.Masters {

@@ -105,7 +105,7 @@ func (s *Sim) faultChoices(w *World) []Choice {
 			switch {
 			case f == FaultCrash && alive, f == FaultPause && alive && c.PausedUntil <= w.Now,
 				f == FaultPubsubDelayed && msgNow, f == FaultPubsubLost && msgNow && w.Msgs[j].Channel != confirmation,
-				f == FaultReplyLost && alive && c.PC == pcAcquire && !c.LoseReply && s.counts(c):
+				f == FaultReplyLost && alive && c.PC == pcAcquire && !c.LoseReply && s.kind.losesReplies():
 				ch = append(ch, Choice{Op: "fault", Fault: f, Client: i})
 			}
 		}
@@ -263,10 +263,4 @@ func (s *Sim) fault(w *World, ch Choice) {
 		who = fmt.Sprintf("m%d", ch.Master)
 	}
 	s.note(w, "fault", ch.Fault+" "+who, "")
-}
-
-// counts: c's kind counts an owner's holds, so a lost reply is a fault that matters to it.
-func (s *Sim) counts(c *Client) bool {
-	_, ok := s.kind.counted(c)
-	return ok
 }

@@ -37,10 +37,11 @@ type lineWaiter struct {
 	short   bool
 	since   time.Time
 	// queued: it is in the Redis line; until: it does not try again before then without a grant.
-	// asked: an attempt that queues went out and its answer has not come (it may have queued).
-	queued, asked bool
-	until         time.Time
-	sent          time.Time // when its last attempt was sent (its start before any)
+	// asked: its last attempt queues and its answer has not come (it may have queued); unknown:
+	// an earlier one's never came.
+	queued, asked, unknown bool
+	until                  time.Time
+	sent                   time.Time // when its last attempt was sent (its start before any)
 }
 
 // LineWin is how a waiter got the lock: its token, whether it came handed over with its grant TTL
@@ -103,9 +104,10 @@ func (l *Line) Look(now time.Time, value string, subscribed bool) LineLook {
 	}
 	w.sent = now
 	look := LineLook{GrantTTL: w.grantTTL}
+	w.unknown = w.unknown || w.asked
+	w.asked = subscribed
 	if subscribed {
 		look.QueueUntil = w.deadline
-		w.asked = true
 	}
 	l.waiting[value] = w
 	return look
@@ -159,7 +161,7 @@ func (l *Line) Unsent(value string) {
 // Exit ends value's wait. With the lock (won) it holds key's lock from now for its lease. Without
 // it: passOn, a lock handed to it that it did not take must be passed on; leave, its entry in the
 // Redis line must be taken out: one of its attempts queued it, or may have (its answer never
-// came). A value whose attempts never reached Redis leaves nothing to take out.
+// came). A value whose attempts never reached Redis, or never queued, leaves nothing to take out.
 func (l *Line) Exit(now time.Time, key, value string, won bool) (passOn, leave bool) {
 	w := l.waiting[value]
 	delete(l.waiting, value)
@@ -167,7 +169,7 @@ func (l *Line) Exit(now time.Time, key, value string, won bool) (passOn, leave b
 		l.holders[key] = Holding{Value: value, Until: now.Add(w.lease)}
 		return false, false
 	}
-	return w.granted, !w.granted && (w.queued || w.asked)
+	return w.granted, !w.granted && (w.queued || w.asked || w.unknown)
 }
 
 // Hold records value as key's holder here until until (a single attempt that won without

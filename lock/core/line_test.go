@@ -44,6 +44,7 @@ func TestLineGrants(t *testing.T) {
 		{"queued", func(v string) { l.Look(at(1), v, true); l.Tried(at(2), v, time.Second, LostGrantBound, true) }, true},
 		{"no answer", func(v string) { l.Look(at(1), v, true) }, true},
 		{"refused", func(v string) { l.Look(at(1), v, true); l.Unsent(v) }, false},
+		{"no answer, then refused", func(v string) { l.Look(at(1), v, true); l.Look(at(21), v, true); l.Unsent(v) }, true},
 		{"never tried", func(string) {}, false},
 		{"tried without queueing", func(v string) { l.Look(at(1), v, false); l.Tried(at(2), v, time.Second, LostGrantBound, false) }, false},
 	} {
