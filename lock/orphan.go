@@ -41,19 +41,8 @@ func orphaned(ctx context.Context, err error, id string, giveBack, settle func(c
 	if err == nil || !retryable(err) || errors.Is(err, ErrNotReplicated) || neverSent(err) {
 		return
 	}
-	c, ok := ctx.Value(attemptKey{}).(*attemptClock)
-	if !ok {
-		return
-	}
-	c.orphans.mu.Lock()
-	defer c.orphans.mu.Unlock()
-	if c.orphans.byID == nil {
-		c.orphans.byID = map[string]func(context.Context) error{}
-		c.orphans.settle = map[string]func(context.Context) error{}
-	}
-	c.orphans.byID[id] = giveBack
-	if settle != nil {
-		c.orphans.settle[id] = settle
+	if c, ok := ctx.Value(attemptKey{}).(*attemptClock); ok {
+		c.orphans.add(id, giveBack, settle)
 	}
 }
 
@@ -63,17 +52,24 @@ func orphaned(ctx context.Context, err error, id string, giveBack, settle func(c
 // dropped when it wins (the place was used).
 func leaveAtEnd(ctx context.Context, id string, giveBack func(context.Context) error) bool {
 	c, ok := ctx.Value(attemptKey{}).(*attemptClock)
-	if !ok {
-		return false
+	if ok {
+		c.orphans.add(id, giveBack, nil)
 	}
-	c.orphans.mu.Lock()
-	defer c.orphans.mu.Unlock()
-	if c.orphans.byID == nil {
-		c.orphans.byID = map[string]func(context.Context) error{}
-		c.orphans.settle = map[string]func(context.Context) error{}
+	return ok
+}
+
+// add records giveBack, and settle when not nil, under id (once, however often it is added).
+func (o *orphans) add(id string, giveBack, settle func(context.Context) error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.byID == nil {
+		o.byID = map[string]func(context.Context) error{}
+		o.settle = map[string]func(context.Context) error{}
 	}
-	c.orphans.byID[id] = giveBack
-	return true
+	o.byID[id] = giveBack
+	if settle != nil {
+		o.settle[id] = settle
+	}
 }
 
 // neverSent reports whether err says the command never reached a server: the connection was
