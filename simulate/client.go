@@ -3,8 +3,6 @@ package simulate
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 	"time"
 
 	"github.com/seckill-lab/seckill/lock/core"
@@ -127,56 +125,6 @@ func (c *Client) timer() int64 {
 		t = gb
 	}
 	return t
-}
-
-// givingBack: c's process has a give-back to send now (its background resend is due, and the
-// process is not paused).
-func (c *Client) givingBack(now int64) bool {
-	return c.GiveBack != "" && !c.Crashed && now >= c.GiveBackAt && now >= c.PausedUntil
-}
-
-// releaseRetry is how often the library sends a give-back again while it gets no answer
-// (lock/release_gate.go).
-const releaseRetry = 100
-
-// giveBackLater hands what to c's process's background give-back, as the library's
-// giveBackOnce does after a first send that got no answer (the master is down: this send), until
-// until at least releaseTimeout from now.
-func (s *Sim) giveBackLater(w *World, c *Client, what string, until int64) {
-	if c.GiveBack != "" {
-		// One give-back at a time here: an older one still owed is sent once now.
-		s.kind.giveBack(s, w, c, c.GiveBack)
-	}
-	c.GiveBack, c.GiveBackUntil = what, max(until, w.Now+ms(releaseTimeout))
-	s.resendAfter(w, c, w.Now)
-}
-
-// resendAfter schedules c's give-back's next send, releaseRetry after the one at sent, skipping
-// the sends a master still down would refuse; past GiveBackUntil the library stops sending it.
-func (s *Sim) resendAfter(w *World, c *Client, sent int64) {
-	next := sent + releaseRetry
-	if down := w.Masters[0].DownUntil; down > next {
-		next += (down - next + releaseRetry - 1) / releaseRetry * releaseRetry
-	}
-	if next >= c.GiveBackUntil {
-		s.note(w, c.name(), "stop giving back "+c.GiveBack, "its resend has run out")
-		c.GiveBack, c.GiveBackAt, c.GiveBackUntil = "", 0, 0
-		return
-	}
-	c.GiveBackAt = next
-}
-
-// giveBackStep is one send of c's process's background give-back: answered, it is done; else it
-// is sent again later (resendAfter).
-func (s *Sim) giveBackStep(w *World, c *Client) {
-	if s.kind.giveBack(s, w, c, c.GiveBack) {
-		c.GiveBack, c.GiveBackAt, c.GiveBackUntil = "", 0, 0
-		// A waiter asleep behind the entry it took out is not told: it looks again within the
-		// kind's relook bound.
-		w.shake(s.kind.relook(s))
-		return
-	}
-	s.resendAfter(w, c, w.Now)
 }
 
 // begin starts c's next acquisition, or ends it after its last round.
@@ -357,68 +305,6 @@ func (s *Sim) attempt(w *World, c *Client, m int, h core.Hold, a core.Ask) (t co
 		s.settleHolds(w, c, m, h, a)
 	}
 	return t, true
-}
-
-// retryInPlace: c's attempt got no answer. One whose reply was lost on a connection that broke
-// is made again in place, at the head of its queue, after core.BrokenRetry's pause (the library's
-// brokenRetry); it reports whether it will be. A master that did not answer, or too many lost
-// replies in a row, fail the acquisition, which rides.
-func (s *Sim) retryInPlace(w *World, c *Client) bool {
-	lost := c.ReplyLost
-	c.ReplyLost = false
-	pause, ok := core.BrokenRetry(c.Broken, dur(c.Deadline-w.Now))
-	if !lost || !ok {
-		return false
-	}
-	c.Broken++
-	c.sleep(w.Now + ms(pause))
-	return true
-}
-
-// settleHolds: c won on master m after an attempt there whose reply was lost, and re-entered what
-// that one took. It gives back the holds its field counts beyond its own one (core.ExtraHolds),
-// as the library's won does (lock/orphan.go).
-func (s *Sim) settleHolds(w *World, c *Client, m int, h core.Hold, a core.Ask) {
-	c.Orphans &^= 1 << m
-	r := s.cmd(w, c, m, "HGET", a.Key, h.Field(a))
-	v, _ := r.(string)
-	n, _ := strconv.Atoi(v)
-	for range core.ExtraHolds(n, 1) {
-		s.call(w, c, m, h.Release(a))
-	}
-}
-
-// giveBackOrphans: c's acquisition ends without the lock; what its attempts whose replies were
-// lost took is given back (the library's orphans.giveBack), one release on each such master.
-func (s *Sim) giveBackOrphans(w *World, c *Client) {
-	h, ok := s.kind.counted(c)
-	for m := range s.kind.masters() {
-		if ok && c.Orphans&(1<<m) != 0 {
-			s.call(w, c, m, h.Release(s.ask(w, c)))
-		}
-	}
-	c.Orphans = 0
-}
-
-// checkReleased: c's release has run; on every master that answers, its field is gone from the
-// lock's hash, or a hold nobody will give back keeps the lock until its lease ends.
-func (s *Sim) checkReleased(w *World, c *Client) {
-	h, ok := s.kind.counted(c)
-	if !ok || w.Violation != "" {
-		return
-	}
-	field := h.Field(s.ask(w, c))
-	for m, mm := range w.Masters {
-		if mm.DownUntil > w.Now {
-			continue
-		}
-		for _, k := range mm.Data {
-			if i := slices.Index(k.Hash, field); k.Key == lockName && i >= 0 && i%2 == 0 {
-				w.Violation = fmt.Sprintf("held after release: %s's field still counts %s on m%d after its release", c.acq(), k.Hash[i+1], m)
-				return
-			}
-		}
-	}
 }
 
 // waitMs is a Try's Wait in virtual ms (-1: until a release rings).

@@ -156,10 +156,6 @@ func (k lineKind) giveBack(s *Sim, w *World, c *Client, value string) bool {
 	return k.releaseValue(s, w, c, value)
 }
 
-// releaseTimeout is how long at least the library sends a give-back again in the background
-// (lock/release_gate.go giveBackOnce); a line entry's, until the entry's deadline.
-const releaseTimeout = 2 * time.Second
-
 // rideAgain: after a ride's pause, a new value enters the line (Locker.ride runs the kind's
 // Acquire again, which draws one).
 func (k lineKind) rideAgain(s *Sim, w *World, c *Client) {
