@@ -55,6 +55,10 @@ func TestMutantsFound(t *testing.T) {
 		// it (two holds counted). Unless the win gives one back, the one release leaves the lock
 		// held by nobody until its lease ends.
 		core.NoSettle: {Config{Kind: "reentrant", Clients: 1, Faults: []string{FaultReplyLost}, MaxFaults: 1}, "held after release"},
+		// A waiter's attempt queues it in the Redis line, and its reply is lost; its next attempt is
+		// refused by a master down, and it rides with a new value. Unless it takes the old value
+		// out of the line, the new one waits behind it with the lock free.
+		core.NoLeaveUnanswered: {Config{Kind: "lua", Clients: 2, Faults: []string{FaultReplyLost, FaultMasterDown}, MaxFaults: 2}, "wake"},
 	}
 	if len(cases) != len(core.Mutants) {
 		t.Fatalf("%d mutants tested, the core has %d", len(cases), len(core.Mutants))

@@ -169,6 +169,9 @@ func (l *Line) Exit(now time.Time, key, value string, won bool) (passOn, leave b
 		l.holders[key] = Holding{Value: value, Until: now.Add(w.lease)}
 		return false, false
 	}
+	if mutated(NoLeaveUnanswered) {
+		return w.granted, !w.granted && w.queued
+	}
 	return w.granted, !w.granted && (w.queued || w.asked || w.unknown)
 }
 

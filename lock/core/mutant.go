@@ -20,10 +20,11 @@ const (
 	NoInLineBound                      // a release that keeps its process in the reentrant line leaves the next head asleep on its holder's hint
 	NoBeatRing                         // a fair heartbeat does not ring a waiter of its process that the lock was handed to (F7)
 	NoSettle                           // a win after a lost reply gives back no hold the lost attempt counted (ExtraHolds)
+	NoLeaveUnanswered                  // a line waiter leaves the Redis line only when an answer said it queued, not when one never came
 )
 
 // Mutants lists every mutant but Sound.
-var Mutants = []Mutant{NoRenewal, NeverLost, NoPush, NoWake, NoRelook, NoLookAfterSubscribe, NoCohort, NoDeadlineTimer, NoInLineBound, NoBeatRing, NoSettle}
+var Mutants = []Mutant{NoRenewal, NeverLost, NoPush, NoWake, NoRelook, NoLookAfterSubscribe, NoCohort, NoDeadlineTimer, NoInLineBound, NoBeatRing, NoSettle, NoLeaveUnanswered}
 
 func (m Mutant) String() string {
 	switch m {
@@ -49,6 +50,8 @@ func (m Mutant) String() string {
 		return "no-beat-ring"
 	case NoSettle:
 		return "no-settle"
+	case NoLeaveUnanswered:
+		return "no-leave-unanswered"
 	}
 	return "sound"
 }
