@@ -246,7 +246,7 @@ func (fw *fairWait) fail(ctx context.Context, err error) (heldLock, error) {
 	switch {
 	case fw.leave(false):
 		fw.l.releaseFor(ctx, fw.key, fw.field, fw.leaseMs, fw.waitMs)
-	case !transient(err) || !leaveAtEnd(ctx, "fair-place\x00"+fw.id, func(ctx context.Context) error {
+	case core.FairLeavesNow(transient(err)) || !leaveAtEnd(ctx, "fair-place\x00"+fw.id, func(ctx context.Context) error {
 		return fw.l.cancel(ctx, fw.key, fw.field, fw.waitMs)
 	}):
 		fw.l.giveUp(ctx, fw.key, fw.field, fw.waitMs)

@@ -74,8 +74,13 @@ func (k fairKind) try(s *Sim, w *World, c *Client) {
 	if r == errDown {
 		// No answer (a refused connection): its heartbeat stops with its wait, and the
 		// acquisition rides (Locker.ride) with the same owner, whose place in the queue is kept for
-		// it; the place is left if it ends without the lock (the library's leaveAtEnd).
-		c.BeatAt, c.Next, c.KeepPlace = 0, 0, true
+		// it and left if it ends without the lock (core.FairLeavesNow, the library's leaveAtEnd).
+		c.BeatAt, c.Next = 0, 0
+		if core.FairLeavesNow(true) {
+			s.giveBackLater(w, c, c.Value, w.Now+max(ms(s.cfg.Wait), ms(s.cfg.Lease))) // giveUp
+		} else {
+			c.KeepPlace = true
+		}
 		s.ride(w, c)
 		return
 	}

@@ -19,6 +19,12 @@ func FairNap(due, threadWait time.Duration) time.Duration {
 	return min(max(due, FairNapMin), threadWait)
 }
 
+// FairLeavesNow: a fair waiter whose attempt failed leaves Redisson's queue now. After a
+// transient failure (transient: its Locker rides, with the same owner) it keeps its place for the
+// next attempt instead, and leaves only if the acquisition ends without the lock: a leave sent
+// during the ride could land after that attempt took the place again, and take it out.
+func FairLeavesNow(transient bool) bool { return !transient || mutated(NoKeepPlace) }
+
 // FairBeat is what one heartbeat's reading asks of the process that beat: the waiters to ring
 // (Ring, each if it waits in this process; All: every one), and when to beat again (Next).
 type FairBeat struct {

@@ -21,10 +21,11 @@ const (
 	NoBeatRing                         // a fair heartbeat does not ring a waiter of its process that the lock was handed to (F7)
 	NoSettle                           // a win after a lost reply gives back no hold the lost attempt counted (ExtraHolds)
 	NoLeaveUnanswered                  // a line waiter leaves the Redis line only when an answer said it queued, not when one never came
+	NoKeepPlace                        // a fair waiter that rides a failover leaves the queue at once (FairLeavesNow)
 )
 
 // Mutants lists every mutant but Sound.
-var Mutants = []Mutant{NoRenewal, NeverLost, NoPush, NoWake, NoRelook, NoLookAfterSubscribe, NoCohort, NoDeadlineTimer, NoInLineBound, NoBeatRing, NoSettle, NoLeaveUnanswered}
+var Mutants = []Mutant{NoRenewal, NeverLost, NoPush, NoWake, NoRelook, NoLookAfterSubscribe, NoCohort, NoDeadlineTimer, NoInLineBound, NoBeatRing, NoSettle, NoLeaveUnanswered, NoKeepPlace}
 
 func (m Mutant) String() string {
 	switch m {
@@ -52,6 +53,8 @@ func (m Mutant) String() string {
 		return "no-settle"
 	case NoLeaveUnanswered:
 		return "no-leave-unanswered"
+	case NoKeepPlace:
+		return "no-keep-place"
 	}
 	return "sound"
 }
