@@ -80,6 +80,13 @@ func TestMutantsFound(t *testing.T) {
 			if r.Shortest == nil || !strings.Contains(r.Shortest.Violation, tc.want) {
 				t.Fatalf("mutant %s: %d violations, shortest %+v; want one saying %q", m, r.Violations, r.Shortest, tc.want)
 			}
+			// Its counterexample replays, whatever lines its steps wrote (a message unheard, a
+			// settle's commands: one step, several lines). A replay file keeps the command's bounds,
+			// which set no work or wait of their own.
+			replayable := tc.cfg.Work == 0 && tc.cfg.Wait == 0
+			if out, err := NewReplayFile(tc.cfg, r.Shortest).Replay(1); replayable && (err != nil || out.Reproduced != 1 || !out.Identical) {
+				t.Fatalf("mutant %s: the counterexample does not replay: %+v, %v", m, out, err)
+			}
 			t.Logf("mutant %s found in %v (%d schedules): %s", m, time.Since(start).Round(time.Millisecond), r.Schedules, r.Shortest.Violation)
 		})
 	}
