@@ -22,8 +22,8 @@ const releaseRetry = 100
 const releaseTimeout = 2 * time.Second
 
 // giveBackLater hands what to c's process's background give-back, as the library's
-// giveBackOnce does after a first send that got no answer (the master is down: this send), until
-// until at least releaseTimeout from now.
+// giveBackOnce does after a first send that got no answer (the master is down: this send). It is
+// sent until until, and for releaseTimeout at least.
 func (s *Sim) giveBackLater(w *World, c *Client, what string, until int64) {
 	if c.GiveBack != "" {
 		// One give-back at a time here: an older one still owed is sent once now.
