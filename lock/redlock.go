@@ -336,8 +336,9 @@ func (l *redlockLocker) released(key string) {
 // acquisition with one master down would wait for it.
 const maxNodeTimeout = 50 * time.Millisecond
 
-// releaseTimeout bounds the deletes of a release on every master.
-const releaseTimeout = 2 * time.Second
+// releaseTimeout bounds each send of a give-back: the deletes of a release on every master, a
+// leave, a release sent again (core's give-back policy).
+const releaseTimeout = core.ReleaseTimeout
 
 // nodeTimeout is the per-master timeout of an attempt: redsync's 5% of the ttl, at most
 // maxNodeTimeout.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lock/core"
 )
 
 // releaseGate makes a lease's Release retryable when it could not reach Redis. The first call
@@ -67,8 +69,8 @@ func (g *releaseGate) released() bool { return g.state.Load() != gateHeld }
 // settled reports whether the release got through (nothing left to retry).
 func (g *releaseGate) settled() bool { return g.state.Load() == gateReleased }
 
-// releaseRetry is how often a give-back that got no answer is sent again.
-const releaseRetry = 100 * time.Millisecond
+// releaseRetry is how often a give-back that got no answer is sent again (core's give-back policy).
+const releaseRetry = core.ReleaseRetry
 
 // resend sends send, a command that gives something back (a release, a leave, an orphan's
 // give-back), again every releaseRetry while it gets no answer, each send bounded by

@@ -1,6 +1,6 @@
 package simulate
 
-import "time"
+import "github.com/seckill-lab/seckill/lock/core"
 
 // The background give-back of a process (the library's resend, lock/release_gate.go): what a
 // waiter that left or rode still owes Redis (a line value's entry, a fair field's place), sent
@@ -13,13 +13,10 @@ func (c *Client) givingBack(now int64) bool {
 	return c.GiveBack != "" && !c.Crashed && now >= c.GiveBackAt && now >= c.PausedUntil
 }
 
-// releaseRetry is how often the library sends a give-back again while it gets no answer
-// (lock/release_gate.go).
-const releaseRetry = 100
-
-// releaseTimeout is how long at least the library sends a give-back again in the background
-// (lock/release_gate.go giveBackOnce); a line entry's, until the entry's deadline.
-const releaseTimeout = 2 * time.Second
+// releaseRetry is how often the library sends a give-back again while it gets no answer, and
+// releaseTimeout how long at least (a line entry's: until the entry's deadline): core's give-back
+// policy, in virtual ms.
+var releaseRetry, releaseTimeout = ms(core.ReleaseRetry), ms(core.ReleaseTimeout)
 
 // giveBackLater hands what to c's process's background give-back, as the library's
 // giveBackOnce does after a first send that got no answer (the master is down: this send). It is
@@ -29,7 +26,7 @@ func (s *Sim) giveBackLater(w *World, c *Client, what string, until int64) {
 		// One give-back at a time here: an older one still owed is sent once now.
 		s.kind.giveBack(s, w, c, c.GiveBack)
 	}
-	c.GiveBack, c.GiveBackUntil = what, max(until, w.Now+ms(releaseTimeout))
+	c.GiveBack, c.GiveBackUntil = what, max(until, w.Now+releaseTimeout)
 	s.resendAfter(w, c, w.Now)
 }
 

@@ -66,9 +66,6 @@ type kind interface {
 	// counted is the Hold c takes when it counts an owner's holds (Redisson's hash): an attempt
 	// whose reply is lost may have counted one (FaultReplyLost, settleHolds).
 	counted(c *Client) (core.Hold, bool)
-	// losesReplies: FaultReplyLost is offered for the kind (an attempt whose reply is lost is
-	// modelled: the counted kinds and the line).
-	losesReplies() bool
 	// giveBack sends once what c's process gives back in the background (Client.GiveBack): false
 	// when it got no answer.
 	giveBack(s *Sim, w *World, c *Client, what string) bool
@@ -89,7 +86,6 @@ func (base) leftoverOK(key string) bool                        { return false }
 func (base) expects(error) bool                                { return false }
 func (base) counted(*Client) (core.Hold, bool)                 { return nil, false }
 func (base) giveBack(*Sim, *World, *Client, string) bool       { return true }
-func (base) losesReplies() bool                                { return false }
 func (base) queue() (core.QueueConfig, bool)                   { return core.QueueConfig{}, false }
 func (base) wakes() bool                                       { return false }
 func (base) perMaster() bool                                   { return false }

@@ -247,9 +247,6 @@ func (k lineKind) granted(s *Sim, w *World, c *Client, value string, tok int64, 
 	}
 }
 
-// losesReplies: an attempt whose reply is lost is made again with the same value (FaultReplyLost).
-func (lineKind) losesReplies() bool { return true }
-
 func init() {
 	kinds["lua"] = lineKind{}
 	kinds["fenced"] = lineKind{tokens: true}

@@ -133,8 +133,6 @@ func (k multiKind) deliver(s *Sim, w *World, c *Client, m msg) { heard(s, w, c, 
 
 func (multiKind) counted(*Client) (core.Hold, bool) { return core.RLock, true }
 
-func (multiKind) losesReplies() bool { return true }
-
 func init() { kinds["multilock"] = multiKind{} }
 
 func (multiKind) wakes() bool { return true }

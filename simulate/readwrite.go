@@ -117,6 +117,4 @@ func (rwKind) deliver(s *Sim, w *World, c *Client, m msg) { heard(s, w, c, 0, co
 
 func (k rwKind) counted(c *Client) (core.Hold, bool) { return k.side(c), true }
 
-func (rwKind) losesReplies() bool { return true }
-
 func init() { kinds["readwrite"] = rwKind{} }

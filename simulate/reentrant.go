@@ -109,8 +109,6 @@ func (k reentrantKind) deliver(s *Sim, w *World, c *Client, m msg) {
 
 func (reentrantKind) counted(*Client) (core.Hold, bool) { return core.RLock, true }
 
-func (reentrantKind) losesReplies() bool { return true }
-
 func init() { kinds["reentrant"] = reentrantKind{} }
 
 func (reentrantKind) wakes() bool { return true }

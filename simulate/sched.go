@@ -105,7 +105,7 @@ func (s *Sim) faultChoices(w *World) []Choice {
 			switch {
 			case f == FaultCrash && alive, f == FaultPause && alive && c.PausedUntil <= w.Now,
 				f == FaultPubsubDelayed && msgNow, f == FaultPubsubLost && msgNow && w.Msgs[j].Channel != confirmation,
-				f == FaultReplyLost && alive && c.PC == pcAcquire && !c.LoseReply && s.kind.losesReplies():
+				f == FaultReplyLost && alive && c.PC == pcAcquire && !c.LoseReply && s.losesReplies(c):
 				ch = append(ch, Choice{Op: "fault", Fault: f, Client: i})
 			}
 		}
@@ -263,4 +263,12 @@ func (s *Sim) fault(w *World, ch Choice) {
 		who = fmt.Sprintf("m%d", ch.Master)
 	}
 	s.note(w, "fault", ch.Fault+" "+who, "")
+}
+
+// losesReplies: a lost reply of c's attempt is modelled (FaultReplyLost) for its kind: one whose
+// hash counts an owner's holds, or the line, which answers the same value alike.
+func (s *Sim) losesReplies(c *Client) bool {
+	_, counted := s.kind.counted(c)
+	_, line := s.kind.(lineKind)
+	return counted || line
 }

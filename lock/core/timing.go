@@ -61,6 +61,14 @@ func BrokenRetry(failed int, left time.Duration) (pause time.Duration, ok bool) 
 	return pause, failed < 3 && pause < left
 }
 
+// The give-back policy: a command that gives something back (a release, a leave, an orphan's
+// give-back) is bounded by ReleaseTimeout a send and, when it gets no answer, sent again every
+// ReleaseRetry in the background, for ReleaseTimeout at least (lock/release_gate.go resend).
+const (
+	ReleaseRetry   = 100 * time.Millisecond
+	ReleaseTimeout = 2 * time.Second
+)
+
 const (
 	rideFirst = 10 * time.Millisecond
 	// RideLongest is the longest pause of RidePause.
