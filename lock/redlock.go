@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 	"github.com/seckill-lab/seckill/lock/core"
+	"github.com/seckill-lab/seckill/lock/script"
 )
 
 // redlockLocker is NewRedlock (https://redis.io/docs/latest/develop/use/patterns/distributed-locks/): the Redlock
@@ -194,27 +195,33 @@ func (a *redlockAttempt) try(ctx context.Context) (bool, time.Duration, error) {
 		orphaned(ctx, fmt.Errorf("%w: %w", ErrUnavailable, a.last), "redlock\x00"+key+"\x00"+v,
 			func(ctx context.Context) error { return l.unlockValue(ctx, key, v) }, nil)
 	}
-	if a.last != nil {
-		// Held in this process: its release rings at once, so wait for it (or its validity).
-		// Else the holder's TTL is unknown: poll, unless a release rings.
-		if until, ok := l.heldHere(key); ok {
-			return false, time.Until(until), nil
-		}
-		return false, l.holderLeft(ctx, key), nil
-	}
-	if ctx.Err() != nil {
+	r := core.NewRedlock(l.quorum, l.fence)
+	switch {
+	case a.last != nil:
+		r.Set(false, l.heldHere(key))
+	case ctx.Err() != nil:
 		// Won for a caller that has gone: give it back at once.
 		l.giveBack(ctx, a.m, key, "release after cancelled acquire")
 		return false, 0, l.notObtained(ctx, key, a.attempts, nil)
+	default:
+		r.Set(true, 0)
 	}
-	if l.fence {
-		if a.token, a.last = l.drawToken(context.WithoutCancel(ctx), key, a.m.Value(), nodeTimeout(a.ttl)); a.last != nil {
-			// Not fenced on a majority: give the lock back and try again.
+	for !r.Over() {
+		switch r.Round {
+		case core.RedlockPTTL:
+			r.PTTLs(l.pttls(ctx, key))
+		case core.RedlockRead:
+			r.Answered(l.onMasters(ctx, nodeTimeout(a.ttl), script.RedlockTokenReadCall(key, a.m.Value())))
+		case core.RedlockRaise:
+			r.Answered(l.onMasters(ctx, nodeTimeout(a.ttl), script.RedlockTokenRaiseCall(key, a.m.Value(), r.Token)))
+		case core.RedlockUnfence:
+			a.last = fmt.Errorf("redlock %s: not fenced on a quorum of %d masters: %w", key, l.quorum, errLost)
 			l.giveBack(ctx, a.m, key, "release after a failed fencing round")
-			return false, -1, nil
+			r.GaveBack()
 		}
 	}
-	return true, 0, nil
+	a.token = r.Token
+	return r.Round == core.RedlockHeld, r.Sleep, nil
 }
 
 // newValue is an acquisition's value on the masters: random, after the instance id when one was
@@ -227,9 +234,8 @@ func (l *redlockLocker) newValue() (string, error) {
 	return v, nil
 }
 
-// holderLeft is how long a waiter sleeps after a failed attempt when no release rings: it reads
-// key's PTTL on every master, and core.QuorumFree decides.
-func (l *redlockLocker) holderLeft(ctx context.Context, key string) time.Duration {
+// pttls reads key's PTTL on every master (core.NoAnswer where none came).
+func (l *redlockLocker) pttls(ctx context.Context, key string) []time.Duration {
 	ttls := make([]time.Duration, len(l.masters))
 	var wg sync.WaitGroup
 	for i, m := range l.masters {
@@ -245,7 +251,7 @@ func (l *redlockLocker) holderLeft(ctx context.Context, key string) time.Duratio
 		})
 	}
 	wg.Wait()
-	return core.QuorumFree(ttls, l.quorum)
+	return ttls
 }
 
 // giveBack releases a lock this acquisition has just won but will not keep, on every master and
@@ -285,9 +291,9 @@ func (l *redlockLocker) unlockValue(ctx context.Context, key, value string) erro
 	return fmt.Errorf("lock: redlock give back %s: %w: %w", key, ErrUnavailable, err)
 }
 
-// heldHere reports whether a lease of this process holds key, and until when at the latest
-// (its validity, moved on by every extension).
-func (l *redlockLocker) heldHere(key string) (time.Time, bool) {
+// heldHere is how long a lease of this process still holds key at the latest (its validity,
+// moved on by every extension): 0 when none does. Its release rings the waiters sooner.
+func (l *redlockLocker) heldHere(key string) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var until time.Time
@@ -296,7 +302,7 @@ func (l *redlockLocker) heldHere(key string) (time.Time, bool) {
 			until = u
 		}
 	}
-	return until, time.Now().Before(until)
+	return max(time.Until(until), 0)
 }
 
 // forget drops a lease from the ones held here (released or lost).

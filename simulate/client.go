@@ -63,6 +63,9 @@ type Client struct {
 	Rides              int
 	Got                [3]bool
 	TTLs               [3]time.Duration // what each master said of the lock's PTTL, as core.QuorumFree reads it (redlock)
+	Replies            [3]int64         // each master's reply to the round under way (redlock)
+	Redlock            core.Redlock     // the redlock attempt under way
+	Undo               bool             // the redlock attempt's lost SET round is being given back (redsync)
 	I                  int              // the master its next command goes to
 	Asked              uint8            // the masters asked so far in a round of parallel asks (redlock)
 
@@ -138,6 +141,7 @@ func (s *Sim) begin(w *World, c *Client) {
 	c.Start, c.Deadline = w.Now, w.Now+ms(s.cfg.Wait)
 	c.Waiting, c.WakeAt, c.Granted, c.GrantTok, c.Next = false, 0, false, 0, 0
 	c.Inside, c.Got, c.Sent, c.BeatAt = false, [3]bool{}, w.Now, 0
+	c.Redlock, c.Undo = core.Redlock{}, false
 	c.Leased, c.Life, c.LifeWake, c.Lost, c.Renewing, c.RoundAt = false, core.Life{}, 0, false, false, 0
 	c.Queued, c.Turn, c.Over, c.Riding, c.Rides = false, false, false, false, 0
 	c.LoseReply, c.ReplyLost, c.Broken, c.Orphans, c.KeepPlace = false, false, 0, 0, false

@@ -63,6 +63,9 @@ func TestMutantsFound(t *testing.T) {
 		// after its next attempt took its place again and takes it out: the release finds nobody
 		// to hand the lock to while that waiter sleeps.
 		core.NoKeepPlace: {Config{Kind: "fair", Clients: 2, Rounds: 2, Faults: []string{FaultMasterDown}, MaxFaults: 1}, "wake"},
+		// Two Redlock holders in turn: the second reads the counter the first raised to its token,
+		// and unless it steps past it, both write with one token.
+		core.NoTokenStep: {Config{Kind: "redlock-fenced", Clients: 2}, "fencing"},
 	}
 	if len(cases) != len(core.Mutants) {
 		t.Fatalf("%d mutants tested, the core has %d", len(cases), len(core.Mutants))

@@ -24,20 +24,10 @@ type redlockKind struct {
 	fence bool
 }
 
-// The steps of a redlock acquisition (Client.Sub).
-const (
-	rlSet      = iota // SET NX PX on each master
-	rlGiveBack        // a failed attempt given back on each master (redsync)
-	rlPTTL            // holderLeft: PTTL on each master
-	rlRead            // fencing, round 1: RedlockTokenRead on each master
-	rlRaise           // fencing, round 2: RedlockTokenRaise on each master
-	rlUnfenced        // a round without a majority: the lock given back on each master
-)
-
 func (redlockKind) masters() int   { return 3 }
 func (redlockKind) freeNeeds() int { return 2 } // an attempt wins with a majority
 
-// relook: a failed waiter sleeps the quorum-th shortest PTTL it read (holderLeft), at most a
+// relook: a failed waiter sleeps the quorum-th shortest PTTL it read (core.QuorumFree), at most a
 // lease: no message tells it of a release in another process.
 func (redlockKind) relook(s *Sim) int64 { return ms(s.cfg.Lease) }
 
@@ -55,89 +45,95 @@ func (k redlockKind) leftoverOK(key string) bool { return k.fence && key == k.to
 // announcement of another process's release on any master rings it too.
 func (redlockKind) queue() (core.QueueConfig, bool) { return queueConfig(true), true }
 
+// acquire is one master's part of the attempt's round under way (core.Redlock, which decides the
+// next round once all three answered). The SET round is redsync's: SET NX PX on each master, won
+// with a majority and validity left, else given back on each (redsyncDelete, in a round of its own
+// here, RedlockSet's second half).
 func (k redlockKind) acquire(s *Sim, w *World, c *Client) {
-	if c.Over && c.Sub == rlSet && c.Asked == 0 {
+	r := &c.Redlock
+	if c.Over && r.Round == core.RedlockSet && c.Asked == 0 && !c.Undo {
 		s.note(w, c.name(), "give up", "wait over")
 		s.giveUp(w, c)
 		return
 	}
-	switch c.Sub {
-	case rlSet:
-		k.set(s, w, c)
-	case rlGiveBack: // redsync gives a failed attempt back on every master
+	if r.Round == core.RedlockSet && c.Asked == 0 && !c.Undo {
+		*r, c.Start = core.NewRedlock(2, k.fence), w.Now
+	}
+	reply := int64(core.NoReply)
+	switch {
+	case c.Undo || r.Round == core.RedlockUnfence:
 		s.script(w, c, c.I, "redsync-delete", redsyncDelete, []string{lockName}, c.Value)
-		if roundOver(c) {
-			c.Sub, c.Got = rlPTTL, [3]bool{}
+	case r.Round == core.RedlockSet:
+		if s.cmd(w, c, c.I, "SET", lockName, c.Value, "NX", "PX", itoa(ms(s.cfg.Lease))) == "OK" {
+			reply = 1
 		}
-	case rlPTTL: // holderLeft: the PTTL on each master
+	case r.Round == core.RedlockPTTL:
 		c.TTLs[c.I] = core.NoAnswer // a master down: never frees, as a key without TTL
 		if d, ok := asInt(s.cmd(w, c, c.I, "PTTL", lockName)); ok {
 			c.TTLs[c.I] = pttl(d)
 		}
-		if !roundOver(c) {
-			return
+	case r.Round == core.RedlockRead:
+		if v, ok := asInt(s.call(w, c, c.I, script.RedlockTokenReadCall(lockName, c.Value))); ok {
+			reply = v
 		}
-		c.Sub = rlSet
-		s.failed(w, c, holderLeft(c.TTLs))
-	case rlRead, rlRaise:
-		k.drawToken(s, w, c)
-	case rlUnfenced: // the library's giveBack; the attempt counts as lost, retried after the poll delay
-		s.script(w, c, c.I, "redsync-delete", redsyncDelete, []string{lockName}, c.Value)
-		if roundOver(c) {
-			c.Sub, c.Got = rlSet, [3]bool{}
-			announce(s, w, c) // the library's giveBack announces it as a release
-			s.failed(w, c, 5)
+	case r.Round == core.RedlockRaise:
+		if v, ok := asInt(s.call(w, c, c.I, script.RedlockTokenRaiseCall(lockName, c.Value, r.Token))); ok {
+			reply = v
 		}
+	}
+	c.Replies[c.I] = reply
+	if roundOver(c) {
+		k.answered(s, w, c)
 	}
 }
 
-// set is one SET NX PX of an attempt; after the third, the attempt is won (a majority, validity
-// left) or given back.
-func (k redlockKind) set(s *Sim, w *World, c *Client) {
-	if c.Asked == 0 {
-		c.Start = w.Now
-	}
-	r := s.cmd(w, c, c.I, "SET", lockName, c.Value, "NX", "PX", itoa(ms(s.cfg.Lease)))
-	c.Got[c.I] = r == "OK"
-	if !roundOver(c) {
-		return
-	}
-	lease := ms(s.cfg.Lease)
+// answered feeds a round's answers, all in, to the attempt, and acts on where it ends.
+func (k redlockKind) answered(s *Sim, w *World, c *Client) {
+	r := &c.Redlock
 	switch {
-	case majority(c.Got) && lease-(w.Now-c.Start)-(lease/100+2) > 0 && k.fence:
-		c.Sub, c.Token, c.Got = rlRead, 0, [3]bool{}
-	case majority(c.Got) && lease-(w.Now-c.Start)-(lease/100+2) > 0:
-		s.hold(w, c, 0, c.Start, lease)
+	case c.Undo:
+		c.Undo = false
+		r.Set(false, k.heldHere(w, c))
+	case r.Round == core.RedlockSet:
+		lease := ms(s.cfg.Lease)
+		won := majority(c.Replies) && lease-(w.Now-c.Start)-ms(core.Margin(s.cfg.Lease)) > 0
+		if c.Undo = !won; won {
+			r.Set(true, 0)
+		}
+	case r.Round == core.RedlockPTTL:
+		r.PTTLs(c.TTLs[:])
+	case r.Round == core.RedlockUnfence:
+		announce(s, w, c) // the library's giveBack announces it as a release
+		r.GaveBack()
 	default:
-		c.Sub = rlGiveBack
+		r.Answered(c.Replies[:])
+	}
+	c.Replies, c.TTLs = [3]int64{}, [3]time.Duration{} // read: a new round (a world is a state)
+	switch r.Round {
+	case core.RedlockHeld:
+		token := r.Token
+		c.Redlock = core.Redlock{}
+		s.hold(w, c, token, c.Start, ms(s.cfg.Lease))
+	case core.RedlockSlept:
+		sleep := int64(5) // a quorum free: the library's poll delay, taken as 5 ms
+		if r.Sleep >= 0 {
+			sleep = ms(r.Sleep)
+		}
+		c.Redlock = core.Redlock{} // the next attempt's
+		s.failed(w, c, sleep)
 	}
 }
 
-// drawToken is one master's part of a fencing round (lock/redlock_fence.go drawToken): the read
-// counts where the lock is still this acquisition's (reply >= 0) and keeps the largest counter;
-// the token is that plus one, raised where the lock is still ours. Either round without a
-// majority gives the lock back.
-func (k redlockKind) drawToken(s *Sim, w *World, c *Client) {
-	if c.Sub == rlRead {
-		v, ok := asInt(s.call(w, c, c.I, script.RedlockTokenReadCall(lockName, c.Value)))
-		if c.Got[c.I] = ok && v >= 0; c.Got[c.I] {
-			c.Token = max(c.Token, v)
+// heldHere is how long a lease of c's process still holds the lock (the library's heldHere): the
+// latest end among its holders' lives, 0 when none holds it.
+func (redlockKind) heldHere(w *World, c *Client) time.Duration {
+	var here time.Duration
+	for _, o := range w.Clients {
+		if o.Proc == c.Proc && o.ID != c.ID && o.Leased && !o.Lost && o.Inside {
+			here = max(here, o.Life.Until().Sub(at(w.Now)))
 		}
-	} else {
-		v, _ := asInt(s.call(w, c, c.I, script.RedlockTokenRaiseCall(lockName, c.Value, c.Token)))
-		c.Got[c.I] = v == 1
 	}
-	if !roundOver(c) {
-		return
-	}
-	switch {
-	case !majority(c.Got):
-		c.Sub = rlUnfenced
-	case c.Sub == rlRead:
-		c.Sub, c.Token, c.Got = rlRaise, c.Token+1, [3]bool{}
-	default:
-		s.hold(w, c, c.Token, c.Start, ms(s.cfg.Lease))
-	}
+	return here
 }
 
 // asks: every round of a redlock acquisition, renewal and release goes to the three masters at
@@ -150,7 +146,7 @@ func (redlockKind) asks(w *World, c *Client) uint8 {
 	switch {
 	case c.PassOn != "":
 		return 0
-	case c.PC == pcAcquire && (c.Turn || c.Over) && !(c.Over && c.Sub == rlSet && c.Asked == 0):
+	case c.PC == pcAcquire && (c.Turn || c.Over) && !(c.Over && c.Redlock.Round == core.RedlockSet && c.Asked == 0 && !c.Undo):
 		return open
 	case c.PC == pcRelease, c.PC == pcWork && c.Renewing:
 		return open
@@ -201,29 +197,20 @@ func (redlockKind) deliver(s *Sim, w *World, c *Client, m msg) {
 	}
 }
 
-// majority: at least two of the three masters.
-func majority(got [3]bool) bool {
+// majority: at least two of the three masters answered 1 (set the key, or extended it).
+func majority(replies [3]int64) bool {
 	n := 0
-	for _, g := range got {
-		if g {
+	for _, v := range replies {
+		if v == 1 {
 			n++
 		}
 	}
 	return n >= 2
 }
 
-// noQuorumPoll is how long a waiter sleeps when no quorum can ever free (lock/redlock.go
-// holderLeft: masters that do not answer, or keys without TTL): it looks again every 2 s.
+// noQuorumPoll is how long a waiter sleeps when no quorum can ever free (lock/redlock.go,
+// core.QuorumFree: masters that do not answer, or keys without TTL): it looks again every 2 s.
 var noQuorumPoll = ms(core.NoQuorumPoll)
-
-// holderLeft is the library's sleep after a failed attempt (core.QuorumFree), its poll delay when
-// a quorum is free taken as 5 ms.
-func holderLeft(ttls [3]time.Duration) int64 {
-	if left := core.QuorumFree(ttls[:], 2); left >= 0 {
-		return ms(left)
-	}
-	return 5
-}
 
 // pttl is a PTTL reply (ms) as go-redis gives it to the library: -1 and -2 as Redis says them.
 func pttl(d int64) time.Duration {
@@ -236,11 +223,14 @@ func pttl(d int64) time.Duration {
 // renew extends on each master; a round that extends fewer than a majority fails (redsync's
 // extend), tried again while the validity lasts.
 func (k redlockKind) renew(s *Sim, w *World, c *Client) (bool, renewal) {
-	c.Got[c.I] = renewOutcome(s.call(w, c, c.I, script.FencedRenewCall(lockName, c.Value, ms(s.cfg.Lease)))) == renewOK
+	c.Replies[c.I] = 0
+	if renewOutcome(s.call(w, c, c.I, script.FencedRenewCall(lockName, c.Value, ms(s.cfg.Lease)))) == renewOK {
+		c.Replies[c.I] = 1
+	}
 	if !roundOver(c) {
 		return false, renewOK
 	}
-	if !majority(c.Got) {
+	if !majority(c.Replies) {
 		return true, renewFailed
 	}
 	return true, renewOK

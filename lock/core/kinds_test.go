@@ -56,6 +56,46 @@ func TestQuorumFree(t *testing.T) {
 	}
 }
 
+// A Redlock attempt's rounds: won and fenced, the token one past the largest counter read
+// where the lock is still the attempt's; a round short of a quorum gives the lock back; a lost
+// attempt sleeps on its own process's lease, or on the masters' PTTLs.
+func TestRedlockRounds(t *testing.T) {
+	r := NewRedlock(2, true)
+	r.Set(true, 0)
+	r.Answered([]int64{4, -1, 6})
+	if r.Round != RedlockRaise || r.Token != 7 {
+		t.Fatalf("after the read: %+v, want a raise to 7", r)
+	}
+	r.Answered([]int64{1, NoReply, 1})
+	if r.Round != RedlockHeld || r.Token != 7 || !r.Over() {
+		t.Fatalf("after the raise: %+v, want held with 7", r)
+	}
+	r = NewRedlock(2, true)
+	r.Set(true, 0)
+	r.Answered([]int64{3, NoReply, -1})
+	if r.Round != RedlockUnfence {
+		t.Fatalf("a read on one master of three: %+v, want the lock given back", r)
+	}
+	if r.GaveBack(); r.Round != RedlockSlept || r.Sleep != -1 {
+		t.Fatalf("after the give-back: %+v, want a sleep of the poll delay", r)
+	}
+	r = NewRedlock(2, false)
+	if r.Set(true, 0); r.Round != RedlockHeld {
+		t.Fatalf("won, not fenced: %+v, want held", r)
+	}
+	r = NewRedlock(2, false)
+	if r.Set(false, time.Second); r.Round != RedlockSlept || r.Sleep != time.Second {
+		t.Fatalf("lost to a lease of this process: %+v, want a sleep of its second", r)
+	}
+	r = NewRedlock(2, false)
+	if r.Set(false, 0); r.Round != RedlockPTTL {
+		t.Fatalf("lost: %+v, want a PTTL round", r)
+	}
+	if r.PTTLs([]time.Duration{-2, 50 * time.Millisecond, time.Second}); r.Sleep != 50*time.Millisecond {
+		t.Fatalf("after the PTTLs: %+v, want a sleep of 50ms", r)
+	}
+}
+
 // An expirable semaphore's acquire: a permit taken, a sleep until the earliest permit held
 // expires, a sleep until a release rings, or an answer of another shape.
 func TestPermitSaid(t *testing.T) {

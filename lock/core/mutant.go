@@ -22,10 +22,11 @@ const (
 	NoSettle                           // a win after a lost reply gives back no hold the lost attempt counted (ExtraHolds)
 	NoLeaveUnanswered                  // a line waiter leaves the Redis line only when an answer said it queued, not when one never came
 	NoKeepPlace                        // a fair waiter that rides a failover leaves the queue at once (FairLeavesNow)
+	NoTokenStep                        // a Redlock fencing token is the largest counter read, not one past it
 )
 
 // Mutants lists every mutant but Sound.
-var Mutants = []Mutant{NoRenewal, NeverLost, NoPush, NoWake, NoRelook, NoLookAfterSubscribe, NoCohort, NoDeadlineTimer, NoInLineBound, NoBeatRing, NoSettle, NoLeaveUnanswered, NoKeepPlace}
+var Mutants = []Mutant{NoRenewal, NeverLost, NoPush, NoWake, NoRelook, NoLookAfterSubscribe, NoCohort, NoDeadlineTimer, NoInLineBound, NoBeatRing, NoSettle, NoLeaveUnanswered, NoKeepPlace, NoTokenStep}
 
 func (m Mutant) String() string {
 	switch m {
@@ -55,6 +56,8 @@ func (m Mutant) String() string {
 		return "no-leave-unanswered"
 	case NoKeepPlace:
 		return "no-keep-place"
+	case NoTokenStep:
+		return "no-token-step"
 	}
 	return "sound"
 }
