@@ -98,6 +98,9 @@ func (c *Client) acq() string { return fmt.Sprintf("c%d.r%d", c.ID, c.Round) }
 
 // sleep makes c wait until t or a message.
 func (c *Client) sleep(t int64) {
+	if c.BeatAt != 0 && c.PC == pcAcquire && c.BeatAt < t {
+		t = c.BeatAt // a fair waiter's process beats meanwhile
+	}
 	c.Waiting, c.WakeAt = true, t
 }
 
@@ -375,7 +378,7 @@ func (s *Sim) step(w *World, c *Client) {
 			s.rideOn(w, c)
 			return
 		}
-		if s.queueTurn(w, c) {
+		if !s.kind.timerDue(s, w, c) && s.queueTurn(w, c) {
 			s.kind.acquire(s, w, c)
 		}
 	case pcWork:

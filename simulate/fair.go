@@ -37,6 +37,12 @@ func fairCalls(c *Client) script.Fair {
 	return script.Fair{ID: c.Value[:strings.IndexByte(c.Value, ':')], LagCap: fairLagCap}
 }
 
+// queue: a fair waiter is the one waiter of a core.Queue of its own, as in the library's
+// waitTurn (a fair client has a process of its own here): the queue decides when it looks again
+// (the nap its attempt read, or a ring: a message to its channel, or its process's heartbeat) and
+// when its wait is over. It subscribes to nothing through it (Listens off): its channel is its own.
+func (fairKind) queue() (core.QueueConfig, bool) { return core.QueueConfig{}, true }
+
 func (k fairKind) acquire(s *Sim, w *World, c *Client) {
 	switch {
 	case c.Granted:
@@ -44,25 +50,22 @@ func (k fairKind) acquire(s *Sim, w *World, c *Client) {
 		s.handedOver(w, c, 0, min(ms(s.cfg.Lease), k.grantTTL(s)), func() any {
 			return s.call(w, c, 0, core.RLock.Renew(s.ask(w, c)))
 		})
-	case c.BeatAt != 0 && w.Now >= c.BeatAt:
-		k.beat(s, w, c)
-	case w.Now >= c.Deadline:
+	case c.Over:
 		s.call(w, c, 0, fairCalls(c).Cancel(lockName, c.Value, ms(s.cfg.Wait)))
 		c.KeepPlace = false
 		s.giveUp(w, c)
-	case w.Now >= c.Next:
-		k.try(s, w, c)
 	default:
-		k.nap(c)
+		k.try(s, w, c)
 	}
 }
 
-func (k fairKind) nap(c *Client) {
-	t := min(c.Next, c.Deadline)
-	if c.BeatAt != 0 {
-		t = min(t, c.BeatAt)
+// timer: the waiting process's heartbeat is due (the library's beats on a timer of its own).
+func (k fairKind) timerDue(s *Sim, w *World, c *Client) bool {
+	if c.BeatAt == 0 || w.Now < c.BeatAt || c.Granted {
+		return false
 	}
-	c.sleep(t)
+	k.beat(s, w, c)
+	return true
 }
 
 // try is one run of the acquire script (fairLocker.try).
@@ -75,7 +78,7 @@ func (k fairKind) try(s *Sim, w *World, c *Client) {
 		// No answer (a refused connection): its heartbeat stops with its wait, and the
 		// acquisition rides (Locker.ride) with the same owner, whose place in the queue is kept for
 		// it and left if it ends without the lock (core.FairLeavesNow, the library's leaveAtEnd).
-		c.BeatAt, c.Next = 0, 0
+		c.BeatAt = 0
 		if core.FairLeavesNow(true) {
 			s.giveBackLater(w, c, c.Value, w.Now+max(ms(s.cfg.Wait), ms(s.cfg.Lease))) // giveUp
 		} else {
@@ -90,11 +93,10 @@ func (k fairKind) try(s *Sim, w *World, c *Client) {
 		return
 	}
 	due, _ := asInt(r)
-	c.Next = w.Now + min(ms(core.FairNap(dur(due), s.cfg.Wait)), c.Deadline-w.Now)
 	if c.BeatAt == 0 {
 		c.BeatAt = w.Now + fairBeatMs
 	}
-	k.nap(c)
+	s.failed(w, c, ms(core.FairNap(dur(due), s.cfg.Wait)))
 }
 
 // beat is the waiting process's heartbeat (fairLocker.heartbeat), its reading read by the
@@ -109,13 +111,15 @@ func (k fairKind) beat(s *Sim, w *World, c *Client) {
 		}
 	} else {
 		b := core.FairBeatSaid(head, pttl, holder)
-		if b.Rings(c.Value) {
-			c.Next = w.Now // rung: its attempt looks again now (and takes a lock handed to it)
-		}
 		next = ms(b.Next)
+		if b.Rings(c.Value) {
+			c.BeatAt = w.Now + next
+			s.ring(w, c, 0) // its attempt looks again now (and takes a lock handed to it)
+			return
+		}
 	}
 	c.BeatAt = w.Now + next
-	k.nap(c)
+	s.queueSays(w, c, 0, w.proc(c).Qs[0].Tick(at(w.Now)))
 }
 
 // grantTTL is how long a lock handed to a waiter of this library lives before its holder pushes
@@ -211,11 +215,12 @@ func (k fairKind) deliver(s *Sim, w *World, c *Client, m msg) {
 	waiting := c.PC == pcAcquire && !c.Done && !c.Riding && c.Value == field
 	switch {
 	case m.Payload == script.FairGrantMessage && waiting:
-		c.Granted, c.Waiting = true, false
+		c.Granted = true
+		s.ring(w, c, 0)
 	case m.Payload == script.FairGrantMessage && !(c.Inside && c.Value == field):
 		c.PassOn = field
 	case waiting:
-		c.Next, c.Waiting = w.Now, false
+		s.ring(w, c, 0)
 	}
 }
 

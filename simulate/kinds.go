@@ -28,8 +28,11 @@ type kind interface {
 	leftoverOK(key string) bool
 	expects(err error) bool // an error reply the kind's steps handle (any other is a violation)
 	// queue is the library's in-process queue of the kind (queue.go); false: the kind waits on
-	// its own (fair, which queues in Redis alone, and the lab's polling modes).
+	// its own (the lab's polling modes).
 	queue() (core.QueueConfig, bool)
+	// timerDue performs a waiter's step on a timer of the kind's own, when one is due (fair's
+	// heartbeat), and reports whether it did.
+	timerDue(s *Sim, w *World, c *Client) bool
 	// perMaster: a process has a queue and a subscription for each master, the queue of the part
 	// its client asks (c.I) and of the master a message comes from (multilock); else one.
 	perMaster() bool
@@ -88,6 +91,7 @@ func (base) counted(*Client) (core.Hold, bool)                 { return nil, fal
 func (base) giveBack(*Sim, *World, *Client, string) bool       { return true }
 func (base) queue() (core.QueueConfig, bool)                   { return core.QueueConfig{}, false }
 func (base) wakes() bool                                       { return false }
+func (base) timerDue(*Sim, *World, *Client) bool               { return false }
 func (base) perMaster() bool                                   { return false }
 func (base) heldHint(s *Sim, _ *Client) int64                  { return ms(s.cfg.Lease) }
 func (base) setup(s *Sim, w *World)                            {}

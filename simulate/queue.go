@@ -233,6 +233,6 @@ func (s *Sim) confirmed(w *World, c *Client, part int) {
 // unheard: a message published now to client i's process on queue part is lost, since that
 // queue's subscription is not yet confirmed.
 func (s *Sim) unheard(w *World, i, part int) bool {
-	_, queued := s.kind.queue()
-	return queued && w.proc(&w.Clients[i]).Listens[part] != listenOn
+	cfg, queued := s.kind.queue()
+	return queued && cfg.Listens && w.proc(&w.Clients[i]).Listens[part] != listenOn
 }
