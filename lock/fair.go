@@ -48,9 +48,11 @@ import (
 //     TestFairWithThreadWaitMatchesRedisson and TestFairThreadWaitChainsDeadlines.
 //   - F6. A process with waiters says it is alive every core.AliveEvery, and any live process's
 //     heartbeat drops the waiters of one that stopped, so a crashed process costs about a
-//     second (rule 8). A Redisson client waits in the same queue, is never in the grant hash, and
-//     is told with the unlock message. Checked by TestConformance/fair/12-crashed-waiters,
-//     TestFairRedissonLayout and internal/interop's TestMixedFairLineKilledWaiter.
+//     second (rule 8). A beat that then finds the lock free tells the first waiter: its process
+//     rings it, or, in another process, the unlock message on its channel wakes it. A Redisson
+//     client waits in the same queue, is never in the grant hash, and is told with the unlock
+//     message. Checked by TestConformance/fair/12-crashed-waiters, TestFairRedissonLayout,
+//     TestFairBeatWakesAHeadOfAnotherProcess and internal/interop's TestMixedFairLineKilledWaiter.
 //   - F7. A waiter whose grant message is lost is rung by its process's next heartbeat, which
 //     reads the lock's holder, and its attempt takes the lock handed to it: it costs at most
 //     core.AliveEvery and a round trip, not the grant TTL. Checked by
@@ -384,7 +386,7 @@ func (l *fairLocker) heartbeat(key string, stop <-chan struct{}) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), core.AliveFor/2)
 		now := time.Now()
-		r, err := run(ctx, l.rdb, l.calls.Beat(key, now.UnixMilli(), now.Add(core.AliveFor).UnixMilli())).Slice()
+		r, err := l.sub.mode.run(ctx, l.rdb, l.calls.Beat(key, now.UnixMilli(), now.Add(core.AliveFor).UnixMilli())).Slice()
 		cancel()
 		next := core.AliveEvery
 		head, pttl, holder, ok := script.ReadFairBeat(r)

@@ -806,3 +806,60 @@ func loadScripts(t *testing.T, l *lock.Locker, key string) {
 	}
 	_ = warm.Release(t.Context())
 }
+
+// TestFairBeatWakesAHeadOfAnotherProcess: a heartbeat that finds the lock free wakes the first
+// waiter with the unlock message on its channel when it waits in another process (the dead ahead
+// of it may have just been dropped by this very beat, and nobody else would tell it); one of the
+// beating process it leaves to that process, and a lock that is held wakes nobody. Each check
+// publishes a marker after the beat: the next message on the channel is the beat's, or the marker.
+func TestFairBeatWakesAHeadOfAnotherProcess(t *testing.T) {
+	t.Parallel()
+	c := locktest.NewClient(t, locktest.New(t))
+	const key = "fair-beat-wakes"
+	channel := script.UnlockChannel(key) + ":b:w"
+	ps := c.Subscribe(t.Context(), channel)
+	defer func() { _ = ps.Close() }()
+	if _, err := ps.Receive(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	msgs := ps.Channel()
+	now := time.Now().UnixMilli()
+	queue, deadlines := script.Prefixed(script.RedissonQueuePrefix, key), script.Prefixed(script.RedissonTimeoutPrefix, key)
+	c.RPush(t.Context(), queue, "g:ghost", "b:w")
+	c.ZAdd(t.Context(), deadlines, redis.Z{Score: float64(now - 1), Member: "g:ghost"}, redis.Z{Score: float64(now + 5000), Member: "b:w"})
+	beat := func(id string) []any {
+		t.Helper()
+		call := script.Fair{ID: id, LagCap: 86_400_000}.Beat(key, time.Now().UnixMilli(), time.Now().Add(time.Second).UnixMilli())
+		r, err := redis.NewScript(script.FairBeat).Run(t.Context(), c, call.Keys, call.Args...).Slice()
+		if err != nil {
+			t.Fatalf("beat of %s: %v", id, err)
+		}
+		return r
+	}
+	next := func(marker string) string {
+		t.Helper()
+		if err := c.Publish(t.Context(), channel, marker).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return within(t, "a message on the waiter's channel", msgs).Payload
+	}
+	if r := beat("a"); r[0] != "b:w" || r[1] != int64(-2) {
+		t.Fatalf("the beat read %v, want the dead ghost dropped, b:w first and the lock free", r)
+	}
+	if got := next("marker-1"); got != script.UnlockMessage {
+		t.Fatalf("after a beat of another process that found the lock free, the waiter's channel said %q, want the unlock message", got)
+	}
+	if got := within(t, "the marker", msgs).Payload; got != "marker-1" {
+		t.Fatalf("the waiter's channel said %q, want the marker", got)
+	}
+	beat("b")
+	if got := next("marker-2"); got != "marker-2" {
+		t.Fatalf("after a beat of the waiter's own process, its channel said %q: that process rings it itself", got)
+	}
+	c.HSet(t.Context(), key, "x:holder", 1)
+	c.PExpire(t.Context(), key, 10*time.Second)
+	beat("a")
+	if got := next("marker-3"); got != "marker-3" {
+		t.Fatalf("after a beat that found the lock held, the waiter's channel said %q: a held lock wakes nobody", got)
+	}
+}

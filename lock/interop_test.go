@@ -37,8 +37,8 @@ func TestShardedBuildsStandInForTheirScripts(t *testing.T) {
 			t.Errorf("%s on classic pub/sub is not its classic build", name)
 		}
 	}
-	if twins != 13 {
-		t.Fatalf("%d scripts with a sharded build, want the reentrant release (Redisson's and with the nomination), the nomination's pass, the fair release and cancel, the read and write releases, and the semaphores' six", twins)
+	if twins != 14 {
+		t.Fatalf("%d scripts with a sharded build, want the reentrant release (Redisson's and with the nomination), the nomination's pass, the fair release, cancel and heartbeat, the read and write releases, and the semaphores' six", twins)
 	}
 }
 

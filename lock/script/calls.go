@@ -179,9 +179,10 @@ func (f Fair) Acquire(key, field string, lease, wait, now, grant int64, pickup b
 	return Call{"FairAcquire", FairKeys(key), []any{lease, field, wait, now, grant, Flag(pickup), keep, f.ID, aliveUntil, f.LagCap}}
 }
 
-// Beat is the process's heartbeat at now, alive until aliveUntil.
+// Beat is the process's heartbeat at now, alive until aliveUntil. It wakes the first waiter,
+// when the lock is free and that waiter is of another process, with the unlock message.
 func (f Fair) Beat(key string, now, aliveUntil int64) Call {
-	return Call{"FairBeat", FairKeys(key), []any{"", "", "", now, f.ID, aliveUntil, f.LagCap}}
+	return Call{"FairBeat", fairChannelKeys(key), []any{UnlockMessage, "", "", now, f.ID, aliveUntil, f.LagCap}}
 }
 
 // Release gives back one of field's holds (of lease hold) at now; a lock it hands to a waiter

@@ -145,6 +145,7 @@ var (
 	RLockReleaseSharded     = build("rlock_release.lua", shardedSwap)
 	RLockPassSharded        = build("rlock_pass.lua", shardedSwap)
 	FairReleaseSharded      = build("fair_release.lua", shardedSwap)
+	FairBeatSharded         = build("fair_beat.lua", shardedSwap)
 	FairCancelSharded       = build("fair_cancel.lua", shardedSwap)
 	ReadLockReleaseSharded  = build("read_lock_release.lua", shardedSwap)
 	WriteLockReleaseSharded = build("write_lock_release.lua", shardedSwap)
@@ -176,7 +177,7 @@ func Sources() map[string]string {
 func ShardedSources() map[string]string {
 	return map[string]string{
 		"ReentrantRelease": ReentrantReleaseSharded, "RLockRelease": RLockReleaseSharded, "RLockPass": RLockPassSharded,
-		"FairRelease": FairReleaseSharded, "FairCancel": FairCancelSharded,
+		"FairRelease": FairReleaseSharded, "FairCancel": FairCancelSharded, "FairBeat": FairBeatSharded,
 		"ReadLockRelease": ReadLockReleaseSharded, "WriteLockRelease": WriteLockReleaseSharded,
 		"SemSet": SemSetSharded, "SemRelease": SemReleaseSharded,
 		"PermitAcquire": PermitAcquireSharded, "PermitRenew": PermitRenewSharded,
