@@ -38,7 +38,9 @@ import (
 //     TestFairHandoverRacingTheWaitersOwnAttempt and TestFairHandoverKeepsTheWaitersLease.
 //   - F3. A waiter sleeps until it is told or until its estimated turn, bounded below so a stale
 //     estimate is no busy loop, and above by the thread wait, which puts a waiter a script dropped
-//     back in line. Checked by internal/interop's TestMixedFairLineUnequalWaits.
+//     back in line. A release or heartbeat that drops a waiter for its deadline while its process
+//     may live tells it with the unlock message, so it queues again at once. Checked by
+//     internal/interop's TestMixedFairLineUnequalWaits and TestFairReleaseTellsALiveWaiterItDropped.
 //   - F4. A process listens to one pattern per key (classic pub/sub) and handles a message once,
 //     for the waiter it names; with sharded pub/sub each waiter subscribes its own channel.
 //     Checked by TestPatternMessageHandledOnce.

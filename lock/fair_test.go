@@ -863,3 +863,37 @@ func TestFairBeatWakesAHeadOfAnotherProcess(t *testing.T) {
 		t.Fatalf("after a beat that found the lock held, the waiter's channel said %q: a held lock wakes nobody", got)
 	}
 }
+
+// TestFairReleaseTellsALiveWaiterItDropped: a release that drops a waiter for its deadline while
+// its process still says it is alive (the holds ahead outlasted the deadline Redisson's scripts
+// wrote) tells it with the unlock message, so it looks again and queues at once rather than at
+// its next look. The release finds nobody else in line and deletes the lock.
+func TestFairReleaseTellsALiveWaiterItDropped(t *testing.T) {
+	t.Parallel()
+	c := locktest.NewClient(t, locktest.New(t))
+	l := fairLocker(t, c, "a", 5*time.Second)
+	const key = "fair-dropped-live"
+	channel := script.UnlockChannel(key) + ":b:w"
+	ps := c.Subscribe(t.Context(), channel)
+	defer func() { _ = ps.Close() }()
+	if _, err := ps.Receive(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "h", Wait: setupWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixMilli()
+	c.RPush(t.Context(), script.Prefixed(script.RedissonQueuePrefix, key), "b:w")
+	c.ZAdd(t.Context(), script.Prefixed(script.RedissonTimeoutPrefix, key), redis.Z{Score: float64(now - 1), Member: "b:w"})
+	c.HSet(t.Context(), script.Prefixed(script.FairAlivePrefix, key), "b", now+60_000)
+	if err := h.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := within(t, "a message on the dropped waiter's channel", ps.Channel()).Payload; got != script.UnlockMessage {
+		t.Fatalf("the dropped waiter's channel said %q, want the unlock message", got)
+	}
+	if q := queue(t, c, key); len(q) != 0 {
+		t.Errorf("the queue after the release: %v, want the waiter dropped", q)
+	}
+}

@@ -34,9 +34,9 @@ type Client struct {
 	Waiting  bool   // asleep until WakeAt or a message
 	WakeAt   int64
 
-	Granted  bool // a release handed it the lock (a message said so)
-	GrantTok int64
-	Next     int64 // a line kind's next look at the latest
+	Granted   bool  // a release handed it the lock (a message said so)
+	GrantHere bool  // fair: by a release in its own process, so the lock lives its lease
+	Next      int64 // a line kind's next look at the latest
 
 	Inside  bool
 	Read    int   // the resource's version when it entered
@@ -142,7 +142,7 @@ func (s *Sim) begin(w *World, c *Client) {
 	c.PC, c.Sub, c.I, c.Asked = pcAcquire, 0, 0, 0
 	c.Value = fmt.Sprintf("p%d:c%d.r%d", c.Proc, c.ID, c.Round)
 	c.Start, c.Deadline = w.Now, w.Now+ms(s.cfg.Wait)
-	c.Waiting, c.WakeAt, c.Granted, c.GrantTok, c.Next = false, 0, false, 0, 0
+	c.Waiting, c.WakeAt, c.Granted, c.GrantHere, c.Next = false, 0, false, false, 0
 	c.Inside, c.Got, c.Sent, c.BeatAt = false, [3]bool{}, w.Now, 0
 	c.Redlock, c.Undo = core.Redlock{}, false
 	c.Leased, c.Life, c.LifeWake, c.Lost, c.Renewing, c.RoundAt = false, core.Life{}, 0, false, false, 0

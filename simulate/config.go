@@ -71,9 +71,10 @@ func (c Config) Defaults() Config {
 
 // SharedKinds are the kinds whose clients may share a process (Config.PerProcess): their waiters
 // wait in the process's core.Queue and a message to the process rings it (readwrite: process 1's
-// clients write, the others' read; multilock: a queue and a subscription for each part). Not fair
-// (every waiter queues in Redis).
-var SharedKinds = []string{"lua", "fenced", "reentrant", "readwrite", "multilock", "redlock", "redlock-fenced", "semaphore", "permits"}
+// clients write, the others' read; multilock: a queue and a subscription for each part; fair: a
+// queue for each waiter, at most 3 to a process, one heartbeat, and its releases hand over within
+// the process).
+var SharedKinds = []string{"lua", "fenced", "reentrant", "readwrite", "multilock", "redlock", "redlock-fenced", "semaphore", "permits", "fair"}
 
 // Validate names what is wrong with c.
 func (c Config) Validate() error {
@@ -83,8 +84,8 @@ func (c Config) Validate() error {
 	if c.Clients < 1 || c.Clients > 5 {
 		return fmt.Errorf("simulate: %d clients: want 1 to 5", c.Clients)
 	}
-	if c.PerProcess < 1 || c.PerProcess > 1 && !slices.Contains(SharedKinds, c.Kind) {
-		return fmt.Errorf("simulate: %d clients per process: want 1, or more for %s", c.PerProcess, strings.Join(SharedKinds, ", "))
+	if c.PerProcess < 1 || c.PerProcess > 1 && !slices.Contains(SharedKinds, c.Kind) || c.Kind == "fair" && c.PerProcess > 3 {
+		return fmt.Errorf("simulate: %d clients per process: want 1, or more for %s (fair: up to 3)", c.PerProcess, strings.Join(SharedKinds, ", "))
 	}
 	for _, f := range c.Faults {
 		if !slices.Contains(AllFaults, f) {

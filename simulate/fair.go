@@ -47,7 +47,11 @@ func (k fairKind) acquire(s *Sim, w *World, c *Client) {
 	switch {
 	case c.Granted:
 		s.note(w, c.name(), "take the lock handed over", "")
-		s.handedOver(w, c, 0, min(ms(s.cfg.Lease), k.grantTTL(s)), func() any {
+		ttl := ms(s.cfg.Lease) // handed over here: it lives the lease
+		if !c.GrantHere {
+			ttl = min(ttl, k.grantTTL(s)) // from another process: the grant TTL
+		}
+		s.handedOver(w, c, 0, ttl, func() any {
 			return s.call(w, c, 0, core.RLock.Renew(s.ask(w, c)))
 		})
 	case c.Over:
@@ -93,33 +97,52 @@ func (k fairKind) try(s *Sim, w *World, c *Client) {
 		return
 	}
 	due, _ := asInt(r)
-	if c.BeatAt == 0 {
+	if c.BeatAt == 0 { // its process's heartbeat: the one under way, or one starting now
 		c.BeatAt = w.Now + fairBeatMs
+		for _, d := range k.waiters(w, c) {
+			if d.BeatAt != 0 {
+				c.BeatAt = d.BeatAt
+			}
+		}
 	}
 	s.failed(w, c, ms(core.FairNap(dur(due), s.cfg.Wait)))
 }
 
 // beat is the waiting process's heartbeat (fairLocker.heartbeat), its reading read by the
-// library's core.FairBeatSaid.
+// library's core.FairBeatSaid: it rings the process's waiters the reading names, and the next
+// beat is set for every waiter of the process, so the process beats once.
 func (k fairKind) beat(s *Sim, w *World, c *Client) {
 	reply := s.call(w, c, 0, fairCalls(c).Beat(lockName, w.Now, w.Now+fairAliveFor))
 	r, _ := reply.([]any)
-	next := int64(fairBeatMs)
-	if head, pttl, holder, ok := script.ReadFairBeat(r); !ok {
-		if reply != errDown {
-			s.unexpected(w, c, "FairBeat", reply)
-		}
-	} else {
-		b := core.FairBeatSaid(head, pttl, holder)
-		next = ms(b.Next)
-		if b.Rings(c.Value) {
-			c.BeatAt = w.Now + next
-			s.ring(w, c, 0) // its attempt looks again now (and takes a lock handed to it)
-			return
+	b := core.FairBeat{Next: core.AliveEvery}
+	if head, pttl, holder, ok := script.ReadFairBeat(r); ok {
+		b = core.FairBeatSaid(head, pttl, holder)
+	} else if reply != errDown {
+		s.unexpected(w, c, "FairBeat", reply)
+	}
+	waiters := k.waiters(w, c)
+	for _, d := range waiters {
+		d.BeatAt = w.Now + ms(b.Next)
+	}
+	for _, d := range waiters {
+		if b.Rings(d.Value) {
+			s.ring(w, d, s.part(d)) // its attempt looks again now (and takes a lock handed to it)
+		} else if d == c {
+			s.queueSays(w, c, s.part(c), w.proc(c).Qs[s.part(c)].Tick(at(w.Now)))
 		}
 	}
-	c.BeatAt = w.Now + next
-	s.queueSays(w, c, 0, w.proc(c).Qs[0].Tick(at(w.Now)))
+}
+
+// waiters are the clients of c's process (c among them) that wait for the lock.
+func (fairKind) waiters(w *World, c *Client) []*Client {
+	var out []*Client
+	mates := w.mates(c)
+	for i := range mates {
+		if d := &mates[i]; d.PC == pcAcquire && d.Queued && !d.Done && !d.Riding {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // grantTTL is how long a lock handed to a waiter of this library lives before its holder pushes
@@ -148,11 +171,35 @@ func (k fairKind) release(s *Sim, w *World, c *Client) {
 func (k fairKind) releaseField(s *Sim, w *World, c *Client, field string, leaseMs, waitMs int64) {
 	queue := k.redisQueue(w)
 	r, _ := s.call(w, c, 0, fairCalls(c).Release(lockName, field, leaseMs, w.Now, ms(s.cfg.Lease), waitMs)).([]any)
-	if kind, next, _ := script.ReadFairRelease(r); kind == 2 {
+	kind, next, _ := script.ReadFairRelease(r)
+	if kind == 2 {
 		k.checkFIFO(w, next, queue)
-		if next != "" && next != c.Value {
-			c.PassOn = next
+	}
+	if (kind == 1 || kind == 2) && next != "" {
+		k.tellHere(s, w, c, next, kind == 2)
+	}
+}
+
+// tellHere is what a release of c's process does for next, first in line, when it waits in this
+// process (fairLocker.release): a waiter handed the lock (granted) is granted it and rung, else
+// rung to look again. One handed the lock that has left without it is released for in turn
+// (PassOn), unless it holds the lock.
+func (k fairKind) tellHere(s *Sim, w *World, c *Client, next string, granted bool) {
+	for _, d := range k.waiters(w, c) {
+		if d.Value == next {
+			d.Granted, d.GrantHere = d.Granted || granted, d.GrantHere || granted
+			s.ring(w, d, s.part(d))
+			return
 		}
+	}
+	mates := w.mates(c)
+	for i := range mates {
+		if mates[i].Inside && mates[i].Value == next {
+			return
+		}
+	}
+	if granted && strings.HasPrefix(next, fairCalls(c).ID+":") {
+		c.PassOn = next
 	}
 }
 
@@ -200,12 +247,22 @@ func (k fairKind) route(w *World, _ int, channel string) []int {
 	if !ok {
 		return nil
 	}
+	// The process the field names hears it (its pattern); the waiter with that field takes it, or
+	// else the process's first client, which gives back a grant to a waiter that left.
+	to := -1
 	for i, c := range w.Clients {
-		if strings.HasPrefix(field, "p"+itoa(int64(c.ID))+":") {
+		switch {
+		case !strings.HasPrefix(field, "p"+itoa(int64(c.Proc))+":"):
+		case c.Value == field:
 			return []int{i}
+		case to < 0:
+			to = i
 		}
 	}
-	return nil
+	if to < 0 {
+		return nil
+	}
+	return []int{to}
 }
 
 // deliver: a grant for the waiting field hands it the lock; one for a field that left is
@@ -216,11 +273,11 @@ func (k fairKind) deliver(s *Sim, w *World, c *Client, m msg) {
 	switch {
 	case m.Payload == script.FairGrantMessage && waiting:
 		c.Granted = true
-		s.ring(w, c, 0)
+		s.ring(w, c, s.part(c))
 	case m.Payload == script.FairGrantMessage && !(c.Inside && c.Value == field):
 		c.PassOn = field
 	case waiting:
-		s.ring(w, c, 0)
+		s.ring(w, c, s.part(c))
 	}
 }
 

@@ -29,8 +29,12 @@ type proc struct {
 }
 
 // part is the queue of its process that c waits in: its part's (c.I, the master it asks) for
-// multilock, else the one.
+// multilock, its own for fair (each fair waiter is the one waiter of its queue: c's place among
+// its process's clients), else the one.
 func (s *Sim) part(c *Client) int {
+	if _, fair := s.kind.(fairKind); fair {
+		return (c.ID - 1) % s.cfg.PerProcess
+	}
 	if s.kind.perMaster() && c.I < 3 {
 		return c.I
 	}

@@ -2,7 +2,8 @@
 -- dead waiters at the head go (fair_queue.lua). A free lock whose first waiter is of another
 -- process wakes it with the unlock message on its channel, as a release that finds the lock not
 -- its own does: the dead ahead of it may have gone just now, and nobody else would tell it (a
--- waiter of the caller's process is rung by the caller, from the reply).
+-- waiter of the caller's process is rung by the caller, from the reply). So is, whatever its
+-- process, a waiter dropped for its deadline while its process may live: it looks again and queues.
 --
 -- KEYS[1] lock_key       the lock, Redisson's hash
 -- KEYS[2] queue_key      "redisson_lock_queue:{<name>}"
@@ -37,7 +38,9 @@ local lag_cap = tonumber(ARGV[7])
 --! include publish.lua
 
 mark_alive(instance, alive_until)
-drop_dead_waiters()
+for _, missed in ipairs(drop_dead_waiters()) do
+  publish(channel_prefix .. ':' .. missed, unlock_message)
+end
 save_lag()
 local holder = ''
 if redis.call('type', lock_key).ok == 'hash' then

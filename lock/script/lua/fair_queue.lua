@@ -11,8 +11,12 @@
 
 -- drop_dead_waiters drops the waiters at the head of the queue whose deadline has passed, or
 -- whose process has stopped saying it is alive (fair_alive.lua), the rule of drop_dead.lua; the
--- first waiter's deadline is made exact before it is read (fair_lag.lua).
+-- first waiter's deadline is made exact before it is read (fair_lag.lua). It returns the ones
+-- dropped for their deadline whose process is not known to be gone: live ones among them (the
+-- holds ahead outlasted the deadlines Redisson's scripts wrote) are out of the line unaware, and
+-- the scripts that publish tell them to look again.
 local function drop_dead_waiters()
+  local missed = {}
   local function first()
     return head
   end
@@ -24,12 +28,16 @@ local function drop_dead_waiters()
     end
     return d
   end
-  local function pop()
+  local function pop(field)
+    if not gone(field) then
+      missed[#missed + 1] = field
+    end
     pop_head()
     settle()
   end
   settle()
   drop_dead(first, deadline, pop, now)
+  return missed
 end
 
 -- The queue and the deadlines expire with the last waiter's deadline (the latest one: a waiter

@@ -7,8 +7,9 @@
 -- processes that take a handover (their field is in the grant hash, with the TTL the lock gets:
 -- min(their lease, their wait), so a dead one holds the line for its wait at most) get it the same
 -- way, told by grant_message on their channel. A Redisson client is never in the grant hash and
--- is told with the unlock message, as Redisson's own release tells it. Every way out saves the
--- lag (fair_lag.lua).
+-- is told with the unlock message, as Redisson's own release tells it. So is a waiter dropped for
+-- its deadline while its process may live: it looks again and queues. Every way out saves the lag
+-- (fair_lag.lua).
 --
 -- KEYS[1] lock_key         the lock, Redisson's hash
 -- KEYS[2] queue_key        "redisson_lock_queue:{<name>}"
@@ -50,7 +51,9 @@ local lag_cap = tonumber(ARGV[9])
 --! include fair_queue.lua
 --! include publish.lua
 
-drop_dead_waiters()
+for _, missed in ipairs(drop_dead_waiters()) do
+  publish(channel_prefix .. ':' .. missed, unlock_message)
+end
 local released = release_hold(lock_key, field, lease_ms)
 if released == nil then
   -- Not ours (it expired, or was never taken). If the lock is free, wake the first waiter anyway,
