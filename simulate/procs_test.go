@@ -26,6 +26,8 @@ func TestSharedProcess(t *testing.T) {
 		{Kind: "redlock", Rounds: 1},
 		{Kind: "semaphore", Rounds: 2, Faults: []string{FaultPubsubLost}},
 		{Kind: "permits", Rounds: 2, Faults: []string{FaultCrash}},
+		// A queue for each waiter, one heartbeat for the process, hand-overs within it.
+		{Kind: "fair", Rounds: 2, Faults: []string{FaultCrash, FaultPubsubLost}},
 	} {
 		cfg.Clients, cfg.PerProcess, cfg.MaxFaults = 3, 2, 1
 		r := mustSim(t, cfg).Exhaustive(t.Context())
@@ -54,27 +56,30 @@ func TestReadersShareInAProcess(t *testing.T) {
 // takes it next without a command), in some schedules; with one client per process, never.
 func TestSharedProcessHandsOver(t *testing.T) {
 	t.Parallel()
-	for _, per := range []int{1, 2} {
-		s := mustSim(t, Config{Kind: "fenced", Clients: 3, PerProcess: per, Rounds: 2})
-		n := 0
-		for seed := range uint64(20) {
-			if handedInProcess(s.RunSeed(seed)) {
-				n++
+	// The release script and its reply's code for a hand-over within the process.
+	for kind, release := range map[string][2]string{"fenced": {"LineRelease", "[3 "}, "fair": {"FairRelease", "[2 "}} {
+		for _, per := range []int{1, 2} {
+			s := mustSim(t, Config{Kind: kind, Clients: 3, PerProcess: per, Rounds: 2})
+			n := 0
+			for seed := range uint64(20) {
+				if handedInProcess(s.RunSeed(seed), release[0], release[1]) {
+					n++
+				}
 			}
-		}
-		t.Logf("%d per process: %d of 20 schedules hand the lock over in a process", per, n)
-		if (n > 0) != (per > 1) {
-			t.Errorf("%d per process: %d of 20 schedules hand the lock over in a process", per, n)
+			t.Logf("%s, %d per process: %d of 20 schedules hand the lock over in a process", kind, per, n)
+			if (n > 0) != (per > 1) {
+				t.Errorf("%s, %d per process: %d of 20 schedules hand the lock over in a process", kind, per, n)
+			}
 		}
 	}
 }
 
-// handedInProcess: some release's reply handed the lock to a waiter of its own process (code 3),
-// which then took it with no command of its own in between.
-func handedInProcess(w *World) bool {
+// handedInProcess: some release's reply (script, starting code) handed the lock to a waiter of
+// its own process, which then took it with no command of its own in between.
+func handedInProcess(w *World, script, code string) bool {
 	steps := w.Steps()
 	for i, st := range steps {
-		if !strings.Contains(st.What, "LineRelease") || !strings.HasPrefix(st.Reply, "[3 ") {
+		if !strings.Contains(st.What, script) || !strings.HasPrefix(st.Reply, code) {
 			continue
 		}
 		to := strings.Split(strings.Split(st.Reply, ":")[1], ".")[0] // [3 "p1:c2.r0" ...]: c2

@@ -221,11 +221,12 @@ func (s *Sim) fault(w *World, ch Choice) {
 	who := c.name()
 	switch ch.Fault {
 	case FaultCrash:
-		box, mates := w.mailbox(c), w.mates(c)
+		mates := w.mates(c)
 		for i := range mates {
 			mates[i].Crashed, mates[i].Inside, mates[i].PassOn, mates[i].GiveBack = true, false, "", ""
 		}
-		w.Msgs = slices.DeleteFunc(w.Msgs, func(m msg) bool { return m.To == box })
+		// Messages go to the process's first client (its mailbox), or to a fair waiter itself.
+		w.Msgs = slices.DeleteFunc(w.Msgs, func(m msg) bool { return w.Clients[m.To].Proc == c.Proc })
 		// What the dead process was told and had not acted on yet (a nomination, a grant, a
 		// message on its way) is lost, as a message sent to it later is.
 		w.shake(s.kind.lostBound(s))
