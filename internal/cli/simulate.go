@@ -47,7 +47,7 @@ func (f *simulateFlags) register(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.IntVar(&f.clients, "clients", 2, "simulated clients, --per-process of them to a process")
-	fs.IntVar(&f.perProcess, "per-process", 1, "clients per process (more than 1 for "+strings.Join(simulate.SharedKinds, ", ")+"): they share its queue and subscription (and for lua and fenced its line), as one Locker's waiters do")
+	fs.IntVar(&f.perProcess, "per-process", 1, "clients per process (more than 1 for "+strings.Join(simulate.SharedKinds, ", ")+"; fair up to 3): they share its queue and subscription (and for lua and fenced its line; fair: its heartbeat), as one Locker's waiters do")
 	fs.IntVar(&f.rounds, "rounds", 1, "acquisitions (acquire, work, write, release) per client")
 	fs.Func("faults", "comma-separated faults the scheduler may inject (default none; known: "+strings.Join(simulate.AllFaults, ",")+")", func(s string) error {
 		f.faults = nil

@@ -79,7 +79,7 @@ func TestSimulateCommandRefusesBadInputAndStopsWhenInterrupted(t *testing.T) {
 		{"simulate", "--budget", "0s"},
 		{"simulate", "--rounds", "0"},
 		{"simulate", "--per-process", "0"},
-		{"simulate", "--kinds", "fair", "--per-process", "2"},
+		{"simulate", "--kinds", "fair", "--per-process", "4"},
 		{"simulate", "--replay", filepath.Join(t.TempDir(), "missing.json")},
 	} {
 		var out, errOut bytes.Buffer
