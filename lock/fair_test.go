@@ -817,12 +817,7 @@ func TestFairBeatWakesAHeadOfAnotherProcess(t *testing.T) {
 	c := locktest.NewClient(t, locktest.New(t))
 	const key = "fair-beat-wakes"
 	channel := script.UnlockChannel(key) + ":b:w"
-	ps := c.Subscribe(t.Context(), channel)
-	defer func() { _ = ps.Close() }()
-	if _, err := ps.Receive(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	msgs := ps.Channel()
+	msgs := subscribed(t, c, channel)
 	now := time.Now().UnixMilli()
 	queue, deadlines := script.Prefixed(script.RedissonQueuePrefix, key), script.Prefixed(script.RedissonTimeoutPrefix, key)
 	c.RPush(t.Context(), queue, "g:ghost", "b:w")
@@ -873,12 +868,7 @@ func TestFairReleaseTellsALiveWaiterItDropped(t *testing.T) {
 	c := locktest.NewClient(t, locktest.New(t))
 	l := fairLocker(t, c, "a", 5*time.Second)
 	const key = "fair-dropped-live"
-	channel := script.UnlockChannel(key) + ":b:w"
-	ps := c.Subscribe(t.Context(), channel)
-	defer func() { _ = ps.Close() }()
-	if _, err := ps.Receive(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	msgs := subscribed(t, c, script.UnlockChannel(key)+":b:w")
 	h, err := l.Acquire(t.Context(), key, lock.Options{Owner: "h", Wait: setupWait})
 	if err != nil {
 		t.Fatal(err)
@@ -890,10 +880,21 @@ func TestFairReleaseTellsALiveWaiterItDropped(t *testing.T) {
 	if err := h.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got := within(t, "a message on the dropped waiter's channel", ps.Channel()).Payload; got != script.UnlockMessage {
+	if got := within(t, "a message on the dropped waiter's channel", msgs).Payload; got != script.UnlockMessage {
 		t.Fatalf("the dropped waiter's channel said %q, want the unlock message", got)
 	}
 	if q := queue(t, c, key); len(q) != 0 {
 		t.Errorf("the queue after the release: %v, want the waiter dropped", q)
 	}
+}
+
+// subscribed is channel's messages, once the subscription is confirmed; it ends with the test.
+func subscribed(t *testing.T, c *redis.Client, channel string) <-chan *redis.Message {
+	t.Helper()
+	ps := c.Subscribe(t.Context(), channel)
+	t.Cleanup(func() { _ = ps.Close() })
+	if _, err := ps.Receive(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return ps.Channel()
 }
