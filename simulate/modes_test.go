@@ -54,7 +54,7 @@ func TestLabModesNoneAtomicRedlockFenced(t *testing.T) {
 		{"atomic", 2, nil, ""},
 		{"atomic", 2, []string{FaultCrash, FaultPause, FaultMasterDown, FaultClockFast}, ""},
 		{"atomic", 2, []string{FaultRestartEmpty}, "data loss"},
-		{"redlock-fenced", 1, nil, ""},
+		{"redlock-fenced", 1, nil, ""}, // also the sound side of the mutant no-token-step (TestMutantsFound)
 	} {
 		cfg := Config{Kind: tc.kind, Clients: 2, Rounds: tc.rounds, Faults: tc.faults, MaxFaults: 1}
 		r := mustSim(t, cfg).Exhaustive(t.Context())

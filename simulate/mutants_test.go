@@ -70,10 +70,14 @@ func TestMutantsFound(t *testing.T) {
 	if len(cases) != len(core.Mutants) {
 		t.Fatalf("%d mutants tested, the core has %d", len(cases), len(core.Mutants))
 	}
+	// Bounds whose sound search another test already makes, complete with no violation.
+	provenBy := map[core.Mutant]string{core.NoTokenStep: "TestLabModesNoneAtomicRedlockFenced"}
 	for _, m := range core.Mutants {
 		tc := cases[m]
 		t.Run(m.String(), func(t *testing.T) {
-			if r := mustSim(t, tc.cfg).Exhaustive(context.Background()); r.Violations != 0 || !r.Complete {
+			if provenBy[m] != "" {
+				t.Logf("the sound search of this bound: %s", provenBy[m])
+			} else if r := mustSim(t, tc.cfg).Exhaustive(context.Background()); r.Violations != 0 || !r.Complete {
 				t.Fatalf("the sound core: %d violations (complete %v), shortest %+v; want a complete search with none", r.Violations, r.Complete, r.Shortest)
 			}
 			undo := core.Mutate(m)
