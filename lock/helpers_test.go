@@ -10,18 +10,17 @@ import (
 	"github.com/seckill-lab/seckill/testkit/locktest"
 )
 
-// parallelTests is how many of this package's tests run at once unless -test.parallel says
-// otherwise: they mostly wait (on leases, TTLs, servers starting), each on servers of its own,
-// so more than GOMAXPROCS of them fit on a small machine. Redlock's tests stay serial (they run
+// parallelTests is how many of this package's tests run at once under the race detector unless
+// -test.parallel says otherwise: they mostly wait (on leases, TTLs, servers starting), each on
+// servers of its own, so more than GOMAXPROCS of them fit on a small machine. Redlock's tests stay serial (they run
 // first, alone): a one-attempt acquisition with a short TTL gives each master a few milliseconds
 // to answer, which a busy machine under -race does not always keep.
 const parallelTests = 12
 
-// parallelEmbedded is the same on in-process servers, without the race detector
-// (locktest.RunParallelOnServers).
-const parallelEmbedded = 16
+// parallelFast is the same without the race detector (locktest.RunParallelOnServers).
+const parallelFast = 16
 
-func TestMain(m *testing.M) { locktest.RunParallelOnServers(m, parallelTests, parallelEmbedded) }
+func TestMain(m *testing.M) { locktest.RunParallelOnServers(m, parallelTests, parallelFast) }
 
 // universal wraps clients as the UniversalClient interface the constructors take.
 func universal(cs ...*redis.Client) []redis.UniversalClient {

@@ -118,13 +118,13 @@ func RunParallel(m *testing.M, n int) {
 	os.Exit(m.Run())
 }
 
-// RunParallelOnServers is RunParallel with n tests at once on real redis-server processes or
-// under the race detector, and inProcess on in-process servers without it: a test there costs
-// little CPU (no process to start), so more at once shorten the package without making the
-// machine busier.
-func RunParallelOnServers(m *testing.M, n, inProcess int) {
-	if !UseReal() && !raceDetector {
-		n = inProcess
+// RunParallelOnServers is RunParallel with n tests at once under the race detector, and fast
+// without it: the tests mostly wait (on leases, TTLs, servers starting), and without the race
+// detector each costs little CPU, so more at once shorten the package without making the machine
+// much busier.
+func RunParallelOnServers(m *testing.M, n, fast int) {
+	if !raceDetector {
+		n = fast
 	}
 	RunParallel(m, n)
 }
