@@ -38,7 +38,7 @@ func fairCalls(c *Client) script.Fair {
 }
 
 // queue: a fair waiter is the one waiter of a core.Queue of its own, as in the library's
-// waitTurn (a fair client has a process of its own here): the queue decides when it looks again
+// waitTurn (its client's part of the process, Sim.part): the queue decides when it looks again
 // (the nap its attempt read, or a ring: a message to its channel, or its process's heartbeat) and
 // when its wait is over. It subscribes to nothing through it (Listens off): its channel is its own.
 func (fairKind) queue() (core.QueueConfig, bool) { return core.QueueConfig{}, true }
@@ -63,7 +63,7 @@ func (k fairKind) acquire(s *Sim, w *World, c *Client) {
 	}
 }
 
-// timer: the waiting process's heartbeat is due (the library's beats on a timer of its own).
+// timerDue: the waiting process's heartbeat is due (the library's beats on a timer of its own).
 func (k fairKind) timerDue(s *Sim, w *World, c *Client) bool {
 	if c.BeatAt == 0 || w.Now < c.BeatAt || c.Granted {
 		return false
