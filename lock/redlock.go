@@ -211,9 +211,9 @@ func (a *redlockAttempt) try(ctx context.Context) (bool, time.Duration, error) {
 		case core.RedlockPTTL:
 			r.PTTLs(l.pttls(ctx, key))
 		case core.RedlockRead:
-			r.Answered(l.onMasters(ctx, nodeTimeout(a.ttl), script.RedlockTokenReadCall(key, a.m.Value())))
+			r.Answered(l.fencing(ctx, nodeTimeout(a.ttl), script.RedlockTokenReadCall(key, a.m.Value())))
 		case core.RedlockRaise:
-			r.Answered(l.onMasters(ctx, nodeTimeout(a.ttl), script.RedlockTokenRaiseCall(key, a.m.Value(), r.Token)))
+			r.Answered(l.fencing(ctx, nodeTimeout(a.ttl), script.RedlockTokenRaiseCall(key, a.m.Value(), r.Token)))
 		case core.RedlockUnfence:
 			a.last = fmt.Errorf("redlock %s: not fenced on a quorum of %d masters: %w", key, l.quorum, errLost)
 			l.giveBack(ctx, a.m, key, "release after a failed fencing round")
@@ -236,22 +236,10 @@ func (l *redlockLocker) newValue() (string, error) {
 
 // pttls reads key's PTTL on every master (core.NoAnswer where none came).
 func (l *redlockLocker) pttls(ctx context.Context, key string) []time.Duration {
-	ttls := make([]time.Duration, len(l.masters))
-	var wg sync.WaitGroup
-	for i, m := range l.masters {
-		wg.Go(func() {
-			// Not on the validity's clock: a slow answer only delays the sleep.
-			c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 250*time.Millisecond)
-			defer cancel()
-			d, err := m.PTTL(c, key).Result()
-			if err != nil {
-				d = core.NoAnswer
-			}
-			ttls[i] = d
-		})
-	}
-	wg.Wait()
-	return ttls
+	// Not on the validity's clock: a slow answer only delays the sleep.
+	return askMasters(ctx, l.masters, 250*time.Millisecond, core.NoAnswer, func(ctx context.Context, m redis.UniversalClient) (time.Duration, error) {
+		return m.PTTL(ctx, key).Result()
+	})
 }
 
 // giveBack releases a lock this acquisition has just won but will not keep, on every master and

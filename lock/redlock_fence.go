@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seckill-lab/seckill/lock/core"
 	"github.com/seckill-lab/seckill/lock/script"
 )
@@ -28,24 +30,32 @@ import (
 // a master that restarts without its data: it forgets the counter with the key. Either round
 // failing gives the lock back, and the attempt counts as lost.
 //
-// The rounds are core.Redlock's; onMasters sends each.
+// The rounds are core.Redlock's; askMasters sends each (redlock.go's try).
 
-// onMasters runs call on every master at once, each bounded by perNode, and returns the replies
-// in master order (core.NoReply where none came).
-func (l *redlockLocker) onMasters(ctx context.Context, perNode time.Duration, call script.Call) []int64 {
-	out := make([]int64, len(l.masters))
+// askMasters runs ask on every master at once, each bounded by perNode on a context the caller
+// cannot cancel, and returns the answers in master order (miss where none came).
+func askMasters[T any](ctx context.Context, masters []redis.UniversalClient, perNode time.Duration, miss T,
+	ask func(context.Context, redis.UniversalClient) (T, error)) []T {
+	out := make([]T, len(masters))
 	var wg sync.WaitGroup
-	for i, m := range l.masters {
+	for i, m := range masters {
 		wg.Go(func() {
 			nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), perNode)
 			defer cancel()
-			v, err := run(nctx, m, call).Int64()
+			v, err := ask(nctx, m)
 			if err != nil {
-				v = core.NoReply
+				v = miss
 			}
 			out[i] = v
 		})
 	}
 	wg.Wait()
 	return out
+}
+
+// fencing sends call, a fencing round, to every master (core.NoReply where no answer came).
+func (l *redlockLocker) fencing(ctx context.Context, perNode time.Duration, call script.Call) []int64 {
+	return askMasters(ctx, l.masters, perNode, int64(core.NoReply), func(ctx context.Context, m redis.UniversalClient) (int64, error) {
+		return run(ctx, m, call).Int64()
+	})
 }
